@@ -1,0 +1,32 @@
+# make dev  - build the Worker and serve it on http://127.0.0.1:$(PORT) with local KV
+# make test - vet, unit tests, and end-to-end tests against `wrangler dev`
+# make bench - load benchmark against wrangler dev (not part of make test)
+SHELL := /bin/bash
+PORT ?= 8787
+# wrangler needs Node.js >= 22; package.json installs one into node_modules/.bin.
+export PATH := $(CURDIR)/node_modules/.bin:$(PATH)
+export WRANGLER_SEND_METRICS := false
+
+.PHONY: dev test tools build clean
+
+tools: node_modules/.installed
+
+node_modules/.installed: package.json package-lock.json
+	npm ci --no-audit --no-fund --loglevel=error
+	@node --version
+	@touch $@
+
+build:
+	./build.sh
+
+dev: tools
+	wrangler dev --ip 127.0.0.1 --port $(PORT) --persist-to .wrangler/state
+
+test: tools
+	go vet ./...
+	GOOS=js GOARCH=wasm go vet ./...
+	./build.sh
+	EDGE_ORDERS_E2E=1 go test -count=1 ./...
+
+clean:
+	rm -rf build .wrangler

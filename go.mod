@@ -1,0 +1,5 @@
+module edge-orders
+
+go 1.24
+
+require github.com/google/uuid v1.6.0 // indirect

@@ -1,0 +1,171 @@
+//go:build !js
+
+// Package wranglerdev starts `wrangler dev` on a free loopback port with fresh
+// local state, for end-to-end tests and benchmarks.
+package wranglerdev
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// Options says which Worker to serve; zero fields take defaults.
+type Options struct {
+	// Dir is the folder holding the wrangler.toml to serve and node_modules.
+	Dir string
+	// Config is the wrangler config file, relative to Dir; default wrangler.toml.
+	Config string
+	// StateDir keeps the local KV state; default a new temporary folder.
+	StateDir string
+	// Vars are extra --var NAME:VALUE overrides.
+	Vars map[string]string
+	// Env is added to wrangler's environment.
+	Env []string
+	// StartTimeout bounds the wait for the first answer; default 90 s.
+	StartTimeout time.Duration
+}
+
+// Server is a running `wrangler dev`.
+type Server struct {
+	// URL is the Worker's base address, http://127.0.0.1:PORT.
+	URL string
+
+	cmd  *exec.Cmd
+	logs *syncBuffer
+	done chan struct{}
+	err  error
+}
+
+// Start runs `wrangler dev` and waits until the Worker answers HTTP.
+func Start(ctx context.Context, opts Options) (*Server, error) {
+	if opts.Config == "" {
+		opts.Config = "wrangler.toml"
+	}
+	if opts.StartTimeout == 0 {
+		opts.StartTimeout = 90 * time.Second
+	}
+	if opts.StateDir == "" {
+		dir, err := os.MkdirTemp("", "wranglerdev-state-")
+		if err != nil {
+			return nil, err
+		}
+		opts.StateDir = dir
+	}
+	dir, err := filepath.Abs(opts.Dir)
+	if err != nil {
+		return nil, err
+	}
+	bin := filepath.Join(dir, "node_modules", ".bin")
+	if _, err := os.Stat(filepath.Join(bin, "wrangler")); err != nil {
+		return nil, fmt.Errorf("wranglerdev: wrangler is not installed in %s (run make): %w", dir, err)
+	}
+	port, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	inspector, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	args := []string{"dev", "--config", opts.Config,
+		"--ip", "127.0.0.1", "--port", fmt.Sprint(port), "--inspector-port", fmt.Sprint(inspector),
+		"--persist-to", opts.StateDir, "--show-interactive-dev-session=false"}
+	for name, value := range opts.Vars {
+		args = append(args, "--var", name+":"+value)
+	}
+	cmd := exec.Command(filepath.Join(bin, "wrangler"), args...)
+	cmd.Dir = dir
+	// node_modules/.bin first: wrangler runs on the Node.js that the project installs.
+	cmd.Env = append(os.Environ(), "PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"),
+		"WRANGLER_SEND_METRICS=false", "CI=true", "NO_COLOR=1")
+	cmd.Env = append(cmd.Env, opts.Env...)
+	logs := &syncBuffer{}
+	cmd.Stdout, cmd.Stderr = logs, logs
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	s := &Server{URL: fmt.Sprintf("http://127.0.0.1:%d", port), cmd: cmd, logs: logs, done: make(chan struct{})}
+	go func() {
+		s.err = cmd.Wait()
+		close(s.done)
+	}()
+	if err := s.waitReady(ctx, opts.StartTimeout); err != nil {
+		s.Stop()
+		return nil, fmt.Errorf("%w\n--- wrangler output ---\n%s", err, s.Logs())
+	}
+	return s, nil
+}
+
+// waitReady polls until the Worker answers any HTTP status.
+func (s *Server) waitReady(ctx context.Context, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	client := &http.Client{Timeout: 5 * time.Second}
+	for {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, s.URL, nil)
+		if resp, err := client.Do(req); err == nil {
+			resp.Body.Close()
+			return nil
+		}
+		select {
+		case <-s.done:
+			return fmt.Errorf("wranglerdev: wrangler exited before serving: %v", s.err)
+		case <-ctx.Done():
+			return errors.New("wranglerdev: wrangler did not serve within " + timeout.String())
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+}
+
+// Logs returns everything wrangler has printed so far, the Worker's console
+// output included.
+func (s *Server) Logs() string { return s.logs.String() }
+
+// Stop ends wrangler and the workerd it started.
+func (s *Server) Stop() {
+	_ = syscall.Kill(-s.cmd.Process.Pid, syscall.SIGTERM)
+	select {
+	case <-s.done:
+	case <-time.After(10 * time.Second):
+		_ = syscall.Kill(-s.cmd.Process.Pid, syscall.SIGKILL)
+		<-s.done
+	}
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// syncBuffer is a bytes.Buffer safe for a writer and concurrent readers.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}

@@ -1,0 +1,88 @@
+// Package kv is a small key-value store interface shaped like a Workers KV namespace.
+package kv
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Limits that Workers KV enforces and every Store in this package enforces too,
+// so that code tested against Memory fails the same way it would on real KV.
+const (
+	// MaxKeyBytes is the longest key KV accepts, in bytes.
+	MaxKeyBytes = 512
+	// MinTTL is the shortest expiration TTL KV accepts.
+	MinTTL = 60 * time.Second
+	// MaxMetadataBytes is the largest serialized metadata KV accepts.
+	MaxMetadataBytes = 1024
+	// MaxValueBytes is the largest value KV accepts.
+	MaxValueBytes = 25 << 20
+)
+
+var (
+	// ErrNotFound is returned by Get when no live value is stored under the key.
+	ErrNotFound = errors.New("kv: key not found")
+	// ErrInvalid is returned when KV would refuse the call's arguments: an empty key,
+	// "." or "..", a key over MaxKeyBytes, a TTL under MinTTL, or metadata or a value
+	// over its limit.
+	ErrInvalid = errors.New("kv: invalid argument")
+)
+
+// Entry is a value with the metadata stored beside it.
+type Entry struct {
+	Value string
+	// Metadata is the JSON document stored with the value, or nil when there is none.
+	Metadata []byte
+}
+
+// PutOptions tunes a Put; the zero value stores the entry without expiration.
+type PutOptions struct {
+	// TTL makes the entry expire this long after the Put; zero means never.
+	// KV rounds it down to whole seconds and refuses anything under MinTTL.
+	TTL time.Duration
+}
+
+// Store is the subset of a Workers KV namespace the service needs.
+//
+// Like KV it offers no atomicity: two writers of one key both succeed and the
+// last one wins, and a Get followed by a Put can race with another caller.
+type Store interface {
+	// Get returns the entry stored under key, or ErrNotFound.
+	Get(ctx context.Context, key string) (Entry, error)
+	// Put stores e under key, replacing what was there.
+	Put(ctx context.Context, key string, e Entry, opts PutOptions) error
+	// Delete removes key; deleting a missing key is not an error.
+	Delete(ctx context.Context, key string) error
+}
+
+// CheckKey returns an error wrapping ErrInvalid if KV would refuse key.
+func CheckKey(key string) error {
+	switch {
+	case key == "", key == ".", key == "..":
+		return fmt.Errorf("%w: key %q is not allowed", ErrInvalid, key)
+	case len(key) > MaxKeyBytes:
+		return fmt.Errorf("%w: key is %d bytes, over the %d-byte limit", ErrInvalid, len(key), MaxKeyBytes)
+	}
+	return nil
+}
+
+// checkPut returns an error wrapping ErrInvalid if KV would refuse the Put.
+func checkPut(key string, e Entry, opts PutOptions) error {
+	if err := CheckKey(key); err != nil {
+		return err
+	}
+	switch {
+	case opts.TTL < 0 || (opts.TTL > 0 && opts.TTL < MinTTL):
+		return fmt.Errorf("%w: TTL %v is under KV's %v minimum", ErrInvalid, opts.TTL, MinTTL)
+	case e.Metadata != nil && !json.Valid(e.Metadata):
+		return fmt.Errorf("%w: metadata is not a JSON document", ErrInvalid)
+	case len(e.Metadata) > MaxMetadataBytes:
+		return fmt.Errorf("%w: metadata is %d bytes, over the %d-byte limit", ErrInvalid, len(e.Metadata), MaxMetadataBytes)
+	case len(e.Value) > MaxValueBytes:
+		return fmt.Errorf("%w: value is %d bytes, over the %d-byte limit", ErrInvalid, len(e.Value), MaxValueBytes)
+	}
+	return nil
+}

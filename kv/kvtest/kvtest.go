@@ -1,0 +1,131 @@
+// Package kvtest checks that a kv.Store behaves like Workers KV.
+package kvtest
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"edge-orders/kv"
+)
+
+// Run checks s against the behaviour every kv.Store must share with Workers KV:
+// missing keys, round trips with metadata, overwrites, deletes, and the limits
+// KV enforces. Keys it writes start with prefix, so that runs against a
+// persistent store do not collide.
+func Run(t *testing.T, s kv.Store, prefix string) {
+	ctx := context.Background()
+	key := func(name string) string { return prefix + name }
+
+	t.Run("missing key is ErrNotFound", func(t *testing.T) {
+		_, err := s.Get(ctx, key("missing"))
+		if !errors.Is(err, kv.ErrNotFound) {
+			t.Fatalf("Get(missing) error = %v, want ErrNotFound", err)
+		}
+	})
+
+	t.Run("put then get returns value and metadata", func(t *testing.T) {
+		want := kv.Entry{Value: `{"a":"ü 😀"}`, Metadata: []byte(`{"fingerprint":"abc"}`)}
+		if err := s.Put(ctx, key("roundtrip"), want, kv.PutOptions{TTL: kv.MinTTL}); err != nil {
+			t.Fatalf("Put: %v", err)
+		}
+		got, err := s.Get(ctx, key("roundtrip"))
+		if err != nil {
+			t.Fatalf("Get: %v", err)
+		}
+		if got.Value != want.Value || string(got.Metadata) != string(want.Metadata) {
+			t.Fatalf("Get = %q %s, want %q %s", got.Value, got.Metadata, want.Value, want.Metadata)
+		}
+	})
+
+	t.Run("entry without metadata has nil metadata", func(t *testing.T) {
+		if err := s.Put(ctx, key("plain"), kv.Entry{Value: "1"}, kv.PutOptions{}); err != nil {
+			t.Fatalf("Put: %v", err)
+		}
+		got, err := s.Get(ctx, key("plain"))
+		if err != nil {
+			t.Fatalf("Get: %v", err)
+		}
+		if got.Value != "1" || got.Metadata != nil {
+			t.Fatalf("Get = %q %q, want \"1\" and nil metadata", got.Value, got.Metadata)
+		}
+	})
+
+	t.Run("empty value is stored, not missing", func(t *testing.T) {
+		if err := s.Put(ctx, key("empty"), kv.Entry{}, kv.PutOptions{}); err != nil {
+			t.Fatalf("Put: %v", err)
+		}
+		got, err := s.Get(ctx, key("empty"))
+		if err != nil || got.Value != "" {
+			t.Fatalf("Get = %q, %v; want \"\", nil", got.Value, err)
+		}
+	})
+
+	t.Run("last put wins", func(t *testing.T) {
+		for _, v := range []string{"first", "second"} {
+			if err := s.Put(ctx, key("overwrite"), kv.Entry{Value: v}, kv.PutOptions{}); err != nil {
+				t.Fatalf("Put(%s): %v", v, err)
+			}
+		}
+		got, err := s.Get(ctx, key("overwrite"))
+		if err != nil || got.Value != "second" {
+			t.Fatalf("Get = %q, %v; want \"second\", nil", got.Value, err)
+		}
+	})
+
+	t.Run("delete removes and is idempotent", func(t *testing.T) {
+		if err := s.Put(ctx, key("doomed"), kv.Entry{Value: "x"}, kv.PutOptions{}); err != nil {
+			t.Fatalf("Put: %v", err)
+		}
+		for i := 0; i < 2; i++ {
+			if err := s.Delete(ctx, key("doomed")); err != nil {
+				t.Fatalf("Delete #%d: %v", i+1, err)
+			}
+		}
+		if _, err := s.Get(ctx, key("doomed")); !errors.Is(err, kv.ErrNotFound) {
+			t.Fatalf("Get after Delete error = %v, want ErrNotFound", err)
+		}
+	})
+
+	t.Run("limits KV accepts are accepted", func(t *testing.T) {
+		longest := key(strings.Repeat("k", kv.MaxKeyBytes-len(key(""))))
+		meta := []byte(`"` + strings.Repeat("m", kv.MaxMetadataBytes-2) + `"`)
+		if err := s.Put(ctx, longest, kv.Entry{Value: "v", Metadata: meta}, kv.PutOptions{TTL: kv.MinTTL}); err != nil {
+			t.Fatalf("Put(%d-byte key, %d-byte metadata, TTL %v): %v", len(longest), len(meta), kv.MinTTL, err)
+		}
+		if got, err := s.Get(ctx, longest); err != nil || got.Value != "v" {
+			t.Fatalf("Get(%d-byte key) = %q, %v; want \"v\", nil", len(longest), got.Value, err)
+		}
+	})
+
+	t.Run("limits KV refuses are ErrInvalid", func(t *testing.T) {
+		tooLong := key(strings.Repeat("k", kv.MaxKeyBytes+1-len(key(""))))
+		cases := []struct {
+			name string
+			key  string
+			e    kv.Entry
+			opts kv.PutOptions
+		}{
+			{"key over 512 bytes", tooLong, kv.Entry{Value: "v"}, kv.PutOptions{}},
+			{"empty key", "", kv.Entry{Value: "v"}, kv.PutOptions{}},
+			{"dot key", ".", kv.Entry{Value: "v"}, kv.PutOptions{}},
+			{"TTL under a minute", key("ttl"), kv.Entry{Value: "v"}, kv.PutOptions{TTL: 30 * time.Second}},
+			{"metadata over 1024 bytes", key("meta"), kv.Entry{Value: "v", Metadata: []byte(`"` + strings.Repeat("m", kv.MaxMetadataBytes) + `"`)}, kv.PutOptions{}},
+		}
+		for _, c := range cases {
+			t.Run(c.name, func(t *testing.T) {
+				if err := s.Put(ctx, c.key, c.e, c.opts); !errors.Is(err, kv.ErrInvalid) {
+					t.Fatalf("Put error = %v, want ErrInvalid", err)
+				}
+			})
+		}
+		if _, err := s.Get(ctx, tooLong); !errors.Is(err, kv.ErrInvalid) {
+			t.Fatalf("Get(%d-byte key) error = %v, want ErrInvalid", len(tooLong), err)
+		}
+		if _, err := s.Get(ctx, key("ttl")); !errors.Is(err, kv.ErrNotFound) {
+			t.Fatalf("Get after refused Put error = %v, want ErrNotFound", err)
+		}
+	})
+}

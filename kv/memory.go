@@ -1,0 +1,111 @@
+package kv
+
+import (
+	"context"
+	"runtime"
+	"sync"
+	"time"
+)
+
+// Memory is an in-process Store that behaves like Workers KV where it matters
+// for correctness: it enforces KV's key, TTL, value and metadata limits, expires
+// entries, and gives no atomicity (every call yields to other goroutines first,
+// so a Get-then-Put races exactly as it would against KV).
+//
+// The zero value is not usable; call NewMemory.
+type Memory struct {
+	// Now is the clock used for expiry; tests replace it to move time.
+	Now func() time.Time
+
+	mu      sync.Mutex
+	entries map[string]memoryEntry
+}
+
+type memoryEntry struct {
+	Entry
+	expires time.Time // zero: never
+}
+
+// NewMemory returns an empty store on the wall clock.
+func NewMemory() *Memory {
+	return &Memory{Now: time.Now, entries: make(map[string]memoryEntry)}
+}
+
+// Get implements Store.
+func (m *Memory) Get(ctx context.Context, key string) (Entry, error) {
+	if err := enter(ctx); err != nil {
+		return Entry{}, err
+	}
+	if err := CheckKey(key); err != nil {
+		return Entry{}, err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	e, ok := m.entries[key]
+	if !ok {
+		return Entry{}, ErrNotFound
+	}
+	if !e.expires.IsZero() && !m.Now().Before(e.expires) {
+		delete(m.entries, key)
+		return Entry{}, ErrNotFound
+	}
+	return e.Entry, nil
+}
+
+// Put implements Store.
+func (m *Memory) Put(ctx context.Context, key string, e Entry, opts PutOptions) error {
+	if err := enter(ctx); err != nil {
+		return err
+	}
+	if err := checkPut(key, e, opts); err != nil {
+		return err
+	}
+	var expires time.Time
+	if opts.TTL > 0 {
+		// KV takes whole seconds.
+		expires = m.Now().Add(opts.TTL.Truncate(time.Second))
+	}
+	e.Metadata = append([]byte(nil), e.Metadata...)
+	if len(e.Metadata) == 0 {
+		e.Metadata = nil
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.entries[key] = memoryEntry{Entry: e, expires: expires}
+	return nil
+}
+
+// Delete implements Store.
+func (m *Memory) Delete(ctx context.Context, key string) error {
+	if err := enter(ctx); err != nil {
+		return err
+	}
+	if err := CheckKey(key); err != nil {
+		return err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	delete(m.entries, key)
+	return nil
+}
+
+// Len reports how many live entries the store holds.
+func (m *Memory) Len() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	now := m.Now()
+	n := 0
+	for _, e := range m.entries {
+		if e.expires.IsZero() || now.Before(e.expires) {
+			n++
+		}
+	}
+	return n
+}
+
+// enter models the network round trip of a KV call: it lets other goroutines
+// run before the call takes effect and honours cancellation.
+func enter(ctx context.Context) error {
+	runtime.Gosched()
+	return ctx.Err()
+}

@@ -1,0 +1,81 @@
+package kv_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"edge-orders/kv"
+	"edge-orders/kv/kvtest"
+)
+
+func TestMemoryConformance(t *testing.T) {
+	kvtest.Run(t, kv.NewMemory(), "conformance:")
+}
+
+func TestMemoryExpiry(t *testing.T) {
+	m := kv.NewMemory()
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	m.Now = func() time.Time { return now }
+	ctx := context.Background()
+	// KV keeps whole seconds: 60.9 s lives exactly 60 s.
+	if err := m.Put(ctx, "k", kv.Entry{Value: "v"}, kv.PutOptions{TTL: 60*time.Second + 900*time.Millisecond}); err != nil {
+		t.Fatal(err)
+	}
+	now = now.Add(59 * time.Second)
+	if _, err := m.Get(ctx, "k"); err != nil {
+		t.Fatalf("Get at 59s error = %v, want live entry", err)
+	}
+	now = now.Add(time.Second)
+	if _, err := m.Get(ctx, "k"); !errors.Is(err, kv.ErrNotFound) {
+		t.Fatalf("Get at 60s error = %v, want ErrNotFound", err)
+	}
+	if got := m.Len(); got != 0 {
+		t.Fatalf("Len = %d, want 0", got)
+	}
+}
+
+func TestMemoryHonoursCancellation(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	m := kv.NewMemory()
+	if err := m.Put(ctx, "k", kv.Entry{Value: "v"}, kv.PutOptions{}); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Put error = %v, want context.Canceled", err)
+	}
+	if got := m.Len(); got != 0 {
+		t.Fatalf("Len = %d, want 0 after a cancelled Put", got)
+	}
+}
+
+// TestMemoryIsNotAtomic shows the race the service must guard against: every
+// caller that checks a key before any of them claims it believes it won, and
+// each claim succeeds, because KV has no compare-and-swap.
+func TestMemoryIsNotAtomic(t *testing.T) {
+	const callers = 8
+	m := kv.NewMemory()
+	ctx := context.Background()
+	var checked, done sync.WaitGroup
+	checked.Add(callers)
+	var mu sync.Mutex
+	winners := 0
+	for i := 0; i < callers; i++ {
+		done.Add(1)
+		go func() {
+			defer done.Done()
+			_, err := m.Get(ctx, "claim")
+			checked.Done()
+			checked.Wait()
+			if errors.Is(err, kv.ErrNotFound) && m.Put(ctx, "claim", kv.Entry{Value: "1"}, kv.PutOptions{}) == nil {
+				mu.Lock()
+				winners++
+				mu.Unlock()
+			}
+		}()
+	}
+	done.Wait()
+	if winners != callers {
+		t.Fatalf("%d of %d callers won a get-then-put claim; want all, as on KV", winners, callers)
+	}
+}

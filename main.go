@@ -1,0 +1,34 @@
+//go:build js && wasm
+
+// Command edge-orders is the order-intake Worker: it wires the Workers KV
+// binding and the environment into the service and serves it.
+package main
+
+import (
+	"fmt"
+	"net/http"
+	"syscall/js"
+
+	"edge-orders/httpapi"
+	"edge-orders/intake"
+	"edge-orders/kv"
+	"edge-orders/worker"
+)
+
+// binding is the KV namespace binding named in wrangler.toml.
+const binding = "ORDERS"
+
+func main() {
+	worker.Serve(func(env js.Value) http.Handler {
+		ns := env.Get(binding)
+		if ns.Type() != js.TypeObject {
+			return httpapi.Misconfigured(fmt.Sprintf("the %s KV namespace binding is missing; see wrangler.toml", binding))
+		}
+		svc := intake.New(kv.NewWorkers(ns), &intake.Options{
+			OnReleaseError: func(key string, err error) {
+				fmt.Printf("claim on %q not released, it expires by itself: %v\n", key, err)
+			},
+		})
+		return httpapi.New(svc)
+	})
+}

@@ -1,0 +1,124 @@
+// Package order validates order requests and mints their receipts exactly as the Worker's original TypeScript did.
+package order
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/google/uuid"
+)
+
+// ErrInvalid is returned by Parse for every body the reference's validate()
+// would reject, whether or not it is JSON. The wrapped message says why,
+// for logs; it is not meant for clients.
+var ErrInvalid = errors.New("order: invalid order")
+
+// Side is which way an order trades.
+type Side string
+
+// The only sides validate() accepts, compared case-sensitively.
+const (
+	Buy  Side = "buy"
+	Sell Side = "sell"
+)
+
+// StatusAccepted is the status of every receipt Place mints.
+const StatusAccepted = "accepted"
+
+// Order is a validated order request. Symbol is a JavaScript string in
+// WTF-8: valid UTF-8 except that lone surrogates from \uXXXX escapes are
+// kept, in the generalized 3-byte form, so they are printed back as the
+// original would print them. Quantity is a JavaScript number, a positive
+// integer but possibly beyond 2**53, where it is already rounded.
+type Order struct {
+	Symbol   string
+	Side     Side
+	Quantity float64
+}
+
+// Parse decodes body as request.json() does and validates the result as
+// validate() does. It returns an error wrapping ErrInvalid when body is not
+// JSON, nests deeper than MaxDepth, is not an object, or its own symbol,
+// side or quantity member is not a non-empty string, "buy" or "sell", and a
+// positive integer respectively. Other members are ignored; duplicate
+// members count only at their last occurrence.
+func Parse(body []byte) (Order, error) {
+	top, err := parseJSON(decodeUTF8(body))
+	switch {
+	case err != nil:
+		return Order{}, fmt.Errorf("%w: %v", ErrInvalid, err)
+	case !top.isObject:
+		return Order{}, fmt.Errorf("%w: body is not a JSON object", ErrInvalid)
+	case top.symbol.kind != kindString || top.symbol.str == "":
+		return Order{}, fmt.Errorf("%w: symbol must be a non-empty string", ErrInvalid)
+	case top.side.kind != kindString || top.side.str != string(Buy) && top.side.str != string(Sell):
+		return Order{}, fmt.Errorf("%w: side must be %q or %q", ErrInvalid, Buy, Sell)
+	case top.quantity.kind != kindNumber || !isPositiveInteger(top.quantity.num):
+		return Order{}, fmt.Errorf("%w: quantity must be a positive integer", ErrInvalid)
+	}
+	return Order{Symbol: top.symbol.str, Side: Side(top.side.str), Quantity: top.quantity.num}, nil
+}
+
+// isPositiveInteger is Number.isInteger(x) && x > 0.
+func isPositiveInteger(x float64) bool {
+	return x > 0 && !math.IsInf(x, 0) && x == math.Trunc(x)
+}
+
+// Fingerprint returns a lowercase hex SHA-256 that identifies o, for
+// telling whether an idempotency key is being reused for a different
+// order. It hashes the UTF-8 of JSON.stringify({symbol, side, quantity}),
+// which is unambiguous and the same for every body that parses to o,
+// however it was spaced, ordered or escaped.
+func (o Order) Fingerprint() string {
+	sum := sha256.Sum256(append(appendMembers([]byte{'{'}, o), '}'))
+	return hex.EncodeToString(sum[:])
+}
+
+// appendMembers appends o's members as JSON.stringify writes them, without
+// the surrounding braces so receipts can share it.
+func appendMembers(b []byte, o Order) []byte {
+	b = append(b, `"symbol":`...)
+	b = appendJSString(b, o.Symbol)
+	b = append(b, `,"side":`...)
+	b = appendJSString(b, string(o.Side))
+	b = append(b, `,"quantity":`...)
+	return appendJSONNumber(b, o.Quantity)
+}
+
+// Receipt is what placing an order returns to the client.
+type Receipt struct {
+	OrderID    string // a lowercase random (version 4) UUID
+	Status     string // StatusAccepted
+	Order      Order
+	AcceptedAt time.Time
+}
+
+// Place mints the receipt for o, accepted at now, with a fresh random
+// order ID. It does not validate o. Like uuid.New, it panics if the system's
+// random source fails, since no order can be placed without an ID.
+func Place(o Order, now time.Time) Receipt {
+	return Receipt{OrderID: uuid.NewString(), Status: StatusAccepted, Order: o, AcceptedAt: now}
+}
+
+// JSON returns the receipt exactly as the original's
+// JSON.stringify({orderId, status, symbol, side, quantity, acceptedAt})
+// wrote it: those members in that order, no spaces, acceptedAt as
+// toISOString() prints it. Receipt deliberately has no MarshalJSON method:
+// encoding/json would re-escape its output (<, >, &, U+2028, U+2029) and it
+// would no longer match.
+func (r Receipt) JSON() []byte {
+	b := make([]byte, 0, 128+len(r.Order.Symbol))
+	b = append(b, `{"orderId":`...)
+	b = appendJSString(b, r.OrderID)
+	b = append(b, `,"status":`...)
+	b = appendJSString(b, r.Status)
+	b = append(b, ',')
+	b = appendMembers(b, r.Order)
+	b = append(b, `,"acceptedAt":"`...)
+	b = appendISOTime(b, r.AcceptedAt)
+	return append(b, `"}`...)
+}

@@ -1,0 +1,31 @@
+// Runs the original Worker's decoding and validation on every body it is
+// given, so the Go port can be compared with real JavaScript.
+//
+// stdin:  a JSON array of base64-encoded request bodies.
+// stdout: a JSON array with, for each body, JSON.stringify({symbol, side,
+//         quantity}) of the validated order as a string, or null when the
+//         body is rejected. Each result is a string (not an object) so that
+//         lone surrogates reach Go escaped, exactly as the receipt prints them.
+
+function validate(body) {
+  if (typeof body !== "object" || body === null) return null;
+  const { symbol, side, quantity } = body;
+  if (typeof symbol !== "string" || symbol.length === 0) return null;
+  if (side !== "buy" && side !== "sell") return null;
+  if (typeof quantity !== "number" || !Number.isInteger(quantity) || quantity <= 0) return null;
+  return { symbol, side, quantity };
+}
+
+const chunks = [];
+for await (const chunk of process.stdin) chunks.push(chunk);
+const bodies = JSON.parse(Buffer.concat(chunks).toString("utf8"));
+
+const results = [];
+for (const b64 of bodies) {
+  const bytes = Buffer.from(b64, "base64");
+  // Exactly what the Worker did with request.json().
+  const body = await new Response(bytes).json().catch(() => null);
+  const order = validate(body);
+  results.push(order === null ? null : JSON.stringify({ symbol: order.symbol, side: order.side, quantity: order.quantity }));
+}
+process.stdout.write(JSON.stringify(results));
