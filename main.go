@@ -5,6 +5,7 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"syscall/js"
@@ -29,6 +30,14 @@ func main() {
 				fmt.Printf("claim on %q not released, it expires by itself: %v\n", key, err)
 			},
 		})
-		return httpapi.New(svc)
+		h := httpapi.New(svc)
+		h.Log = logLine
+		return h
 	})
+}
+
+// logLine prints one JSON line to the console, which Workers Logs indexes.
+func logLine(l httpapi.LogLine) {
+	b, _ := json.Marshal(l)
+	fmt.Println(string(b))
 }

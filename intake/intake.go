@@ -3,6 +3,7 @@ package intake
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -71,6 +72,9 @@ type Outcome struct {
 	Receipt []byte
 	// Replayed is true when the receipt was stored by an earlier request.
 	Replayed bool
+	// OrderID is the receipt's order id, for logs; empty if a stored receipt
+	// has none.
+	OrderID string
 }
 
 // Service accepts orders at most once per Idempotency-Key.
@@ -152,7 +156,7 @@ func (s *Service) Submit(ctx context.Context, key string, body io.Reader) (Outco
 	stored, err := s.store.Get(ctx, resultKey)
 	switch {
 	case err == nil:
-		return Outcome{Receipt: []byte(stored.Value), Replayed: true}, nil
+		return Outcome{Receipt: []byte(stored.Value), Replayed: true, OrderID: orderID(stored.Value)}, nil
 	case !errors.Is(err, kv.ErrNotFound):
 		return Outcome{}, unavailable(err)
 	case !leader:
@@ -176,7 +180,8 @@ func (s *Service) Submit(ctx context.Context, key string, body io.Reader) (Outco
 		s.release(ctx, key)
 		return Outcome{}, err
 	}
-	receipt := order.Place(o, s.opts.Now()).JSON()
+	placed := order.Place(o, s.opts.Now())
+	receipt := placed.JSON()
 	if err := s.store.Put(ctx, resultKey, kv.Entry{Value: string(receipt)}, kv.PutOptions{TTL: s.opts.ResultTTL}); err != nil {
 		// Without a stored receipt the order does not exist; a retry places it.
 		s.release(ctx, key)
@@ -185,7 +190,16 @@ func (s *Service) Submit(ctx context.Context, key string, body io.Reader) (Outco
 	// The stored receipt now wins over the claim for every reader, so the
 	// claim can be released after the response.
 	s.opts.Defer(ctx, func(ctx context.Context) { s.release(ctx, key) })
-	return Outcome{Receipt: receipt}, nil
+	return Outcome{Receipt: receipt, OrderID: placed.OrderID}, nil
+}
+
+// orderID reads the orderId member of a stored receipt.
+func orderID(receipt string) string {
+	var r struct {
+		OrderID string `json:"orderId"`
+	}
+	_ = json.Unmarshal([]byte(receipt), &r)
+	return r.OrderID
 }
 
 // readBody reads at most MaxBodyBytes of body.

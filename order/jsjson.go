@@ -33,6 +33,10 @@ var (
 // subpart becomes one U+FFFD. utf8.DecodeRune would instead replace byte by
 // byte, so E2 82 followed by '"' would yield two U+FFFD where browsers and
 // Workers yield one. The result is always valid UTF-8.
+//
+// Runtimes disagree about the BOM; this follows the standard. workerd strips
+// it only from compatibility date 2026-01-13 (strip_bom_in_read_all_text) and
+// so rejects such bodies before it, while Node's fetch strips up to two.
 func decodeUTF8(b []byte) []byte {
 	b = bytes.TrimPrefix(b, []byte("\xEF\xBB\xBF"))
 	if utf8.Valid(b) {
@@ -561,7 +565,8 @@ func FormatNumber(x float64) string {
 
 // appendISOTime appends t as Date.prototype.toISOString() writes it: UTC,
 // milliseconds truncated (a Date holds whole milliseconds), and years
-// outside 0000..9999 in the signed six-digit form such as "+010000".
+// outside 0000..9999 in the signed six-digit form such as "+010000". Years
+// beyond ±999999, which no Date can hold, simply get more digits.
 func appendISOTime(b []byte, t time.Time) []byte {
 	t = t.UTC()
 	year := t.Year()

@@ -216,12 +216,6 @@ func TestParse(t *testing.T) {
 	}
 }
 
-func TestMaxDepth(t *testing.T) {
-	if got, want := order.MaxDepth, 64; got != want {
-		t.Errorf("MaxDepth = %d, want %d", got, want)
-	}
-}
-
 // fixedReceipt is a receipt whose random and time-dependent parts are
 // pinned, so its JSON can be compared byte for byte.
 func fixedReceipt(o order.Order) order.Receipt {

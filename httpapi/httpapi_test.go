@@ -1,0 +1,337 @@
+package httpapi_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"regexp"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"edge-orders/httpapi"
+	"edge-orders/intake"
+	"edge-orders/kv"
+)
+
+const validBody = `{"symbol":"AAPL","side":"buy","quantity":10}`
+
+// acceptedAt is the fixed clock stamped on receipts.
+var acceptedAt = time.Date(2026, 3, 14, 15, 9, 26, 535_000_000, time.UTC)
+
+// secret stands for the storage details a KV error carries.
+const secret = "upstream 500 from 10.0.0.7"
+
+// failingStore fails every call with an error whose text must not reach clients.
+type failingStore struct{ kv.Store }
+
+func (failingStore) Get(context.Context, string) (kv.Entry, error) {
+	return kv.Entry{}, errors.New("kv: " + secret)
+}
+
+// panickyStore panics in Get while panics is set.
+type panickyStore struct {
+	kv.Store
+	panics atomic.Bool
+}
+
+func (p *panickyStore) Get(ctx context.Context, key string) (kv.Entry, error) {
+	if p.panics.Load() {
+		panic("kv: binding exploded")
+	}
+	return p.Store.Get(ctx, key)
+}
+
+// newHandler returns a handler over store with a fixed receipt clock.
+func newHandler(store kv.Store) http.Handler {
+	return httpapi.New(intake.New(store, &intake.Options{Now: func() time.Time { return acceptedAt }}))
+}
+
+// request builds a request; key nil sends no Idempotency-Key header.
+func request(method string, key *string, body io.Reader) *http.Request {
+	r := httptest.NewRequest(method, "/orders", body)
+	if key != nil {
+		r.Header.Set("Idempotency-Key", *key)
+	}
+	return r
+}
+
+func ptr(s string) *string { return &s }
+
+// response is what a test checks of a response.
+type response struct {
+	status int
+	body   string
+	header map[string]string // headers that must have exactly this value; "" means absent
+}
+
+func serve(h http.Handler, r *http.Request) *httptest.ResponseRecorder {
+	w := httptest.NewRecorder()
+	h.ServeHTTP(w, r)
+	return w
+}
+
+func check(t *testing.T, w *httptest.ResponseRecorder, want response) {
+	t.Helper()
+	if got := w.Code; got != want.status {
+		t.Errorf("status = %d, want %d", got, want.status)
+	}
+	if got := w.Body.String(); got != want.body {
+		t.Errorf("body = %s, want %s", got, want.body)
+	}
+	if got, want := w.Header().Get("Content-Type"), "application/json"; got != want {
+		t.Errorf("Content-Type = %q, want %q", got, want)
+	}
+	for name, v := range want.header {
+		if got := w.Header().Get(name); got != v {
+			t.Errorf("%s = %q, want %q", name, got, v)
+		}
+	}
+}
+
+func TestErrors(t *testing.T) {
+	tests := []struct {
+		name  string
+		store func(*kv.Memory) kv.Store // nil: the Memory as it is
+		setup func(*testing.T, *kv.Memory)
+		req   *http.Request
+		want  response
+	}{
+		{
+			name: "GET is method not allowed",
+			req:  request(http.MethodGet, ptr("k"), nil),
+			want: response{405, `{"error":"method_not_allowed"}`, map[string]string{"Allow": "POST", "Idempotent-Replay": ""}},
+		},
+		{
+			name: "PUT is method not allowed",
+			req:  request(http.MethodPut, ptr("k"), strings.NewReader(validBody)),
+			want: response{405, `{"error":"method_not_allowed"}`, map[string]string{"Allow": "POST"}},
+		},
+		{
+			name: "DELETE is method not allowed",
+			req:  request(http.MethodDelete, nil, nil),
+			want: response{405, `{"error":"method_not_allowed"}`, map[string]string{"Allow": "POST"}},
+		},
+		{
+			name: "OPTIONS is method not allowed",
+			req:  request(http.MethodOptions, nil, nil),
+			want: response{405, `{"error":"method_not_allowed"}`, map[string]string{"Allow": "POST"}},
+		},
+		{
+			name: "lower-case post is method not allowed",
+			req:  request("post", ptr("k"), strings.NewReader(validBody)),
+			want: response{405, `{"error":"method_not_allowed"}`, map[string]string{"Allow": "POST"}},
+		},
+		{
+			name: "no key is missing key",
+			req:  request(http.MethodPost, nil, strings.NewReader(validBody)),
+			want: response{400, `{"error":"missing_idempotency_key"}`, map[string]string{"Allow": ""}},
+		},
+		{
+			name: "empty key is missing key",
+			req:  request(http.MethodPost, ptr(""), strings.NewReader(validBody)),
+			want: response{400, `{"error":"missing_idempotency_key"}`, nil},
+		},
+		{
+			name: "claimed key is in progress",
+			setup: func(t *testing.T, m *kv.Memory) {
+				if err := m.Put(context.Background(), "pending:k", kv.Entry{Value: "1"}, kv.PutOptions{TTL: kv.MinTTL}); err != nil {
+					t.Fatal(err)
+				}
+			},
+			req:  request(http.MethodPost, ptr("k"), strings.NewReader(validBody)),
+			want: response{409, `{"error":"in_progress","retryAfter":60}`, map[string]string{"Retry-After": "60"}},
+		},
+		{
+			name: "invalid order is unprocessable",
+			req:  request(http.MethodPost, ptr("k"), strings.NewReader(`{"symbol":"AAPL","side":"hold","quantity":10}`)),
+			want: response{422, `{"error":"invalid_order"}`, nil},
+		},
+		{
+			name: "non-JSON order is unprocessable",
+			req:  request(http.MethodPost, ptr("k"), strings.NewReader(`quantity=10`)),
+			want: response{422, `{"error":"invalid_order"}`, nil},
+		},
+		{
+			name: "too-long key is invalid key",
+			req:  request(http.MethodPost, ptr(strings.Repeat("k", intake.MaxKeyBytes+1)), strings.NewReader(validBody)),
+			want: response{400, `{"error":"invalid_idempotency_key"}`, nil},
+		},
+		{
+			name: "oversized body is too large",
+			req:  request(http.MethodPost, ptr("k"), strings.NewReader(validBody+strings.Repeat(" ", intake.DefaultMaxBodyBytes))),
+			want: response{413, `{"error":"body_too_large"}`, nil},
+		},
+		{
+			name: "unreadable body is unreadable",
+			req:  request(http.MethodPost, ptr("k"), io.MultiReader(strings.NewReader(`{"sym`), errorReader{})),
+			want: response{400, `{"error":"unreadable_body"}`, nil},
+		},
+		{
+			name:  "storage failure is unavailable",
+			store: func(m *kv.Memory) kv.Store { return failingStore{m} },
+			req:   request(http.MethodPost, ptr("k"), strings.NewReader(validBody)),
+			want:  response{503, `{"error":"storage_unavailable"}`, nil},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			mem := kv.NewMemory()
+			if tc.setup != nil {
+				tc.setup(t, mem)
+			}
+			var store kv.Store = mem
+			if tc.store != nil {
+				store = tc.store(mem)
+			}
+			w := serve(newHandler(store), tc.req)
+			check(t, w, tc.want)
+			if strings.Contains(w.Body.String(), secret) {
+				t.Errorf("body %s leaks the storage error", w.Body.String())
+			}
+			if s := tc.want.status; s != http.StatusConflict && s != http.StatusServiceUnavailable {
+				if got := w.Header().Get("Retry-After"); got != "" {
+					t.Errorf("Retry-After = %q on a %d, want none", got, s)
+				}
+			}
+			if _, err := mem.Get(context.Background(), "result:k"); !errors.Is(err, kv.ErrNotFound) {
+				t.Errorf("result:k after a %d: error = %v, want ErrNotFound", w.Code, err)
+			}
+		})
+	}
+}
+
+type errorReader struct{}
+
+func (errorReader) Read([]byte) (int, error) { return 0, errors.New("connection reset") }
+
+var uuidV4 = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$`)
+
+func TestNewOrderThenReplay(t *testing.T) {
+	mem := kv.NewMemory()
+	h := newHandler(mem)
+
+	w := serve(h, request(http.MethodPost, ptr("k"), strings.NewReader(`{"quantity":10,"side":"buy","symbol":"AAPL","note":"x"}`)))
+	var receipt struct{ OrderID string }
+	if err := json.Unmarshal(w.Body.Bytes(), &receipt); err != nil {
+		t.Fatalf("201 body %s: %v", w.Body, err)
+	}
+	if !uuidV4.MatchString(receipt.OrderID) {
+		t.Errorf("orderId = %q, want a lowercase version 4 UUID", receipt.OrderID)
+	}
+	// The members come in the reference's order, whatever the request's.
+	created := `{"orderId":"` + receipt.OrderID + `","status":"accepted","symbol":"AAPL","side":"buy","quantity":10,"acceptedAt":"2026-03-14T15:09:26.535Z"}`
+	t.Run("new order is created", func(t *testing.T) {
+		check(t, w, response{201, created, map[string]string{"Idempotent-Replay": ""}})
+	})
+	t.Run("stored key replays the body", func(t *testing.T) {
+		w := serve(h, request(http.MethodPost, ptr("k"), strings.NewReader(validBody)))
+		check(t, w, response{200, created, map[string]string{"Idempotent-Replay": "true"}})
+	})
+	t.Run("stored key replays whatever the body", func(t *testing.T) {
+		w := serve(h, request(http.MethodPost, ptr("k"), strings.NewReader(`not json`)))
+		check(t, w, response{200, created, map[string]string{"Idempotent-Replay": "true"}})
+	})
+	t.Run("other key creates another order", func(t *testing.T) {
+		w := serve(h, request(http.MethodPost, ptr("k2"), strings.NewReader(validBody)))
+		if w.Code != http.StatusCreated || w.Body.String() == created {
+			t.Errorf("status = %d body = %s, want 201 with a new order", w.Code, w.Body)
+		}
+	})
+}
+
+// TestReplaysReferenceReceipt checks a receipt stored by the TypeScript
+// Worker is replayed byte for byte.
+func TestReplaysReferenceReceipt(t *testing.T) {
+	const stored = "{ \"orderId\":\"0b7e2c57-8f53-4c39-9f5e-0d2d3c0b2a61\", \"symbol\":\"\\u00e9<&>\" }"
+	mem := kv.NewMemory()
+	if err := mem.Put(context.Background(), "result:ts", kv.Entry{Value: stored}, kv.PutOptions{TTL: 24 * time.Hour}); err != nil {
+		t.Fatal(err)
+	}
+	w := serve(newHandler(mem), request(http.MethodPost, ptr("ts"), strings.NewReader(validBody)))
+	check(t, w, response{200, stored, map[string]string{"Idempotent-Replay": "true"}})
+}
+
+func TestPanicIsInternalError(t *testing.T) {
+	store := &panickyStore{Store: kv.NewMemory()}
+	h := newHandler(store)
+	store.panics.Store(true)
+	t.Run("panicking request is internal error", func(t *testing.T) {
+		w := serve(h, request(http.MethodPost, ptr("k"), strings.NewReader(validBody)))
+		check(t, w, response{500, `{"error":"internal_error"}`, nil})
+		if strings.Contains(w.Body.String(), "exploded") {
+			t.Errorf("body %s leaks the panic value", w.Body)
+		}
+	})
+	store.panics.Store(false)
+	t.Run("next request with the same key is served", func(t *testing.T) {
+		w := serve(h, request(http.MethodPost, ptr("k"), strings.NewReader(validBody)))
+		if w.Code != http.StatusCreated {
+			t.Errorf("status = %d body = %s, want 201", w.Code, w.Body)
+		}
+	})
+}
+
+// TestServer runs the handler behind a real HTTP server, so headers and
+// bodies are checked as a client receives them.
+func TestServer(t *testing.T) {
+	store := &panickyStore{Store: kv.NewMemory()}
+	srv := httptest.NewServer(newHandler(store))
+	defer srv.Close()
+	post := func(t *testing.T, key string) (*http.Response, string) {
+		t.Helper()
+		req, err := http.NewRequest(http.MethodPost, srv.URL, strings.NewReader(validBody))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Idempotency-Key", key)
+		resp, err := srv.Client().Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp, string(b)
+	}
+	store.panics.Store(true)
+	resp, body := post(t, "s")
+	if resp.StatusCode != 500 || body != `{"error":"internal_error"}` {
+		t.Fatalf("panicking request = %d %s, want 500 {\"error\":\"internal_error\"}", resp.StatusCode, body)
+	}
+	store.panics.Store(false)
+	first, created := post(t, "s")
+	if first.StatusCode != http.StatusCreated {
+		t.Fatalf("after a panic: status = %d %s, want 201", first.StatusCode, created)
+	}
+	again, replayed := post(t, "s")
+	if again.StatusCode != http.StatusOK || replayed != created || again.Header.Get("Idempotent-Replay") != "true" {
+		t.Errorf("replay = %d %s Idempotent-Replay %q, want 200 %s true", again.StatusCode, replayed, again.Header.Get("Idempotent-Replay"), created)
+	}
+}
+
+func TestMisconfigured(t *testing.T) {
+	h := httpapi.Misconfigured("the ORDERS KV namespace binding is missing")
+	tests := []struct {
+		name string
+		req  *http.Request
+	}{
+		{"POST is misconfigured", request(http.MethodPost, ptr("k"), strings.NewReader(validBody))},
+		{"GET is misconfigured", request(http.MethodGet, nil, nil)},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			w := serve(h, tc.req)
+			check(t, w, response{500, `{"error":"misconfigured"}`, nil})
+			if strings.Contains(w.Body.String(), "ORDERS") {
+				t.Errorf("body %s leaks the configuration detail", w.Body)
+			}
+		})
+	}
+}

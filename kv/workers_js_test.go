@@ -1,0 +1,51 @@
+//go:build js && wasm
+
+package kv_test
+
+import (
+	"context"
+	"strings"
+	"syscall/js"
+	"testing"
+
+	"edge-orders/kv"
+	"edge-orders/kv/kvtest"
+	"edge-orders/worker"
+)
+
+// TestWorkersConformance runs the store checks against a real KV namespace.
+// It runs inside workerd (test/kvconformance), whose entry publishes the
+// ORDERS binding as globalThis.ORDERS; elsewhere there is no namespace.
+func TestWorkersConformance(t *testing.T) {
+	ns := js.Global().Get("ORDERS")
+	if ns.Type() != js.TypeObject {
+		t.Skip("no KV namespace: run through test/kvconformance in wrangler dev")
+	}
+	kvtest.Run(t, kv.NewWorkers(ns), "conformance:")
+}
+
+// TestWorkersKVRefusesWhatStoresRefuse pins the KV facts the stores model, by
+// calling the namespace directly: a TTL under a minute and a key over 512
+// bytes are refused by KV itself, not only by this package's checks.
+func TestWorkersKVRefusesWhatStoresRefuse(t *testing.T) {
+	ns := js.Global().Get("ORDERS")
+	if ns.Type() != js.TypeObject {
+		t.Skip("no KV namespace: run through test/kvconformance in wrangler dev")
+	}
+	short := js.Global().Get("Object").New()
+	short.Set("expirationTtl", 59)
+	cases := []struct {
+		name string
+		args []any
+	}{
+		{"TTL of 59 s", []any{"conformance:raw-ttl", "v", short}},
+		{"513-byte key", []any{"conformance:" + strings.Repeat("k", kv.MaxKeyBytes+1-len("conformance:")), "v"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if _, err := worker.CallAwait(context.Background(), ns, "put", c.args...); err == nil {
+				t.Fatalf("KV accepted a put with %s; want it refused", c.name)
+			}
+		})
+	}
+}

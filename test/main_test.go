@@ -1,0 +1,170 @@
+// Package e2e tests the compiled Worker end to end: the wasm that build.sh
+// makes, running in workerd under `wrangler dev` with its local KV.
+//
+// The tests run when EDGE_ORDERS_E2E=1 (make test sets it) and skip otherwise,
+// so a plain `go test ./...` stays fast and needs no Node.js.
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"edge-orders/internal/wranglerdev"
+)
+
+// root is the repository, where wrangler.toml and node_modules live.
+const root = ".."
+
+// worker is the Worker under test, shared by the tests of this package.
+var worker *wranglerdev.Server
+
+// workerState is the folder of worker's local KV state.
+var workerState string
+
+func TestMain(m *testing.M) {
+	if os.Getenv("EDGE_ORDERS_E2E") != "1" {
+		os.Exit(m.Run()) // every test skips through requireWorker
+	}
+	dir, err := os.MkdirTemp("", "edge-orders-e2e-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	workerState = dir
+	worker, err = wranglerdev.Start(context.Background(), wranglerdev.Options{Dir: root, StateDir: workerState})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	worker.Stop()
+	if code != 0 {
+		fmt.Fprintf(os.Stderr, "--- wrangler output ---\n%s\n", worker.Logs())
+	}
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// requireWorker skips t unless the end-to-end run is on.
+func requireWorker(t *testing.T) {
+	t.Helper()
+	if worker == nil {
+		t.Skip("end-to-end tests run with EDGE_ORDERS_E2E=1 (make test)")
+	}
+}
+
+// response is what a test reads back from the Worker.
+type response struct {
+	status int
+	header http.Header
+	body   string
+}
+
+var client = &http.Client{Timeout: 30 * time.Second}
+
+// send makes one request to the Worker; header is name, value pairs. A
+// transport failure fails t and returns the zero response.
+func send(t *testing.T, method, body string, header ...string) response {
+	t.Helper()
+	req, err := http.NewRequest(method, worker.URL+"/orders", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Set(header[i], header[i+1])
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		// Errorf, not Fatalf: send is called from many goroutines at once.
+		t.Errorf("%s: %v", method, err)
+		return response{}
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Errorf("%s: reading the response: %v", method, err)
+		return response{}
+	}
+	return response{status: resp.StatusCode, header: resp.Header, body: string(b)}
+}
+
+// post submits body under key.
+func post(t *testing.T, key, body string) response {
+	t.Helper()
+	return send(t, http.MethodPost, body, "Idempotency-Key", key, "Content-Type", "application/json")
+}
+
+// newKey returns a key no other test uses.
+func newKey(t *testing.T) string {
+	return fmt.Sprintf("%s-%d", strings.ReplaceAll(t.Name(), "/", "-"), time.Now().UnixNano())
+}
+
+const validOrder = `{"symbol":"MSFT","side":"buy","quantity":100}`
+
+// receipt is the 201 body.
+type receipt struct {
+	OrderID    string  `json:"orderId"`
+	Status     string  `json:"status"`
+	Symbol     string  `json:"symbol"`
+	Side       string  `json:"side"`
+	Quantity   float64 `json:"quantity"`
+	AcceptedAt string  `json:"acceptedAt"`
+}
+
+func decodeReceipt(t *testing.T, body string) receipt {
+	t.Helper()
+	var r receipt
+	if err := json.Unmarshal([]byte(body), &r); err != nil {
+		t.Fatalf("receipt %q: %v", body, err)
+	}
+	return r
+}
+
+// wrangler runs the wrangler CLI against the Worker's local state.
+func wrangler(t *testing.T, args ...string) string {
+	t.Helper()
+	bin, _ := filepath.Abs(filepath.Join(root, "node_modules", ".bin"))
+	cmd := exec.Command(filepath.Join(bin, "wrangler"), args...)
+	cmd.Dir = root
+	cmd.Env = append(os.Environ(), "PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"), "WRANGLER_SEND_METRICS=false", "CI=true", "NO_COLOR=1")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("wrangler %s: %v\n%s", strings.Join(args, " "), err, stderr.String())
+	}
+	return string(out)
+}
+
+// kvPut writes straight into the Worker's local KV namespace.
+func kvPut(t *testing.T, key, value string) {
+	t.Helper()
+	wrangler(t, "kv", "key", "put", key, value, "--binding", "ORDERS", "--local", "--persist-to", workerState)
+}
+
+// storedKey is a key as `wrangler kv key list` shows it.
+type storedKey struct {
+	Name       string `json:"name"`
+	Expiration int64  `json:"expiration"`
+}
+
+// kvList lists the keys of the Worker's local KV namespace that start with prefix.
+func kvList(t *testing.T, prefix string) []storedKey {
+	t.Helper()
+	out := wrangler(t, "kv", "key", "list", "--prefix", prefix, "--binding", "ORDERS", "--local", "--persist-to", workerState)
+	var keys []storedKey
+	if err := json.Unmarshal([]byte(out[strings.Index(out, "["):]), &keys); err != nil {
+		t.Fatalf("kv key list: %v\n%s", err, out)
+	}
+	return keys
+}
