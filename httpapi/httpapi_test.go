@@ -335,3 +335,76 @@ func TestMisconfigured(t *testing.T) {
 		})
 	}
 }
+
+func TestLogLine(t *testing.T) {
+	mem := kv.NewMemory()
+	store := &panickyStore{Store: mem}
+	h := httpapi.New(intake.New(store, &intake.Options{Now: func() time.Time { return acceptedAt }}))
+	var lines []httpapi.LogLine
+	h.Log = func(l httpapi.LogLine) { lines = append(lines, l) }
+	if err := mem.Put(context.Background(), "pending:busy", kv.Entry{Value: "1"}, kv.PutOptions{TTL: kv.MinTTL}); err != nil {
+		t.Fatal(err)
+	}
+	failing := httpapi.New(intake.New(failingStore{mem}, nil))
+	failing.Log = h.Log
+
+	w := serve(h, request(http.MethodPost, ptr("k"), strings.NewReader(validBody)))
+	var receipt struct{ OrderID string }
+	if err := json.Unmarshal(w.Body.Bytes(), &receipt); err != nil || receipt.OrderID == "" {
+		t.Fatalf("201 body %s: %v, want a receipt", w.Body, err)
+	}
+	tests := []struct {
+		name  string
+		serve func() *httptest.ResponseRecorder
+		want  httpapi.LogLine
+	}{
+		{"created logs the order", func() *httptest.ResponseRecorder { return w },
+			httpapi.LogLine{Outcome: "created", Key: "k", Status: 201, OrderID: receipt.OrderID}},
+		{"replayed logs the same order", func() *httptest.ResponseRecorder {
+			return serve(h, request(http.MethodPost, ptr("k"), strings.NewReader(validBody)))
+		}, httpapi.LogLine{Outcome: "replayed", Key: "k", Status: 200, OrderID: receipt.OrderID}},
+		{"in progress logs the code", func() *httptest.ResponseRecorder {
+			return serve(h, request(http.MethodPost, ptr("busy"), strings.NewReader(validBody)))
+		}, httpapi.LogLine{Outcome: "in_progress", Key: "busy", Status: 409}},
+		{"method not allowed logs the code", func() *httptest.ResponseRecorder {
+			return serve(h, request(http.MethodGet, ptr("k"), nil))
+		}, httpapi.LogLine{Outcome: "method_not_allowed", Key: "k", Status: 405}},
+		{"missing key logs no key", func() *httptest.ResponseRecorder {
+			return serve(h, request(http.MethodPost, nil, strings.NewReader(validBody)))
+		}, httpapi.LogLine{Outcome: "missing_idempotency_key", Status: 400}},
+		{"invalid order logs the code", func() *httptest.ResponseRecorder {
+			return serve(h, request(http.MethodPost, ptr("bad"), strings.NewReader(`{}`)))
+		}, httpapi.LogLine{Outcome: "invalid_order", Key: "bad", Status: 422}},
+		{"storage failure logs storage_error", func() *httptest.ResponseRecorder {
+			return serve(failing, request(http.MethodPost, ptr("k2"), strings.NewReader(validBody)))
+		}, httpapi.LogLine{Outcome: "storage_error", Key: "k2", Status: 503}},
+		{"panic logs internal_error", func() *httptest.ResponseRecorder {
+			store.panics.Store(true)
+			defer store.panics.Store(false)
+			return serve(h, request(http.MethodPost, ptr("k3"), strings.NewReader(validBody)))
+		}, httpapi.LogLine{Outcome: "internal_error", Key: "k3", Status: 500}},
+	}
+	for i, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			w := tc.serve()
+			if len(lines) != i+1 {
+				t.Fatalf("log lines = %d, want %d (one per request)", len(lines), i+1)
+			}
+			got := lines[i]
+			if got.Status != w.Code {
+				t.Errorf("logged status %d, but the response was %d", got.Status, w.Code)
+			}
+			if got.Millis < 0 {
+				t.Errorf("Millis = %d, want >= 0", got.Millis)
+			}
+			got.Millis = 0
+			if got != tc.want {
+				t.Errorf("log line = %+v, want %+v", got, tc.want)
+			}
+			b, _ := json.Marshal(lines[i])
+			if strings.Contains(string(b), secret) {
+				t.Errorf("log line %s holds the storage error text", b)
+			}
+		})
+	}
+}

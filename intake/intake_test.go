@@ -287,6 +287,9 @@ func TestSubmitNewKeyStoresReceipt(t *testing.T) {
 	if got := string(out.Receipt); got != want {
 		t.Errorf("Receipt = %s, want %s", got, want)
 	}
+	if got := out.OrderID; got != id {
+		t.Errorf("OrderID = %q, want the receipt's %q", got, id)
+	}
 	if got, want := h.rec.count(opPut, "result:"), 1; got != want {
 		t.Errorf("result Puts = %d, want %d", got, want)
 	}
@@ -324,6 +327,9 @@ func TestSubmitReplay(t *testing.T) {
 			if !bytes.Equal(again.Receipt, first.Receipt) {
 				t.Errorf("replayed Receipt = %s, want %s", again.Receipt, first.Receipt)
 			}
+			if again.OrderID != first.OrderID || first.OrderID == "" {
+				t.Errorf("replayed OrderID = %q, want the first's %q", again.OrderID, first.OrderID)
+			}
 			if got := h.rec.writes()[before:]; len(got) != 0 {
 				t.Errorf("replay wrote %v, want no writes", got)
 			}
@@ -336,12 +342,14 @@ func TestSubmitReplay(t *testing.T) {
 // replayed as they are, byte for byte.
 func TestSubmitReplaysReferenceReceipt(t *testing.T) {
 	tests := []struct {
-		name   string
-		stored string
+		name        string
+		stored      string
+		wantOrderID string
 	}{
-		{"reference receipt", `{"orderId":"0b7e2c57-8f53-4c39-9f5e-0d2d3c0b2a61","status":"accepted","symbol":"AAPL","side":"buy","quantity":10,"acceptedAt":"2024-01-02T03:04:05.678Z"}`},
-		{"spacing and escapes kept", "{ \"orderId\" : \"x\",\n \"symbol\":\"\\u00e9<&>\u2028\" }"},
-		{"any JSON value", `[1,2.50,"three"]`},
+		{"reference receipt", `{"orderId":"0b7e2c57-8f53-4c39-9f5e-0d2d3c0b2a61","status":"accepted","symbol":"AAPL","side":"buy","quantity":10,"acceptedAt":"2024-01-02T03:04:05.678Z"}`, "0b7e2c57-8f53-4c39-9f5e-0d2d3c0b2a61"},
+		{"spacing and escapes kept", "{ \"orderId\" : \"x\",\n \"symbol\":\"\\u00e9<&>\u2028\" }", "x"},
+		{"any JSON value", `[1,2.50,"three"]`, ""},
+		{"not JSON at all", `<html>`, ""},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -355,6 +363,9 @@ func TestSubmitReplaysReferenceReceipt(t *testing.T) {
 			}
 			if got, want := string(out.Receipt), tc.stored; got != want || !out.Replayed {
 				t.Errorf("Submit = %q replayed %v, want %q replayed true", got, out.Replayed, want)
+			}
+			if got, want := out.OrderID, tc.wantOrderID; got != want {
+				t.Errorf("OrderID = %q, want %q", got, want)
 			}
 			if w := h.rec.writes(); len(w) != 0 {
 				t.Errorf("replay wrote %v, want no writes", w)
@@ -899,6 +910,7 @@ func TestSubmitConcurrentSameKey(t *testing.T) {
 			if placed != 1 {
 				t.Errorf("new orders = %d, want 1 (replayed %d, in progress %d)", placed, replayed, inProgress)
 			}
+			t.Logf("%d callers: %d placed, %d replayed, %d in progress", callers, placed, replayed, inProgress)
 			if got, want := h.rec.count(opPut, "result:"), 1; got != want {
 				t.Errorf("result Puts = %d, want %d", got, want)
 			}

@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# Submits the same order twice under one Idempotency-Key and checks the
+# contract: the first call is a 201 with a fresh receipt, the retry a 200 with
+# the identical body and "Idempotent-Replay: true". Exits non-zero otherwise.
+#
+#   test/submit-order.sh [ENDPOINT]    (default http://127.0.0.1:8787)
+set -euo pipefail
+
+ENDPOINT="${1:-http://127.0.0.1:8787}"
+KEY="$(uuidgen 2>/dev/null || cat /proc/sys/kernel/random/uuid)"
+ORDER='{"symbol":"MSFT","side":"buy","quantity":100}'
+WORK="$(mktemp -d)"
+trap 'rm -rf "$WORK"' EXIT
+
+# submit NAME: POSTs the order, keeping headers and body in $WORK/NAME.*
+submit() {
+  curl -sS -D "$WORK/$1.headers" -o "$WORK/$1.body" \
+    -X POST "$ENDPOINT" \
+    -H "Idempotency-Key: $KEY" \
+    -H "content-type: application/json" \
+    -d "$ORDER"
+  cat "$WORK/$1.headers" "$WORK/$1.body"
+  echo
+}
+
+status() { head -n 1 "$WORK/$1.headers" | cut -d ' ' -f 2; }
+
+fail() {
+  echo "FAIL: $*" >&2
+  exit 1
+}
+
+echo "# First submission (Idempotency-Key: $KEY)"
+submit first
+echo "# Retry with the same key"
+submit retry
+
+[ "$(status first)" = 201 ] || fail "first submission returned $(status first), want 201"
+[ "$(status retry)" = 200 ] || fail "retry returned $(status retry), want 200"
+grep -qi '^Idempotent-Replay: true' "$WORK/retry.headers" || fail "retry lacks 'Idempotent-Replay: true'"
+cmp -s "$WORK/first.body" "$WORK/retry.body" || fail "retry body differs from the first"
+echo "OK: the retry replayed the original receipt"
