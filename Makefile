@@ -11,8 +11,10 @@ export WRANGLER_SEND_METRICS := false
 
 tools: node_modules/.installed
 
+# npm install --no-save, not npm ci: the lock holds workerd's Linux builds only
+# (the registry mirror lacks the others) and npm ci refuses such a lock.
 node_modules/.installed: package.json package-lock.json
-	npm ci --no-audit --no-fund --loglevel=error
+	npm install --no-save --no-audit --no-fund --loglevel=error
 	@node --version
 	@touch $@
 

@@ -93,6 +93,9 @@ func check(t *testing.T, w *httptest.ResponseRecorder, want response) {
 	}
 }
 
+// hugeBody is a valid order one byte over the default body limit.
+var hugeBody = validBody + strings.Repeat(" ", intake.DefaultMaxBodyBytes+1-len(validBody))
+
 func TestErrors(t *testing.T) {
 	tests := []struct {
 		name  string
@@ -163,7 +166,7 @@ func TestErrors(t *testing.T) {
 		},
 		{
 			name: "oversized body is too large",
-			req:  request(http.MethodPost, ptr("k"), strings.NewReader(validBody+strings.Repeat(" ", intake.DefaultMaxBodyBytes))),
+			req:  request(http.MethodPost, ptr("k"), strings.NewReader(hugeBody)),
 			want: response{413, `{"error":"body_too_large"}`, nil},
 		},
 		{
@@ -175,7 +178,40 @@ func TestErrors(t *testing.T) {
 			name:  "storage failure is unavailable",
 			store: func(m *kv.Memory) kv.Store { return failingStore{m} },
 			req:   request(http.MethodPost, ptr("k"), strings.NewReader(validBody)),
-			want:  response{503, `{"error":"storage_unavailable"}`, nil},
+			want:  response{503, `{"error":"storage_unavailable"}`, map[string]string{"Retry-After": "1"}},
+		},
+		// Checks run in the README's order: method, key, body size, then the
+		// lifecycle (stored receipt, claim, validation).
+		{
+			name: "wrong method wins over a missing key and a huge body",
+			req:  request(http.MethodGet, nil, strings.NewReader(hugeBody)),
+			want: response{405, `{"error":"method_not_allowed"}`, map[string]string{"Allow": "POST"}},
+		},
+		{
+			name: "missing key wins over a huge body",
+			req:  request(http.MethodPost, nil, strings.NewReader(hugeBody)),
+			want: response{400, `{"error":"missing_idempotency_key"}`, nil},
+		},
+		{
+			name: "too-long key wins over a huge body",
+			req:  request(http.MethodPost, ptr(strings.Repeat("k", intake.MaxKeyBytes+1)), strings.NewReader(hugeBody)),
+			want: response{400, `{"error":"invalid_idempotency_key"}`, nil},
+		},
+		{
+			name:  "huge body wins over a storage failure",
+			store: func(m *kv.Memory) kv.Store { return failingStore{m} },
+			req:   request(http.MethodPost, ptr("k"), strings.NewReader(hugeBody)),
+			want:  response{413, `{"error":"body_too_large"}`, nil},
+		},
+		{
+			name: "claimed key wins over an invalid order",
+			setup: func(t *testing.T, m *kv.Memory) {
+				if err := m.Put(context.Background(), "pending:k", kv.Entry{Value: "1"}, kv.PutOptions{TTL: kv.MinTTL}); err != nil {
+					t.Fatal(err)
+				}
+			},
+			req:  request(http.MethodPost, ptr("k"), strings.NewReader(`{}`)),
+			want: response{409, `{"error":"in_progress","retryAfter":60}`, map[string]string{"Retry-After": "60"}},
 		},
 	}
 	for _, tc := range tests {
