@@ -26,6 +26,9 @@ type LogLine struct {
 	Key     string `json:"key,omitempty"`
 	Status  int    `json:"status"`
 	OrderID string `json:"orderId,omitempty"`
+	// Error is the internal error text behind an error outcome, such as the
+	// KV failure behind a storage_error; clients never see it.
+	Error string `json:"error,omitempty"`
 	// Millis is the time spent; in a deployed Worker the clock only moves
 	// during I/O, so this is mostly storage time.
 	Millis int64 `json:"ms"`
@@ -69,6 +72,7 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request) (line LogLine) {
 	}
 	out, err := h.svc.Submit(r.Context(), key, r.Body)
 	if err != nil {
+		line.Error = err.Error()
 		line.Outcome, line.Status = writeError(w, err, h.svc.RetryAfter().Seconds())
 		return line
 	}

@@ -47,7 +47,8 @@ var (
 	// ErrInProgress is returned while another request holds the key's claim.
 	ErrInProgress = errors.New("intake: request with this key in progress")
 	// ErrUnavailable wraps every storage failure. No receipt was handed out, and
-	// a retry under the same key places at most one order.
+	// a retry under the same key reaching the same instance places at most one
+	// order (see Service for what holds across instances).
 	ErrUnavailable = errors.New("intake: storage unavailable")
 )
 
@@ -77,7 +78,9 @@ type Outcome struct {
 	OrderID string
 }
 
-// Service accepts orders at most once per Idempotency-Key.
+// Service accepts orders at most once per Idempotency-Key among the requests
+// it serves. Requests with one key served by different instances (isolates,
+// locations) can both place an order: KV has no atomic claim.
 type Service struct {
 	store kv.Store
 	opts  Options
@@ -217,9 +220,11 @@ func (s *Service) readBody(body io.Reader) ([]byte, error) {
 	return raw, nil
 }
 
-// release deletes key's claim, reporting a failure to OnReleaseError.
+// release deletes key's claim, reporting a failure to OnReleaseError. It
+// ignores ctx's cancellation: a request that is abandoned midway must still
+// free its key.
 func (s *Service) release(ctx context.Context, key string) {
-	if err := s.store.Delete(ctx, pendingPrefix+key); err != nil {
+	if err := s.store.Delete(context.WithoutCancel(ctx), pendingPrefix+key); err != nil {
 		s.opts.OnReleaseError(key, err)
 	}
 }

@@ -1,3 +1,5 @@
+//go:build !js
+
 // Package e2e tests the compiled Worker end to end: the wasm that build.sh
 // makes, running in workerd under `wrangler dev` with its local KV.
 //
