@@ -1,0 +1,58 @@
+// A JavaScript Worker with the same HTTP contract as edge-orders and the
+// TypeScript reference's sequential lifecycle: get result, get pending, put
+// pending, put result, delete pending, one after another. It is the yardstick
+// `make bench` measures the Go Worker against; it is not part of the product.
+const RESULT_TTL = 86400;
+const PENDING_TTL = 60; // KV's minimum
+
+function reply(body, status, headers = {}) {
+  return new Response(JSON.stringify(body), {
+    status,
+    headers: { "content-type": "application/json", ...headers },
+  });
+}
+
+function isOrder(o) {
+  return typeof o === "object" && o !== null &&
+    typeof o.symbol === "string" && o.symbol.length > 0 &&
+    (o.side === "buy" || o.side === "sell") &&
+    typeof o.quantity === "number" && Number.isInteger(o.quantity) && o.quantity > 0;
+}
+
+export default {
+  async fetch(request, env) {
+    if (request.method !== "POST") {
+      return reply({ error: "method_not_allowed" }, 405, { allow: "POST" });
+    }
+    const key = request.headers.get("Idempotency-Key");
+    if (!key) return reply({ error: "missing_idempotency_key" }, 400);
+
+    const stored = await env.ORDERS.get("result:" + key);
+    if (stored !== null) {
+      return new Response(stored, {
+        headers: { "content-type": "application/json", "idempotent-replay": "true" },
+      });
+    }
+    if ((await env.ORDERS.get("pending:" + key)) !== null) {
+      return reply({ error: "in_progress", retryAfter: PENDING_TTL }, 409, { "retry-after": String(PENDING_TTL) });
+    }
+    await env.ORDERS.put("pending:" + key, "1", { expirationTtl: PENDING_TTL });
+
+    const order = await request.json().catch(() => null);
+    if (!isOrder(order)) {
+      await env.ORDERS.delete("pending:" + key);
+      return reply({ error: "invalid_order" }, 422);
+    }
+    const receipt = JSON.stringify({
+      orderId: crypto.randomUUID(),
+      status: "accepted",
+      symbol: order.symbol,
+      side: order.side,
+      quantity: order.quantity,
+      acceptedAt: new Date().toISOString(),
+    });
+    await env.ORDERS.put("result:" + key, receipt, { expirationTtl: RESULT_TTL });
+    await env.ORDERS.delete("pending:" + key);
+    return new Response(receipt, { status: 201, headers: { "content-type": "application/json" } });
+  },
+};
