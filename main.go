@@ -26,6 +26,7 @@ func main() {
 			return httpapi.Misconfigured(fmt.Sprintf("the %s KV namespace binding is missing; see wrangler.toml", binding))
 		}
 		svc := intake.New(kv.NewWorkers(ns), &intake.Options{
+			Defer: worker.WaitUntil,
 			OnReleaseError: func(key string, err error) {
 				fmt.Printf("claim on %q not released, it expires by itself: %v\n", key, err)
 			},

@@ -947,20 +947,20 @@ func TestSubmitConcurrentKeys(t *testing.T) {
 	}
 }
 
-// gateStore makes its Get of pending:<key> wait, once it has returned,
-// until the other instance's has returned too.
+// gateStore holds its claim (the Put of pending:<key>) until the other
+// instance has reached its claim too, that is until both have looked the key
+// up and found it free.
 type gateStore struct {
 	kv.Store
 	mine, theirs chan struct{}
 }
 
-func (g *gateStore) Get(ctx context.Context, key string) (kv.Entry, error) {
-	e, err := g.Store.Get(ctx, key)
+func (g *gateStore) Put(ctx context.Context, key string, e kv.Entry, opts kv.PutOptions) error {
 	if strings.HasPrefix(key, "pending:") {
 		close(g.mine)
 		<-g.theirs
 	}
-	return e, err
+	return g.Store.Put(ctx, key, e, opts)
 }
 
 // TestSubmitTwoInstancesCanBothPlace documents the limit of the claim: it is
