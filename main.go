@@ -5,9 +5,7 @@
 package main
 
 import (
-	"encoding/json"
-	"fmt"
-	"net/http"
+	"os"
 	"syscall/js"
 
 	"edge-orders/httpapi"
@@ -20,15 +18,15 @@ import (
 const binding = "ORDERS"
 
 func main() {
-	worker.Serve(func(env js.Value) http.Handler {
+	worker.Serve(func(env js.Value) worker.Handler {
 		ns := env.Get(binding)
 		if ns.Type() != js.TypeObject {
-			return httpapi.Misconfigured(fmt.Sprintf("the %s KV namespace binding is missing; see wrangler.toml", binding))
+			return httpapi.Misconfigured("the "+binding+" KV namespace binding is missing; see wrangler.toml", logLine)
 		}
 		svc := intake.New(kv.NewWorkers(ns), &intake.Options{
 			Defer: worker.WaitUntil,
 			OnReleaseError: func(key string, err error) {
-				fmt.Printf("claim on %q not released, it expires by itself: %v\n", key, err)
+				logLine(httpapi.LogLine{Outcome: "claim_not_released", Key: key, Error: err.Error()})
 			},
 		})
 		h := httpapi.New(svc)
@@ -39,6 +37,5 @@ func main() {
 
 // logLine prints one JSON line to the console, which Workers Logs indexes.
 func logLine(l httpapi.LogLine) {
-	b, _ := json.Marshal(l)
-	fmt.Println(string(b))
+	os.Stdout.Write(append(l.JSON(), '\n'))
 }

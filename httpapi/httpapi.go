@@ -2,14 +2,15 @@
 package httpapi
 
 import (
-	"encoding/json"
+	"context"
 	"errors"
-	"net/http"
 	"strconv"
 	"time"
 
 	"edge-orders/intake"
+	"edge-orders/internal/jsjson"
 	"edge-orders/order"
+	"edge-orders/worker"
 )
 
 // Handler answers order submissions.
@@ -19,74 +20,109 @@ type Handler struct {
 	Log func(LogLine)
 }
 
-// LogLine describes one request, for Workers Logs. It never holds secrets.
-type LogLine struct {
-	// Outcome names what happened: created, replayed, or the error code.
-	Outcome string `json:"outcome"`
-	Key     string `json:"key,omitempty"`
-	Status  int    `json:"status"`
-	OrderID string `json:"orderId,omitempty"`
-	// Error is the internal error text behind an error outcome, such as the
-	// KV failure behind a storage_error; clients never see it.
-	Error string `json:"error,omitempty"`
-	// Millis is the time spent; in a deployed Worker the clock only moves
-	// during I/O, so this is mostly storage time.
-	Millis int64 `json:"ms"`
-}
-
 // New returns a Handler for svc.
 func New(svc *intake.Service) *Handler {
 	return &Handler{svc: svc}
 }
 
-// ServeHTTP implements the contract in README.md: it checks the method and the
-// Idempotency-Key, then submits the body and writes the receipt or the error.
-func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+// LogLine describes one request, for Workers Logs. It never holds secrets.
+type LogLine struct {
+	// Outcome names what happened: created, replayed, or the error code.
+	Outcome string
+	Key     string
+	Status  int
+	OrderID string
+	// Error is the internal error text behind an error outcome, such as the
+	// KV failure behind a storage_error; clients never see it.
+	Error string
+	// Millis is the time spent; in a deployed Worker the clock only moves
+	// during I/O, so this is mostly storage time.
+	Millis int64
+}
+
+// JSON returns l as one line of JSON, empty fields left out.
+func (l LogLine) JSON() []byte {
+	b := append([]byte(`{"outcome":`), jsjson.AppendString(nil, l.Outcome)...)
+	for _, f := range []struct{ name, value string }{{"key", l.Key}, {"orderId", l.OrderID}, {"error", l.Error}} {
+		if f.value != "" {
+			b = append(b, `,"`+f.name+`":`...)
+			b = jsjson.AppendString(b, f.value)
+		}
+	}
+	b = strconv.AppendInt(append(b, `,"status":`...), int64(l.Status), 10)
+	b = strconv.AppendInt(append(b, `,"ms":`...), l.Millis, 10)
+	return append(b, '}')
+}
+
+// ServeWorker implements worker.Handler with the contract in README.md: it
+// checks the method and the Idempotency-Key, then submits the body and
+// answers with the receipt or the error.
+func (h *Handler) ServeWorker(ctx context.Context, r *worker.Request) *worker.Response {
 	start := time.Now()
-	line := h.serve(w, r)
+	resp, line := h.serve(ctx, r)
 	if h.Log != nil {
 		line.Millis = time.Since(start).Milliseconds()
 		h.Log(line)
 	}
+	return resp
 }
 
 // serve answers r and describes what it did.
-func (h *Handler) serve(w http.ResponseWriter, r *http.Request) (line LogLine) {
+func (h *Handler) serve(ctx context.Context, r *worker.Request) (resp *worker.Response, line LogLine) {
 	key := r.Header.Get("Idempotency-Key")
 	line.Key = key
 	defer func() {
 		// One bad request must not take down the Go instance every request of
 		// the isolate shares.
 		if recover() != nil {
-			line.Outcome, line.Status = writeError(w, errInternal, 0)
+			resp, line.Outcome, line.Status = errorResponse(errInternal, 0)
 		}
 	}()
-	if r.Method != http.MethodPost {
-		w.Header().Set("Allow", http.MethodPost)
-		line.Outcome, line.Status = writeError(w, errMethodNotAllowed, 0)
-		return line
+	if r.Method != "POST" {
+		resp, line.Outcome, line.Status = errorResponse(errMethodNotAllowed, 0)
+		resp.Header = append(resp.Header, worker.Field{Name: "Allow", Value: "POST"})
+		return resp, line
 	}
 	if key == "" {
-		line.Outcome, line.Status = writeError(w, errMissingKey, 0)
-		return line
+		resp, line.Outcome, line.Status = errorResponse(errMissingKey, 0)
+		return resp, line
 	}
-	out, err := h.svc.Submit(r.Context(), key, r.Body)
+	out, err := h.svc.Submit(ctx, key, r.Body)
 	if err != nil {
 		line.Error = err.Error()
-		line.Outcome, line.Status = writeError(w, err, h.svc.RetryAfter().Seconds())
-		return line
+		resp, line.Outcome, line.Status = errorResponse(err, int(h.svc.RetryAfter().Seconds()))
+		return resp, line
 	}
 	line.OrderID = out.OrderID
-	w.Header().Set("Content-Type", "application/json")
+	resp = &worker.Response{Status: statusCreated, Header: []worker.Field{jsonContent}, Body: out.Receipt}
+	line.Outcome = "created"
 	if out.Replayed {
-		w.Header().Set("Idempotent-Replay", "true")
-		line.Outcome, line.Status = "replayed", http.StatusOK
-	} else {
-		line.Outcome, line.Status = "created", http.StatusCreated
+		resp.Status = statusOK
+		resp.Header = append(resp.Header, worker.Field{Name: "Idempotent-Replay", Value: "true"})
+		line.Outcome = "replayed"
 	}
-	w.WriteHeader(line.Status)
-	w.Write(out.Receipt)
-	return line
+	line.Status = resp.Status
+	return resp, line
+}
+
+// Misconfigured returns a handler that answers every request with a 500
+// misconfigured error, for a Worker whose environment cannot work. detail says
+// what is wrong; it is logged, not shown to clients.
+func Misconfigured(detail string, log func(LogLine)) worker.Handler {
+	return misconfigured{detail: detail, log: log}
+}
+
+type misconfigured struct {
+	detail string
+	log    func(LogLine)
+}
+
+func (m misconfigured) ServeWorker(ctx context.Context, r *worker.Request) *worker.Response {
+	resp, outcome, status := errorResponse(errMisconfigured, 0)
+	if m.log != nil {
+		m.log(LogLine{Outcome: outcome, Status: status, Error: m.detail})
+	}
+	return resp
 }
 
 var (
@@ -96,14 +132,20 @@ var (
 	errMisconfigured    = errors.New("httpapi: misconfigured")
 )
 
-// Misconfigured returns a handler that answers every request with a 500
-// misconfigured error, for a Worker whose environment cannot work. detail says
-// what is wrong; it is logged, not shown to clients.
-func Misconfigured(detail string) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		writeError(w, errMisconfigured, 0)
-	})
-}
+// HTTP statuses, named as in net/http, which the Worker does without.
+const (
+	statusOK                  = 200
+	statusCreated             = 201
+	statusBadRequest          = 400
+	statusMethodNotAllowed    = 405
+	statusConflict            = 409
+	statusRequestTooLarge     = 413
+	statusUnprocessableEntity = 422
+	statusInternalServerError = 500
+	statusServiceUnavailable  = 503
+)
+
+var jsonContent = worker.Field{Name: "Content-Type", Value: "application/json"}
 
 // problem is one row of the error table: the HTTP status and the code clients
 // read from the body's "error" member.
@@ -119,15 +161,15 @@ var problems = []struct {
 	err error
 	problem
 }{
-	{errMethodNotAllowed, problem{http.StatusMethodNotAllowed, "method_not_allowed", ""}},
-	{errMissingKey, problem{http.StatusBadRequest, "missing_idempotency_key", ""}},
-	{intake.ErrInvalidKey, problem{http.StatusBadRequest, "invalid_idempotency_key", ""}},
-	{intake.ErrUnreadableBody, problem{http.StatusBadRequest, "unreadable_body", ""}},
-	{intake.ErrBodyTooLarge, problem{http.StatusRequestEntityTooLarge, "body_too_large", ""}},
-	{intake.ErrInProgress, problem{http.StatusConflict, "in_progress", ""}},
-	{order.ErrInvalid, problem{http.StatusUnprocessableEntity, "invalid_order", ""}},
-	{intake.ErrUnavailable, problem{http.StatusServiceUnavailable, "storage_unavailable", "storage_error"}},
-	{errMisconfigured, problem{http.StatusInternalServerError, "misconfigured", ""}},
+	{errMethodNotAllowed, problem{statusMethodNotAllowed, "method_not_allowed", ""}},
+	{errMissingKey, problem{statusBadRequest, "missing_idempotency_key", ""}},
+	{intake.ErrInvalidKey, problem{statusBadRequest, "invalid_idempotency_key", ""}},
+	{intake.ErrUnreadableBody, problem{statusBadRequest, "unreadable_body", ""}},
+	{intake.ErrBodyTooLarge, problem{statusRequestTooLarge, "body_too_large", ""}},
+	{intake.ErrInProgress, problem{statusConflict, "in_progress", ""}},
+	{order.ErrInvalid, problem{statusUnprocessableEntity, "invalid_order", ""}},
+	{intake.ErrUnavailable, problem{statusServiceUnavailable, "storage_unavailable", "storage_error"}},
+	{errMisconfigured, problem{statusInternalServerError, "misconfigured", ""}},
 }
 
 // problemFor finds err's row; anything unexpected is a 500.
@@ -137,34 +179,27 @@ func problemFor(err error) problem {
 			return p.problem
 		}
 	}
-	return problem{http.StatusInternalServerError, "internal_error", ""}
+	return problem{statusInternalServerError, "internal_error", ""}
 }
 
-// errorBody is the JSON error body; its member order is the reference's.
-type errorBody struct {
-	Error      string `json:"error"`
-	RetryAfter int    `json:"retryAfter,omitempty"`
-}
-
-// writeError writes err's row of the table and returns the outcome and status
-// for the log. retryAfter, in seconds, is announced with in_progress.
-func writeError(w http.ResponseWriter, err error, retryAfter float64) (outcome string, status int) {
+// errorResponse builds err's row of the table and returns the outcome and
+// status for the log. retryAfter, in seconds, is announced with in_progress.
+func errorResponse(err error, retryAfter int) (resp *worker.Response, outcome string, status int) {
 	p := problemFor(err)
 	outcome = p.outcome
 	if outcome == "" {
 		outcome = p.code
 	}
-	body := errorBody{Error: p.code}
+	resp = &worker.Response{Status: p.status, Header: []worker.Field{jsonContent}}
+	// The reference's member order: error, then retryAfter.
+	body := append([]byte(`{"error":`), jsjson.AppendString(nil, p.code)...)
 	switch p.status {
-	case http.StatusConflict:
-		body.RetryAfter = int(retryAfter)
-		w.Header().Set("Retry-After", strconv.Itoa(body.RetryAfter))
-	case http.StatusServiceUnavailable:
-		w.Header().Set("Retry-After", "1")
+	case statusConflict:
+		body = strconv.AppendInt(append(body, `,"retryAfter":`...), int64(retryAfter), 10)
+		resp.Header = append(resp.Header, worker.Field{Name: "Retry-After", Value: strconv.Itoa(retryAfter)})
+	case statusServiceUnavailable:
+		resp.Header = append(resp.Header, worker.Field{Name: "Retry-After", Value: "1"})
 	}
-	b, _ := json.Marshal(body)
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(p.status)
-	w.Write(b)
-	return outcome, p.status
+	resp.Body = append(body, '}')
+	return resp, outcome, p.status
 }

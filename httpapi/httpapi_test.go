@@ -16,6 +16,7 @@ import (
 	"edge-orders/httpapi"
 	"edge-orders/intake"
 	"edge-orders/kv"
+	"edge-orders/worker"
 )
 
 const validBody = `{"symbol":"AAPL","side":"buy","quantity":10}`
@@ -46,8 +47,20 @@ func (p *panickyStore) Get(ctx context.Context, key string) (kv.Entry, error) {
 	return p.Store.Get(ctx, key)
 }
 
+// asHTTP serves h as a net/http handler, so tests can use httptest.
+func asHTTP(h worker.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		resp := h.ServeWorker(r.Context(), &worker.Request{Method: r.Method, URL: r.URL.String(), Header: r.Header, Body: r.Body})
+		for _, f := range resp.Header {
+			w.Header().Add(f.Name, f.Value)
+		}
+		w.WriteHeader(resp.Status)
+		w.Write(resp.Body)
+	})
+}
+
 // newHandler returns a handler over store with a fixed receipt clock.
-func newHandler(store kv.Store) http.Handler {
+func newHandler(store kv.Store) worker.Handler {
 	return httpapi.New(intake.New(store, &intake.Options{Now: func() time.Time { return acceptedAt }}))
 }
 
@@ -69,9 +82,9 @@ type response struct {
 	header map[string]string // headers that must have exactly this value; "" means absent
 }
 
-func serve(h http.Handler, r *http.Request) *httptest.ResponseRecorder {
+func serve(h worker.Handler, r *http.Request) *httptest.ResponseRecorder {
 	w := httptest.NewRecorder()
-	h.ServeHTTP(w, r)
+	asHTTP(h).ServeHTTP(w, r)
 	return w
 }
 
@@ -316,7 +329,7 @@ func TestPanicIsInternalError(t *testing.T) {
 // bodies are checked as a client receives them.
 func TestServer(t *testing.T) {
 	store := &panickyStore{Store: kv.NewMemory()}
-	srv := httptest.NewServer(newHandler(store))
+	srv := httptest.NewServer(asHTTP(newHandler(store)))
 	defer srv.Close()
 	post := func(t *testing.T, key string) (*http.Response, string) {
 		t.Helper()
@@ -353,7 +366,8 @@ func TestServer(t *testing.T) {
 }
 
 func TestMisconfigured(t *testing.T) {
-	h := httpapi.Misconfigured("the ORDERS KV namespace binding is missing")
+	var logged []httpapi.LogLine
+	h := httpapi.Misconfigured("the ORDERS KV namespace binding is missing", func(l httpapi.LogLine) { logged = append(logged, l) })
 	tests := []struct {
 		name string
 		req  *http.Request
@@ -369,6 +383,10 @@ func TestMisconfigured(t *testing.T) {
 				t.Errorf("body %s leaks the configuration detail", w.Body)
 			}
 		})
+	}
+	want := httpapi.LogLine{Outcome: "misconfigured", Status: 500, Error: "the ORDERS KV namespace binding is missing"}
+	if len(logged) != len(tests) || logged[0] != want {
+		t.Fatalf("logged %+v, want %d lines like %+v", logged, len(tests), want)
 	}
 }
 
@@ -437,6 +455,32 @@ func TestLogLine(t *testing.T) {
 			got.Millis = 0
 			if got != tc.want {
 				t.Errorf("log line = %+v, want %+v", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestLogLineJSON(t *testing.T) {
+	tests := []struct {
+		name string
+		line httpapi.LogLine
+		want string
+	}{
+		{"created", httpapi.LogLine{Outcome: "created", Key: "k1", Status: 201, OrderID: "id", Millis: 12},
+			`{"outcome":"created","key":"k1","orderId":"id","status":201,"ms":12}`},
+		{"empty fields are left out", httpapi.LogLine{Outcome: "missing_idempotency_key", Status: 400},
+			`{"outcome":"missing_idempotency_key","status":400,"ms":0}`},
+		{"a hostile key stays one JSON string", httpapi.LogLine{Outcome: "in_progress", Key: "a\"b\\c\n{", Status: 409, Error: "x"},
+			`{"outcome":"in_progress","key":"a\"b\\c\n{","error":"x","status":409,"ms":0}`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got := tc.line.JSON()
+			if string(got) != tc.want {
+				t.Errorf("JSON() = %s, want %s", got, tc.want)
+			}
+			if !json.Valid(got) {
+				t.Errorf("JSON() = %s is not valid JSON", got)
 			}
 		})
 	}

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+
+	"edge-orders/internal/jsjson"
 )
 
 // ErrInvalid is returned by Parse for every body the reference's validate()
@@ -82,11 +84,11 @@ func (o Order) Fingerprint() string {
 // the surrounding braces so receipts can share it.
 func appendMembers(b []byte, o Order) []byte {
 	b = append(b, `"symbol":`...)
-	b = appendJSString(b, o.Symbol)
+	b = jsjson.AppendString(b, o.Symbol)
 	b = append(b, `,"side":`...)
-	b = appendJSString(b, string(o.Side))
+	b = jsjson.AppendString(b, string(o.Side))
 	b = append(b, `,"quantity":`...)
-	return appendJSONNumber(b, o.Quantity)
+	return jsjson.AppendNumber(b, o.Quantity)
 }
 
 // Receipt is what placing an order returns to the client.
@@ -113,9 +115,9 @@ func Place(o Order, now time.Time) Receipt {
 func (r Receipt) JSON() []byte {
 	b := make([]byte, 0, 128+len(r.Order.Symbol))
 	b = append(b, `{"orderId":`...)
-	b = appendJSString(b, r.OrderID)
+	b = jsjson.AppendString(b, r.OrderID)
 	b = append(b, `,"status":`...)
-	b = appendJSString(b, r.Status)
+	b = jsjson.AppendString(b, r.Status)
 	b = append(b, ',')
 	b = appendMembers(b, r.Order)
 	b = append(b, `,"acceptedAt":"`...)

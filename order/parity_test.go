@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"edge-orders/internal/jsjson"
 	"edge-orders/order"
 )
 
@@ -295,7 +296,7 @@ process.stdout.write(JSON.stringify(JSON.parse(Buffer.concat(c)).map(s => String
 		t.Fatalf("node returned %d results, want %d", got, want)
 	}
 	for i, x := range xs {
-		if got, want := order.FormatNumber(x), js[i]; got != want {
+		if got, want := jsjson.FormatNumber(x), js[i]; got != want {
 			t.Errorf("FormatNumber(%s) = %q, want %q", lits[i], got, want)
 		}
 	}

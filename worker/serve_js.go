@@ -3,12 +3,8 @@
 package worker
 
 import (
-	"bytes"
 	"context"
-	"fmt"
 	"io"
-	"net/http"
-	"net/url"
 	"syscall/js"
 )
 
@@ -20,15 +16,15 @@ const handlerGlobal = "__goFetch"
 // builds, and never returns. newHandler runs once, on the first request, with
 // the Worker's environment (its bindings, vars and secrets): the one Go
 // instance then serves every request of the isolate.
-func Serve(newHandler func(env js.Value) http.Handler) {
-	var handler http.Handler
+func Serve(newHandler func(env js.Value) Handler) {
+	var handler Handler
 	fetch := js.FuncOf(func(_ js.Value, args []js.Value) any {
 		req, env, wctx := args[0], args[1], args[2]
 		if handler == nil {
 			handler = newHandler(env)
 		}
 		return newPromise(func() (js.Value, error) {
-			return serve(handler, req, wctx)
+			return serve(handler, req, wctx), nil
 		})
 	})
 	js.Global().Set(handlerGlobal, fetch)
@@ -36,52 +32,38 @@ func Serve(newHandler func(env js.Value) http.Handler) {
 }
 
 // serve runs one request through handler and builds the JavaScript Response.
-func serve(handler http.Handler, jsReq, wctx js.Value) (js.Value, error) {
+func serve(handler Handler, jsReq, wctx js.Value) js.Value {
 	ctx := context.WithValue(context.Background(), executionContextKey{}, wctx)
-	r, err := newRequest(ctx, jsReq)
-	if err != nil {
-		return js.Undefined(), err
+	var body io.Reader = eofReader{}
+	if stream := jsReq.Get("body"); stream.Truthy() {
+		sr := &streamReader{ctx: ctx, reader: stream.Call("getReader")}
+		defer sr.Close()
+		body = sr
 	}
-	defer r.Body.Close()
-	w := &responseWriter{header: make(http.Header)}
-	handler.ServeHTTP(w, r)
-	return w.toJS(), nil
+	resp := handler.ServeWorker(ctx, &Request{
+		Method: jsReq.Get("method").String(),
+		URL:    jsReq.Get("url").String(),
+		Header: jsHeader{jsReq.Get("headers")},
+		Body:   body,
+	})
+	return toJS(resp)
 }
 
-// newRequest converts a JavaScript Request into an *http.Request whose body is
-// read from the request stream on demand.
-func newRequest(ctx context.Context, jsReq js.Value) (*http.Request, error) {
-	u, err := url.Parse(jsReq.Get("url").String())
-	if err != nil {
-		return nil, fmt.Errorf("worker: request URL: %w", err)
+// jsHeader reads a JavaScript Headers object on demand: a handler looks at
+// two or three headers, so copying them all would be wasted work.
+type jsHeader struct{ headers js.Value }
+
+func (h jsHeader) Get(name string) string {
+	v := h.headers.Call("get", name)
+	if v.Type() != js.TypeString {
+		return ""
 	}
-	header := make(http.Header)
-	pairs := js.Global().Get("Array").Call("from", jsReq.Get("headers"))
-	for i, n := 0, pairs.Length(); i < n; i++ {
-		pair := pairs.Index(i)
-		header.Add(pair.Index(0).String(), pair.Index(1).String())
-	}
-	var body io.ReadCloser = http.NoBody
-	if stream := jsReq.Get("body"); stream.Truthy() {
-		body = &streamReader{ctx: ctx, reader: stream.Call("getReader")}
-	}
-	r := &http.Request{
-		Method:     jsReq.Get("method").String(),
-		URL:        u,
-		Proto:      "HTTP/1.1",
-		ProtoMajor: 1,
-		ProtoMinor: 1,
-		Header:     header,
-		Body:       body,
-		Host:       u.Host,
-		RequestURI: u.RequestURI(),
-	}
-	r.ContentLength = -1
-	if header.Get("Content-Length") == "" && body == http.NoBody {
-		r.ContentLength = 0
-	}
-	return r.WithContext(ctx), nil
+	return v.String()
 }
+
+type eofReader struct{}
+
+func (eofReader) Read([]byte) (int, error) { return 0, io.EOF }
 
 // streamReader reads a ReadableStream chunk by chunk, so a handler that stops
 // early (a body over its size limit) never pulls the rest into memory.
@@ -124,41 +106,19 @@ func (s *streamReader) Close() error {
 	return nil
 }
 
-// responseWriter buffers a handler's response until it returns.
-type responseWriter struct {
-	header http.Header
-	status int
-	body   bytes.Buffer
-}
-
-func (w *responseWriter) Header() http.Header { return w.header }
-
-func (w *responseWriter) WriteHeader(status int) {
-	if w.status == 0 {
-		w.status = status
-	}
-}
-
-func (w *responseWriter) Write(p []byte) (int, error) {
-	w.WriteHeader(http.StatusOK)
-	return w.body.Write(p)
-}
-
-func (w *responseWriter) toJS() js.Value {
-	w.WriteHeader(http.StatusOK)
+// toJS builds the JavaScript Response for r.
+func toJS(r *Response) js.Value {
 	headers := js.Global().Get("Headers").New()
-	for name, values := range w.header {
-		for _, v := range values {
-			headers.Call("append", name, v)
-		}
+	for _, f := range r.Header {
+		headers.Call("append", f.Name, f.Value)
 	}
 	init := js.Global().Get("Object").New()
-	init.Set("status", w.status)
+	init.Set("status", r.Status)
 	init.Set("headers", headers)
 	body := js.Null()
-	if w.body.Len() > 0 {
-		body = js.Global().Get("Uint8Array").New(w.body.Len())
-		js.CopyBytesToJS(body, w.body.Bytes())
+	if len(r.Body) > 0 {
+		body = js.Global().Get("Uint8Array").New(len(r.Body))
+		js.CopyBytesToJS(body, r.Body)
 	}
 	return js.Global().Get("Response").New(body, init)
 }
@@ -173,7 +133,7 @@ func newPromise(run func() (js.Value, error)) js.Value {
 		go func() {
 			defer func() {
 				if r := recover(); r != nil {
-					reject.Invoke(jsError(fmt.Sprint("worker: panic: ", r)))
+					reject.Invoke(jsError("worker: panic in a request"))
 				}
 			}()
 			v, err := run()
