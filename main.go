@@ -8,6 +8,7 @@ import (
 	"os"
 	"syscall/js"
 
+	"edge-orders/config"
 	"edge-orders/httpapi"
 	"edge-orders/intake"
 	"edge-orders/kv"
@@ -18,21 +19,45 @@ import (
 const binding = "ORDERS"
 
 func main() {
-	worker.Serve(func(env js.Value) worker.Handler {
-		ns := env.Get(binding)
-		if ns.Type() != js.TypeObject {
-			return httpapi.Misconfigured("the "+binding+" KV namespace binding is missing; see wrangler.toml", logLine)
+	worker.Serve(newHandler)
+}
+
+// newHandler builds the Worker from its environment, once per isolate. A
+// setting that cannot work makes every request a 500 misconfigured naming
+// it, before any KV call.
+func newHandler(env js.Value) worker.Handler {
+	ns := env.Get(binding)
+	if ns.Type() != js.TypeObject {
+		return httpapi.Misconfigured("the "+binding+" KV namespace binding is missing; see wrangler.toml", logLine)
+	}
+	cfg, err := config.Load(func(name string) (string, bool) {
+		// [vars] may hold numbers: read every value as its string form.
+		switch v := env.Get(name); v.Type() {
+		case js.TypeUndefined, js.TypeNull:
+			return "", false
+		case js.TypeString:
+			return v.String(), true
+		default:
+			return js.Global().Call("String", v).String(), true
 		}
-		svc := intake.New(kv.NewWorkers(ns), &intake.Options{
-			Defer: worker.WaitUntil,
-			OnReleaseError: func(key string, err error) {
-				logLine(httpapi.LogLine{Outcome: "claim_not_released", Key: key, Error: err.Error()})
-			},
-		})
-		h := httpapi.New(svc)
-		h.Log = logLine
-		return h
 	})
+	if err != nil {
+		return httpapi.Misconfigured(err.Error(), logLine)
+	}
+	if cfg.Clients == nil {
+		logLine(httpapi.LogLine{Outcome: "auth_disabled", Error: "no " + config.TokensVar + " secret: the Worker accepts orders from anyone"})
+	}
+	svc := intake.New(kv.NewWorkers(ns), &intake.Options{
+		ResultTTL:  cfg.ResultTTL,
+		PendingTTL: cfg.PendingTTL,
+		Defer:      worker.WaitUntil,
+		OnReleaseError: func(key string, err error) {
+			logLine(httpapi.LogLine{Outcome: "claim_not_released", Key: key, Error: err.Error()})
+		},
+	})
+	h := httpapi.New(svc, cfg.Clients)
+	h.Log = logLine
+	return h
 }
 
 // logLine prints one JSON line to the console, which Workers Logs indexes.

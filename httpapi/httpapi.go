@@ -4,9 +4,12 @@ package httpapi
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
+	"edge-orders/auth"
 	"edge-orders/intake"
 	"edge-orders/internal/jsjson"
 	"edge-orders/order"
@@ -15,20 +18,25 @@ import (
 
 // Handler answers order submissions.
 type Handler struct {
-	svc *intake.Service
+	svc     *intake.Service
+	clients *auth.Clients
 	// Log, if set, receives one line per request.
 	Log func(LogLine)
 }
 
-// New returns a Handler for svc.
-func New(svc *intake.Service) *Handler {
-	return &Handler{svc: svc}
+// New returns a Handler for svc. With clients, every request must carry a
+// client's bearer token and keys are scoped to the client; with nil, the
+// Worker runs open, as the TypeScript reference does.
+func New(svc *intake.Service, clients *auth.Clients) *Handler {
+	return &Handler{svc: svc, clients: clients}
 }
 
 // LogLine describes one request, for Workers Logs. It never holds secrets.
 type LogLine struct {
 	// Outcome names what happened: created, replayed, or the error code.
 	Outcome string
+	// Client is the authenticated client id; empty when the Worker runs open.
+	Client  string
 	Key     string
 	Status  int
 	OrderID string
@@ -43,7 +51,7 @@ type LogLine struct {
 // JSON returns l as one line of JSON, empty fields left out.
 func (l LogLine) JSON() []byte {
 	b := append([]byte(`{"outcome":`), jsjson.AppendString(nil, l.Outcome)...)
-	for _, f := range []struct{ name, value string }{{"key", l.Key}, {"orderId", l.OrderID}, {"error", l.Error}} {
+	for _, f := range []struct{ name, value string }{{"client", l.Client}, {"key", l.Key}, {"orderId", l.OrderID}, {"error", l.Error}} {
 		if f.value != "" {
 			b = append(b, `,"`+f.name+`":`...)
 			b = jsjson.AppendString(b, f.value)
@@ -69,29 +77,48 @@ func (h *Handler) ServeWorker(ctx context.Context, r *worker.Request) *worker.Re
 
 // serve answers r and describes what it did.
 func (h *Handler) serve(ctx context.Context, r *worker.Request) (resp *worker.Response, line LogLine) {
-	key := r.Header.Get("Idempotency-Key")
-	line.Key = key
 	defer func() {
 		// One bad request must not take down the Go instance every request of
 		// the isolate shares.
 		if recover() != nil {
-			resp, line.Outcome, line.Status = errorResponse(errInternal, 0)
+			resp, line.Outcome, line.Status = errorResponse(errInternal, "", 0)
 		}
 	}()
+	fail := func(err error) (*worker.Response, LogLine) {
+		line.Error = err.Error()
+		resp, line.Outcome, line.Status = errorResponse(err, "", int(h.svc.RetryAfter().Seconds()))
+		return resp, line
+	}
+	if h.clients != nil {
+		client, err := h.clients.Authenticate(r.Header.Get("Authorization"))
+		if err != nil {
+			resp, line = fail(err)
+			challenge := `Bearer realm="edge-orders"`
+			if errors.Is(err, auth.ErrInvalidToken) {
+				challenge += `, error="invalid_token"`
+			}
+			resp.Header = append(resp.Header, worker.Field{Name: "WWW-Authenticate", Value: challenge})
+			return resp, line
+		}
+		line.Client = client
+	}
 	if r.Method != "POST" {
-		resp, line.Outcome, line.Status = errorResponse(errMethodNotAllowed, 0)
+		resp, line = fail(errMethodNotAllowed)
 		resp.Header = append(resp.Header, worker.Field{Name: "Allow", Value: "POST"})
 		return resp, line
 	}
-	if key == "" {
-		resp, line.Outcome, line.Status = errorResponse(errMissingKey, 0)
-		return resp, line
+	header := r.Header.Get("Idempotency-Key")
+	if header == "" {
+		return fail(errMissingKey)
 	}
-	out, err := h.svc.Submit(ctx, key, r.Body)
+	key, err := parseKey(header)
+	line.Key = key
 	if err != nil {
-		line.Error = err.Error()
-		resp, line.Outcome, line.Status = errorResponse(err, int(h.svc.RetryAfter().Seconds()))
-		return resp, line
+		return fail(err)
+	}
+	out, err := h.svc.Submit(ctx, line.Client, key, r.Body)
+	if err != nil {
+		return fail(err)
 	}
 	line.OrderID = out.OrderID
 	resp = &worker.Response{Status: statusCreated, Header: []worker.Field{jsonContent}, Body: out.Receipt}
@@ -105,9 +132,40 @@ func (h *Handler) serve(ctx context.Context, r *worker.Request) (resp *worker.Re
 	return resp, line
 }
 
+// parseKey reads an Idempotency-Key header value: the key itself, or the
+// IETF draft's Structured Field string form, "..." with \" and \\ escapes,
+// which names the same key. intake.CheckKey then checks the key's format.
+func parseKey(v string) (string, error) {
+	if len(v) < 2 || v[0] != '"' {
+		return v, nil
+	}
+	if v[len(v)-1] != '"' {
+		return v, fmt.Errorf("%w: a quoted key must end with a quote", intake.ErrInvalidKey)
+	}
+	inner := v[1 : len(v)-1]
+	if !strings.ContainsAny(inner, `"\`) {
+		return inner, nil
+	}
+	var b strings.Builder
+	for i := 0; i < len(inner); i++ {
+		c := inner[i]
+		switch {
+		case c == '\\' && i+1 < len(inner) && (inner[i+1] == '"' || inner[i+1] == '\\'):
+			i++
+			b.WriteByte(inner[i])
+		case c == '\\' || c == '"':
+			return v, fmt.Errorf("%w: in a quoted key only \\\" and \\\\ are escapes", intake.ErrInvalidKey)
+		default:
+			b.WriteByte(c)
+		}
+	}
+	return b.String(), nil
+}
+
 // Misconfigured returns a handler that answers every request with a 500
 // misconfigured error, for a Worker whose environment cannot work. detail says
-// what is wrong; it is logged, not shown to clients.
+// what is wrong, naming the setting; it is logged and shown as the problem's
+// detail, so it must hold no secret.
 func Misconfigured(detail string, log func(LogLine)) worker.Handler {
 	return misconfigured{detail: detail, log: log}
 }
@@ -118,7 +176,7 @@ type misconfigured struct {
 }
 
 func (m misconfigured) ServeWorker(ctx context.Context, r *worker.Request) *worker.Response {
-	resp, outcome, status := errorResponse(errMisconfigured, 0)
+	resp, outcome, status := errorResponse(errMisconfigured, m.detail, 0)
 	if m.log != nil {
 		m.log(LogLine{Outcome: outcome, Status: status, Error: m.detail})
 	}
@@ -137,6 +195,7 @@ const (
 	statusOK                  = 200
 	statusCreated             = 201
 	statusBadRequest          = 400
+	statusUnauthorized        = 401
 	statusMethodNotAllowed    = 405
 	statusConflict            = 409
 	statusRequestTooLarge     = 413
@@ -145,14 +204,24 @@ const (
 	statusServiceUnavailable  = 503
 )
 
-var jsonContent = worker.Field{Name: "Content-Type", Value: "application/json"}
+var (
+	jsonContent    = worker.Field{Name: "Content-Type", Value: "application/json"}
+	problemContent = worker.Field{Name: "Content-Type", Value: "application/problem+json"}
+)
 
-// problem is one row of the error table: the HTTP status and the code clients
-// read from the body's "error" member.
+// ProblemTypePrefix starts every problem's type URI; the error code ends it.
+const ProblemTypePrefix = "tag:edge-orders,2026:"
+
+// problem is one row of the error table: what the client sees.
 type problem struct {
-	status  int
-	code    string
-	outcome string // for the log line; the code unless it says more
+	status int
+	// code is the body's "error" member, the reference's error codes.
+	code string
+	// title follows the IETF Idempotency-Key draft's wording where it has one.
+	title  string
+	detail string
+	// outcome names the problem in the log line; "" means the code.
+	outcome string
 }
 
 // problems maps every error the handler can meet to what the client sees.
@@ -161,45 +230,71 @@ var problems = []struct {
 	err error
 	problem
 }{
-	{errMethodNotAllowed, problem{statusMethodNotAllowed, "method_not_allowed", ""}},
-	{errMissingKey, problem{statusBadRequest, "missing_idempotency_key", ""}},
-	{intake.ErrInvalidKey, problem{statusBadRequest, "invalid_idempotency_key", ""}},
-	{intake.ErrUnreadableBody, problem{statusBadRequest, "unreadable_body", ""}},
-	{intake.ErrBodyTooLarge, problem{statusRequestTooLarge, "body_too_large", ""}},
-	{intake.ErrInProgress, problem{statusConflict, "in_progress", ""}},
-	{order.ErrInvalid, problem{statusUnprocessableEntity, "invalid_order", ""}},
-	{intake.ErrUnavailable, problem{statusServiceUnavailable, "storage_unavailable", "storage_error"}},
-	{errMisconfigured, problem{statusInternalServerError, "misconfigured", ""}},
+	{auth.ErrMissingToken, problem{statusUnauthorized, "unauthorized", "Missing API token",
+		"Send a client token as Authorization: Bearer <token>.", "unauthorized"}},
+	{auth.ErrInvalidToken, problem{statusUnauthorized, "unauthorized", "Invalid API token",
+		"The bearer token belongs to no client.", "unauthorized"}},
+	{errMethodNotAllowed, problem{statusMethodNotAllowed, "method_not_allowed", "Method not allowed",
+		"Orders are submitted with POST.", ""}},
+	{errMissingKey, problem{statusBadRequest, "missing_idempotency_key", "Idempotency-Key is missing",
+		"Every order needs an Idempotency-Key header, repeated unchanged on every retry.", ""}},
+	{intake.ErrInvalidKey, problem{statusBadRequest, "invalid_idempotency_key", "Idempotency-Key is invalid",
+		"An Idempotency-Key is 1 to 255 printable ASCII characters, such as a UUID; it may be sent as a quoted string.", ""}},
+	{intake.ErrUnreadableBody, problem{statusBadRequest, "unreadable_body", "Request body could not be read",
+		"The request body ended early or could not be read; retry under the same key.", ""}},
+	{intake.ErrBodyTooLarge, problem{statusRequestTooLarge, "body_too_large", "Request body is too large",
+		"An order body is at most 64 KiB.", ""}},
+	{intake.ErrInProgress, problem{statusConflict, "in_progress", "A request is outstanding for this Idempotency-Key",
+		"Another request with this Idempotency-Key is being processed; retry after retryAfter seconds at the latest.", ""}},
+	{intake.ErrKeyReused, problem{statusUnprocessableEntity, "idempotency_key_reused", "Idempotency-Key is already used",
+		"This Idempotency-Key was used for a different order; use a new key for a new order.", "key_reused"}},
+	{order.ErrInvalid, problem{statusUnprocessableEntity, "invalid_order", "Invalid order",
+		`The body must be a JSON object with symbol (a non-empty string), side ("buy" or "sell") and quantity (a positive integer).`, ""}},
+	{intake.ErrUnavailable, problem{statusServiceUnavailable, "storage_unavailable", "Storage unavailable",
+		"The order store failed; no order was placed under this key. Retry under the same key.", "storage_error"}},
+	{errMisconfigured, problem{statusInternalServerError, "misconfigured", "Worker misconfigured", "", ""}},
 }
 
-// problemFor finds err's row; anything unexpected is a 500.
+// internalError is the row for anything the table does not know.
+var internalError = problem{statusInternalServerError, "internal_error", "Internal error",
+	"The Worker failed unexpectedly; retry under the same key.", ""}
+
+// problemFor finds err's row.
 func problemFor(err error) problem {
 	for _, p := range problems {
 		if errors.Is(err, p.err) {
 			return p.problem
 		}
 	}
-	return problem{statusInternalServerError, "internal_error", ""}
+	return internalError
 }
 
-// errorResponse builds err's row of the table and returns the outcome and
-// status for the log. retryAfter, in seconds, is announced with in_progress.
-func errorResponse(err error, retryAfter int) (resp *worker.Response, outcome string, status int) {
+// errorResponse builds err's row of the table as an RFC 9457 problem, and
+// returns the outcome and status for the log. detail, if set, replaces the
+// row's; retryAfter, in seconds, is announced with in_progress.
+func errorResponse(err error, detail string, retryAfter int) (resp *worker.Response, outcome string, status int) {
 	p := problemFor(err)
 	outcome = p.outcome
 	if outcome == "" {
 		outcome = p.code
 	}
-	resp = &worker.Response{Status: p.status, Header: []worker.Field{jsonContent}}
-	// The reference's member order: error, then retryAfter.
-	body := append([]byte(`{"error":`), jsjson.AppendString(nil, p.code)...)
+	if detail == "" {
+		detail = p.detail
+	}
+	resp = &worker.Response{Status: p.status, Header: []worker.Field{problemContent}}
+	b := append([]byte(`{"type":`), jsjson.AppendString(nil, ProblemTypePrefix+p.code)...)
+	b = jsjson.AppendString(append(b, `,"title":`...), p.title)
+	b = strconv.AppendInt(append(b, `,"status":`...), int64(p.status), 10)
+	b = jsjson.AppendString(append(b, `,"detail":`...), detail)
+	// "error" keeps the reference's codes for clients that read it.
+	b = jsjson.AppendString(append(b, `,"error":`...), p.code)
 	switch p.status {
 	case statusConflict:
-		body = strconv.AppendInt(append(body, `,"retryAfter":`...), int64(retryAfter), 10)
+		b = strconv.AppendInt(append(b, `,"retryAfter":`...), int64(retryAfter), 10)
 		resp.Header = append(resp.Header, worker.Field{Name: "Retry-After", Value: strconv.Itoa(retryAfter)})
 	case statusServiceUnavailable:
 		resp.Header = append(resp.Header, worker.Field{Name: "Retry-After", Value: "1"})
 	}
-	resp.Body = append(body, '}')
+	resp.Body = append(b, '}')
 	return resp, outcome, p.status
 }

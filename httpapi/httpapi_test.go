@@ -61,7 +61,7 @@ func asHTTP(h worker.Handler) http.Handler {
 
 // newHandler returns a handler over store with a fixed receipt clock.
 func newHandler(store kv.Store) worker.Handler {
-	return httpapi.New(intake.New(store, &intake.Options{Now: func() time.Time { return acceptedAt }}))
+	return httpapi.New(intake.New(store, &intake.Options{Now: func() time.Time { return acceptedAt }}), nil)
 }
 
 // request builds a request; key nil sends no Idempotency-Key header.
@@ -393,13 +393,13 @@ func TestMisconfigured(t *testing.T) {
 func TestLogLine(t *testing.T) {
 	mem := kv.NewMemory()
 	store := &panickyStore{Store: mem}
-	h := httpapi.New(intake.New(store, &intake.Options{Now: func() time.Time { return acceptedAt }}))
+	h := httpapi.New(intake.New(store, &intake.Options{Now: func() time.Time { return acceptedAt }}), nil)
 	var lines []httpapi.LogLine
 	h.Log = func(l httpapi.LogLine) { lines = append(lines, l) }
 	if err := mem.Put(context.Background(), "pending:busy", kv.Entry{Value: "1"}, kv.PutOptions{TTL: kv.MinTTL}); err != nil {
 		t.Fatal(err)
 	}
-	failing := httpapi.New(intake.New(failingStore{mem}, nil))
+	failing := httpapi.New(intake.New(failingStore{mem}, nil), nil)
 	failing.Log = h.Log
 
 	w := serve(h, request(http.MethodPost, ptr("k"), strings.NewReader(validBody)))

@@ -31,7 +31,7 @@ func TestCancelledRequestReleasesClaim(t *testing.T) {
 	h := newHarness(t, nil)
 	ctx, cancel := context.WithCancel(context.Background())
 	h.faulty.Store = &cancelAfterClaim{Store: h.rec, cancel: cancel}
-	_, err := h.svc.Submit(ctx, "k", strings.NewReader(validBody))
+	_, err := h.svc.Submit(ctx, "", "k", strings.NewReader(validBody))
 	if !errors.Is(err, intake.ErrUnavailable) {
 		t.Fatalf("Submit error = %v, want ErrUnavailable", err)
 	}

@@ -34,8 +34,13 @@ const (
 	pendingValue = "1"
 )
 
-// MaxKeyBytes is the longest Idempotency-Key whose KV keys fit KV's key limit.
-const MaxKeyBytes = kv.MaxKeyBytes - len(pendingPrefix)
+// MaxKeyBytes is the longest Idempotency-Key accepted. With a client id of
+// up to 64 bytes in front, pending:<client>:<key> stays far below KV's
+// 512-byte key limit.
+const MaxKeyBytes = 255
+
+// KeyFormat says what a valid Idempotency-Key is, for error messages.
+const KeyFormat = "an Idempotency-Key is 1 to 255 printable ASCII characters"
 
 var (
 	// ErrInvalidKey is returned for an Idempotency-Key that cannot be stored.
@@ -44,6 +49,9 @@ var (
 	ErrBodyTooLarge = errors.New("intake: body too large")
 	// ErrUnreadableBody is returned when the body cannot be read to its end.
 	ErrUnreadableBody = errors.New("intake: body could not be read")
+	// ErrKeyReused is returned when the key's stored receipt is for another
+	// order; the receipt is not revealed.
+	ErrKeyReused = errors.New("intake: idempotency key reused for a different order")
 	// ErrInProgress is returned while another request holds the key's claim.
 	ErrInProgress = errors.New("intake: request with this key in progress")
 	// ErrUnavailable wraps every storage failure. No receipt was handed out, and
@@ -123,28 +131,43 @@ func (s *Service) RetryAfter() time.Duration { return s.opts.PendingTTL }
 // MaxBodyBytes is the largest body Submit reads.
 func (s *Service) MaxBodyBytes() int64 { return s.opts.MaxBodyBytes }
 
-// CheckKey returns ErrInvalidKey if key cannot be stored.
+// CheckKey returns an error wrapping ErrInvalidKey unless key is 1 to
+// MaxKeyBytes printable ASCII characters: enough for UUIDs, ULIDs and any
+// key the IETF Idempotency-Key draft shows, and always a valid KV key.
 func CheckKey(key string) error {
-	if len(key) > MaxKeyBytes {
-		return fmt.Errorf("%w: %d bytes, over the %d-byte limit", ErrInvalidKey, len(key), MaxKeyBytes)
+	if len(key) == 0 || len(key) > MaxKeyBytes {
+		return fmt.Errorf("%w: %s, not %d", ErrInvalidKey, KeyFormat, len(key))
+	}
+	for i := 0; i < len(key); i++ {
+		if key[i] < ' ' || key[i] > '~' {
+			return fmt.Errorf("%w: %s; byte %d is 0x%02x", ErrInvalidKey, KeyFormat, i, key[i])
+		}
 	}
 	return nil
 }
 
-// Submit places the order in body under key, at most once per key.
+// Submit places the order in body under key for client, at most once per
+// client and key. client scopes the key: two clients with one key place two
+// orders. The empty client is the open Worker's, whose keys are stored as
+// the TypeScript reference stores them.
 //
-// It returns the stored receipt if one exists; ErrInvalidKey,
-// ErrBodyTooLarge or ErrUnreadableBody before touching storage; ErrInProgress
-// while another request holds the key; an error wrapping order.ErrInvalid for
-// a body that is not a valid order (the key stays free); and an error wrapping
-// ErrUnavailable when storage fails, in which case no receipt was handed out.
-func (s *Service) Submit(ctx context.Context, key string, body io.Reader) (Outcome, error) {
+// It returns the stored receipt if one exists for the same order;
+// ErrInvalidKey, ErrBodyTooLarge or ErrUnreadableBody before touching
+// storage; ErrKeyReused when the stored receipt is for a different order;
+// ErrInProgress while another request holds the key; an error wrapping
+// order.ErrInvalid for a body that is not a valid order (the key stays free);
+// and an error wrapping ErrUnavailable when storage fails, in which case no
+// receipt was handed out.
+func (s *Service) Submit(ctx context.Context, client, key string, body io.Reader) (Outcome, error) {
 	if err := CheckKey(key); err != nil {
 		return Outcome{}, err
 	}
 	raw, err := s.readBody(body)
 	if err != nil {
 		return Outcome{}, err
+	}
+	if client != "" {
+		key = client + ":" + key
 	}
 	resultKey, pendingKey := resultPrefix+key, pendingPrefix+key
 
@@ -184,7 +207,7 @@ func (s *Service) Submit(ctx context.Context, key string, body io.Reader) (Outco
 	switch {
 	case err == nil:
 		// A stored receipt wins over any claim.
-		return Outcome{Receipt: []byte(stored.Value), Replayed: true, OrderID: orderID(stored.Value)}, nil
+		return replay(stored, raw)
 	case !errors.Is(err, kv.ErrNotFound):
 		return Outcome{}, unavailable(err)
 	case !leader:
@@ -209,7 +232,10 @@ func (s *Service) Submit(ctx context.Context, key string, body io.Reader) (Outco
 	}
 	placed := order.Place(o, s.opts.Now())
 	receipt := placed.JSON()
-	if err := s.store.Put(ctx, resultKey, kv.Entry{Value: string(receipt)}, kv.PutOptions{TTL: s.opts.ResultTTL}); err != nil {
+	// The fingerprint goes into metadata, so result:<key> keeps holding
+	// exactly the receipt, as the reference stores it.
+	meta := []byte(`{"` + fingerprintMember + `":"` + o.Fingerprint() + `"}`)
+	if err := s.store.Put(ctx, resultKey, kv.Entry{Value: string(receipt), Metadata: meta}, kv.PutOptions{TTL: s.opts.ResultTTL}); err != nil {
 		// Without a stored receipt the order does not exist; a retry places it.
 		s.release(ctx, key)
 		return Outcome{}, unavailable(err)
@@ -220,16 +246,35 @@ func (s *Service) Submit(ctx context.Context, key string, body io.Reader) (Outco
 	return Outcome{Receipt: receipt, OrderID: placed.OrderID}, nil
 }
 
-// orderID reads the orderId member of a stored receipt, for logs, without
-// a JSON decoder in the wasm: it finds the member's name, then the plain
-// string after the colon. A receipt it cannot read that way gives "".
-func orderID(receipt string) string {
-	_, rest, ok := strings.Cut(receipt, `"orderId"`)
+// fingerprintMember names the metadata member holding the order's fingerprint.
+const fingerprintMember = "fingerprint"
+
+// replay answers with a stored receipt if body is the order it was stored
+// for. Receipts stored without a fingerprint, as the TypeScript reference
+// stores them, replay whatever the body.
+func replay(stored kv.Entry, body []byte) (Outcome, error) {
+	if want := stringMember(string(stored.Metadata), fingerprintMember); want != "" {
+		o, err := order.Parse(body)
+		if err != nil {
+			return Outcome{}, err
+		}
+		if o.Fingerprint() != want {
+			return Outcome{}, ErrKeyReused
+		}
+	}
+	return Outcome{Receipt: []byte(stored.Value), Replayed: true, OrderID: stringMember(stored.Value, "orderId")}, nil
+}
+
+// stringMember reads the string member name of the JSON object doc without a
+// JSON decoder in the wasm: it finds the member's name, then the plain string
+// after the colon. It serves the documents this package writes (metadata and
+// receipts, where such names occur once); anything else gives "".
+func stringMember(doc, name string) string {
+	_, rest, ok := strings.Cut(doc, `"`+name+`"`)
 	if !ok {
 		return ""
 	}
-	rest = strings.TrimLeft(rest, " \t\r\n")
-	rest, ok = strings.CutPrefix(rest, ":")
+	rest, ok = strings.CutPrefix(strings.TrimLeft(rest, " \t\r\n"), ":")
 	if !ok {
 		return ""
 	}
@@ -237,11 +282,11 @@ func orderID(receipt string) string {
 	if !ok {
 		return ""
 	}
-	id, _, ok := strings.Cut(rest, `"`)
-	if !ok || strings.Contains(id, `\`) {
+	value, _, ok := strings.Cut(rest, `"`)
+	if !ok || strings.Contains(value, `\`) {
 		return ""
 	}
-	return id
+	return value
 }
 
 // readBody reads at most MaxBodyBytes of body.

@@ -227,7 +227,7 @@ func newHarness(t *testing.T, opts *intake.Options) *harness {
 }
 
 func (h *harness) submit(key, body string) (intake.Outcome, error) {
-	return h.svc.Submit(context.Background(), key, strings.NewReader(body))
+	return h.svc.Submit(context.Background(), "", key, strings.NewReader(body))
 }
 
 // releaseErrors returns the OnReleaseError calls so far.
@@ -306,8 +306,7 @@ func TestSubmitReplay(t *testing.T) {
 		body string
 	}{
 		{"same body replays the receipt", validBody},
-		{"different order replays the first receipt", `{"symbol":"MSFT","side":"sell","quantity":3}`},
-		{"invalid body replays the first receipt", `not json`},
+		{"same order reformatted replays the receipt", "{ \"quantity\": 10.0, \"side\": \"b\\u0075y\",\n \"symbol\": \"AAPL\", \"note\": 1 }"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -421,7 +420,7 @@ func TestSubmitInvalidOrderReleasesClaim(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newHarness(t, nil)
-			out, err := h.svc.Submit(context.Background(), "k", tc.body)
+			out, err := h.svc.Submit(context.Background(), "", "k", tc.body)
 			if !errors.Is(err, order.ErrInvalid) {
 				t.Fatalf("Submit error = %v, want order.ErrInvalid", err)
 			}
@@ -529,20 +528,21 @@ func TestSubmitClaimExpires(t *testing.T) {
 }
 
 func TestSubmitKeyLimits(t *testing.T) {
-	if got, want := intake.MaxKeyBytes, kv.MaxKeyBytes-len("pending:"); got != want {
-		t.Fatalf("MaxKeyBytes = %d, want %d so pending:<key> fits KV", got, want)
-	}
 	tests := []struct {
 		name    string
 		key     string
 		wantErr error
 	}{
 		{"one-byte key is stored", "k", nil},
-		{"key at the limit is stored", strings.Repeat("k", intake.MaxKeyBytes), nil},
-		{"multi-byte key at the byte limit is stored", strings.Repeat("é", intake.MaxKeyBytes/2), nil},
-		{"key one byte over is refused", strings.Repeat("k", intake.MaxKeyBytes+1), intake.ErrInvalidKey},
-		{"multi-byte key one byte over is refused", strings.Repeat("k", intake.MaxKeyBytes-1) + "é", intake.ErrInvalidKey},
-		{"key at KV's limit is refused", strings.Repeat("k", kv.MaxKeyBytes), intake.ErrInvalidKey},
+		{"255-character key is stored", strings.Repeat("k", 255), nil},
+		{"every printable ASCII character is allowed", " !\"#$%&'()*+,-./0123456789:;<=>?@AZ[\\]^_`az{|}~", nil},
+		{"UUID is stored", "8e03978e-40d5-43e8-bc93-6894a57f9324", nil},
+		{"256-character key is refused", strings.Repeat("k", 256), intake.ErrInvalidKey},
+		{"empty key is refused", "", intake.ErrInvalidKey},
+		{"control character is refused", "abc\x01def", intake.ErrInvalidKey},
+		{"tab is refused", "abc\tdef", intake.ErrInvalidKey},
+		{"DEL is refused", "abc\x7f", intake.ErrInvalidKey},
+		{"non-ASCII is refused", "clé", intake.ErrInvalidKey},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -611,7 +611,7 @@ func TestSubmitBody(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newHarness(t, &intake.Options{MaxBodyBytes: tc.max})
-			out, err := h.svc.Submit(context.Background(), "k", tc.body)
+			out, err := h.svc.Submit(context.Background(), "", "k", tc.body)
 			if tc.wantErr == nil {
 				if err != nil {
 					t.Fatalf("Submit: %v", err)
@@ -819,7 +819,7 @@ func TestSubmitDefer(t *testing.T) {
 	ctx := context.WithValue(context.Background(), ctxKey{}, "request")
 
 	t.Run("success defers the release", func(t *testing.T) {
-		out, err := h.svc.Submit(ctx, "ok", strings.NewReader(validBody))
+		out, err := h.svc.Submit(ctx, "", "ok", strings.NewReader(validBody))
 		if err != nil {
 			t.Fatalf("Submit: %v", err)
 		}
@@ -843,7 +843,7 @@ func TestSubmitDefer(t *testing.T) {
 	})
 	t.Run("replay defers nothing", func(t *testing.T) {
 		tasks = nil
-		if _, err := h.svc.Submit(ctx, "ok", strings.NewReader(validBody)); err != nil {
+		if _, err := h.svc.Submit(ctx, "", "ok", strings.NewReader(validBody)); err != nil {
 			t.Fatalf("Submit: %v", err)
 		}
 		if len(tasks) != 0 {
@@ -852,7 +852,7 @@ func TestSubmitDefer(t *testing.T) {
 	})
 	t.Run("invalid order releases inline", func(t *testing.T) {
 		tasks = nil
-		if _, err := h.svc.Submit(ctx, "bad", strings.NewReader(`{}`)); !errors.Is(err, order.ErrInvalid) {
+		if _, err := h.svc.Submit(ctx, "", "bad", strings.NewReader(`{}`)); !errors.Is(err, order.ErrInvalid) {
 			t.Fatalf("Submit error = %v, want order.ErrInvalid", err)
 		}
 		if len(tasks) != 0 {
@@ -980,11 +980,11 @@ func TestSubmitTwoInstancesCanBothPlace(t *testing.T) {
 	wg.Add(2)
 	go func() {
 		defer wg.Done()
-		outA, errA = svcA.Submit(context.Background(), "k", strings.NewReader(validBody))
+		outA, errA = svcA.Submit(context.Background(), "", "k", strings.NewReader(validBody))
 	}()
 	go func() {
 		defer wg.Done()
-		outB, errB = svcB.Submit(context.Background(), "k", strings.NewReader(validBody))
+		outB, errB = svcB.Submit(context.Background(), "", "k", strings.NewReader(validBody))
 	}()
 	wg.Wait()
 	if errA != nil || errB != nil {
