@@ -48,7 +48,8 @@ type LogLine struct {
 	Millis int64
 }
 
-// JSON returns l as one line of JSON, empty fields left out.
+// JSON returns l as one line of JSON, empty fields and a zero status (lines
+// about the Worker rather than a request) left out.
 func (l LogLine) JSON() []byte {
 	b := append([]byte(`{"outcome":`), jsjson.AppendString(nil, l.Outcome)...)
 	for _, f := range []struct{ name, value string }{{"client", l.Client}, {"key", l.Key}, {"orderId", l.OrderID}, {"error", l.Error}} {
@@ -57,7 +58,9 @@ func (l LogLine) JSON() []byte {
 			b = jsjson.AppendString(b, f.value)
 		}
 	}
-	b = strconv.AppendInt(append(b, `,"status":`...), int64(l.Status), 10)
+	if l.Status != 0 {
+		b = strconv.AppendInt(append(b, `,"status":`...), int64(l.Status), 10)
+	}
 	b = strconv.AppendInt(append(b, `,"ms":`...), l.Millis, 10)
 	return append(b, '}')
 }

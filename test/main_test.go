@@ -170,3 +170,33 @@ func kvList(t *testing.T, prefix string) []storedKey {
 	}
 	return keys
 }
+
+// problemTypePrefix starts every problem's type (README, Errors).
+const problemTypePrefix = "tag:edge-orders,2026:"
+
+// problemBody is an RFC 9457 problem as the Worker writes it.
+type problemBody struct {
+	Type       string `json:"type"`
+	Title      string `json:"title"`
+	Status     int    `json:"status"`
+	Detail     string `json:"detail"`
+	Error      string `json:"error"`
+	RetryAfter *int   `json:"retryAfter"`
+}
+
+// wantProblem fails t unless got is the problem with status and code, served
+// as application/problem+json, and returns it.
+func wantProblem(t *testing.T, got response, status int, code string) problemBody {
+	t.Helper()
+	var p problemBody
+	if err := json.Unmarshal([]byte(got.body), &p); err != nil {
+		t.Fatalf("got %d %s: not a JSON problem: %v", got.status, got.body, err)
+	}
+	if got.status != status || p.Status != status || p.Error != code || p.Type != problemTypePrefix+code || p.Title == "" || p.Detail == "" {
+		t.Fatalf("got %d %s, want a %d %s problem", got.status, got.body, status, code)
+	}
+	if ct := got.header.Get("Content-Type"); ct != "application/problem+json" {
+		t.Fatalf("Content-Type = %q, want application/problem+json", ct)
+	}
+	return p
+}

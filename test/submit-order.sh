@@ -4,6 +4,7 @@
 # the identical body and "Idempotent-Replay: true". Exits non-zero otherwise.
 #
 #   test/submit-order.sh [ENDPOINT]    (default http://127.0.0.1:8787)
+#   API_TOKEN=<token> test/submit-order.sh ENDPOINT   for a Worker with API tokens
 set -euo pipefail
 
 ENDPOINT="${1:-http://127.0.0.1:8787}"
@@ -12,10 +13,15 @@ ORDER='{"symbol":"MSFT","side":"buy","quantity":100}'
 WORK="$(mktemp -d)"
 trap 'rm -rf "$WORK"' EXIT
 
+AUTH=()
+if [ -n "${API_TOKEN:-}" ]; then
+  AUTH=(-H "Authorization: Bearer $API_TOKEN")
+fi
+
 # submit NAME: POSTs the order, keeping headers and body in $WORK/NAME.*
 submit() {
   curl -sS -D "$WORK/$1.headers" -o "$WORK/$1.body" \
-    -X POST "$ENDPOINT" \
+    -X POST "$ENDPOINT" "${AUTH[@]}" \
     -H "Idempotency-Key: $KEY" \
     -H "content-type: application/json" \
     -d "$ORDER"

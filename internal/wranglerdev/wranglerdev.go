@@ -29,6 +29,9 @@ type Options struct {
 	StateDir string
 	// Vars are extra --var NAME:VALUE overrides.
 	Vars map[string]string
+	// EnvFile, if set, is passed as --env-file: secrets such as API_TOKENS,
+	// as .dev.vars would hold them.
+	EnvFile string
 	// Env is added to wrangler's environment.
 	Env []string
 	// StartTimeout bounds the wait for the first answer; default 90 s.
@@ -80,6 +83,9 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 	args := []string{"dev", "--config", opts.Config,
 		"--ip", "127.0.0.1", "--port", fmt.Sprint(port), "--inspector-port", fmt.Sprint(inspector),
 		"--persist-to", opts.StateDir, "--show-interactive-dev-session=false"}
+	if opts.EnvFile != "" {
+		args = append(args, "--env-file", opts.EnvFile)
+	}
 	for name, value := range opts.Vars {
 		args = append(args, "--var", name+":"+value)
 	}
