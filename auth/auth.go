@@ -33,7 +33,9 @@ type client struct {
 // Parse reads clients from s: "id:token" pairs separated by commas or white
 // space. An id is 1 to 64 letters, digits, '.', '_' or '-' (it prefixes the
 // client's keys, so it never holds ':'); a token is at least 16 printable
-// ASCII characters without spaces or commas. Errors never quote a token.
+// ASCII characters without spaces or commas. Errors name entries by number,
+// never by content: a pair written the wrong way round would put a token
+// where an id belongs, and the error is shown in a public 500.
 func Parse(s string) (*Clients, error) {
 	c := &Clients{}
 	ids := map[string]bool{}
@@ -46,13 +48,13 @@ func Parse(s string) (*Clients, error) {
 		case !validID(id):
 			return nil, fmt.Errorf("entry %d: a client id is 1 to %d letters, digits, '.', '_' or '-'", i+1, MaxClientIDBytes)
 		case len(token) < 16 || !printable(token):
-			return nil, fmt.Errorf("client %q: a token is at least 16 printable ASCII characters", id)
+			return nil, fmt.Errorf("entry %d: a token is at least 16 printable ASCII characters", i+1)
 		case ids[id]:
-			return nil, fmt.Errorf("client %q is listed twice", id)
+			return nil, fmt.Errorf("entry %d repeats a client id", i+1)
 		}
 		digest := sha256.Sum256([]byte(token))
 		if tokens[digest] {
-			return nil, fmt.Errorf("client %q shares its token with another client", id)
+			return nil, fmt.Errorf("entry %d repeats another client's token", i+1)
 		}
 		ids[id], tokens[digest] = true, true
 		c.clients = append(c.clients, client{id: id, digest: digest})

@@ -139,10 +139,10 @@ func (h *Handler) serve(ctx context.Context, r *worker.Request) (resp *worker.Re
 // IETF draft's Structured Field string form, "..." with \" and \\ escapes,
 // which names the same key. intake.CheckKey then checks the key's format.
 func parseKey(v string) (string, error) {
-	if len(v) < 2 || v[0] != '"' {
+	if v == "" || v[0] != '"' {
 		return v, nil
 	}
-	if v[len(v)-1] != '"' {
+	if len(v) < 2 || v[len(v)-1] != '"' {
 		return v, fmt.Errorf("%w: a quoted key must end with a quote", intake.ErrInvalidKey)
 	}
 	inner := v[1 : len(v)-1]

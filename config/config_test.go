@@ -1,0 +1,205 @@
+package config_test
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"edge-orders/config"
+)
+
+// The variable names are the contract with wrangler.toml and the secrets:
+// written out here so that a rename fails a test.
+const (
+	resultVar  = "RESULT_TTL_SECONDS"
+	pendingVar = "PENDING_TTL_SECONDS"
+	tokensVar  = "API_TOKENS"
+)
+
+// env is a lookup over a map: a name missing from it is unset.
+func env(vars map[string]string) func(string) (string, bool) {
+	return func(name string) (string, bool) {
+		v, ok := vars[name]
+		return v, ok
+	}
+}
+
+func TestLoadDefaults(t *testing.T) {
+	tests := []struct {
+		name string
+		vars map[string]string
+	}{
+		{"nothing set takes the defaults", nil},
+		{"unrelated variables take the defaults", map[string]string{"ORDERS": "x", "result_ttl_seconds": "5"}},
+		{"blank API_TOKENS runs open", map[string]string{tokensVar: ""}},
+		{"white-space API_TOKENS runs open", map[string]string{tokensVar: " \n\t "}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := config.Load(env(tc.vars))
+			if err != nil {
+				t.Fatalf("Load: %v", err)
+			}
+			if got, want := c.ResultTTL, 86400*time.Second; got != want {
+				t.Errorf("ResultTTL = %v, want %v", got, want)
+			}
+			if got, want := c.PendingTTL, 60*time.Second; got != want {
+				t.Errorf("PendingTTL = %v, want %v", got, want)
+			}
+			if c.Clients != nil {
+				t.Errorf("Clients = %d clients, want nil (open)", c.Clients.Len())
+			}
+		})
+	}
+}
+
+func TestLoadOverrides(t *testing.T) {
+	tests := []struct {
+		name        string
+		vars        map[string]string
+		wantResult  time.Duration
+		wantPending time.Duration
+	}{
+		{"a result TTL of 120 is read", map[string]string{resultVar: "120"}, 120 * time.Second, 60 * time.Second},
+		{"a result TTL with spaces is read", map[string]string{resultVar: " 3600 "}, 3600 * time.Second, 60 * time.Second},
+		{"a pending TTL of 120 is read", map[string]string{pendingVar: "120"}, 86400 * time.Second, 120 * time.Second},
+		{"a pending TTL with spaces is read", map[string]string{pendingVar: " 3600 "}, 86400 * time.Second, 3600 * time.Second},
+		{"both are read", map[string]string{resultVar: "7200", pendingVar: "90"}, 7200 * time.Second, 90 * time.Second},
+		{"KV's minimum of 60 is read", map[string]string{resultVar: "60", pendingVar: "60"}, 60 * time.Second, 60 * time.Second},
+		{"exactly ten years is read", map[string]string{resultVar: "315360000"}, 315360000 * time.Second, 60 * time.Second},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := config.Load(env(tc.vars))
+			if err != nil {
+				t.Fatalf("Load: %v", err)
+			}
+			if got := c.ResultTTL; got != tc.wantResult {
+				t.Errorf("ResultTTL = %v, want %v", got, tc.wantResult)
+			}
+			if got := c.PendingTTL; got != tc.wantPending {
+				t.Errorf("PendingTTL = %v, want %v", got, tc.wantPending)
+			}
+		})
+	}
+}
+
+// wantConfigError checks err is a *config.Error for name whose message names
+// it, and returns it.
+func wantConfigError(t *testing.T, err error, name string) *config.Error {
+	t.Helper()
+	var cerr *config.Error
+	if !errors.As(err, &cerr) {
+		t.Fatalf("Load error = %v (%T), want a *config.Error", err, err)
+	}
+	if cerr.Var != name {
+		t.Errorf("Var = %q, want %q", cerr.Var, name)
+	}
+	if !strings.Contains(err.Error(), name) {
+		t.Errorf("error %q does not name %s", err, name)
+	}
+	return cerr
+}
+
+func TestLoadRefusesTTL(t *testing.T) {
+	tests := []struct {
+		name  string
+		value string
+	}{
+		{"59 is under KV's minimum", "59"},
+		{"0 is under KV's minimum", "0"},
+		{"a negative TTL is refused", "-5"},
+		{"letters are refused", "abc"},
+		{"a fraction is refused", "1.5"},
+		{"empty is refused", ""},
+		{"white space is refused", "  "},
+		{"a unit is refused", "60s"},
+		{"a Go duration is refused", "1h"},
+		{"one second over ten years is refused", "315360001"},
+		{"far over ten years is refused", "9223372036854775807"},
+		{"beyond int64 is refused", "99999999999999999999"},
+	}
+	for _, name := range []string{resultVar, pendingVar} {
+		for _, tc := range tests {
+			t.Run(name+"/"+tc.name, func(t *testing.T) {
+				c, err := config.Load(env(map[string]string{name: tc.value}))
+				if err == nil {
+					t.Fatalf("Load(%s=%q) = %+v, want an error", name, tc.value, c)
+				}
+				wantConfigError(t, err, name)
+				if c != (config.Config{}) {
+					t.Errorf("Load returned %+v with its error, want the zero Config", c)
+				}
+			})
+		}
+	}
+}
+
+// TestLoadFirstErrorWins checks the error names the first variable that
+// cannot work, in the documented order.
+func TestLoadFirstErrorWins(t *testing.T) {
+	tests := []struct {
+		name    string
+		vars    map[string]string
+		wantVar string
+	}{
+		{"the result TTL comes first", map[string]string{resultVar: "1", pendingVar: "1", tokensVar: "x"}, resultVar},
+		{"the pending TTL comes before the tokens", map[string]string{pendingVar: "1", tokensVar: "x"}, pendingVar},
+		{"the tokens come last", map[string]string{resultVar: "120", tokensVar: "x"}, tokensVar},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := config.Load(env(tc.vars))
+			wantConfigError(t, err, tc.wantVar)
+		})
+	}
+}
+
+func TestLoadTokens(t *testing.T) {
+	const alice, bob = "alice-tok-0123456789abcdef", "bob-tok-ZYXWVUTSRQ987654"
+	c, err := config.Load(env(map[string]string{tokensVar: "alice:" + alice + "\nbob:" + bob + "\n"}))
+	if err != nil {
+		t.Fatalf("Load: %v", err)
+	}
+	if c.Clients == nil || c.Clients.Len() != 2 {
+		t.Fatalf("Clients = %v, want alice and bob", c.Clients)
+	}
+	for token, want := range map[string]string{alice: "alice", bob: "bob"} {
+		if got, err := c.Clients.Authenticate("Bearer " + token); err != nil || got != want {
+			t.Errorf("Authenticate(%s's token) = %q, %v; want %q", want, got, err, want)
+		}
+	}
+}
+
+func TestLoadRefusesTokens(t *testing.T) {
+	const token = "s3cret-tok-0123456789abcdef"
+	tests := []struct {
+		name  string
+		value string
+	}{
+		{"a token without an id is refused", token},
+		{"a short token is refused", "alice:s3cret-short"},
+		{"a bad id is refused", "al/ice:" + token},
+		{"a token with a control character is refused", "alice:" + token + "\x01"},
+		{"a duplicate id is refused", "alice:" + token + ",alice:" + token + "x"},
+		{"a duplicate token is refused", "alice:" + token + ",bob:" + token},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := config.Load(env(map[string]string{tokensVar: tc.value}))
+			if err == nil {
+				t.Fatalf("Load(%s=...) = %+v, want an error", tokensVar, c)
+			}
+			cerr := wantConfigError(t, err, tokensVar)
+			for _, secret := range []string{token, "s3cret"} {
+				if strings.Contains(err.Error(), secret) || strings.Contains(cerr.Reason, secret) {
+					t.Errorf("error %q quotes the token text %q", err, secret)
+				}
+			}
+			if c.Clients != nil {
+				t.Errorf("Clients = %d clients with an error, want nil", c.Clients.Len())
+			}
+		})
+	}
+}

@@ -1,0 +1,283 @@
+package httpapi_test
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"edge-orders/auth"
+	"edge-orders/httpapi"
+	"edge-orders/kv"
+)
+
+// The configured clients' tokens; neither may ever show in a response or a
+// log line.
+const (
+	aliceToken = "alice-tok-0123456789abcdef"
+	bobToken   = "bob-tok-ZYXWVUTSRQ987654"
+	// malloryToken is well formed but belongs to no client.
+	malloryToken = "mallory-tok-55555555555555"
+)
+
+// Challenges sent with a 401.
+const (
+	challengeMissing = `Bearer realm="edge-orders"`
+	challengeInvalid = `Bearer realm="edge-orders", error="invalid_token"`
+)
+
+// authHandler is a handler that requires alice's or bob's token.
+type authHandler struct {
+	*httpapi.Handler
+	store *recordingStore
+	mem   *kv.Memory
+	lines []httpapi.LogLine
+}
+
+func newAuthHandler(t *testing.T) *authHandler {
+	t.Helper()
+	clients, err := auth.Parse("alice:" + aliceToken + ",bob:" + bobToken)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := &authHandler{mem: kv.NewMemory()}
+	a.store = &recordingStore{Store: a.mem}
+	a.Handler = httpapi.New(newService(a.store), clients)
+	a.Log = func(l httpapi.LogLine) { a.lines = append(a.lines, l) }
+	return a
+}
+
+// withAuth sets r's Authorization header, unless authorization is "".
+func withAuth(r *http.Request, authorization string) *http.Request {
+	if authorization != "" {
+		r.Header.Set("Authorization", authorization)
+	}
+	return r
+}
+
+// wantNoSecret fails if any of the secrets shows in what.
+func wantNoSecret(t *testing.T, what, got string, secrets ...string) {
+	t.Helper()
+	for _, s := range secrets {
+		if s != "" && strings.Contains(got, s) {
+			t.Errorf("%s %s contains the secret %q", what, got, s)
+		}
+	}
+}
+
+// headersText is every response header as one string, for leak checks.
+func headersText(w *httptest.ResponseRecorder) string {
+	var b strings.Builder
+	for name, values := range w.Header() {
+		b.WriteString(name + ": " + strings.Join(values, ", ") + "\n")
+	}
+	return b.String()
+}
+
+func TestAuthRefusals(t *testing.T) {
+	missing := httpapi.LogLine{Outcome: "unauthorized", Status: 401, Error: "auth: missing bearer token"}
+	invalid := httpapi.LogLine{Outcome: "unauthorized", Status: 401, Error: "auth: invalid bearer token"}
+	tests := []struct {
+		name          string
+		method        string
+		authorization string // "" sends none
+		key           *string
+		body          string
+		wantBody      string
+		wantChallenge string
+		wantLine      httpapi.LogLine
+	}{
+		{"no Authorization is a missing token", "POST", "", ptr("k"), validBody,
+			problemMissingToken, challengeMissing, missing},
+		{"unknown token is an invalid token", "POST", "Bearer " + malloryToken, ptr("k"), validBody,
+			problemInvalidToken, challengeInvalid, invalid},
+		{"Basic credentials are a missing token", "POST", "Basic YWxpY2U6c2VjcmV0", ptr("k"), validBody,
+			problemMissingToken, challengeMissing, missing},
+		{"alice's token under Basic is a missing token", "POST", "Basic " + aliceToken, ptr("k"), validBody,
+			problemMissingToken, challengeMissing, missing},
+		{"a bare token without a scheme is a missing token", "POST", aliceToken, ptr("k"), validBody,
+			problemMissingToken, challengeMissing, missing},
+		{"Bearer without a token is a missing token", "POST", "Bearer", ptr("k"), validBody,
+			problemMissingToken, challengeMissing, missing},
+		{"alice's token with one more character is an invalid token", "POST", "Bearer " + aliceToken + "x", ptr("k"), validBody,
+			problemInvalidToken, challengeInvalid, invalid},
+		{"alice's token less its last character is an invalid token", "POST", "Bearer " + aliceToken[:len(aliceToken)-1], ptr("k"), validBody,
+			problemInvalidToken, challengeInvalid, invalid},
+		{"the client-id:token pair is an invalid token", "POST", "Bearer alice:" + aliceToken, ptr("k"), validBody,
+			problemInvalidToken, challengeInvalid, invalid},
+		// Authentication comes first: nothing about the request is told to
+		// someone without a token.
+		{"GET without a token is unauthorized, not method not allowed", "GET", "", ptr("k"), "",
+			problemMissingToken, challengeMissing, missing},
+		{"GET with an unknown token is unauthorized", "GET", "Bearer " + malloryToken, nil, "",
+			problemInvalidToken, challengeInvalid, invalid},
+		{"POST without a token or a key is unauthorized", "POST", "", nil, validBody,
+			problemMissingToken, challengeMissing, missing},
+		{"an invalid key without a token is unauthorized", "POST", "", ptr(strings.Repeat("k", 256)), validBody,
+			problemMissingToken, challengeMissing, missing},
+		{"a huge body without a token is unauthorized", "POST", "", ptr("k"), hugeBody,
+			problemMissingToken, challengeMissing, missing},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newAuthHandler(t)
+			w := serve(h, withAuth(request(tc.method, tc.key, strings.NewReader(tc.body)), tc.authorization))
+			check(t, w, response{401, tc.wantBody, map[string]string{
+				"WWW-Authenticate": tc.wantChallenge, "Allow": "", "Retry-After": "", "Idempotent-Replay": "",
+			}})
+			if got := w.Header().Values("WWW-Authenticate"); len(got) != 1 {
+				t.Errorf("WWW-Authenticate = %q, want one challenge", got)
+			}
+			if got := h.store.Calls(); len(got) != 0 {
+				t.Errorf("storage calls = %q, want none", got)
+			}
+			if len(h.lines) != 1 {
+				t.Fatalf("log lines = %+v, want one", h.lines)
+			}
+			got := h.lines[0]
+			got.Millis = 0
+			if got != tc.wantLine {
+				t.Errorf("log line = %+v, want %+v", got, tc.wantLine)
+			}
+			sent := strings.TrimSpace(strings.TrimPrefix(tc.authorization, "Bearer"))
+			sent = strings.TrimSpace(strings.TrimPrefix(sent, "Basic"))
+			secrets := []string{aliceToken, bobToken, malloryToken, sent}
+			wantNoSecret(t, "log line", string(h.lines[0].JSON()), secrets...)
+			wantNoSecret(t, "body", w.Body.String(), secrets...)
+			wantNoSecret(t, "headers", headersText(w), secrets...)
+		})
+	}
+}
+
+func TestAuthAccepts(t *testing.T) {
+	tests := []struct {
+		name          string
+		authorization string
+		wantClient    string
+	}{
+		{"alice's token is alice", "Bearer " + aliceToken, "alice"},
+		{"bob's token is bob", "Bearer " + bobToken, "bob"},
+		{"lower-case bearer is accepted", "bearer " + aliceToken, "alice"},
+		{"upper-case BEARER is accepted", "BEARER " + bobToken, "bob"},
+		{"surrounding spaces are ignored", "  Bearer   " + aliceToken + "  ", "alice"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newAuthHandler(t)
+			w := serve(h, withAuth(request(http.MethodPost, ptr("k"), strings.NewReader(validBody)), tc.authorization))
+			if w.Code != http.StatusCreated {
+				t.Fatalf("status = %d body = %s, want 201", w.Code, w.Body)
+			}
+			if got := w.Header().Get("WWW-Authenticate"); got != "" {
+				t.Errorf("WWW-Authenticate = %q on a 201, want none", got)
+			}
+			id := orderID(t, w)
+			if len(h.lines) != 1 {
+				t.Fatalf("log lines = %+v, want one", h.lines)
+			}
+			got := h.lines[0]
+			got.Millis = 0
+			want := httpapi.LogLine{Outcome: "created", Client: tc.wantClient, Key: "k", Status: 201, OrderID: id}
+			if got != want {
+				t.Errorf("log line = %+v, want %+v", got, want)
+			}
+			wantNoSecret(t, "log line", string(h.lines[0].JSON()), aliceToken, bobToken)
+			wantNoSecret(t, "body", w.Body.String(), aliceToken, bobToken)
+		})
+	}
+}
+
+// TestAuthMethodAfterToken checks that an authenticated client still gets the
+// method and key checks.
+func TestAuthMethodAfterToken(t *testing.T) {
+	h := newAuthHandler(t)
+	w := serve(h, withAuth(request(http.MethodGet, ptr("k"), nil), "Bearer "+aliceToken))
+	check(t, w, response{405, problemMethodNotAllowed, map[string]string{"Allow": "POST", "WWW-Authenticate": ""}})
+	w = serve(h, withAuth(request(http.MethodPost, nil, strings.NewReader(validBody)), "Bearer "+aliceToken))
+	check(t, w, response{400, problemMissingKey, map[string]string{"WWW-Authenticate": ""}})
+	if got := h.store.Calls(); len(got) != 0 {
+		t.Errorf("storage calls = %q, want none", got)
+	}
+	for i, l := range h.lines {
+		if l.Client != "alice" {
+			t.Errorf("log line %d client = %q, want alice", i, l.Client)
+		}
+	}
+}
+
+func TestClientsShareNoKeys(t *testing.T) {
+	h := newAuthHandler(t)
+	post := func(token string) *httptest.ResponseRecorder {
+		return serve(h, withAuth(request(http.MethodPost, ptr("shared"), strings.NewReader(validBody)), "Bearer "+token))
+	}
+	alice := post(aliceToken)
+	bob := post(bobToken)
+	if alice.Code != http.StatusCreated || bob.Code != http.StatusCreated {
+		t.Fatalf("statuses = %d, %d, want 201 for each client's first order", alice.Code, bob.Code)
+	}
+	aliceID, bobID := orderID(t, alice), orderID(t, bob)
+	if aliceID == bobID {
+		t.Fatalf("alice and bob share order %s, want two orders", aliceID)
+	}
+
+	t.Run("bob's retry replays bob's receipt", func(t *testing.T) {
+		w := post(bobToken)
+		check(t, w, response{200, bob.Body.String(), map[string]string{"Idempotent-Replay": "true"}})
+	})
+	t.Run("alice's retry replays alice's receipt", func(t *testing.T) {
+		w := post(aliceToken)
+		check(t, w, response{200, alice.Body.String(), map[string]string{"Idempotent-Replay": "true"}})
+	})
+	t.Run("each receipt is stored under its client", func(t *testing.T) {
+		for key, want := range map[string]string{"result:alice:shared": alice.Body.String(), "result:bob:shared": bob.Body.String()} {
+			e, err := h.mem.Get(t.Context(), key)
+			if err != nil || e.Value != want {
+				t.Errorf("%s = %s, %v; want %s", key, e.Value, err, want)
+			}
+		}
+		if _, err := h.mem.Get(t.Context(), "result:shared"); err == nil {
+			t.Errorf("result:shared exists, want the keys scoped to clients")
+		}
+	})
+	t.Run("log lines carry the client", func(t *testing.T) {
+		want := []httpapi.LogLine{
+			{Outcome: "created", Client: "alice", Key: "shared", Status: 201, OrderID: aliceID},
+			{Outcome: "created", Client: "bob", Key: "shared", Status: 201, OrderID: bobID},
+			{Outcome: "replayed", Client: "bob", Key: "shared", Status: 200, OrderID: bobID},
+			{Outcome: "replayed", Client: "alice", Key: "shared", Status: 200, OrderID: aliceID},
+		}
+		if len(h.lines) != len(want) {
+			t.Fatalf("log lines = %+v, want %d", h.lines, len(want))
+		}
+		for i, got := range h.lines {
+			got.Millis = 0
+			if got != want[i] {
+				t.Errorf("log line %d = %+v, want %+v", i, got, want[i])
+			}
+			if j := string(h.lines[i].JSON()); !strings.Contains(j, `"client":"`+want[i].Client+`"`) {
+				t.Errorf("log JSON %d = %s, want the client", i, j)
+			}
+		}
+	})
+}
+
+// TestLongestClientAndKey checks that a 64-character client id with a
+// 255-character key still makes KV keys KV accepts.
+func TestLongestClientAndKey(t *testing.T) {
+	id := strings.Repeat("c", auth.MaxClientIDBytes)
+	token := "longest-tok-0123456789"
+	clients, err := auth.Parse(id + ":" + token)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mem := kv.NewMemory()
+	h := httpapi.New(newService(mem), clients)
+	key := strings.Repeat("k", 255)
+	w := serve(h, withAuth(request(http.MethodPost, ptr(key), strings.NewReader(validBody)), "Bearer "+token))
+	if w.Code != http.StatusCreated {
+		t.Fatalf("status = %d body = %s, want 201", w.Code, w.Body)
+	}
+	if e, err := mem.Get(t.Context(), "result:"+id+":"+key); err != nil || e.Value != w.Body.String() {
+		t.Errorf("stored receipt = %s, %v; want %s", e.Value, err, w.Body)
+	}
+}

@@ -1,0 +1,224 @@
+package httpapi_test
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"edge-orders/httpapi"
+	"edge-orders/kv"
+)
+
+const uuidKey = "8e03978e-40d5-43e8-bc93-6894a57f9324"
+
+// TestQuotedKeyIsTheSameKey checks the IETF draft's Structured Field string
+// form of a key names the same key as the key itself.
+func TestQuotedKeyIsTheSameKey(t *testing.T) {
+	tests := []struct {
+		name          string
+		first, second string // header values, as sent
+		key           string // the key both name
+	}{
+		{"quoted UUID then bare UUID replays", `"` + uuidKey + `"`, uuidKey, uuidKey},
+		{"bare UUID then quoted UUID replays", uuidKey, `"` + uuidKey + `"`, uuidKey},
+		{"quoted UUID twice replays", `"` + uuidKey + `"`, `"` + uuidKey + `"`, uuidKey},
+		{`escaped quote names a"b`, `"a\"b"`, `a"b`, `a"b`},
+		{`escaped backslash names a\b`, `"a\\b"`, `a\b`, `a\b`},
+		{"escapes in a row name both characters", `"\\\""`, `\"`, `\"`},
+		{"255 characters quoted is the 255-character key", `"` + strings.Repeat("q", 255) + `"`, strings.Repeat("q", 255), strings.Repeat("q", 255)},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			mem := kv.NewMemory()
+			h := httpapi.New(newService(mem), nil)
+			var lines []httpapi.LogLine
+			h.Log = func(l httpapi.LogLine) { lines = append(lines, l) }
+
+			first := serve(h, request(http.MethodPost, ptr(tc.first), strings.NewReader(validBody)))
+			if first.Code != http.StatusCreated {
+				t.Fatalf("first = %d %s, want 201", first.Code, first.Body)
+			}
+			second := serve(h, request(http.MethodPost, ptr(tc.second), strings.NewReader(validBody)))
+			check(t, second, response{200, first.Body.String(), map[string]string{"Idempotent-Replay": "true"}})
+			if e, err := mem.Get(t.Context(), "result:"+tc.key); err != nil || e.Value != first.Body.String() {
+				t.Errorf("result:%s = %s, %v; want the receipt %s", tc.key, e.Value, err, first.Body)
+			}
+			for i, l := range lines {
+				if l.Key != tc.key {
+					t.Errorf("log line %d key = %q, want %q", i, l.Key, tc.key)
+				}
+			}
+		})
+	}
+}
+
+// TestInvalidKeys checks every key the contract refuses is a 400
+// invalid_idempotency_key before any storage call.
+func TestInvalidKeys(t *testing.T) {
+	tests := []struct {
+		name   string
+		header string
+	}{
+		{"256 characters is invalid", strings.Repeat("k", 256)},
+		{"512 characters is invalid", strings.Repeat("k", 512)},
+		{"a control character is invalid", "a\x01b"},
+		{"a NUL is invalid", "a\x00b"},
+		{"a tab is invalid", "a\tb"},
+		{"DEL is invalid", "a\x7fb"},
+		{"non-ASCII is invalid", "café"},
+		{"Cyrillic is invalid", "ключ"},
+		{"a lone UTF-8 byte is invalid", "a\xffb"},
+		{"an unterminated quoted key is invalid", `"abc`},
+		{"a lone quote is invalid", `"`},
+		{`an unknown escape \x is invalid`, `"a\xb"`},
+		{"a bare quote inside a quoted key is invalid", `"a"b"`},
+		{"an escaped closing quote is invalid", `"a\"`},
+		{"an empty quoted key is invalid", `""`},
+		{"256 characters quoted is invalid", `"` + strings.Repeat("q", 256) + `"`},
+		{"a control character quoted is invalid", "\"a\x01b\""},
+		{"non-ASCII quoted is invalid", `"café"`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			rec := &recordingStore{Store: kv.NewMemory()}
+			h := httpapi.New(newService(rec), nil)
+			var lines []httpapi.LogLine
+			h.Log = func(l httpapi.LogLine) { lines = append(lines, l) }
+			w := serve(h, request(http.MethodPost, ptr(tc.header), strings.NewReader(validBody)))
+			check(t, w, response{400, problemInvalidKey, map[string]string{"Idempotent-Replay": "", "Retry-After": ""}})
+			if got := rec.Calls(); len(got) != 0 {
+				t.Errorf("storage calls = %q, want none", got)
+			}
+			if len(lines) != 1 || lines[0].Outcome != "invalid_idempotency_key" || lines[0].Status != 400 {
+				t.Errorf("log lines = %+v, want one invalid_idempotency_key 400", lines)
+			}
+		})
+	}
+}
+
+// TestValidKeys checks keys at the edges of the format are accepted and
+// stored as they are.
+func TestValidKeys(t *testing.T) {
+	var printable strings.Builder
+	printable.WriteByte('k') // a leading quote would make it a quoted key
+	for c := byte(' '); c <= '~'; c++ {
+		printable.WriteByte(c)
+	}
+	tests := []struct {
+		name string
+		key  string
+	}{
+		{"255 characters is created", strings.Repeat("k", 255)},
+		{"one character is created", "k"},
+		{"every printable ASCII character is created", printable.String()},
+		{"a space inside is created", "a b"},
+		{"a quote at the end only is the key itself", `abc"`},
+		{"a backslash unquoted is the key itself", `a\xb`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			mem := kv.NewMemory()
+			w := serve(newHandler(mem), request(http.MethodPost, ptr(tc.key), strings.NewReader(validBody)))
+			if w.Code != http.StatusCreated {
+				t.Fatalf("status = %d body = %s, want 201", w.Code, w.Body)
+			}
+			if e, err := mem.Get(t.Context(), "result:"+tc.key); err != nil || e.Value != w.Body.String() {
+				t.Errorf("result:%s = %s, %v; want the receipt %s", tc.key, e.Value, err, w.Body)
+			}
+		})
+	}
+}
+
+func TestKeyReusedForAnotherOrder(t *testing.T) {
+	tests := []struct {
+		name string
+		body string
+		// want is the response; "" body means the first receipt, replayed.
+		want response
+	}{
+		{"another symbol is key reused", `{"symbol":"MSFT","side":"buy","quantity":10}`,
+			response{422, problemKeyReused, map[string]string{"Idempotent-Replay": ""}}},
+		{"another side is key reused", `{"symbol":"AAPL","side":"sell","quantity":10}`,
+			response{422, problemKeyReused, map[string]string{"Idempotent-Replay": ""}}},
+		{"another quantity is key reused", `{"symbol":"AAPL","side":"buy","quantity":11}`,
+			response{422, problemKeyReused, map[string]string{"Idempotent-Replay": ""}}},
+		{"a lower-case symbol is key reused", `{"symbol":"aapl","side":"buy","quantity":10}`,
+			response{422, problemKeyReused, map[string]string{"Idempotent-Replay": ""}}},
+		{"an invalid order is invalid order", `{"symbol":"AAPL","side":"buy"}`,
+			response{422, problemInvalidOrder, map[string]string{"Idempotent-Replay": ""}}},
+		{"other spacing and member order replays", "{ \"quantity\" : 10 ,\n\t\"side\":\"buy\", \"symbol\": \"AAPL\" }",
+			response{200, "", map[string]string{"Idempotent-Replay": "true"}}},
+		{"an extra member replays", `{"symbol":"AAPL","side":"buy","quantity":10,"note":"again"}`,
+			response{200, "", map[string]string{"Idempotent-Replay": "true"}}},
+		{"the same quantity written 1e1 replays", `{"symbol":"AAPL","side":"buy","quantity":1e1}`,
+			response{200, "", map[string]string{"Idempotent-Replay": "true"}}},
+		{"an escaped symbol replays", `{"symbol":"\u0041APL","side":"buy","quantity":10}`,
+			response{200, "", map[string]string{"Idempotent-Replay": "true"}}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			rec := &recordingStore{Store: kv.NewMemory()}
+			h := newHandler(rec)
+			first := serve(h, request(http.MethodPost, ptr("k"), strings.NewReader(validBody)))
+			id := orderID(t, first)
+			before := len(rec.Calls())
+
+			w := serve(h, request(http.MethodPost, ptr("k"), strings.NewReader(tc.body)))
+			want := tc.want
+			if want.body == "" {
+				want.body = first.Body.String()
+			}
+			check(t, w, want)
+			if w.Code != http.StatusOK && strings.Contains(w.Body.String(), id) {
+				t.Errorf("body %s reveals the stored order %s", w.Body, id)
+			}
+			for _, c := range rec.Calls()[before:] {
+				if !strings.HasPrefix(c, "Get ") {
+					t.Errorf("storage call %q, want only reads", c)
+				}
+			}
+
+			again := serve(h, request(http.MethodPost, ptr("k"), strings.NewReader(validBody)))
+			check(t, again, response{200, first.Body.String(), map[string]string{"Idempotent-Replay": "true"}})
+		})
+	}
+}
+
+// TestReplaysReferenceReceipt checks a receipt stored by the TypeScript
+// Worker, without metadata, is replayed byte for byte whatever the body.
+func TestReplaysReferenceReceipt(t *testing.T) {
+	const stored = "{ \"orderId\":\"0b7e2c57-8f53-4c39-9f5e-0d2d3c0b2a61\", \"symbol\":\"\\u00e9<&>\" }"
+	tests := []struct {
+		name string
+		body string
+	}{
+		{"the same order replays", validBody},
+		{"another order replays", `{"symbol":"MSFT","side":"sell","quantity":1}`},
+		{"an invalid order replays", `{}`},
+		{"a body that is not JSON replays", `not json`},
+		{"an empty body replays", ``},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			mem := kv.NewMemory()
+			if err := mem.Put(t.Context(), "result:ts", kv.Entry{Value: stored}, kv.PutOptions{TTL: 24 * time.Hour}); err != nil {
+				t.Fatal(err)
+			}
+			h := httpapi.New(newService(mem), nil)
+			var lines []httpapi.LogLine
+			h.Log = func(l httpapi.LogLine) { lines = append(lines, l) }
+			w := serve(h, request(http.MethodPost, ptr("ts"), strings.NewReader(tc.body)))
+			check(t, w, response{200, stored, map[string]string{"Idempotent-Replay": "true"}})
+			want := httpapi.LogLine{Outcome: "replayed", Key: "ts", Status: 200, OrderID: "0b7e2c57-8f53-4c39-9f5e-0d2d3c0b2a61"}
+			if len(lines) != 1 {
+				t.Fatalf("log lines = %+v, want one", lines)
+			}
+			got := lines[0]
+			got.Millis = 0
+			if got != want {
+				t.Errorf("log line = %+v, want %+v", got, want)
+			}
+		})
+	}
+}
