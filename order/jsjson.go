@@ -27,17 +27,15 @@ var (
 	errTooDeep = errors.New("body nests arrays and objects deeper than order.MaxDepth")
 )
 
-// decodeUTF8 is the WHATWG "UTF-8 decode" that Response.json() applies:
-// one leading byte order mark is dropped and every maximal ill-formed
-// subpart becomes one U+FFFD. utf8.DecodeRune would instead replace byte by
-// byte, so E2 82 followed by '"' would yield two U+FFFD where browsers and
-// Workers yield one. The result is always valid UTF-8.
-//
-// Runtimes disagree about the BOM; this follows the standard. workerd strips
-// it only from compatibility date 2026-01-13 (strip_bom_in_read_all_text) and
-// so rejects such bodies before it, while Node's fetch strips up to two.
+// decodeUTF8 decodes b as the reference's request.json() does in workerd
+// at the reference's compatibility date (2026-01-01): every maximal
+// ill-formed subpart becomes one U+FFFD, as the WHATWG decoder does, and a
+// byte order mark is kept, so JSON.parse rejects it. (workerd strips a BOM
+// only from compatibility date 2026-01-13, flag strip_bom_in_read_all_text;
+// measured in wrangler dev.) utf8.DecodeRune would replace byte by byte, so
+// E2 82 followed by '"' would yield two U+FFFD where Workers yield one. The
+// result is always valid UTF-8.
 func decodeUTF8(b []byte) []byte {
-	b = bytes.TrimPrefix(b, []byte("\xEF\xBB\xBF"))
 	if utf8.Valid(b) {
 		// utf8.Valid and WHATWG agree on what is well formed (no overlongs,
 		// no surrogates, nothing above U+10FFFF), so this is the common,

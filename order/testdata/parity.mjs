@@ -23,8 +23,13 @@ const bodies = JSON.parse(Buffer.concat(chunks).toString("utf8"));
 const results = [];
 for (const b64 of bodies) {
   const bytes = Buffer.from(b64, "base64");
-  // Exactly what the Worker did with request.json().
-  const body = await new Response(bytes).json().catch(() => null);
+  // What the Worker's request.json() does in workerd at its compatibility
+  // date: decode UTF-8 with replacement, keeping a BOM, then JSON.parse.
+  // (Node's own Response.json() would strip a BOM, twice even.)
+  let body = null;
+  try {
+    body = JSON.parse(new TextDecoder("utf-8", { ignoreBOM: true }).decode(bytes));
+  } catch {}
   const order = validate(body);
   results.push(order === null ? null : JSON.stringify({ symbol: order.symbol, side: order.side, quantity: order.quantity }));
 }
