@@ -7,7 +7,7 @@ PORT ?= 8787
 export PATH := $(CURDIR)/node_modules/.bin:$(PATH)
 export WRANGLER_SEND_METRICS := false
 
-.PHONY: dev test tools build clean
+.PHONY: dev test bench tools build clean
 
 tools: node_modules/.installed
 
@@ -29,6 +29,11 @@ test: tools
 	GOOS=js GOARCH=wasm go vet ./...
 	./build.sh
 	EDGE_ORDERS_E2E=1 go test -count=1 ./...
+
+# The Go Worker against the JavaScript reference (bench/reference), both under
+# wrangler dev; BENCH_FLAGS="-duration 1s -rounds 1" for a quick look.
+bench: tools
+	go run ./bench $(BENCH_FLAGS)
 
 clean:
 	rm -rf build .wrangler
