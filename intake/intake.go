@@ -23,6 +23,12 @@ const (
 	DefaultPendingTTL = kv.MinTTL
 	// DefaultMaxBodyBytes bounds the order body; an order is well under 1 KiB.
 	DefaultMaxBodyBytes = 64 << 10
+	// DefaultCachedReceipts bounds the receipts an instance keeps in memory
+	// (a receipt is about 200 bytes).
+	DefaultCachedReceipts = 4096
+	// cacheTTL is how long a receipt is served from memory: as long as KV's
+	// edge cache may serve a read by default.
+	cacheTTL = 60 * time.Second
 )
 
 // Key prefixes, as the TypeScript reference writes them, so both Workers can
@@ -73,6 +79,9 @@ type Options struct {
 	// OnReleaseError is told when a claim could not be released; the claim then
 	// expires by itself after PendingTTL.
 	OnReleaseError func(key string, err error)
+	// CachedReceipts is how many receipts the instance keeps in memory for
+	// replays; negative turns the cache off.
+	CachedReceipts int
 }
 
 // Outcome is a successful submission's response.
@@ -95,6 +104,8 @@ type Service struct {
 	// claimed holds the keys that requests of this instance are working on. It
 	// makes a claim atomic within the instance, which KV alone cannot do.
 	claimed keySet
+	// receipts holds recent receipts for replays without a KV round trip.
+	receipts *receiptCache
 }
 
 // New returns a Service over store.
@@ -115,6 +126,10 @@ func New(store kv.Store, opts *Options) *Service {
 	if s.opts.Now == nil {
 		s.opts.Now = time.Now
 	}
+	if s.opts.CachedReceipts == 0 {
+		s.opts.CachedReceipts = DefaultCachedReceipts
+	}
+	s.receipts = newReceiptCache(max(s.opts.CachedReceipts, 0))
 	if s.opts.Defer == nil {
 		s.opts.Defer = func(ctx context.Context, task func(context.Context)) { task(ctx) }
 	}
@@ -170,6 +185,9 @@ func (s *Service) Submit(ctx context.Context, client, key string, body io.Reader
 		key = client + ":" + key
 	}
 	resultKey, pendingKey := resultPrefix+key, pendingPrefix+key
+	if stored, ok := s.receipts.get(key, s.opts.Now()); ok {
+		return replay(stored, raw)
+	}
 
 	// Only one request per key and instance may go on to claim it; the others
 	// can still replay a stored receipt. The check does not block, so no
@@ -207,6 +225,7 @@ func (s *Service) Submit(ctx context.Context, client, key string, body io.Reader
 	switch {
 	case err == nil:
 		// A stored receipt wins over any claim.
+		s.receipts.put(key, stored, s.opts.Now().Add(cacheTTL))
 		return replay(stored, raw)
 	case !errors.Is(err, kv.ErrNotFound):
 		return Outcome{}, unavailable(err)
@@ -235,11 +254,13 @@ func (s *Service) Submit(ctx context.Context, client, key string, body io.Reader
 	// The fingerprint goes into metadata, so result:<key> keeps holding
 	// exactly the receipt, as the reference stores it.
 	meta := []byte(`{"` + fingerprintMember + `":"` + o.Fingerprint() + `"}`)
-	if err := s.store.Put(ctx, resultKey, kv.Entry{Value: string(receipt), Metadata: meta}, kv.PutOptions{TTL: s.opts.ResultTTL}); err != nil {
+	entry := kv.Entry{Value: string(receipt), Metadata: meta}
+	if err := s.store.Put(ctx, resultKey, entry, kv.PutOptions{TTL: s.opts.ResultTTL}); err != nil {
 		// Without a stored receipt the order does not exist; a retry places it.
 		s.release(ctx, key)
 		return Outcome{}, unavailable(err)
 	}
+	s.receipts.put(key, entry, s.opts.Now().Add(min(cacheTTL, s.opts.ResultTTL)))
 	// The stored receipt now wins over the claim for every reader, so the
 	// claim can be released after the response.
 	s.opts.Defer(ctx, func(ctx context.Context) { s.release(ctx, key) })

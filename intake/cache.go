@@ -1,0 +1,60 @@
+package intake
+
+import (
+	"sync"
+	"time"
+
+	"edge-orders/kv"
+)
+
+// receiptCache keeps receipts this instance stored or read recently, so a
+// retry that lands on the same instance (the usual case for a client's quick
+// retries) replays without a KV round trip. A stored receipt never changes,
+// and entries live no longer than KV's own edge cache keeps a read (60 s by
+// default), so the cache adds no staleness KV does not already have.
+type receiptCache struct {
+	mu      sync.Mutex
+	max     int
+	entries map[string]cachedReceipt
+	order   []string // insertion order, for eviction
+}
+
+type cachedReceipt struct {
+	entry   kv.Entry
+	expires time.Time
+}
+
+func newReceiptCache(max int) *receiptCache {
+	return &receiptCache{max: max, entries: make(map[string]cachedReceipt, max)}
+}
+
+// get returns key's receipt if it is cached and not expired at now.
+func (c *receiptCache) get(key string, now time.Time) (kv.Entry, bool) {
+	if c.max == 0 {
+		return kv.Entry{}, false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	r, ok := c.entries[key]
+	if !ok || !now.Before(r.expires) {
+		return kv.Entry{}, false
+	}
+	return r.entry, true
+}
+
+// put caches e under key until expires, evicting the oldest entry when full.
+func (c *receiptCache) put(key string, e kv.Entry, expires time.Time) {
+	if c.max == 0 {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.entries[key]; !ok {
+		if len(c.order) >= c.max {
+			delete(c.entries, c.order[0])
+			c.order = c.order[1:]
+		}
+		c.order = append(c.order, key)
+	}
+	c.entries[key] = cachedReceipt{entry: e, expires: expires}
+}
