@@ -5,6 +5,7 @@ package worker
 import (
 	"context"
 	"io"
+	"strconv"
 	"syscall/js"
 )
 
@@ -34,16 +35,17 @@ func Serve(newHandler func(env js.Value) Handler) {
 // serve runs one request through handler and builds the JavaScript Response.
 func serve(handler Handler, jsReq, wctx js.Value) js.Value {
 	ctx := context.WithValue(context.Background(), executionContextKey{}, wctx)
+	header := jsHeader{jsReq.Get("headers")}
 	var body io.Reader = eofReader{}
 	if stream := jsReq.Get("body"); stream.Truthy() {
-		sr := &streamReader{ctx: ctx, reader: stream.Call("getReader")}
-		defer sr.Close()
-		body = sr
+		br := &bodyReader{ctx: ctx, req: jsReq, stream: stream, header: header}
+		defer br.Close()
+		body = br
 	}
 	resp := handler.ServeWorker(ctx, &Request{
 		Method: jsReq.Get("method").String(),
 		URL:    jsReq.Get("url").String(),
-		Header: jsHeader{jsReq.Get("headers")},
+		Header: header,
 		Body:   body,
 	})
 	return toJS(resp)
@@ -65,45 +67,73 @@ type eofReader struct{}
 
 func (eofReader) Read([]byte) (int, error) { return 0, io.EOF }
 
-// streamReader reads a ReadableStream chunk by chunk, so a handler that stops
-// early (a body over its size limit) never pulls the rest into memory.
-type streamReader struct {
+// smallBody is the largest declared Content-Length read in one piece with
+// arrayBuffer(): one round trip to JavaScript instead of a read per chunk.
+const smallBody = 1 << 20
+
+// bodyReader reads the request body on first use: a small body with a
+// declared length at once, anything else chunk by chunk from the stream, so a
+// handler that stops early (a body over its size limit) never pulls the rest
+// into memory.
+type bodyReader struct {
 	ctx    context.Context
-	reader js.Value
-	buf    []byte
-	done   bool
+	req    js.Value
+	stream js.Value
+	header Header
+
+	reader  js.Value // the stream's reader, once streaming
+	started bool
+	buf     []byte
+	done    bool
 }
 
-func (s *streamReader) Read(p []byte) (int, error) {
-	for len(s.buf) == 0 {
-		if s.done {
+func (b *bodyReader) Read(p []byte) (int, error) {
+	if !b.started {
+		b.started = true
+		if n, err := strconv.Atoi(b.header.Get("Content-Length")); err == nil && n <= smallBody {
+			ab, err := Await(b.ctx, b.req.Call("arrayBuffer"))
+			if err != nil {
+				return 0, err
+			}
+			b.buf = copyBytes(js.Global().Get("Uint8Array").New(ab))
+			b.done = true
+		} else {
+			b.reader = b.stream.Call("getReader")
+		}
+	}
+	for len(b.buf) == 0 {
+		if b.done {
 			return 0, io.EOF
 		}
-		res, err := Await(s.ctx, s.reader.Call("read"))
+		res, err := Await(b.ctx, b.reader.Call("read"))
 		if err != nil {
 			return 0, err
 		}
 		if res.Get("done").Bool() {
-			s.done = true
+			b.done = true
 			continue
 		}
-		chunk := res.Get("value")
-		s.buf = make([]byte, chunk.Length())
-		js.CopyBytesToGo(s.buf, chunk)
+		b.buf = copyBytes(res.Get("value"))
 	}
-	n := copy(p, s.buf)
-	s.buf = s.buf[n:]
+	n := copy(p, b.buf)
+	b.buf = b.buf[n:]
 	return n, nil
 }
 
-// Close releases the stream; unread data is discarded.
-func (s *streamReader) Close() error {
-	if !s.done {
-		s.done = true
-		s.buf = nil
-		s.reader.Call("cancel")
+// Close releases a stream left unread.
+func (b *bodyReader) Close() error {
+	if !b.done && b.reader.Truthy() {
+		b.reader.Call("cancel")
 	}
+	b.done, b.buf = true, nil
 	return nil
+}
+
+// copyBytes copies a Uint8Array into Go memory.
+func copyBytes(u8 js.Value) []byte {
+	b := make([]byte, u8.Length())
+	js.CopyBytesToGo(b, u8)
+	return b
 }
 
 // toJS builds the JavaScript Response for r.
