@@ -159,14 +159,16 @@ func merge(parts []Result) Result {
 	return r
 }
 
-// post sends one order under key and reads the whole answer, so the
-// connection can be reused.
+// post sends one order under key (none if key is "") and reads the whole
+// answer, so the connection can be reused.
 func post(ctx context.Context, client *http.Client, url, key, body string) (status int, answer string, err error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, strings.NewReader(body))
 	if err != nil {
 		return 0, "", err
 	}
-	req.Header.Set("Idempotency-Key", key)
+	if key != "" {
+		req.Header.Set("Idempotency-Key", key)
+	}
 	req.Header.Set("Content-Type", "application/json")
 	resp, err := client.Do(req)
 	if err != nil {

@@ -68,6 +68,10 @@ var scenarios = []scenario{
 		key: func(prefix string, n int64, _, conns int) string {
 			return prefix + strconv.FormatInt(n/int64(conns), 10)
 		}},
+	// A diagnostic: no Idempotency-Key, so a 400 before any KV call. It
+	// measures what a request costs apart from storage (runtime, bridge, log).
+	{name: "no-storage", body: validOrder, expect: []int{400},
+		key: func(string, int64, int, int) string { return "" }},
 }
 
 // config is what the flags ask for.
@@ -158,7 +162,7 @@ func parseFlags(args []string) (config, error) {
 	fs.DurationVar(&cfg.duration, "duration", 4*time.Second, "length of one measured run")
 	fs.IntVar(&cfg.rounds, "rounds", 3, "measured runs per Worker, scenario and connection count")
 	conns := fs.String("conns", "8,32", "comma-separated connection counts")
-	names := fs.String("scenarios", "new-key,replay,invalid,contention", "comma-separated scenarios")
+	names := fs.String("scenarios", "new-key,replay,invalid,contention,no-storage", "comma-separated scenarios")
 	fs.Int64Var(&cfg.maxRequests, "max-requests", 200000, "cap on the requests of one run")
 	if err := fs.Parse(args); err != nil {
 		return cfg, err
