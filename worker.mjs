@@ -21,6 +21,6 @@ function startGo() {
 export default {
   fetch(request, env, ctx) {
     if (!fetchInGo) startGo();
-    return fetchInGo(request, env, ctx);
+    return new Promise((resolve, reject) => fetchInGo(request, env, ctx, resolve, reject));
   },
 };

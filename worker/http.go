@@ -26,6 +26,7 @@ type Header interface {
 // Response is a complete response.
 type Response struct {
 	Status int
+	// Header holds the response headers; names must be distinct.
 	Header []Field
 	Body   []byte
 }

@@ -19,14 +19,17 @@ const handlerGlobal = "__goFetch"
 // instance then serves every request of the isolate.
 func Serve(newHandler func(env js.Value) Handler) {
 	var handler Handler
+	// The entry calls fetch(request, env, ctx, resolve, reject) from inside
+	// the Promise it returns to the runtime.
 	fetch := js.FuncOf(func(_ js.Value, args []js.Value) any {
-		req, env, wctx := args[0], args[1], args[2]
+		req, env, wctx, resolve, reject := args[0], args[1], args[2], args[3], args[4]
 		if handler == nil {
 			handler = newHandler(env)
 		}
-		return newPromise(func() (js.Value, error) {
+		go settle(resolve, reject, func() (js.Value, error) {
 			return serve(handler, req, wctx), nil
 		})
+		return nil
 	})
 	js.Global().Set(handlerGlobal, fetch)
 	select {}
@@ -95,7 +98,7 @@ func (b *bodyReader) Read(p []byte) (int, error) {
 			if err != nil {
 				return 0, err
 			}
-			b.buf = copyBytes(js.Global().Get("Uint8Array").New(ab))
+			b.buf = copyBytes(jsUint8Array.New(ab))
 			b.done = true
 		} else {
 			b.reader = b.stream.Call("getReader")
@@ -136,51 +139,63 @@ func copyBytes(u8 js.Value) []byte {
 	return b
 }
 
-// toJS builds the JavaScript Response for r.
+// JavaScript constructors, looked up once.
+var (
+	jsObject     = js.Global().Get("Object")
+	jsResponse   = js.Global().Get("Response")
+	jsUint8Array = js.Global().Get("Uint8Array")
+	jsPromise    = js.Global().Get("Promise")
+	jsErrorType  = js.Global().Get("Error")
+)
+
+// toJS builds the JavaScript Response for r. The body goes over as a string,
+// one conversion where bytes would take two calls; handlers write UTF-8.
 func toJS(r *Response) js.Value {
-	headers := js.Global().Get("Headers").New()
+	headers := jsObject.New()
 	for _, f := range r.Header {
-		headers.Call("append", f.Name, f.Value)
+		headers.Set(f.Name, f.Value)
 	}
-	init := js.Global().Get("Object").New()
+	init := jsObject.New()
 	init.Set("status", r.Status)
 	init.Set("headers", headers)
-	body := js.Null()
+	var body any
 	if len(r.Body) > 0 {
-		body = js.Global().Get("Uint8Array").New(len(r.Body))
-		js.CopyBytesToJS(body, r.Body)
+		body = string(r.Body)
 	}
-	return js.Global().Get("Response").New(body, init)
+	return jsResponse.New(body, init)
 }
 
-// newPromise returns a JavaScript Promise settled by run, which executes on its
-// own goroutine. A panic in run rejects the promise instead of killing the
-// Go instance that every request of the isolate shares.
+// newPromise returns a JavaScript Promise settled by run, which executes on
+// its own goroutine.
 func newPromise(run func() (js.Value, error)) js.Value {
 	var executor js.Func
 	executor = js.FuncOf(func(_ js.Value, args []js.Value) any {
-		resolve, reject := args[0], args[1]
-		go func() {
-			defer func() {
-				if r := recover(); r != nil {
-					reject.Invoke(jsError("worker: panic in a request"))
-				}
-			}()
-			v, err := run()
-			if err != nil {
-				reject.Invoke(jsError(err.Error()))
-				return
-			}
-			resolve.Invoke(v)
-		}()
+		go settle(args[0], args[1], run)
 		return nil
 	})
 	defer executor.Release()
-	return js.Global().Get("Promise").New(executor)
+	return jsPromise.New(executor)
+}
+
+// settle runs run and calls resolve with its value or reject with its error.
+// A panic in run rejects too, instead of killing the Go instance that every
+// request of the isolate shares.
+func settle(resolve, reject js.Value, run func() (js.Value, error)) {
+	defer func() {
+		if r := recover(); r != nil {
+			reject.Invoke(jsError("worker: panic in a request"))
+		}
+	}()
+	v, err := run()
+	if err != nil {
+		reject.Invoke(jsError(err.Error()))
+		return
+	}
+	resolve.Invoke(v)
 }
 
 func jsError(msg string) js.Value {
-	return js.Global().Get("Error").New(msg)
+	return jsErrorType.New(msg)
 }
 
 type executionContextKey struct{}
