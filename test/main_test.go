@@ -78,7 +78,13 @@ var client = &http.Client{Timeout: 30 * time.Second}
 // transport failure fails t and returns the zero response.
 func send(t *testing.T, method, body string, header ...string) response {
 	t.Helper()
-	req, err := http.NewRequest(method, worker.URL+"/orders", strings.NewReader(body))
+	return sendTo(t, worker.URL+"/orders", method, body, header...)
+}
+
+// sendTo is send to another address.
+func sendTo(t *testing.T, url, method, body string, header ...string) response {
+	t.Helper()
+	req, err := http.NewRequest(method, url, strings.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
 	}

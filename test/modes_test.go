@@ -5,7 +5,6 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -38,20 +37,7 @@ func startWorker(t *testing.T, opts wranglerdev.Options) *wranglerdev.Server {
 // call sends a POST with the given headers (name, value pairs) to srv.
 func call(t *testing.T, srv *wranglerdev.Server, body string, header ...string) response {
 	t.Helper()
-	req, err := http.NewRequest(http.MethodPost, srv.URL, strings.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := 0; i+1 < len(header); i += 2 {
-		req.Header.Set(header[i], header[i+1])
-	}
-	resp, err := client.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return response{status: resp.StatusCode, header: resp.Header, body: string(b)}
+	return sendTo(t, srv.URL, http.MethodPost, body, header...)
 }
 
 // TestAuthenticatedClients runs the Worker with API tokens, as a secret in an
