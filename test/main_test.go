@@ -15,8 +15,6 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -141,10 +139,10 @@ func decodeReceipt(t *testing.T, body string) receipt {
 // wrangler runs the wrangler CLI against the Worker's local state.
 func wrangler(t *testing.T, args ...string) string {
 	t.Helper()
-	bin, _ := filepath.Abs(filepath.Join(root, "node_modules", ".bin"))
-	cmd := exec.Command(filepath.Join(bin, "wrangler"), args...)
-	cmd.Dir = root
-	cmd.Env = append(os.Environ(), "PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"), "WRANGLER_SEND_METRICS=false", "CI=true", "NO_COLOR=1")
+	cmd, err := wranglerdev.Command(root, args...)
+	if err != nil {
+		t.Fatal(err)
+	}
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()

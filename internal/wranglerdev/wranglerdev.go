@@ -64,14 +64,6 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 		}
 		opts.StateDir = dir
 	}
-	dir, err := filepath.Abs(opts.Dir)
-	if err != nil {
-		return nil, err
-	}
-	bin := filepath.Join(dir, "node_modules", ".bin")
-	if _, err := os.Stat(filepath.Join(bin, "wrangler")); err != nil {
-		return nil, fmt.Errorf("wranglerdev: wrangler is not installed in %s (run make): %w", dir, err)
-	}
 	port, err := freePort()
 	if err != nil {
 		return nil, err
@@ -89,11 +81,10 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 	for name, value := range opts.Vars {
 		args = append(args, "--var", name+":"+value)
 	}
-	cmd := exec.Command(filepath.Join(bin, "wrangler"), args...)
-	cmd.Dir = dir
-	// node_modules/.bin first: wrangler runs on the Node.js that the project installs.
-	cmd.Env = append(os.Environ(), "PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"),
-		"WRANGLER_SEND_METRICS=false", "CI=true", "NO_COLOR=1")
+	cmd, err := Command(opts.Dir, args...)
+	if err != nil {
+		return nil, err
+	}
 	cmd.Env = append(cmd.Env, opts.Env...)
 	logs := &syncBuffer{}
 	cmd.Stdout, cmd.Stderr = logs, logs
@@ -111,6 +102,25 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 		return nil, fmt.Errorf("%w\n--- wrangler output ---\n%s", err, s.Logs())
 	}
 	return s, nil
+}
+
+// Command returns the wrangler CLI installed in dir's node_modules, set to
+// run in dir on the Node.js the project installs, offline and without colour.
+func Command(dir string, args ...string) (*exec.Cmd, error) {
+	dir, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, err
+	}
+	bin := filepath.Join(dir, "node_modules", ".bin")
+	if _, err := os.Stat(filepath.Join(bin, "wrangler")); err != nil {
+		return nil, fmt.Errorf("wranglerdev: wrangler is not installed in %s (run make): %w", dir, err)
+	}
+	cmd := exec.Command(filepath.Join(bin, "wrangler"), args...)
+	cmd.Dir = dir
+	// node_modules/.bin first: wrangler runs on the Node.js that the project installs.
+	cmd.Env = append(os.Environ(), "PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"),
+		"WRANGLER_SEND_METRICS=false", "CI=true", "NO_COLOR=1")
+	return cmd, nil
 }
 
 // waitReady polls until the Worker answers any HTTP status.
