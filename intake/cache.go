@@ -42,8 +42,10 @@ func (c *receiptCache) get(key string, now time.Time) (kv.Entry, bool) {
 	return r.entry, true
 }
 
-// put caches e under key until expires, evicting the oldest entry when full.
-func (c *receiptCache) put(key string, e kv.Entry, expires time.Time) {
+// put caches e, read or stored at now, under key for cacheTTL, evicting the
+// oldest entry when full. (A receipt's KV TTL is never shorter: KV refuses
+// TTLs under a minute.)
+func (c *receiptCache) put(key string, e kv.Entry, now time.Time) {
 	if c.max == 0 {
 		return
 	}
@@ -56,5 +58,5 @@ func (c *receiptCache) put(key string, e kv.Entry, expires time.Time) {
 		}
 		c.order = append(c.order, key)
 	}
-	c.entries[key] = cachedReceipt{entry: e, expires: expires}
+	c.entries[key] = cachedReceipt{entry: e, expires: now.Add(cacheTTL)}
 }

@@ -225,7 +225,7 @@ func (s *Service) Submit(ctx context.Context, client, key string, body io.Reader
 	switch {
 	case err == nil:
 		// A stored receipt wins over any claim.
-		s.receipts.put(key, stored, s.opts.Now().Add(cacheTTL))
+		s.receipts.put(key, stored, s.opts.Now())
 		return replay(stored, raw)
 	case !errors.Is(err, kv.ErrNotFound):
 		return Outcome{}, unavailable(err)
@@ -260,7 +260,7 @@ func (s *Service) Submit(ctx context.Context, client, key string, body io.Reader
 		s.release(ctx, key)
 		return Outcome{}, unavailable(err)
 	}
-	s.receipts.put(key, entry, s.opts.Now().Add(min(cacheTTL, s.opts.ResultTTL)))
+	s.receipts.put(key, entry, s.opts.Now())
 	// The stored receipt now wins over the claim for every reader, so the
 	// claim can be released after the response.
 	s.opts.Defer(ctx, func(ctx context.Context) { s.release(ctx, key) })
