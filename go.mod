@@ -1,5 +1,5 @@
-module edge-orders
+module github.com/edge-orders/edge-orders
 
 go 1.24
 
-require github.com/google/uuid v1.6.0 // indirect
+require github.com/google/uuid v1.6.0

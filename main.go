@@ -8,24 +8,24 @@ import (
 	"os"
 	"syscall/js"
 
-	"edge-orders/config"
-	"edge-orders/httpapi"
-	"edge-orders/intake"
-	"edge-orders/kv"
-	"edge-orders/worker"
+	"github.com/edge-orders/edge-orders/config"
+	"github.com/edge-orders/edge-orders/httpapi"
+	"github.com/edge-orders/edge-orders/intake"
+	"github.com/edge-orders/edge-orders/kv"
+	"github.com/edge-orders/edge-orders/workers"
 )
 
 // binding is the KV namespace binding named in wrangler.toml.
 const binding = "ORDERS"
 
 func main() {
-	worker.Serve(newHandler)
+	workers.Serve(newHandler)
 }
 
 // newHandler builds the Worker from its environment, once per isolate. A
 // setting that cannot work makes every request a 500 misconfigured naming
 // it, before any KV call.
-func newHandler(env js.Value) worker.Handler {
+func newHandler(env js.Value) workers.Handler {
 	ns := env.Get(binding)
 	if ns.Type() != js.TypeObject {
 		return httpapi.Misconfigured("the "+binding+" KV namespace binding is missing; see wrangler.toml", logLine)
@@ -50,7 +50,7 @@ func newHandler(env js.Value) worker.Handler {
 	svc := intake.New(kv.NewWorkers(ns), &intake.Options{
 		ResultTTL:  cfg.ResultTTL,
 		PendingTTL: cfg.PendingTTL,
-		Defer:      worker.WaitUntil,
+		Defer:      workers.WaitUntil,
 		OnReleaseError: func(key string, err error) {
 			logLine(httpapi.LogLine{Outcome: "claim_not_released", Key: key, Error: err.Error()})
 		},

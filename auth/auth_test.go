@@ -6,7 +6,7 @@ import (
 	"testing"
 	"unicode"
 
-	"edge-orders/auth"
+	"github.com/edge-orders/edge-orders/auth"
 )
 
 const (

@@ -22,7 +22,7 @@ import (
 	"syscall"
 	"time"
 
-	"edge-orders/internal/wranglerdev"
+	"github.com/edge-orders/edge-orders/internal/wranglerdev"
 )
 
 const (

@@ -8,9 +8,9 @@ import (
 	"strings"
 	"time"
 
-	"edge-orders/auth"
-	"edge-orders/intake"
-	"edge-orders/kv"
+	"github.com/edge-orders/edge-orders/auth"
+	"github.com/edge-orders/edge-orders/intake"
+	"github.com/edge-orders/edge-orders/kv"
 )
 
 // Names of the variables, as set in wrangler.toml [vars] or as secrets.

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"edge-orders/config"
+	"github.com/edge-orders/edge-orders/config"
 )
 
 // The variable names are the contract with wrangler.toml and the secrets:

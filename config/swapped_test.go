@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"edge-orders/config"
+	"github.com/edge-orders/edge-orders/config"
 )
 
 // An operator who writes token:id instead of id:token (a token made of

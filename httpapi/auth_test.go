@@ -6,9 +6,9 @@ import (
 	"strings"
 	"testing"
 
-	"edge-orders/auth"
-	"edge-orders/httpapi"
-	"edge-orders/kv"
+	"github.com/edge-orders/edge-orders/auth"
+	"github.com/edge-orders/edge-orders/httpapi"
+	"github.com/edge-orders/edge-orders/kv"
 )
 
 // The configured clients' tokens; neither may ever show in a response or a

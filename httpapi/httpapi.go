@@ -9,11 +9,11 @@ import (
 	"strings"
 	"time"
 
-	"edge-orders/auth"
-	"edge-orders/intake"
-	"edge-orders/internal/jsjson"
-	"edge-orders/order"
-	"edge-orders/worker"
+	"github.com/edge-orders/edge-orders/auth"
+	"github.com/edge-orders/edge-orders/intake"
+	"github.com/edge-orders/edge-orders/internal/jsjson"
+	"github.com/edge-orders/edge-orders/order"
+	"github.com/edge-orders/edge-orders/workers"
 )
 
 // Handler answers order submissions.
@@ -65,10 +65,10 @@ func (l LogLine) JSON() []byte {
 	return append(b, '}')
 }
 
-// ServeWorker implements worker.Handler with the contract in README.md: it
+// ServeWorker implements workers.Handler with the contract in README.md: it
 // checks the method and the Idempotency-Key, then submits the body and
 // answers with the receipt or the error.
-func (h *Handler) ServeWorker(ctx context.Context, r *worker.Request) *worker.Response {
+func (h *Handler) ServeWorker(ctx context.Context, r *workers.Request) *workers.Response {
 	start := time.Now()
 	resp, line := h.serve(ctx, r)
 	if h.Log != nil {
@@ -79,7 +79,7 @@ func (h *Handler) ServeWorker(ctx context.Context, r *worker.Request) *worker.Re
 }
 
 // serve answers r and describes what it did.
-func (h *Handler) serve(ctx context.Context, r *worker.Request) (resp *worker.Response, line LogLine) {
+func (h *Handler) serve(ctx context.Context, r *workers.Request) (resp *workers.Response, line LogLine) {
 	defer func() {
 		// One bad request must not take down the Go instance every request of
 		// the isolate shares.
@@ -87,7 +87,7 @@ func (h *Handler) serve(ctx context.Context, r *worker.Request) (resp *worker.Re
 			resp, line.Outcome, line.Status = errorResponse(errInternal, "", 0)
 		}
 	}()
-	fail := func(err error) (*worker.Response, LogLine) {
+	fail := func(err error) (*workers.Response, LogLine) {
 		line.Error = err.Error()
 		resp, line.Outcome, line.Status = errorResponse(err, "", int(h.svc.RetryAfter().Seconds()))
 		return resp, line
@@ -100,14 +100,14 @@ func (h *Handler) serve(ctx context.Context, r *worker.Request) (resp *worker.Re
 			if errors.Is(err, auth.ErrInvalidToken) {
 				challenge += `, error="invalid_token"`
 			}
-			resp.Header = append(resp.Header, worker.Field{Name: "WWW-Authenticate", Value: challenge})
+			resp.Header = append(resp.Header, workers.Field{Name: "WWW-Authenticate", Value: challenge})
 			return resp, line
 		}
 		line.Client = client
 	}
 	if r.Method != "POST" {
 		resp, line = fail(errMethodNotAllowed)
-		resp.Header = append(resp.Header, worker.Field{Name: "Allow", Value: "POST"})
+		resp.Header = append(resp.Header, workers.Field{Name: "Allow", Value: "POST"})
 		return resp, line
 	}
 	header := r.Header.Get("Idempotency-Key")
@@ -124,11 +124,11 @@ func (h *Handler) serve(ctx context.Context, r *worker.Request) (resp *worker.Re
 		return fail(err)
 	}
 	line.OrderID = out.OrderID
-	resp = &worker.Response{Status: statusCreated, Header: []worker.Field{jsonContent}, Body: out.Receipt}
+	resp = &workers.Response{Status: statusCreated, Header: []workers.Field{jsonContent}, Body: out.Receipt}
 	line.Outcome = "created"
 	if out.Replayed {
 		resp.Status = statusOK
-		resp.Header = append(resp.Header, worker.Field{Name: "Idempotent-Replay", Value: "true"})
+		resp.Header = append(resp.Header, workers.Field{Name: "Idempotent-Replay", Value: "true"})
 		line.Outcome = "replayed"
 	}
 	line.Status = resp.Status
@@ -169,7 +169,7 @@ func parseKey(v string) (string, error) {
 // misconfigured error, for a Worker whose environment cannot work. detail says
 // what is wrong, naming the setting; it is logged and shown as the problem's
 // detail, so it must hold no secret.
-func Misconfigured(detail string, log func(LogLine)) worker.Handler {
+func Misconfigured(detail string, log func(LogLine)) workers.Handler {
 	return misconfigured{detail: detail, log: log}
 }
 
@@ -178,7 +178,7 @@ type misconfigured struct {
 	log    func(LogLine)
 }
 
-func (m misconfigured) ServeWorker(ctx context.Context, r *worker.Request) *worker.Response {
+func (m misconfigured) ServeWorker(ctx context.Context, r *workers.Request) *workers.Response {
 	resp, outcome, status := errorResponse(errMisconfigured, m.detail, 0)
 	if m.log != nil {
 		m.log(LogLine{Outcome: outcome, Status: status, Error: m.detail})
@@ -208,8 +208,8 @@ const (
 )
 
 var (
-	jsonContent    = worker.Field{Name: "Content-Type", Value: "application/json"}
-	problemContent = worker.Field{Name: "Content-Type", Value: "application/problem+json"}
+	jsonContent    = workers.Field{Name: "Content-Type", Value: "application/json"}
+	problemContent = workers.Field{Name: "Content-Type", Value: "application/problem+json"}
 )
 
 // ProblemTypePrefix starts every problem's type URI; the error code ends it.
@@ -275,7 +275,7 @@ func problemFor(err error) problem {
 // errorResponse builds err's row of the table as an RFC 9457 problem, and
 // returns the outcome and status for the log. detail, if set, replaces the
 // row's; retryAfter, in seconds, is announced with in_progress.
-func errorResponse(err error, detail string, retryAfter int) (resp *worker.Response, outcome string, status int) {
+func errorResponse(err error, detail string, retryAfter int) (resp *workers.Response, outcome string, status int) {
 	p := problemFor(err)
 	outcome = p.outcome
 	if outcome == "" {
@@ -284,7 +284,7 @@ func errorResponse(err error, detail string, retryAfter int) (resp *worker.Respo
 	if detail == "" {
 		detail = p.detail
 	}
-	resp = &worker.Response{Status: p.status, Header: []worker.Field{problemContent}}
+	resp = &workers.Response{Status: p.status, Header: []workers.Field{problemContent}}
 	b := append([]byte(`{"type":`), jsjson.AppendString(nil, ProblemTypePrefix+p.code)...)
 	b = jsjson.AppendString(append(b, `,"title":`...), p.title)
 	b = strconv.AppendInt(append(b, `,"status":`...), int64(p.status), 10)
@@ -294,9 +294,9 @@ func errorResponse(err error, detail string, retryAfter int) (resp *worker.Respo
 	switch p.status {
 	case statusConflict:
 		b = strconv.AppendInt(append(b, `,"retryAfter":`...), int64(retryAfter), 10)
-		resp.Header = append(resp.Header, worker.Field{Name: "Retry-After", Value: strconv.Itoa(retryAfter)})
+		resp.Header = append(resp.Header, workers.Field{Name: "Retry-After", Value: strconv.Itoa(retryAfter)})
 	case statusServiceUnavailable:
-		resp.Header = append(resp.Header, worker.Field{Name: "Retry-After", Value: "1"})
+		resp.Header = append(resp.Header, workers.Field{Name: "Retry-After", Value: "1"})
 	}
 	resp.Body = append(b, '}')
 	return resp, outcome, p.status

@@ -16,10 +16,10 @@ import (
 	"testing"
 	"time"
 
-	"edge-orders/httpapi"
-	"edge-orders/intake"
-	"edge-orders/kv"
-	"edge-orders/worker"
+	"github.com/edge-orders/edge-orders/httpapi"
+	"github.com/edge-orders/edge-orders/intake"
+	"github.com/edge-orders/edge-orders/kv"
+	"github.com/edge-orders/edge-orders/workers"
 )
 
 const validBody = `{"symbol":"AAPL","side":"buy","quantity":10}`
@@ -149,9 +149,9 @@ func TestProblemJSON(t *testing.T) {
 }
 
 // asHTTP serves h as a net/http handler, so tests can use httptest.
-func asHTTP(h worker.Handler) http.Handler {
+func asHTTP(h workers.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		resp := h.ServeWorker(r.Context(), &worker.Request{Method: r.Method, URL: r.URL.String(), Header: r.Header, Body: r.Body})
+		resp := h.ServeWorker(r.Context(), &workers.Request{Method: r.Method, URL: r.URL.String(), Header: r.Header, Body: r.Body})
 		for _, f := range resp.Header {
 			w.Header().Add(f.Name, f.Value)
 		}
@@ -166,7 +166,7 @@ func newService(store kv.Store) *intake.Service {
 }
 
 // newHandler returns an open handler over store with a fixed receipt clock.
-func newHandler(store kv.Store) worker.Handler {
+func newHandler(store kv.Store) workers.Handler {
 	return httpapi.New(newService(store), nil)
 }
 
@@ -188,7 +188,7 @@ type response struct {
 	header map[string]string // headers that must have exactly this value; "" means absent
 }
 
-func serve(h worker.Handler, r *http.Request) *httptest.ResponseRecorder {
+func serve(h workers.Handler, r *http.Request) *httptest.ResponseRecorder {
 	w := httptest.NewRecorder()
 	asHTTP(h).ServeHTTP(w, r)
 	return w

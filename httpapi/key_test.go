@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"edge-orders/httpapi"
-	"edge-orders/kv"
+	"github.com/edge-orders/edge-orders/httpapi"
+	"github.com/edge-orders/edge-orders/kv"
 )
 
 const uuidKey = "8e03978e-40d5-43e8-bc93-6894a57f9324"

@@ -4,7 +4,7 @@ import (
 	"sync"
 	"time"
 
-	"edge-orders/kv"
+	"github.com/edge-orders/edge-orders/kv"
 )
 
 // receiptCache keeps receipts this instance stored or read recently, so a

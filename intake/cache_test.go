@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"edge-orders/intake"
-	"edge-orders/kv"
+	"github.com/edge-orders/edge-orders/intake"
+	"github.com/edge-orders/edge-orders/kv"
 )
 
 // TestReplayFromMemory checks that a retry on the same instance replays the

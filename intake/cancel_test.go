@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
-	"edge-orders/intake"
-	"edge-orders/kv"
+	"github.com/edge-orders/edge-orders/intake"
+	"github.com/edge-orders/edge-orders/kv"
 )
 
 // cancelAfterClaim cancels the request's context as soon as the claim is

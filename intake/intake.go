@@ -10,8 +10,8 @@ import (
 	"sync"
 	"time"
 
-	"edge-orders/kv"
-	"edge-orders/order"
+	"github.com/edge-orders/edge-orders/kv"
+	"github.com/edge-orders/edge-orders/order"
 )
 
 // Defaults for Options.
@@ -74,7 +74,7 @@ type Options struct {
 	// Now is the clock stamped on receipts.
 	Now func() time.Time
 	// Defer runs work that need not delay the response. The Worker passes
-	// worker.WaitUntil; nil runs the work before Submit returns.
+	// workers.WaitUntil; nil runs the work before Submit returns.
 	Defer func(ctx context.Context, task func(context.Context))
 	// OnReleaseError is told when a claim could not be released; the claim then
 	// expires by itself after PendingTTL.

@@ -12,9 +12,9 @@ import (
 	"testing"
 	"time"
 
-	"edge-orders/intake"
-	"edge-orders/kv"
-	"edge-orders/order"
+	"github.com/edge-orders/edge-orders/intake"
+	"github.com/edge-orders/edge-orders/kv"
+	"github.com/edge-orders/edge-orders/order"
 )
 
 // validBody is an order every test accepts unless it says otherwise.

@@ -7,9 +7,9 @@ import (
 	"strings"
 	"testing"
 
-	"edge-orders/intake"
-	"edge-orders/kv"
-	"edge-orders/order"
+	"github.com/edge-orders/edge-orders/intake"
+	"github.com/edge-orders/edge-orders/kv"
+	"github.com/edge-orders/edge-orders/order"
 )
 
 func TestSubmitStoresFingerprintInMetadata(t *testing.T) {

@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"edge-orders/kv"
-	"edge-orders/kv/kvtest"
+	"github.com/edge-orders/edge-orders/kv"
+	"github.com/edge-orders/edge-orders/kv/kvtest"
 )
 
 func TestMemoryConformance(t *testing.T) {

@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"syscall/js"
 
-	"edge-orders/worker"
+	"github.com/edge-orders/edge-orders/workers"
 )
 
 // Workers is a Store over a Workers KV namespace binding (env.ORDERS).
@@ -26,7 +26,7 @@ func (w *Workers) Get(ctx context.Context, key string) (Entry, error) {
 	if err := CheckKey(key); err != nil {
 		return Entry{}, err
 	}
-	res, err := worker.CallAwait(ctx, w.ns, "getWithMetadata", key)
+	res, err := workers.CallAwait(ctx, w.ns, "getWithMetadata", key)
 	if err != nil {
 		return Entry{}, fmt.Errorf("kv: get %q: %w", key, err)
 	}
@@ -51,13 +51,13 @@ func (w *Workers) Put(ctx context.Context, key string, e Entry, opts PutOptions)
 		jsOpts.Set("expirationTtl", int(opts.TTL.Seconds()))
 	}
 	if e.Metadata != nil {
-		meta, err := worker.Call(js.Global().Get("JSON"), "parse", string(e.Metadata))
+		meta, err := workers.Call(js.Global().Get("JSON"), "parse", string(e.Metadata))
 		if err != nil {
 			return fmt.Errorf("%w: metadata: %v", ErrInvalid, err)
 		}
 		jsOpts.Set("metadata", meta)
 	}
-	if _, err := worker.CallAwait(ctx, w.ns, "put", key, e.Value, jsOpts); err != nil {
+	if _, err := workers.CallAwait(ctx, w.ns, "put", key, e.Value, jsOpts); err != nil {
 		return fmt.Errorf("kv: put %q: %w", key, err)
 	}
 	return nil
@@ -68,7 +68,7 @@ func (w *Workers) Delete(ctx context.Context, key string) error {
 	if err := CheckKey(key); err != nil {
 		return err
 	}
-	if _, err := worker.CallAwait(ctx, w.ns, "delete", key); err != nil {
+	if _, err := workers.CallAwait(ctx, w.ns, "delete", key); err != nil {
 		return fmt.Errorf("kv: delete %q: %w", key, err)
 	}
 	return nil

@@ -8,9 +8,9 @@ import (
 	"syscall/js"
 	"testing"
 
-	"edge-orders/kv"
-	"edge-orders/kv/kvtest"
-	"edge-orders/worker"
+	"github.com/edge-orders/edge-orders/kv"
+	"github.com/edge-orders/edge-orders/kv/kvtest"
+	"github.com/edge-orders/edge-orders/workers"
 )
 
 // TestWorkersConformance runs the store checks against a real KV namespace.
@@ -43,7 +43,7 @@ func TestWorkersKVRefusesWhatStoresRefuse(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			if _, err := worker.CallAwait(context.Background(), ns, "put", c.args...); err == nil {
+			if _, err := workers.CallAwait(context.Background(), ns, "put", c.args...); err == nil {
 				t.Fatalf("KV accepted a put with %s; want it refused", c.name)
 			}
 		})

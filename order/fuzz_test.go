@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"edge-orders/order"
+	"github.com/edge-orders/edge-orders/order"
 )
 
 func FuzzParse(f *testing.F) {

@@ -11,7 +11,7 @@ import (
 
 	"github.com/google/uuid"
 
-	"edge-orders/internal/jsjson"
+	"github.com/edge-orders/edge-orders/internal/jsjson"
 )
 
 // ErrInvalid is returned by Parse for every body the reference's validate()

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"edge-orders/order"
+	"github.com/edge-orders/edge-orders/order"
 
 	"github.com/google/uuid"
 )

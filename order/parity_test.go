@@ -15,8 +15,8 @@ import (
 	"testing"
 	"time"
 
-	"edge-orders/internal/jsjson"
-	"edge-orders/order"
+	"github.com/edge-orders/edge-orders/internal/jsjson"
+	"github.com/edge-orders/edge-orders/order"
 )
 
 // node returns the path of a Node.js new enough to have Response (18+), or

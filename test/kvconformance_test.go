@@ -12,7 +12,7 @@ import (
 	"strings"
 	"testing"
 
-	"edge-orders/internal/wranglerdev"
+	"github.com/edge-orders/edge-orders/internal/wranglerdev"
 )
 
 // TestKVConformanceInWorkerd runs the kv package's store checks, compiled to

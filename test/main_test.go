@@ -19,7 +19,7 @@ import (
 	"testing"
 	"time"
 
-	"edge-orders/internal/wranglerdev"
+	"github.com/edge-orders/edge-orders/internal/wranglerdev"
 )
 
 // root is the repository, where wrangler.toml and node_modules live.

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"edge-orders/internal/wranglerdev"
+	"github.com/edge-orders/edge-orders/internal/wranglerdev"
 )
 
 // startWorker serves the Worker in its own wrangler dev with fresh state, for

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"edge-orders/internal/wranglerdev"
+	"github.com/edge-orders/edge-orders/internal/wranglerdev"
 )
 
 // TestParityWithJavaScriptInWorkerd sends the same tricky bodies to the Go

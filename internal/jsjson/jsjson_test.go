@@ -4,7 +4,7 @@ import (
 	"math"
 	"testing"
 
-	"edge-orders/internal/jsjson"
+	"github.com/edge-orders/edge-orders/internal/jsjson"
 )
 
 func TestFormatNumber(t *testing.T) {

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"edge-orders/kv"
+	"github.com/edge-orders/edge-orders/kv"
 )
 
 // Run checks s against the behaviour every kv.Store must share with Workers KV:
