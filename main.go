@@ -1,66 +1,81 @@
 //go:build js && wasm
 
-// Command edge-orders is the order-intake Worker: it wires the Workers KV
-// binding and the environment into the service and serves it.
+// Command edge-orders is the order-intake Worker. main only wires:
+// environment, configuration, storage, lifecycle, HTTP.
 package main
 
 import (
 	"os"
-	"syscall/js"
 
 	"github.com/edge-orders/edge-orders/config"
+	"github.com/edge-orders/edge-orders/eventlog"
 	"github.com/edge-orders/edge-orders/httpapi"
 	"github.com/edge-orders/edge-orders/intake"
 	"github.com/edge-orders/edge-orders/kv"
+	"github.com/edge-orders/edge-orders/ledger"
 	"github.com/edge-orders/edge-orders/workers"
 )
 
-// binding is the KV namespace binding named in wrangler.toml.
-const binding = "ORDERS"
+// Binding names, as wrangler.toml declares them.
+const (
+	kvBinding     = "ORDERS"
+	ledgerBinding = "LEDGER"
+)
 
 func main() {
+	ledger.Export()
 	workers.Serve(newHandler)
 }
 
 // newHandler builds the Worker from its environment, once per isolate. A
 // setting that cannot work makes every request a 500 misconfigured naming
-// it, before any KV call.
-func newHandler(env js.Value) workers.Handler {
-	ns := env.Get(binding)
-	if ns.Type() != js.TypeObject {
-		return httpapi.Misconfigured("the "+binding+" KV namespace binding is missing; see wrangler.toml", logLine)
+// it, before any storage call.
+func newHandler(env workers.Env) workers.Handler {
+	log := eventlog.To(os.Stdout)
+	misconfigured := func(detail string) workers.Handler {
+		return httpapi.Misconfigured(detail, httpapi.Options{Log: log})
 	}
-	cfg, err := config.Load(func(name string) (string, bool) {
-		// [vars] may hold numbers: read every value as its string form.
-		switch v := env.Get(name); v.Type() {
-		case js.TypeUndefined, js.TypeNull:
-			return "", false
-		case js.TypeString:
-			return v.String(), true
-		default:
-			return js.Global().Call("String", v).String(), true
-		}
-	})
+	cfg, err := config.Load(env.Var)
 	if err != nil {
-		return httpapi.Misconfigured(err.Error(), logLine)
+		return misconfigured(err.Error())
 	}
-	if cfg.Clients == nil {
-		logLine(httpapi.LogLine{Outcome: "auth_disabled", Error: "no " + config.TokensVar + " secret: the Worker accepts orders from anyone"})
-	}
-	svc := intake.New(kv.NewWorkers(ns), &intake.Options{
+	opts := intake.Options{
 		ResultTTL:  cfg.ResultTTL,
 		PendingTTL: cfg.PendingTTL,
-		Defer:      workers.WaitUntil,
-		OnReleaseError: func(key string, err error) {
-			logLine(httpapi.LogLine{Outcome: "claim_not_released", Key: key, Error: err.Error()})
+		Wait:       cfg.Wait,
+		Sleep:      workers.Sleep,
+		OnReleaseError: func(key intake.Key, err error) {
+			log.Log(eventlog.Line{Outcome: "claim_not_released", Client: key.Client, Key: key.ID, Error: err.Error()})
 		},
-	})
-	h := httpapi.New(svc, cfg.Clients)
-	h.Log = logLine
-	return h
-}
-
-// logLine prints one JSON line to the console, which Workers Logs indexes.
-func logLine(l httpapi.LogLine) {
-	os.Stdout.Write(append(l.JSON(), '\n'))
+	}
+	ns, hasKV := env.Binding(kvBinding)
+	var kvStore *intake.KVStore
+	if hasKV {
+		kvStore = intake.NewKVStore(kv.NewNamespace(ns), &intake.KVOptions{Defer: workers.WaitUntil, OnReleaseError: opts.OnReleaseError})
+	}
+	var store intake.Store
+	switch cfg.Storage {
+	case config.StorageLedger:
+		do, ok := env.Binding(ledgerBinding)
+		if !ok {
+			return misconfigured("the " + ledgerBinding + " Durable Object binding is missing; see wrangler.toml's [env.ledger]")
+		}
+		store = ledger.NewClient(do, cfg.LedgerShards)
+		opts.ValidateFirst = true
+		if !cfg.KVFallbackUntil.IsZero() {
+			if !hasKV {
+				return misconfigured(config.KVFallbackUntilVar + " is set but the " + kvBinding + " KV namespace binding is missing")
+			}
+			opts.Fallback, opts.FallbackUntil = kvStore, cfg.KVFallbackUntil
+		}
+	default:
+		if !hasKV {
+			return misconfigured("the " + kvBinding + " KV namespace binding is missing; see wrangler.toml")
+		}
+		store = kvStore
+	}
+	if cfg.Clients == nil {
+		log.Log(eventlog.Line{Outcome: "auth_disabled", Error: "no " + config.TokensVar + " secret: the Worker accepts orders from anyone"})
+	}
+	return httpapi.New(intake.New(store, opts), httpapi.Options{Clients: cfg.Clients, Log: log})
 }

@@ -1,26 +1,50 @@
-// The Worker's JavaScript entry. It starts the Go program once per isolate and
-// hands it every request; all decisions are made in Go.
+// The Worker's JavaScript entry. It starts the Go program once per isolate,
+// hands it every request, and exports the ledger's Durable Object class,
+// whose methods call into the same Go program. All decisions are made in Go.
+import { DurableObject } from "cloudflare:workers";
 import "./build/wasm_exec.js";
 import program from "./build/edge-orders.wasm";
 
-// fetchInGo is the handler the Go program publishes as globalThis.__goFetch
-// (worker/serve_js.go) when it starts.
-let fetchInGo;
+// The functions the Go program publishes when it starts (workers/*_js.go).
+let fetchInGo, objectInGo;
 
 function startGo() {
   const go = new Go();
   const startedAt = performance.now();
   const instance = new WebAssembly.Instance(program, go.importObject);
-  // run() executes main until it blocks, so the handler exists when it returns.
-  // If the program ever exits, the next request starts a fresh one.
-  go.run(instance).finally(() => { fetchInGo = undefined; });
+  // run() executes main until it blocks, so the functions exist when it
+  // returns. If the program ever exits, the next call starts a fresh one.
+  go.run(instance).finally(() => { fetchInGo = objectInGo = undefined; });
   fetchInGo = globalThis.__goFetch;
+  objectInGo = globalThis.__goObject;
   console.log(JSON.stringify({ event: "go_started", ms: performance.now() - startedAt }));
 }
 
 export default {
   fetch(request, env, ctx) {
     if (!fetchInGo) startGo();
-    return new Promise((resolve, reject) => fetchInGo(request, env, ctx, resolve, reject));
+    return new Promise((resolve) => fetchInGo(request, env, ctx, resolve));
   },
 };
+
+// callGo runs a Durable Object method in Go, synchronously: no await, so
+// the object runs it whole and its SQL writes commit together.
+function callGo(cls, method, ctx, args) {
+  if (!objectInGo) startGo();
+  const result = objectInGo(cls, method, ctx, args);
+  if (result instanceof Error) throw result;
+  return result;
+}
+
+// The ledger (ledger/object.go): claims and receipts in SQLite.
+export class Ledger extends DurableObject {
+  constructor(ctx, env) {
+    super(ctx, env);
+    callGo("Ledger", "open", ctx, []);
+  }
+  claim(...args) { return callGo("Ledger", "claim", this.ctx, args); }
+  commit(...args) { return callGo("Ledger", "commit", this.ctx, args); }
+  release(...args) { return callGo("Ledger", "release", this.ctx, args); }
+  lookup(...args) { return callGo("Ledger", "lookup", this.ctx, args); }
+  alarm() { return callGo("Ledger", "alarm", this.ctx, []); }
+}

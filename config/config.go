@@ -1,5 +1,6 @@
-// Package config reads the Worker's settings from its environment and refuses
-// values that KV or the service would reject later, naming the variable.
+// Package config reads the Worker's settings from its environment, with
+// their defaults, and refuses values that would fail later, naming the
+// variable.
 package config
 
 import (
@@ -9,21 +10,64 @@ import (
 	"time"
 
 	"github.com/edge-orders/edge-orders/auth"
-	"github.com/edge-orders/edge-orders/intake"
 	"github.com/edge-orders/edge-orders/kv"
 )
 
 // Names of the variables, as set in wrangler.toml [vars] or as secrets.
 const (
-	ResultTTLVar  = "RESULT_TTL_SECONDS"
-	PendingTTLVar = "PENDING_TTL_SECONDS"
-	TokensVar     = "API_TOKENS"
+	StorageVar         = "STORAGE"
+	ResultTTLVar       = "RESULT_TTL_SECONDS"
+	PendingTTLVar      = "PENDING_TTL_SECONDS"
+	WaitVar            = "IN_PROGRESS_WAIT_MS"
+	LedgerShardsVar    = "LEDGER_SHARDS"
+	KVFallbackUntilVar = "KV_FALLBACK_UNTIL"
+	TokensVar          = "API_TOKENS"
+)
+
+// Storage modes, the values of STORAGE.
+const (
+	// StorageKV keeps claims and receipts in Workers KV, as the reference does.
+	StorageKV = "kv"
+	// StorageLedger keeps them in the Durable Object ledger.
+	StorageLedger = "ledger"
+)
+
+// Defaults, for variables that are not set.
+const (
+	DefaultStorage = StorageKV
+	// DefaultResultTTL keeps a receipt replayable for a day of client retries.
+	DefaultResultTTL = 24 * time.Hour
+	// DefaultPendingTTL is the shortest claim KV accepts: a claim whose holder
+	// died mid-request unblocks its key after this long.
+	DefaultPendingTTL = kv.MinTTL
+	// DefaultWait lets a duplicate wait out a request in flight, which
+	// takes well under a second, instead of being told to come back.
+	DefaultWait = 2 * time.Second
+	// DefaultLedgerShards spreads each client's keys over this many ledger
+	// objects.
+	DefaultLedgerShards = 8
+)
+
+// Bounds on the settings that have no limit of their own elsewhere.
+const (
+	maxTTL          = 10 * 365 * 24 * time.Hour
+	maxWait         = 30 * time.Second
+	maxLedgerShards = 1024
 )
 
 // Config is the Worker's configuration.
 type Config struct {
+	// Storage is StorageKV or StorageLedger.
+	Storage    string
 	ResultTTL  time.Duration
 	PendingTTL time.Duration
+	// Wait is how long a duplicate waits for a request in flight.
+	Wait time.Duration
+	// LedgerShards is how many ledger objects each client's keys spread over.
+	LedgerShards int
+	// KVFallbackUntil, in ledger mode, is when the ledger stops looking up
+	// KV for receipts stored before the switch; zero means never look.
+	KVFallbackUntil time.Time
 	// Clients holds the API clients; nil means the Worker runs open, without
 	// authentication, as the reference does.
 	Clients *auth.Clients
@@ -40,43 +84,112 @@ func (e *Error) Error() string { return e.Var + ": " + e.Reason }
 
 // Load reads the configuration through lookup, which returns a variable's
 // value and whether it is set. Unset variables take their defaults. It
-// returns an *Error for the first variable that cannot work.
+// returns an *Error for the first variable that cannot work, in the order
+// of the constants above.
 func Load(lookup func(name string) (string, bool)) (Config, error) {
-	c := Config{ResultTTL: intake.DefaultResultTTL, PendingTTL: intake.DefaultPendingTTL}
-	for _, ttl := range []struct {
-		name string
-		into *time.Duration
-	}{{ResultTTLVar, &c.ResultTTL}, {PendingTTLVar, &c.PendingTTL}} {
-		v, ok := lookup(ttl.name)
-		if !ok {
-			continue
-		}
-		d, err := parseTTL(v)
-		if err != nil {
-			return Config{}, &Error{Var: ttl.name, Reason: err.Error()}
-		}
-		*ttl.into = d
+	c := Config{
+		Storage:      DefaultStorage,
+		ResultTTL:    DefaultResultTTL,
+		PendingTTL:   DefaultPendingTTL,
+		Wait:         DefaultWait,
+		LedgerShards: DefaultLedgerShards,
 	}
-	if v, ok := lookup(TokensVar); ok && strings.TrimSpace(v) != "" {
-		clients, err := auth.Parse(v)
-		if err != nil {
-			return Config{}, &Error{Var: TokensVar, Reason: err.Error()}
+	settings := []struct {
+		name  string
+		parse func(string) error
+	}{
+		{StorageVar, func(v string) (err error) { c.Storage, err = parseStorage(v); return }},
+		{ResultTTLVar, func(v string) (err error) { c.ResultTTL, err = parseTTL(v); return }},
+		{PendingTTLVar, func(v string) (err error) { c.PendingTTL, err = parseTTL(v); return }},
+		{WaitVar, func(v string) (err error) { c.Wait, err = parseWait(v); return }},
+		{LedgerShardsVar, func(v string) (err error) { c.LedgerShards, err = parseShards(v); return }},
+		{KVFallbackUntilVar, func(v string) (err error) { c.KVFallbackUntil, err = parseTime(v); return }},
+		{TokensVar, func(v string) (err error) {
+			if strings.TrimSpace(v) != "" {
+				c.Clients, err = auth.Parse(v)
+			}
+			return
+		}},
+	}
+	for _, s := range settings {
+		if v, ok := lookup(s.name); ok {
+			if err := s.parse(v); err != nil {
+				return Config{}, &Error{Var: s.name, Reason: err.Error()}
+			}
 		}
-		c.Clients = clients
 	}
 	return c, nil
 }
 
-// parseTTL reads a whole number of seconds that KV accepts as expirationTtl.
+func parseStorage(v string) (string, error) {
+	switch v = strings.TrimSpace(v); v {
+	case StorageKV, StorageLedger:
+		return v, nil
+	}
+	return "", fmt.Errorf("%q is neither %q nor %q", v, StorageKV, StorageLedger)
+}
+
+// parseTTL reads a whole number of seconds that KV accepts as
+// expirationTtl. The ledger could take less, but one rule for both modes
+// keeps a receipt alive at least as long as the instance caches it.
 func parseTTL(v string) (time.Duration, error) {
-	n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
-	switch {
-	case err != nil:
-		return 0, fmt.Errorf("%q is not a whole number of seconds", v)
-	case n < int64(kv.MinTTL/time.Second):
-		return 0, fmt.Errorf("%d is under KV's minimum expiration TTL of %d seconds", n, int64(kv.MinTTL/time.Second))
-	case n > int64(10*365*24*time.Hour/time.Second):
+	n, err := parseInt(v, "seconds")
+	if err != nil {
+		return 0, err
+	}
+	if n > int64(maxTTL/time.Second) {
 		return 0, fmt.Errorf("%d seconds is over ten years", n)
 	}
-	return time.Duration(n) * time.Second, nil
+	d := time.Duration(n) * time.Second
+	if d == 0 {
+		return 0, fmt.Errorf("0 seconds would never expire; KV's minimum is %d", int64(kv.MinTTL/time.Second))
+	}
+	if err := kv.CheckTTL(d); err != nil {
+		return 0, err
+	}
+	return d, nil
+}
+
+func parseWait(v string) (time.Duration, error) {
+	n, err := parseInt(v, "milliseconds")
+	if err != nil {
+		return 0, err
+	}
+	if d := time.Duration(n) * time.Millisecond; d <= maxWait {
+		return d, nil
+	}
+	return 0, fmt.Errorf("%d milliseconds is over the %d s a request may wait", n, int64(maxWait/time.Second))
+}
+
+func parseShards(v string) (int, error) {
+	n, err := parseInt(v, "objects")
+	if err != nil {
+		return 0, err
+	}
+	if n < 1 || n > maxLedgerShards {
+		return 0, fmt.Errorf("%d is not from 1 to %d", n, maxLedgerShards)
+	}
+	return int(n), nil
+}
+
+// parseTime reads an RFC 3339 time such as 2026-11-22T12:00:00Z; empty
+// means never.
+func parseTime(v string) (time.Time, error) {
+	if v = strings.TrimSpace(v); v == "" {
+		return time.Time{}, nil
+	}
+	t, err := time.Parse(time.RFC3339, v)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("%q is not an RFC 3339 time such as 2026-11-22T12:00:00Z", v)
+	}
+	return t, nil
+}
+
+// parseInt reads a non-negative whole number of unit.
+func parseInt(v, unit string) (int64, error) {
+	n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+	if err != nil || n < 0 {
+		return 0, fmt.Errorf("%q is not a whole number of %s", v, unit)
+	}
+	return n, nil
 }

@@ -3,9 +3,11 @@ package intake
 import (
 	"sync"
 	"time"
-
-	"github.com/edge-orders/edge-orders/kv"
 )
+
+// cacheTTL is how long a receipt is served from memory: as long as KV's
+// edge cache may serve a read by default.
+const cacheTTL = 60 * time.Second
 
 // receiptCache keeps receipts this instance stored or read recently, so a
 // retry that lands on the same instance (the usual case for a client's quick
@@ -20,7 +22,7 @@ type receiptCache struct {
 }
 
 type cachedReceipt struct {
-	entry   kv.Entry
+	record  Record
 	expires time.Time
 }
 
@@ -29,23 +31,23 @@ func newReceiptCache(max int) *receiptCache {
 }
 
 // get returns key's receipt if it is cached and not expired at now.
-func (c *receiptCache) get(key string, now time.Time) (kv.Entry, bool) {
+func (c *receiptCache) get(key string, now time.Time) (Record, bool) {
 	if c.max == 0 {
-		return kv.Entry{}, false
+		return Record{}, false
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	r, ok := c.entries[key]
 	if !ok || !now.Before(r.expires) {
-		return kv.Entry{}, false
+		return Record{}, false
 	}
-	return r.entry, true
+	return r.record, true
 }
 
-// put caches e, read or stored at now, under key for cacheTTL, evicting the
+// put caches rec, read or stored at now, under key for cacheTTL, evicting the
 // oldest entry when full. (A receipt's KV TTL is never shorter: KV refuses
 // TTLs under a minute.)
-func (c *receiptCache) put(key string, e kv.Entry, now time.Time) {
+func (c *receiptCache) put(key string, rec Record, now time.Time) {
 	if c.max == 0 {
 		return
 	}
@@ -58,5 +60,5 @@ func (c *receiptCache) put(key string, e kv.Entry, now time.Time) {
 		}
 		c.order = append(c.order, key)
 	}
-	c.entries[key] = cachedReceipt{entry: e, expires: now.Add(cacheTTL)}
+	c.entries[key] = cachedReceipt{record: rec, expires: now.Add(cacheTTL)}
 }

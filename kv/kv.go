@@ -69,14 +69,24 @@ func CheckKey(key string) error {
 	return nil
 }
 
+// CheckTTL returns an error wrapping ErrInvalid if KV would refuse ttl as an
+// expiration TTL: anything under MinTTL. Zero means no expiration.
+func CheckTTL(ttl time.Duration) error {
+	if ttl < 0 || (ttl > 0 && ttl < MinTTL) {
+		return fmt.Errorf("%d seconds is under KV's minimum expiration TTL of %d seconds (%w)", int64(ttl/time.Second), int64(MinTTL/time.Second), ErrInvalid)
+	}
+	return nil
+}
+
 // checkPut returns an error wrapping ErrInvalid if KV would refuse the Put.
 func checkPut(key string, e Entry, opts PutOptions) error {
 	if err := CheckKey(key); err != nil {
 		return err
 	}
+	if err := CheckTTL(opts.TTL); err != nil {
+		return err
+	}
 	switch {
-	case opts.TTL < 0 || (opts.TTL > 0 && opts.TTL < MinTTL):
-		return fmt.Errorf("%w: TTL %v is under KV's %v minimum", ErrInvalid, opts.TTL, MinTTL)
 	case e.Metadata != nil && !json.Valid(e.Metadata):
 		return fmt.Errorf("%w: metadata is not a JSON document", ErrInvalid)
 	case len(e.Metadata) > MaxMetadataBytes:

@@ -44,25 +44,27 @@ type Order struct {
 
 // Parse decodes body as request.json() does and validates the result as
 // validate() does. It returns an error wrapping ErrInvalid when body is not
-// JSON, nests deeper than MaxDepth, is not an object, or its own symbol,
+// JSON, nests deeper than jsjson.MaxDepth, is not an object, or its own symbol,
 // side or quantity member is not a non-empty string, "buy" or "sell", and a
 // positive integer respectively. Other members are ignored; duplicate
 // members count only at their last occurrence.
 func Parse(body []byte) (Order, error) {
-	top, err := parseJSON(decodeUTF8(body))
-	switch {
-	case err != nil:
+	top, err := jsjson.Parse(body, "symbol", "side", "quantity")
+	if err != nil {
 		return Order{}, fmt.Errorf("%w: %v", ErrInvalid, err)
-	case !top.isObject:
+	}
+	symbol, side, quantity := top.Get("symbol"), top.Get("side"), top.Get("quantity")
+	switch {
+	case !top.IsObject():
 		return Order{}, fmt.Errorf("%w: body is not a JSON object", ErrInvalid)
-	case top.symbol.kind != kindString || top.symbol.str == "":
+	case symbol.Kind != jsjson.String || symbol.Str == "":
 		return Order{}, fmt.Errorf("%w: symbol must be a non-empty string", ErrInvalid)
-	case top.side.kind != kindString || top.side.str != string(Buy) && top.side.str != string(Sell):
+	case side.Kind != jsjson.String || side.Str != string(Buy) && side.Str != string(Sell):
 		return Order{}, fmt.Errorf("%w: side must be %q or %q", ErrInvalid, Buy, Sell)
-	case top.quantity.kind != kindNumber || !isPositiveInteger(top.quantity.num):
+	case quantity.Kind != jsjson.Number || !isPositiveInteger(quantity.Num):
 		return Order{}, fmt.Errorf("%w: quantity must be a positive integer", ErrInvalid)
 	}
-	return Order{Symbol: top.symbol.str, Side: Side(top.side.str), Quantity: top.quantity.num}, nil
+	return Order{Symbol: symbol.Str, Side: Side(side.Str), Quantity: quantity.Num}, nil
 }
 
 // isPositiveInteger is Number.isInteger(x) && x > 0.
@@ -121,6 +123,6 @@ func (r Receipt) JSON() []byte {
 	b = append(b, ',')
 	b = appendMembers(b, r.Order)
 	b = append(b, `,"acceptedAt":"`...)
-	b = appendISOTime(b, r.AcceptedAt)
+	b = jsjson.AppendISOTime(b, r.AcceptedAt)
 	return append(b, `"}`...)
 }

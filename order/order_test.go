@@ -39,7 +39,7 @@ func withSymbol(literal string) string {
 	return `{"symbol":` + literal + `,"side":"buy","quantity":1}`
 }
 
-// nestedArrays returns a valid order whose nesting depth, as MaxDepth
+// nestedArrays returns a valid order whose nesting depth, as jsjson.MaxDepth
 // counts it, is depth: the top-level object plus depth-1 arrays.
 func nestedArrays(depth int) string {
 	return `{"x":` + strings.Repeat("[", depth-1) + strings.Repeat("]", depth-1) + `,"symbol":"A","side":"buy","quantity":1}`
@@ -53,7 +53,7 @@ func nestedObjects(depth int) string {
 
 // The deliberate differences from Node, the engine the parity test runs.
 const (
-	deeperThanMaxDepth = "V8 nests deeper; MaxDepth bounds what a hostile body can cost"
+	deeperThanMaxDepth = "V8 nests deeper; jsjson.MaxDepth bounds what a hostile body can cost"
 )
 
 var parseCases = []parseCase{

@@ -4,8 +4,8 @@ package workers
 
 import (
 	"context"
-	"errors"
 	"syscall/js"
+	"time"
 )
 
 // Await blocks the calling goroutine until promise settles and returns its
@@ -71,12 +71,25 @@ func firstArg(args []js.Value) js.Value {
 	return args[0]
 }
 
-// errorFrom turns a rejection reason or thrown value into a Go error.
+// errorFrom turns a rejection reason or thrown value into an *Error.
 func errorFrom(reason js.Value) error {
 	if reason.Type() == js.TypeObject {
 		if msg := reason.Get("message"); msg.Type() == js.TypeString {
-			return errors.New(msg.String())
+			return &Error{
+				Message:    msg.String(),
+				Retryable:  reason.Get("retryable").Truthy(),
+				Overloaded: reason.Get("overloaded").Truthy(),
+			}
 		}
 	}
-	return errors.New(js.Global().Call("String", reason).String())
+	return &Error{Message: jsString.Invoke(reason).String()}
+}
+
+// Sleep waits for d on a JavaScript timer (scheduler.wait), or until ctx is
+// done. A Go timer would not do: it wakes its goroutine in whichever
+// request's event last ran Go, and that goroutine's next JavaScript calls
+// would then run in the wrong request's I/O context.
+func Sleep(ctx context.Context, d time.Duration) error {
+	_, err := Await(ctx, jsScheduler.Call("wait", d.Milliseconds()))
+	return err
 }

@@ -1,6 +1,9 @@
-// Package worker connects a Go http.Handler to the Cloudflare Workers runtime.
+// Package workers is the bridge between Go and the Cloudflare Workers
+// runtime: it serves fetch events, exposes the environment's variables and
+// bindings as Go values, awaits JavaScript promises, and forwards Durable
+// Object method calls into Go.
 //
-// Everything that touches syscall/js lives in this package's _js.go files and
-// in kv's Workers binding; the rest of the program is portable Go that builds
-// and tests natively.
+// Everything that touches syscall/js lives in this package's _js.go files
+// and in the binding files of kv and ledger; the rest of the program is
+// portable Go that builds and tests natively.
 package workers

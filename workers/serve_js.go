@@ -4,54 +4,47 @@ package workers
 
 import (
 	"context"
-	"io"
 	"strconv"
 	"syscall/js"
 )
 
-// handlerGlobal is the name under which Serve publishes the fetch function for
+// fetchGlobal is the name under which Serve publishes the fetch function for
 // the JavaScript entry (worker.mjs) to call.
-const handlerGlobal = "__goFetch"
+const fetchGlobal = "__goFetch"
 
 // Serve answers the Worker's fetch events with the handler that newHandler
 // builds, and never returns. newHandler runs once, on the first request, with
-// the Worker's environment (its bindings, vars and secrets): the one Go
-// instance then serves every request of the isolate.
-func Serve(newHandler func(env js.Value) Handler) {
+// the Worker's environment: the one Go instance then serves every request of
+// the isolate.
+func Serve(newHandler func(Env) Handler) {
 	var handler Handler
-	// The entry calls fetch(request, env, ctx, resolve, reject) from inside
-	// the Promise it returns to the runtime.
+	// The entry calls fetch(request, env, ctx, resolve) from inside the
+	// Promise it returns to the runtime.
 	fetch := js.FuncOf(func(_ js.Value, args []js.Value) any {
-		req, env, wctx, resolve, reject := args[0], args[1], args[2], args[3], args[4]
+		req, env, wctx, resolve := args[0], args[1], args[2], args[3]
 		if handler == nil {
-			handler = newHandler(env)
+			handler = newHandler(Env{env})
 		}
-		go settle(resolve, reject, func() (js.Value, error) {
-			return serve(handler, req, wctx), nil
-		})
+		go func() {
+			resolve.Invoke(toJS(serve(handler, req, wctx)))
+		}()
 		return nil
 	})
-	js.Global().Set(handlerGlobal, fetch)
+	js.Global().Set(fetchGlobal, fetch)
 	select {}
 }
 
-// serve runs one request through handler and builds the JavaScript Response.
-func serve(handler Handler, jsReq, wctx js.Value) js.Value {
+// serve runs one request through handler.
+func serve(handler Handler, jsReq, wctx js.Value) *Response {
 	ctx := context.WithValue(context.Background(), executionContextKey{}, wctx)
 	header := jsHeader{jsReq.Get("headers")}
-	var body io.Reader = eofReader{}
-	if stream := jsReq.Get("body"); stream.Truthy() {
-		br := &bodyReader{ctx: ctx, req: jsReq, stream: stream, header: header}
-		defer br.Close()
-		body = br
-	}
-	resp := handler.ServeWorker(ctx, &Request{
+	body := &jsBody{ctx: ctx, req: jsReq, header: header}
+	defer body.close()
+	return handler.ServeWorker(ctx, &Request{
 		Method: jsReq.Get("method").String(),
-		URL:    jsReq.Get("url").String(),
 		Header: header,
 		Body:   body,
 	})
-	return toJS(resp)
 }
 
 // jsHeader reads a JavaScript Headers object on demand: a handler looks at
@@ -66,70 +59,55 @@ func (h jsHeader) Get(name string) string {
 	return v.String()
 }
 
-type eofReader struct{}
-
-func (eofReader) Read([]byte) (int, error) { return 0, io.EOF }
-
-// smallBody is the largest declared Content-Length read in one piece with
-// arrayBuffer(): one round trip to JavaScript instead of a read per chunk.
-const smallBody = 1 << 20
-
-// bodyReader reads the request body on first use: a small body with a
-// declared length at once, anything else chunk by chunk from the stream, so a
-// handler that stops early (a body over its size limit) never pulls the rest
-// into memory.
-type bodyReader struct {
+// jsBody reads the request body: with a declared length, in one
+// arrayBuffer() call (one round trip to JavaScript instead of one per
+// chunk); without, chunk by chunk from the stream, so that a body over the
+// limit is never pulled into memory whole.
+type jsBody struct {
 	ctx    context.Context
 	req    js.Value
-	stream js.Value
 	header Header
-
-	reader  js.Value // the stream's reader, once streaming
-	started bool
-	buf     []byte
-	done    bool
+	reader js.Value // the stream's reader, once streaming
 }
 
-func (b *bodyReader) Read(p []byte) (int, error) {
-	if !b.started {
-		b.started = true
-		if n, err := strconv.Atoi(b.header.Get("Content-Length")); err == nil && n <= smallBody {
-			ab, err := Await(b.ctx, b.req.Call("arrayBuffer"))
-			if err != nil {
-				return 0, err
-			}
-			b.buf = copyBytes(jsUint8Array.New(ab))
-			b.done = true
-		} else {
-			b.reader = b.stream.Call("getReader")
-		}
+func (b *jsBody) ReadAll(max int64) ([]byte, error) {
+	stream := b.req.Get("body")
+	if !stream.Truthy() {
+		return nil, nil
 	}
-	for len(b.buf) == 0 {
-		if b.done {
-			return 0, io.EOF
+	if n, err := strconv.ParseInt(b.header.Get("Content-Length"), 10, 64); err == nil {
+		if n > max {
+			return nil, ErrTooLarge
 		}
+		ab, err := Await(b.ctx, b.req.Call("arrayBuffer"))
+		if err != nil {
+			return nil, err
+		}
+		return copyBytes(jsUint8Array.New(ab)), nil
+	}
+	b.reader = stream.Call("getReader")
+	var body []byte
+	for {
 		res, err := Await(b.ctx, b.reader.Call("read"))
 		if err != nil {
-			return 0, err
+			return nil, err
 		}
 		if res.Get("done").Bool() {
-			b.done = true
-			continue
+			b.reader = js.Value{}
+			return body, nil
 		}
-		b.buf = copyBytes(res.Get("value"))
+		body = append(body, copyBytes(res.Get("value"))...)
+		if int64(len(body)) > max {
+			return nil, ErrTooLarge
+		}
 	}
-	n := copy(p, b.buf)
-	b.buf = b.buf[n:]
-	return n, nil
 }
 
-// Close releases a stream left unread.
-func (b *bodyReader) Close() error {
-	if !b.done && b.reader.Truthy() {
+// close releases a stream left unread.
+func (b *jsBody) close() {
+	if b.reader.Truthy() {
 		b.reader.Call("cancel")
 	}
-	b.done, b.buf = true, nil
-	return nil
 }
 
 // copyBytes copies a Uint8Array into Go memory.
@@ -138,15 +116,6 @@ func copyBytes(u8 js.Value) []byte {
 	js.CopyBytesToGo(b, u8)
 	return b
 }
-
-// JavaScript constructors, looked up once.
-var (
-	jsObject     = js.Global().Get("Object")
-	jsResponse   = js.Global().Get("Response")
-	jsUint8Array = js.Global().Get("Uint8Array")
-	jsPromise    = js.Global().Get("Promise")
-	jsErrorType  = js.Global().Get("Error")
-)
 
 // toJS builds the JavaScript Response for r. The body goes over as a string,
 // one conversion where bytes would take two calls; handlers write UTF-8.
@@ -165,39 +134,6 @@ func toJS(r *Response) js.Value {
 	return jsResponse.New(body, init)
 }
 
-// newPromise returns a JavaScript Promise settled by run, which executes on
-// its own goroutine.
-func newPromise(run func() (js.Value, error)) js.Value {
-	var executor js.Func
-	executor = js.FuncOf(func(_ js.Value, args []js.Value) any {
-		go settle(args[0], args[1], run)
-		return nil
-	})
-	defer executor.Release()
-	return jsPromise.New(executor)
-}
-
-// settle runs run and calls resolve with its value or reject with its error.
-// A panic in run rejects too, instead of killing the Go instance that every
-// request of the isolate shares.
-func settle(resolve, reject js.Value, run func() (js.Value, error)) {
-	defer func() {
-		if r := recover(); r != nil {
-			reject.Invoke(jsError("worker: panic in a request"))
-		}
-	}()
-	v, err := run()
-	if err != nil {
-		reject.Invoke(jsError(err.Error()))
-		return
-	}
-	resolve.Invoke(v)
-}
-
-func jsError(msg string) js.Value {
-	return jsErrorType.New(msg)
-}
-
 type executionContextKey struct{}
 
 // WaitUntil runs task after the response is sent, keeping the Worker alive
@@ -209,8 +145,22 @@ func WaitUntil(ctx context.Context, task func(context.Context)) {
 		task(ctx)
 		return
 	}
-	wctx.Call("waitUntil", newPromise(func() (js.Value, error) {
-		task(context.WithoutCancel(ctx))
-		return js.Undefined(), nil
-	}))
+	var executor js.Func
+	executor = js.FuncOf(func(_ js.Value, args []js.Value) any {
+		resolve, reject := args[0], args[1]
+		go func() {
+			// A panicking task must not take down the Go instance that
+			// every request of the isolate shares.
+			defer func() {
+				if recover() != nil {
+					reject.Invoke(jsError.New("workers: panic in a task after the response"))
+				}
+			}()
+			task(context.WithoutCancel(ctx))
+			resolve.Invoke()
+		}()
+		return nil
+	})
+	defer executor.Release()
+	wctx.Call("waitUntil", jsPromise.New(executor))
 }

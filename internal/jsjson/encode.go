@@ -1,4 +1,5 @@
-// Package jsjson writes JSON exactly as JavaScript's JSON.stringify does, so
+// Package jsjson reads and writes JSON exactly as JavaScript does (JSON.parse
+// after a WHATWG UTF-8 decode, JSON.stringify, Number and Date printing), so
 // that Go output can match a JavaScript Worker's byte for byte.
 package jsjson
 

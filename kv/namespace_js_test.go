@@ -21,7 +21,7 @@ func TestWorkersConformance(t *testing.T) {
 	if ns.Type() != js.TypeObject {
 		t.Skip("no KV namespace: run through test/kvconformance in wrangler dev")
 	}
-	kvtest.Run(t, kv.NewWorkers(ns), "conformance:")
+	kvtest.Run(t, kv.NewNamespace(ns), "conformance:")
 }
 
 // TestWorkersKVRefusesWhatStoresRefuse pins the KV facts the stores model, by
@@ -32,7 +32,7 @@ func TestWorkersKVRefusesWhatStoresRefuse(t *testing.T) {
 	if ns.Type() != js.TypeObject {
 		t.Skip("no KV namespace: run through test/kvconformance in wrangler dev")
 	}
-	short := js.Global().Get("Object").New()
+	short := workers.NewObject()
 	short.Set("expirationTtl", 59)
 	cases := []struct {
 		name string

@@ -2,6 +2,7 @@ package workers
 
 import (
 	"context"
+	"errors"
 	"io"
 )
 
@@ -10,17 +11,46 @@ import (
 // (its client, TLS and MIME code) for the three fields the Worker reads.
 type Request struct {
 	Method string
-	URL    string
 	// Header looks request headers up by name, case-insensitively;
 	// net/http's http.Header satisfies it.
 	Header Header
-	// Body streams the request body; it is never nil.
-	Body io.Reader
+	// Body reads the request body; it is never nil.
+	Body Body
 }
 
 // Header looks up a request header; it returns "" for an absent one.
 type Header interface {
 	Get(name string) string
+}
+
+// Body is a request body that is read whole, up to a limit.
+type Body interface {
+	// ReadAll returns the whole body if it is at most max bytes long. For a
+	// longer one it returns ErrTooLarge without reading the rest, so a
+	// hostile body costs no more than max bytes of memory.
+	ReadAll(max int64) ([]byte, error)
+}
+
+// ErrTooLarge is returned by Body.ReadAll for a body over its limit.
+var ErrTooLarge = errors.New("workers: body over the limit")
+
+// ReaderBody is a Body over an io.Reader, for tests and native servers.
+func ReaderBody(r io.Reader) Body { return readerBody{r} }
+
+type readerBody struct{ r io.Reader }
+
+func (b readerBody) ReadAll(max int64) ([]byte, error) {
+	if b.r == nil {
+		return nil, nil
+	}
+	raw, err := io.ReadAll(io.LimitReader(b.r, max+1))
+	switch {
+	case err != nil:
+		return nil, err
+	case int64(len(raw)) > max:
+		return nil, ErrTooLarge
+	}
+	return raw, nil
 }
 
 // Response is a complete response.

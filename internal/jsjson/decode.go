@@ -1,18 +1,16 @@
-package order
+package jsjson
 
 import (
 	"bytes"
 	"errors"
 	"strconv"
-	"time"
 	"unicode/utf8"
 )
 
-// This file holds the small part of a JavaScript engine the Worker's
-// reference implementation relied on: Response.json() (WHATWG UTF-8 decode,
-// then JSON.parse), JSON.stringify for strings, Number.prototype.toString and
-// Date.prototype.toISOString. encoding/json cannot stand in for any of them
-// without changing which bodies are accepted or what the receipt says.
+// This file is Response.json() as the reference Worker relied on it: a
+// WHATWG UTF-8 decode, then JSON.parse. encoding/json cannot stand in for it
+// without changing which bodies are accepted (duplicate members, lone
+// surrogates, numbers out of range).
 
 // MaxDepth is how many arrays and objects may be open at once in a body:
 // the top-level object counts as 1, so {"a":[[1]]} has depth 3. V8 accepts
@@ -20,11 +18,11 @@ import (
 // bodies from costing more than a fixed stack.
 const MaxDepth = 64
 
-// errTooDeep is kept apart from other syntax errors only so the message can
-// say why; callers see ErrInvalid either way.
 var (
-	errSyntax  = errors.New("body is not valid JSON")
-	errTooDeep = errors.New("body nests arrays and objects deeper than order.MaxDepth")
+	// ErrSyntax is returned wherever JSON.parse would throw a SyntaxError.
+	ErrSyntax = errors.New("jsjson: not valid JSON")
+	// ErrTooDeep is returned for a document nested deeper than MaxDepth.
+	ErrTooDeep = errors.New("jsjson: arrays and objects nested deeper than jsjson.MaxDepth")
 )
 
 // decodeUTF8 decodes b as the reference's request.json() does in workerd
@@ -89,38 +87,60 @@ func decodeUTF8(b []byte) []byte {
 	return out
 }
 
-// jsKind tells apart the only value types validate() distinguishes.
-type jsKind uint8
+// Kind tells apart the value types a member read distinguishes.
+type Kind uint8
 
+// The kinds, as typeof would sort them for what Parse keeps.
 const (
-	kindUndefined jsKind = iota // a member the object does not have
-	kindOther                   // object, array, boolean or null
-	kindString
-	kindNumber
+	Undefined Kind = iota // a member the object does not have
+	Other                 // object, array, boolean or null
+	String
+	Number
 )
 
-// jsValue is a JSON value as far as validate() can observe it.
-type jsValue struct {
-	kind jsKind
-	str  string // kindString: the JavaScript string in WTF-8
-	num  float64
+// Value is a top-level member as JavaScript code reading it would observe it.
+type Value struct {
+	Kind Kind
+	// Str is a String's value in WTF-8: valid UTF-8 except that lone
+	// surrogates from \uXXXX escapes are kept, in the generalized 3-byte
+	// form, so they print back as JavaScript would print them.
+	Str string
+	// Num is a Number's value, ±Inf for literals out of range.
+	Num float64
 }
 
-// topLevel holds the members of the body's top-level object that validate()
-// reads. A JSON.parse result is an ordinary object, so the last duplicate
-// wins and a missing member reads as undefined, the zero jsValue.
-type topLevel struct {
-	isObject               bool
-	symbol, side, quantity jsValue
+// Object is the result of Parse: whether the document is an object, and the
+// members Parse was asked for.
+type Object struct {
+	isObject bool
+	names    []string
+	values   []Value
 }
 
-// parseJSON is JSON.parse(text) restricted to what validate() needs. It
-// returns errSyntax wherever JSON.parse throws a SyntaxError and errTooDeep
-// beyond MaxDepth. It runs in time linear in len(text) and recurses at most
-// MaxDepth levels, so no input can make it panic or run away.
-func parseJSON(text []byte) (topLevel, error) {
-	p := parser{s: text}
-	var top topLevel
+// IsObject reports whether the document's top level is an object.
+func (o Object) IsObject() bool { return o.isObject }
+
+// Get returns the member name as a property read would see it: the last of
+// duplicate members, or Undefined when it is absent or was not asked for.
+func (o Object) Get(name string) Value {
+	for i, n := range o.names {
+		if n == name {
+			return o.values[i]
+		}
+	}
+	return Value{}
+}
+
+// Parse decodes body as Response.json() does: every ill-formed UTF-8
+// sequence becomes U+FFFD (a byte order mark is kept, so it is a syntax
+// error), then JSON.parse. Of the result it keeps the top-level object's
+// members named in names; everything else is only checked. It returns
+// ErrSyntax wherever JSON.parse throws and ErrTooDeep beyond MaxDepth, and
+// runs in time linear in len(body) with recursion at most MaxDepth deep, so
+// no input can make it panic or run away.
+func Parse(body []byte, names ...string) (Object, error) {
+	p := parser{s: decodeUTF8(body)}
+	top := Object{names: names, values: make([]Value, len(names))}
 	p.skipSpace()
 	var err error
 	if p.peek() == '{' {
@@ -130,11 +150,11 @@ func parseJSON(text []byte) (topLevel, error) {
 		_, err = p.value(0, false)
 	}
 	if err != nil {
-		return topLevel{}, err
+		return Object{}, err
 	}
 	p.skipSpace()
 	if p.i != len(p.s) {
-		return topLevel{}, errSyntax
+		return Object{}, ErrSyntax
 	}
 	return top, nil
 }
@@ -168,27 +188,27 @@ func (p *parser) skipSpace() {
 
 // value parses one value at p.i. depth is the number of arrays and objects
 // already open around it. Strings and numbers are only decoded when keep is
-// set, since everything but three top-level members is merely checked.
-func (p *parser) value(depth int, keep bool) (jsValue, error) {
+// set, since everything but the asked-for members is merely checked.
+func (p *parser) value(depth int, keep bool) (Value, error) {
 	switch c := p.peek(); {
 	case c == '{':
-		return jsValue{kind: kindOther}, p.object(depth+1, nil)
+		return Value{Kind: Other}, p.object(depth+1, nil)
 	case c == '[':
-		return jsValue{kind: kindOther}, p.array(depth + 1)
+		return Value{Kind: Other}, p.array(depth + 1)
 	case c == '"':
 		if err := p.string(); err != nil {
-			return jsValue{}, err
+			return Value{}, err
 		}
 		if keep {
-			return jsValue{kind: kindString, str: string(p.buf)}, nil
+			return Value{Kind: String, Str: string(p.buf)}, nil
 		}
-		return jsValue{kind: kindString}, nil
+		return Value{Kind: String}, nil
 	case c == '-' || '0' <= c && c <= '9':
 		return p.number(keep)
 	case p.literal("true"), p.literal("false"), p.literal("null"):
-		return jsValue{kind: kindOther}, nil
+		return Value{Kind: Other}, nil
 	}
-	return jsValue{}, errSyntax
+	return Value{}, ErrSyntax
 }
 
 // literal consumes word if the input continues with it.
@@ -201,12 +221,12 @@ func (p *parser) literal(word string) bool {
 }
 
 // object parses an object whose '{' is at p.i and which is the depth-th
-// open container. When top is non-nil it records the members validate()
-// reads; keys are compared after unescaping and case-sensitively, as
-// property access does.
-func (p *parser) object(depth int, top *topLevel) error {
+// open container. When top is non-nil it records the members top asks for;
+// names are compared after unescaping and case-sensitively, as property
+// access does.
+func (p *parser) object(depth int, top *Object) error {
 	if depth > MaxDepth {
-		return errTooDeep
+		return ErrTooDeep
 	}
 	p.i++
 	p.skipSpace()
@@ -216,25 +236,22 @@ func (p *parser) object(depth int, top *topLevel) error {
 	}
 	for {
 		if p.peek() != '"' {
-			return errSyntax
+			return ErrSyntax
 		}
 		if err := p.string(); err != nil {
 			return err
 		}
-		var slot *jsValue
+		var slot *Value
 		if top != nil {
-			switch string(p.buf) {
-			case "symbol":
-				slot = &top.symbol
-			case "side":
-				slot = &top.side
-			case "quantity":
-				slot = &top.quantity
+			for i, name := range top.names {
+				if string(p.buf) == name {
+					slot = &top.values[i]
+				}
 			}
 		}
 		p.skipSpace()
 		if p.peek() != ':' {
-			return errSyntax
+			return ErrSyntax
 		}
 		p.i++
 		p.skipSpace()
@@ -254,7 +271,7 @@ func (p *parser) object(depth int, top *topLevel) error {
 			p.i++
 			return nil
 		default:
-			return errSyntax
+			return ErrSyntax
 		}
 	}
 }
@@ -263,7 +280,7 @@ func (p *parser) object(depth int, top *topLevel) error {
 // container.
 func (p *parser) array(depth int) error {
 	if depth > MaxDepth {
-		return errTooDeep
+		return ErrTooDeep
 	}
 	p.i++
 	p.skipSpace()
@@ -284,7 +301,7 @@ func (p *parser) array(depth int) error {
 			p.i++
 			return nil
 		default:
-			return errSyntax
+			return ErrSyntax
 		}
 	}
 }
@@ -310,7 +327,7 @@ func (p *parser) string() error {
 		default:
 			// End of input or a raw control character, which JSON.parse
 			// rejects even though JavaScript string literals allow some.
-			return errSyntax
+			return ErrSyntax
 		}
 		p.i++
 		c := p.peek()
@@ -331,7 +348,7 @@ func (p *parser) string() error {
 		case 'u':
 			u, ok := p.hex4(p.i)
 			if !ok {
-				return errSyntax
+				return ErrSyntax
 			}
 			p.i += 4
 			// Two escapes forming a surrogate pair are one code point in
@@ -346,7 +363,7 @@ func (p *parser) string() error {
 			}
 			p.buf = appendWTF8(p.buf, u)
 		default:
-			return errSyntax
+			return ErrSyntax
 		}
 	}
 }
@@ -385,7 +402,7 @@ func appendWTF8(b []byte, u rune) []byte {
 // number parses -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)? at p.i.
 // JSON.parse maps out-of-range literals to ±Infinity or ±0 rather than
 // failing, so strconv.ErrRange is not an error here.
-func (p *parser) number(keep bool) (jsValue, error) {
+func (p *parser) number(keep bool) (Value, error) {
 	start := p.i
 	if p.peek() == '-' {
 		p.i++
@@ -396,12 +413,12 @@ func (p *parser) number(keep bool) (jsValue, error) {
 	case '1' <= c && c <= '9':
 		p.digits()
 	default:
-		return jsValue{}, errSyntax
+		return Value{}, ErrSyntax
 	}
 	if p.peek() == '.' {
 		p.i++
 		if p.digits() == 0 {
-			return jsValue{}, errSyntax
+			return Value{}, ErrSyntax
 		}
 	}
 	if c := p.peek(); c == 'e' || c == 'E' {
@@ -410,17 +427,17 @@ func (p *parser) number(keep bool) (jsValue, error) {
 			p.i++
 		}
 		if p.digits() == 0 {
-			return jsValue{}, errSyntax
+			return Value{}, ErrSyntax
 		}
 	}
 	if !keep {
-		return jsValue{kind: kindNumber}, nil
+		return Value{Kind: Number}, nil
 	}
 	f, err := strconv.ParseFloat(string(p.s[start:p.i]), 64)
 	if err != nil && !errors.Is(err, strconv.ErrRange) {
-		return jsValue{}, errSyntax // unreachable: the grammar was checked above
+		return Value{}, ErrSyntax // unreachable: the grammar was checked above
 	}
-	return jsValue{kind: kindNumber, num: f}, nil
+	return Value{Kind: Number, Num: f}, nil
 }
 
 // digits consumes a run of ASCII digits and reports its length.
@@ -430,37 +447,4 @@ func (p *parser) digits() int {
 		p.i++
 	}
 	return p.i - start
-}
-
-// appendISOTime appends t as Date.prototype.toISOString() writes it: UTC,
-// milliseconds truncated (a Date holds whole milliseconds), and years
-// outside 0000..9999 in the signed six-digit form such as "+010000". Years
-// beyond ±999999, which no Date can hold, simply get more digits.
-func appendISOTime(b []byte, t time.Time) []byte {
-	t = t.UTC()
-	year := t.Year()
-	switch {
-	case year < 0:
-		b = appendPadded(append(b, '-'), -year, 6)
-	case year > 9999:
-		b = appendPadded(append(b, '+'), year, 6)
-	default:
-		b = appendPadded(b, year, 4)
-	}
-	b = appendPadded(append(b, '-'), int(t.Month()), 2)
-	b = appendPadded(append(b, '-'), t.Day(), 2)
-	b = appendPadded(append(b, 'T'), t.Hour(), 2)
-	b = appendPadded(append(b, ':'), t.Minute(), 2)
-	b = appendPadded(append(b, ':'), t.Second(), 2)
-	b = appendPadded(append(b, '.'), t.Nanosecond()/int(time.Millisecond), 3)
-	return append(b, 'Z')
-}
-
-// appendPadded appends the non-negative v with leading zeros to width digits.
-func appendPadded(b []byte, v, width int) []byte {
-	d := strconv.Itoa(v)
-	for i := len(d); i < width; i++ {
-		b = append(b, '0')
-	}
-	return append(b, d...)
 }

@@ -1,0 +1,393 @@
+// Package client submits orders to the edge-orders Worker, retrying each order under one Idempotency-Key so that it is placed at most once.
+package client
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+)
+
+// Side is which way an order trades.
+type Side string
+
+// The two sides the Worker accepts; it compares them case-sensitively.
+const (
+	Buy  Side = "buy"
+	Sell Side = "sell"
+)
+
+// Order is what the client asks the Worker to place. The Worker, not the
+// client, validates it: an invalid order comes back as ErrInvalidOrder.
+type Order struct {
+	Symbol   string `json:"symbol"`
+	Side     Side   `json:"side"`
+	Quantity int64  `json:"quantity"`
+}
+
+// MaxQuantity is the largest quantity the Worker can hold exactly: it reads
+// quantities as JavaScript numbers, which round integers above 2⁵³−1, so a
+// larger order would be placed for a different quantity than asked.
+const MaxQuantity = 1<<53 - 1
+
+// MaxKeyBytes is the longest Idempotency-Key the Worker accepts.
+const MaxKeyBytes = 255
+
+// Receipt is the Worker's record of a placed order.
+type Receipt struct {
+	// OrderID is a random (version 4) UUID minted by the Worker.
+	OrderID string `json:"orderId"`
+	// Status is "accepted" for every receipt the Worker mints.
+	Status     string    `json:"status"`
+	Symbol     string    `json:"symbol"`
+	Side       Side      `json:"side"`
+	Quantity   int64     `json:"quantity"`
+	AcceptedAt time.Time `json:"acceptedAt"`
+}
+
+// Result is a receipt and how it was obtained.
+type Result struct {
+	Receipt Receipt
+	// Raw is the receipt exactly as the Worker sent it, which is exactly as it
+	// stored it: every replay of the key returns these bytes.
+	Raw []byte
+	// Replay is true when the Worker answered with a receipt stored by an
+	// earlier request (Idempotent-Replay: true), always so for Lookup.
+	Replay bool
+	// StatusCode is 201 for a newly placed order, 200 for a replay.
+	StatusCode int
+	// Key is the Idempotency-Key the order was sent under.
+	Key string
+	// Attempts is how many times the client sent the request, the first
+	// included. The Worker may have seen more: net/http itself resends a
+	// request carrying an Idempotency-Key when a reused connection closes
+	// before any response, which is safe for the same reason retries are.
+	Attempts int
+}
+
+// Defaults for Options.
+const (
+	DefaultMaxAttempts = 5
+	DefaultBaseDelay   = 100 * time.Millisecond
+	DefaultMaxDelay    = 5 * time.Second
+)
+
+// maxResponseBytes bounds what the client reads of a response; a receipt or
+// a problem is well under 1 KiB.
+const maxResponseBytes = 1 << 20
+
+// Options tunes a Client; nil, or a zero field, takes the default.
+type Options struct {
+	// HTTPClient sends the requests; nil means http.DefaultClient. Its
+	// Timeout, if set, bounds each attempt; the context bounds the whole call.
+	HTTPClient *http.Client
+	// Token, if set, is sent as Authorization: Bearer <Token>. A Worker with
+	// API tokens configured refuses requests without one.
+	Token string
+	// MaxAttempts bounds the requests one call sends, the first included;
+	// 1 turns retries off. Default DefaultMaxAttempts.
+	MaxAttempts int
+	// BaseDelay and MaxDelay shape the backoff: before retry n the client
+	// waits a uniformly random time in [0, min(MaxDelay, BaseDelay·2ⁿ⁻¹)]
+	// ("full jitter"), so clients that failed together do not retry
+	// together. Defaults DefaultBaseDelay and DefaultMaxDelay.
+	BaseDelay time.Duration
+	MaxDelay  time.Duration
+	// Sleep waits d, or until ctx is done and then returns ctx.Err(). Nil
+	// means a timer; tests pass one that records d and returns at once.
+	Sleep func(ctx context.Context, d time.Duration) error
+	// Now tells the time, for comparing waits with the context's deadline
+	// and reading Retry-After dates. Nil means time.Now.
+	Now func() time.Time
+}
+
+// Client submits orders to one Worker. It is safe for concurrent use.
+type Client struct {
+	url  string
+	opts Options
+}
+
+// New returns a Client for the Worker at baseURL (the Worker answers on
+// every path, so any URL of it will do). opts may be nil.
+func New(baseURL string, opts *Options) *Client {
+	c := &Client{url: baseURL}
+	if opts != nil {
+		c.opts = *opts
+	}
+	if c.opts.HTTPClient == nil {
+		c.opts.HTTPClient = http.DefaultClient
+	}
+	if c.opts.MaxAttempts <= 0 {
+		c.opts.MaxAttempts = DefaultMaxAttempts
+	}
+	if c.opts.BaseDelay <= 0 {
+		c.opts.BaseDelay = DefaultBaseDelay
+	}
+	if c.opts.MaxDelay <= 0 {
+		c.opts.MaxDelay = DefaultMaxDelay
+	}
+	c.opts.BaseDelay = min(c.opts.BaseDelay, maxRetryAfter)
+	c.opts.MaxDelay = min(c.opts.MaxDelay, maxRetryAfter)
+	if c.opts.Sleep == nil {
+		c.opts.Sleep = sleep
+	}
+	if c.opts.Now == nil {
+		c.opts.Now = time.Now
+	}
+	return c
+}
+
+// Submit places order under a new random (version 4 UUID) Idempotency-Key,
+// kept across every retry. See SubmitWithKey for the errors.
+func (c *Client) Submit(ctx context.Context, order Order) (*Result, error) {
+	return c.SubmitWithKey(ctx, uuid.NewString(), order)
+}
+
+// SubmitWithKey places order under key, which must name this one logical
+// order: a caller that gave up on an earlier call (it returned an error for
+// which IsRetryable is true) passes the same key again to learn the outcome
+// without placing a second order.
+//
+// It retries transport failures, 409 in_progress and 503 responses, up to
+// Options.MaxAttempts requests, and stops early when the next wait would
+// pass ctx's deadline. It returns a *Error for the last failure: one
+// wrapping the transport error, or one describing the Worker's problem, for
+// which errors.Is matches ErrInvalidOrder, ErrKeyReused, ErrInProgress,
+// ErrUnauthorized, ErrRateLimited, ErrUnavailable or ErrInvalidKey. Before
+// sending anything it returns an error wrapping ErrInvalidKey for a key that
+// is not 1 to MaxKeyBytes printable ASCII characters, and one wrapping
+// ErrQuantityTooLarge for a quantity above MaxQuantity.
+func (c *Client) SubmitWithKey(ctx context.Context, key string, order Order) (*Result, error) {
+	if err := checkKey(key); err != nil {
+		return nil, err
+	}
+	if order.Quantity > MaxQuantity {
+		return nil, fmt.Errorf("%w: %d is above %d", ErrQuantityTooLarge, order.Quantity, int64(MaxQuantity))
+	}
+	body, err := json.Marshal(order)
+	if err != nil {
+		return nil, fmt.Errorf("client: encoding the order: %w", err)
+	}
+	return c.do(ctx, http.MethodPost, key, body)
+}
+
+// Lookup returns the receipt stored under key without placing anything.
+// It retries as SubmitWithKey does, so a lookup that meets a request still
+// holding the key waits for its outcome. It returns a *Error matching
+// ErrNotFound when the key has no receipt, ErrInProgress when a request
+// still held the key at the last attempt, and the other errors
+// SubmitWithKey returns.
+func (c *Client) Lookup(ctx context.Context, key string) (*Result, error) {
+	if err := checkKey(key); err != nil {
+		return nil, err
+	}
+	return c.do(ctx, http.MethodGet, key, nil)
+}
+
+// checkKey rejects what the Worker would refuse with invalid_idempotency_key,
+// so that a caller's bad key fails at once rather than after a round trip.
+func checkKey(key string) error {
+	if len(key) == 0 || len(key) > MaxKeyBytes {
+		return fmt.Errorf("%w: an Idempotency-Key is 1 to %d printable ASCII characters, not %d", ErrInvalidKey, MaxKeyBytes, len(key))
+	}
+	for i := 0; i < len(key); i++ {
+		if key[i] < ' ' || key[i] > '~' {
+			return fmt.Errorf("%w: byte %d is 0x%02x, not printable ASCII", ErrInvalidKey, i, key[i])
+		}
+	}
+	return nil
+}
+
+// do sends the request until it succeeds, fails for good, runs out of
+// attempts, or the next wait would outlast ctx.
+func (c *Client) do(ctx context.Context, method, key string, body []byte) (*Result, error) {
+	for attempt := 1; ; attempt++ {
+		res, err := c.once(ctx, method, key, body)
+		if err != nil {
+			return nil, err
+		}
+		if res.err == nil {
+			res.result.Key, res.result.Attempts = key, attempt
+			return res.result, nil
+		}
+		e := res.err
+		e.Method, e.Key, e.Attempts = method, key, attempt
+		if !e.Retryable() || attempt >= c.opts.MaxAttempts || ctx.Err() != nil {
+			return nil, e
+		}
+		wait := c.wait(attempt, e)
+		if deadline, ok := ctx.Deadline(); ok && c.opts.Now().Add(wait).After(deadline) {
+			return nil, e
+		}
+		if c.opts.Sleep(ctx, wait) != nil {
+			return nil, e
+		}
+	}
+}
+
+// outcome is one attempt's result: a receipt, or the failure to report.
+type outcome struct {
+	result *Result
+	err    *Error
+}
+
+// once sends one request. Its error is for requests that cannot be built,
+// which no retry would mend.
+func (c *Client) once(ctx context.Context, method, key string, body []byte) (outcome, error) {
+	req, err := http.NewRequestWithContext(ctx, method, c.url, nil)
+	if err != nil {
+		return outcome{}, fmt.Errorf("client: %w", err)
+	}
+	if body != nil {
+		req.Body = io.NopCloser(bytes.NewReader(body))
+		req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
+		req.ContentLength = int64(len(body))
+		req.Header.Set("Content-Type", "application/json")
+	}
+	req.Header.Set("Idempotency-Key", key)
+	req.Header.Set("Accept", "application/json, application/problem+json")
+	if c.opts.Token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.opts.Token)
+	}
+	resp, err := c.opts.HTTPClient.Do(req)
+	if err != nil {
+		return outcome{err: &Error{Err: err}}, nil
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(io.LimitReader(resp.Body, maxResponseBytes+1))
+	if err != nil {
+		// The connection broke mid-response: as unknown an outcome as no
+		// response at all.
+		return outcome{err: &Error{Err: err}}, nil
+	}
+	if len(raw) > maxResponseBytes {
+		return outcome{err: &Error{StatusCode: resp.StatusCode, Header: resp.Header,
+			Err: fmt.Errorf("%w: body over %d bytes", ErrUnexpectedResponse, maxResponseBytes)}}, nil
+	}
+	return c.read(resp, raw), nil
+}
+
+// read turns a complete response into a receipt or an Error.
+func (c *Client) read(resp *http.Response, raw []byte) outcome {
+	switch {
+	case resp.StatusCode == http.StatusOK || resp.StatusCode == http.StatusCreated:
+		r, err := parseReceipt(raw)
+		if err != nil {
+			return outcome{err: &Error{StatusCode: resp.StatusCode, Header: resp.Header, Body: raw, Err: err}}
+		}
+		return outcome{result: &Result{
+			Receipt:    r,
+			Raw:        raw,
+			Replay:     resp.Header.Get("Idempotent-Replay") == "true",
+			StatusCode: resp.StatusCode,
+		}}
+	case resp.StatusCode < 400:
+		return outcome{err: &Error{StatusCode: resp.StatusCode, Header: resp.Header, Body: raw,
+			Err: fmt.Errorf("%w: status %d", ErrUnexpectedResponse, resp.StatusCode)}}
+	}
+	e := &Error{StatusCode: resp.StatusCode, Header: resp.Header, Body: raw}
+	// A body that is not a problem (a proxy's error page, say) leaves
+	// Problem zero: the status alone then decides.
+	// A member of the wrong type spoils only itself, as in encoding/json.
+	var typeErr *json.UnmarshalTypeError
+	if err := json.Unmarshal(raw, &e.Problem); err != nil && !errors.As(err, &typeErr) {
+		e.Problem = Problem{}
+	}
+	e.RetryAfter = c.retryAfter(resp.Header.Get("Retry-After"), e.Problem.RetryAfter)
+	return outcome{err: e}
+}
+
+// parseReceipt decodes a receipt, refusing one without an order id or a
+// time: a 2xx that is not a receipt must not pass for a placed order.
+func parseReceipt(raw []byte) (Receipt, error) {
+	var r Receipt
+	if err := json.Unmarshal(raw, &r); err != nil {
+		return Receipt{}, fmt.Errorf("%w: %v", ErrMalformedReceipt, err)
+	}
+	if r.OrderID == "" || r.AcceptedAt.IsZero() {
+		return Receipt{}, fmt.Errorf("%w: no orderId or acceptedAt", ErrMalformedReceipt)
+	}
+	return r, nil
+}
+
+// retryAfter reads a Retry-After header, in seconds or as an HTTP date, and
+// falls back on the problem's retryAfter seconds; 0 means neither said.
+func (c *Client) retryAfter(header string, body int) time.Duration {
+	header = strings.TrimSpace(header)
+	if s, err := strconv.ParseInt(header, 10, 64); err == nil && s >= 0 {
+		return seconds(s)
+	}
+	if t, err := http.ParseTime(header); err == nil {
+		return max(t.Sub(c.opts.Now()), 0)
+	}
+	if body > 0 {
+		return seconds(int64(body))
+	}
+	return 0
+}
+
+// maxRetryAfter keeps a huge Retry-After from overflowing a Duration.
+const maxRetryAfter = 1000 * 24 * time.Hour
+
+func seconds(s int64) time.Duration {
+	if s > int64(maxRetryAfter/time.Second) {
+		return maxRetryAfter
+	}
+	return time.Duration(s) * time.Second
+}
+
+// wait is how long to wait before the retry that follows attempt.
+//
+// A 409's retryAfter is an upper bound: the claim it reports expires by
+// then even if its holder died, but a live request usually finishes in
+// well under a second (README, "retryAfter"), so the backoff applies,
+// capped by it. Any other Retry-After (503's, say) is the least the server
+// asked the client to wait, as RFC 9110 has it.
+func (c *Client) wait(attempt int, e *Error) time.Duration {
+	d := backoff(attempt, c.opts.BaseDelay, c.opts.MaxDelay, rand.Int64N)
+	switch {
+	case e.RetryAfter <= 0:
+		return d
+	case e.StatusCode == http.StatusConflict:
+		return min(d, e.RetryAfter)
+	default:
+		return max(d, e.RetryAfter)
+	}
+}
+
+// backoff is the full-jitter wait after attempt (1 for the first): uniform
+// in [0, min(maxDelay, base·2^(attempt-1))]. randN returns a uniform value
+// in [0, n).
+func backoff(attempt int, base, maxDelay time.Duration, randN func(n int64) int64) time.Duration {
+	ceiling := base
+	for i := 1; i < attempt && ceiling < maxDelay; i++ {
+		if ceiling > maxDelay/2 {
+			ceiling = maxDelay
+			break
+		}
+		ceiling *= 2
+	}
+	ceiling = min(ceiling, maxDelay)
+	return time.Duration(randN(int64(ceiling) + 1))
+}
+
+// sleep is the default Options.Sleep.
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}

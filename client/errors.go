@@ -1,0 +1,149 @@
+package client
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+)
+
+// Errors that errors.Is finds in what the client returns. A *Error from
+// the Worker matches the one its problem's code names (see codes); the
+// others come from the client itself.
+var (
+	// ErrInvalidOrder: the Worker refused the order (invalid_order). Final;
+	// the key stays free, so a corrected order may reuse it.
+	ErrInvalidOrder = errors.New("client: invalid order")
+	// ErrKeyReused: the key already names a different order
+	// (idempotency_key_reused). Final; a new order needs a new key.
+	ErrKeyReused = errors.New("client: idempotency key used for a different order")
+	// ErrInProgress: another request held the key at the last attempt
+	// (in_progress). Retryable under the same key.
+	ErrInProgress = errors.New("client: a request with this key is in progress")
+	// ErrNotFound: Lookup found no receipt under the key (not_found).
+	ErrNotFound = errors.New("client: no receipt under this key")
+	// ErrUnauthorized: the token is missing or belongs to no client
+	// (unauthorized).
+	ErrUnauthorized = errors.New("client: unauthorized")
+	// ErrRateLimited: the Worker refused the request for its rate
+	// (rate_limited). The client does not retry it; Error.RetryAfter says
+	// when the Worker will take requests again.
+	ErrRateLimited = errors.New("client: rate limited")
+	// ErrUnavailable: the Worker's storage failed (storage_unavailable).
+	// Retryable under the same key.
+	ErrUnavailable = errors.New("client: storage unavailable")
+	// ErrInvalidKey: the key is not 1 to MaxKeyBytes printable ASCII
+	// characters, found by the client before sending or by the Worker
+	// (missing_idempotency_key, invalid_idempotency_key).
+	ErrInvalidKey = errors.New("client: invalid idempotency key")
+	// ErrQuantityTooLarge: the quantity is above MaxQuantity; nothing was sent.
+	ErrQuantityTooLarge = errors.New("client: quantity too large for the Worker to hold exactly")
+	// ErrMalformedReceipt: a 200 or 201 whose body is not a receipt.
+	ErrMalformedReceipt = errors.New("client: malformed receipt")
+	// ErrUnexpectedResponse: a status the contract does not have (a
+	// redirect, say) or a body too large to be the Worker's.
+	ErrUnexpectedResponse = errors.New("client: unexpected response")
+)
+
+// codes maps the Worker's problem codes to the errors callers act on. The
+// other codes (method_not_allowed, unreadable_body, body_too_large,
+// misconfigured, internal_error) are in Problem.Code alone.
+var codes = map[string]error{
+	"invalid_order":           ErrInvalidOrder,
+	"idempotency_key_reused":  ErrKeyReused,
+	"in_progress":             ErrInProgress,
+	"not_found":               ErrNotFound,
+	"unauthorized":            ErrUnauthorized,
+	"rate_limited":            ErrRateLimited,
+	"storage_unavailable":     ErrUnavailable,
+	"missing_idempotency_key": ErrInvalidKey,
+	"invalid_idempotency_key": ErrInvalidKey,
+}
+
+// Problem is an RFC 9457 problem as the Worker writes it.
+type Problem struct {
+	Type   string `json:"type"`
+	Title  string `json:"title"`
+	Status int    `json:"status"`
+	Detail string `json:"detail"`
+	// Code is the "error" member, such as "in_progress": the stable name
+	// to switch on.
+	Code string `json:"error"`
+	// RetryAfter is the "retryAfter" member, in seconds, sent with 409
+	// in_progress; 0 when absent.
+	RetryAfter int `json:"retryAfter"`
+}
+
+// Error is a request that failed: the Worker's problem, a response the
+// client could not use, or, with StatusCode 0, no response at all.
+type Error struct {
+	// Method is the request's method, POST or GET.
+	Method string
+	// Key is the Idempotency-Key sent, to retry the same order under later.
+	Key string
+	// Attempts is how many requests were sent, the first included.
+	Attempts int
+	// StatusCode is the last response's status, or 0 when the last attempt
+	// got no response (Err then holds the transport error).
+	StatusCode int
+	// Problem is the decoded body; zero when the body was not a problem,
+	// such as a proxy's error page.
+	Problem Problem
+	// RetryAfter is how long the Worker asked the client to wait: the
+	// Retry-After header, or else the problem's retryAfter; 0 when it said
+	// neither.
+	RetryAfter time.Duration
+	// Header and Body are the last response's, for what the fields above do
+	// not hold (WWW-Authenticate, say).
+	Header http.Header
+	Body   []byte
+	// Err is the transport error when StatusCode is 0, or why a response
+	// could not be used (wrapping ErrMalformedReceipt or
+	// ErrUnexpectedResponse); nil for a problem.
+	Err error
+}
+
+func (e *Error) Error() string {
+	what := fmt.Sprintf("client: %s with Idempotency-Key %q failed after %d attempt(s)", e.Method, e.Key, e.Attempts)
+	switch {
+	case e.StatusCode == 0:
+		return fmt.Sprintf("%s: %v", what, e.Err)
+	case e.Err != nil:
+		return fmt.Sprintf("%s: status %d: %v", what, e.StatusCode, e.Err)
+	case e.Problem.Code != "":
+		return fmt.Sprintf("%s: status %d %s: %s", what, e.StatusCode, e.Problem.Code, e.Problem.Title)
+	default:
+		return fmt.Sprintf("%s: status %d", what, e.StatusCode)
+	}
+}
+
+// Unwrap returns the transport or decoding error, if any.
+func (e *Error) Unwrap() error { return e.Err }
+
+// Is reports whether target is the sentinel error for e's problem code.
+func (e *Error) Is(target error) bool {
+	sentinel, ok := codes[e.Problem.Code]
+	return ok && sentinel == target
+}
+
+// Retryable reports whether sending the same order under the same key
+// again may still succeed: the outcome is unknown (no response), or the
+// Worker answered 409 (a request holds the key) or 503 (storage failed,
+// nothing placed). Every other status is final: 4xx, and 5xx such as 500,
+// which the client does not retry either.
+func (e *Error) Retryable() bool {
+	switch e.StatusCode {
+	case 0:
+		return e.Err != nil
+	case http.StatusConflict, http.StatusServiceUnavailable:
+		return true
+	}
+	return false
+}
+
+// IsRetryable reports whether err is a *Error for which Retryable is true:
+// the caller may send the same order under Error.Key later.
+func IsRetryable(err error) bool {
+	var e *Error
+	return errors.As(err, &e) && e.Retryable()
+}

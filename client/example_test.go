@@ -1,0 +1,58 @@
+package client_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log"
+	"time"
+
+	"github.com/edge-orders/edge-orders/client"
+)
+
+// Submit places one order under a fresh Idempotency-Key, retrying as
+// needed; a retry never places a second order.
+func Example() {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+
+	c := client.New("http://127.0.0.1:8787", nil)
+	res, err := c.Submit(ctx, client.Order{Symbol: "MSFT", Side: client.Buy, Quantity: 100})
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(res.Receipt.OrderID, res.Replay)
+}
+
+// A failure says whether the same order may be sent again, under the same
+// key, to learn its outcome.
+func ExampleIsRetryable() {
+	c := client.New("http://127.0.0.1:8787", &client.Options{Token: "my-api-token"})
+	order := client.Order{Symbol: "MSFT", Side: client.Sell, Quantity: 5}
+	res, err := c.SubmitWithKey(context.Background(), "order-2026-0001", order)
+	var e *client.Error
+	switch {
+	case err == nil:
+		fmt.Println("placed", res.Receipt.OrderID)
+	case errors.Is(err, client.ErrKeyReused):
+		fmt.Println("order-2026-0001 names another order")
+	case client.IsRetryable(err) && errors.As(err, &e):
+		fmt.Printf("unknown outcome; send again under %s after %v\n", e.Key, e.RetryAfter)
+	default:
+		log.Fatal(err)
+	}
+}
+
+// Lookup tells whether an order was placed under a key, without placing one.
+func ExampleClient_Lookup() {
+	c := client.New("http://127.0.0.1:8787", nil)
+	res, err := c.Lookup(context.Background(), "order-2026-0001")
+	switch {
+	case errors.Is(err, client.ErrNotFound):
+		fmt.Println("nothing was placed under this key")
+	case err != nil:
+		log.Fatal(err)
+	default:
+		fmt.Println("placed", res.Receipt.OrderID, "at", res.Receipt.AcceptedAt)
+	}
+}

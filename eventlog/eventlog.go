@@ -1,0 +1,64 @@
+// Package eventlog writes the Worker's log: one JSON line per event, which
+// Workers Logs indexes.
+package eventlog
+
+import (
+	"io"
+	"strconv"
+
+	"github.com/edge-orders/edge-orders/internal/jsjson"
+)
+
+// Line describes one event: a request, or something about the Worker itself
+// (its configuration, a claim left behind). It never holds secrets.
+type Line struct {
+	// Outcome names what happened: created, replayed, an error code, or a
+	// Worker event such as auth_disabled.
+	Outcome string
+	// Client is the authenticated client id; empty when the Worker runs open.
+	Client  string
+	Key     string
+	Status  int
+	OrderID string
+	// Error is the internal error text behind an error outcome, such as the
+	// KV failure behind a storage_error; clients never see it.
+	Error string
+	// Millis is the time spent; in a deployed Worker the clock only moves
+	// during I/O, so this is mostly storage time.
+	Millis int64
+}
+
+// AppendJSON appends l as one line of JSON, empty fields and a zero status
+// (lines about the Worker rather than a request) left out.
+func (l Line) AppendJSON(b []byte) []byte {
+	b = jsjson.AppendString(append(b, `{"outcome":`...), l.Outcome)
+	for _, f := range []struct{ name, value string }{{"client", l.Client}, {"key", l.Key}, {"orderId", l.OrderID}, {"error", l.Error}} {
+		if f.value != "" {
+			b = append(b, `,"`+f.name+`":`...)
+			b = jsjson.AppendString(b, f.value)
+		}
+	}
+	if l.Status != 0 {
+		b = strconv.AppendInt(append(b, `,"status":`...), int64(l.Status), 10)
+	}
+	b = strconv.AppendInt(append(b, `,"ms":`...), l.Millis, 10)
+	return append(b, '}')
+}
+
+// Sink receives log lines. A nil Sink drops them.
+type Sink func(Line)
+
+// Log sends l to s, if s is set.
+func (s Sink) Log(l Line) {
+	if s != nil {
+		s(l)
+	}
+}
+
+// To returns a Sink that writes each line, newline-terminated, to w in one
+// Write call.
+func To(w io.Writer) Sink {
+	return func(l Line) {
+		w.Write(append(l.AppendJSON(nil), '\n'))
+	}
+}

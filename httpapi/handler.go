@@ -1,0 +1,203 @@
+// Package httpapi serves the order-intake HTTP contract on top of an
+// intake.Service: it authenticates, reads the Idempotency-Key and the body
+// under their limits, and maps every outcome to a response.
+package httpapi
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/edge-orders/edge-orders/auth"
+	"github.com/edge-orders/edge-orders/eventlog"
+	"github.com/edge-orders/edge-orders/intake"
+	"github.com/edge-orders/edge-orders/workers"
+)
+
+// MaxBodyBytes bounds the order body; an order is well under 1 KiB.
+const MaxBodyBytes = 64 << 10
+
+// MaxKeyBytes is the longest Idempotency-Key accepted: enough for UUIDs,
+// ULIDs and any key the IETF Idempotency-Key draft shows. With a client id
+// of up to auth.MaxClientIDBytes and a prefix in front, it stays far below
+// KV's 512-byte key limit.
+const MaxKeyBytes = 255
+
+// keyFormat says what a valid Idempotency-Key is, for error messages.
+var keyFormat = fmt.Sprintf("an Idempotency-Key is 1 to %d printable ASCII characters", MaxKeyBytes)
+
+// Options configures a Handler.
+type Options struct {
+	// Clients holds the API clients. With clients, every request must carry
+	// a client's bearer token and keys are scoped to the client; with nil,
+	// the Worker runs open, as the TypeScript reference does.
+	Clients *auth.Clients
+	// Log receives one line per request.
+	Log eventlog.Sink
+}
+
+// Handler answers order submissions and key lookups.
+type Handler struct {
+	svc  *intake.Service
+	opts Options
+}
+
+// New returns a Handler for svc.
+func New(svc *intake.Service, opts Options) *Handler {
+	return &Handler{svc: svc, opts: opts}
+}
+
+// ServeWorker implements workers.Handler with the contract in README.md.
+func (h *Handler) ServeWorker(ctx context.Context, r *workers.Request) *workers.Response {
+	start := time.Now()
+	resp, line := h.serve(ctx, r)
+	line.Millis = time.Since(start).Milliseconds()
+	h.opts.Log.Log(line)
+	return resp
+}
+
+// serve answers r and describes what it did.
+func (h *Handler) serve(ctx context.Context, r *workers.Request) (resp *workers.Response, line eventlog.Line) {
+	defer func() {
+		// One bad request must not take down the Go instance every request of
+		// the isolate shares.
+		if p := recover(); p != nil {
+			resp, line.Outcome, line.Status = errorResponse(errInternal, "", 0)
+			line.Error = fmt.Sprint("panic: ", p)
+		}
+	}()
+	fail := func(err error) (*workers.Response, eventlog.Line) {
+		line.Error = err.Error()
+		resp, line.Outcome, line.Status = errorResponse(err, "", int(h.svc.RetryAfter().Seconds()))
+		return resp, line
+	}
+	if h.opts.Clients != nil {
+		client, err := h.opts.Clients.Authenticate(r.Header.Get("Authorization"))
+		if err != nil {
+			resp, line = fail(err)
+			challenge := `Bearer realm="edge-orders"`
+			if errors.Is(err, auth.ErrInvalidToken) {
+				challenge += `, error="invalid_token"`
+			}
+			resp.Header = append(resp.Header, workers.Field{Name: "WWW-Authenticate", Value: challenge})
+			return resp, line
+		}
+		line.Client = client
+	}
+	header := r.Header.Get("Idempotency-Key")
+	if r.Method != "POST" && (r.Method != "GET" || header == "") {
+		resp, line = fail(errMethodNotAllowed)
+		resp.Header = append(resp.Header, workers.Field{Name: "Allow", Value: "GET, POST"})
+		return resp, line
+	}
+	if header == "" {
+		return fail(errMissingKey)
+	}
+	id, err := parseKey(header)
+	line.Key = id
+	if err != nil {
+		return fail(err)
+	}
+	key := intake.Key{Client: line.Client, ID: id}
+
+	var out intake.Outcome
+	if r.Method == "GET" {
+		out, err = h.svc.Lookup(ctx, key)
+	} else {
+		var body []byte
+		if body, err = r.Body.ReadAll(MaxBodyBytes); err != nil {
+			return fail(bodyError(err))
+		}
+		out, err = h.svc.Submit(ctx, key, body)
+	}
+	if err != nil {
+		return fail(err)
+	}
+	line.OrderID = out.OrderID
+	resp = &workers.Response{Status: statusCreated, Header: []workers.Field{jsonContent, noStore, noSniff}, Body: out.Receipt}
+	line.Outcome = "created"
+	if out.Replayed {
+		resp.Status = statusOK
+		resp.Header = append(resp.Header, workers.Field{Name: "Idempotent-Replay", Value: "true"})
+		line.Outcome = "replayed"
+	}
+	line.Status = resp.Status
+	return resp, line
+}
+
+// bodyError sorts a failure to read the body into too large or unreadable.
+func bodyError(err error) error {
+	if errors.Is(err, workers.ErrTooLarge) {
+		return fmt.Errorf("%w: over %d bytes", errBodyTooLarge, MaxBodyBytes)
+	}
+	return fmt.Errorf("%w: %v", errUnreadableBody, err)
+}
+
+// parseKey reads an Idempotency-Key header value: the key itself, or the
+// IETF draft's Structured Field string form, "..." with \" and \\ escapes,
+// which names the same key. The key must then be 1 to MaxKeyBytes printable
+// ASCII characters, which is always a valid KV key.
+func parseKey(v string) (string, error) {
+	key, err := unquoteKey(v)
+	if err != nil {
+		return key, err
+	}
+	if len(key) == 0 || len(key) > MaxKeyBytes {
+		return key, fmt.Errorf("%w: %s, not %d", errInvalidKey, keyFormat, len(key))
+	}
+	for i := 0; i < len(key); i++ {
+		if key[i] < ' ' || key[i] > '~' {
+			return key, fmt.Errorf("%w: %s; byte %d is 0x%02x", errInvalidKey, keyFormat, i, key[i])
+		}
+	}
+	return key, nil
+}
+
+// unquoteKey undoes the Structured Field string form, if v is in it.
+func unquoteKey(v string) (string, error) {
+	if v == "" || v[0] != '"' {
+		return v, nil
+	}
+	if len(v) < 2 || v[len(v)-1] != '"' {
+		return v, fmt.Errorf("%w: a quoted key must end with a quote", errInvalidKey)
+	}
+	inner := v[1 : len(v)-1]
+	if !strings.ContainsAny(inner, `"\`) {
+		return inner, nil
+	}
+	var b strings.Builder
+	for i := 0; i < len(inner); i++ {
+		c := inner[i]
+		switch {
+		case c == '\\' && i+1 < len(inner) && (inner[i+1] == '"' || inner[i+1] == '\\'):
+			i++
+			b.WriteByte(inner[i])
+		case c == '\\' || c == '"':
+			return v, fmt.Errorf("%w: in a quoted key only \\\" and \\\\ are escapes", errInvalidKey)
+		default:
+			b.WriteByte(c)
+		}
+	}
+	return b.String(), nil
+}
+
+// Misconfigured returns a handler that answers every request with a 500
+// misconfigured error, for a Worker whose environment cannot work. detail says
+// what is wrong, naming the setting; it is logged and shown as the problem's
+// detail, so it must hold no secret.
+func Misconfigured(detail string, opts Options) workers.Handler {
+	return misconfigured{detail: detail, log: opts.Log}
+}
+
+type misconfigured struct {
+	detail string
+	log    eventlog.Sink
+}
+
+func (m misconfigured) ServeWorker(ctx context.Context, r *workers.Request) *workers.Response {
+	resp, outcome, status := errorResponse(errMisconfigured, m.detail, 0)
+	m.log.Log(eventlog.Line{Outcome: outcome, Status: status, Error: m.detail})
+	return resp
+}

@@ -1,0 +1,141 @@
+package httpapi
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/edge-orders/edge-orders/auth"
+	"github.com/edge-orders/edge-orders/intake"
+	"github.com/edge-orders/edge-orders/internal/jsjson"
+	"github.com/edge-orders/edge-orders/order"
+	"github.com/edge-orders/edge-orders/workers"
+)
+
+// Errors of the transport itself; the lifecycle's are intake's and order's.
+var (
+	errMethodNotAllowed = errors.New("httpapi: method not allowed")
+	errMissingKey       = errors.New("httpapi: missing Idempotency-Key")
+	errInvalidKey       = errors.New("httpapi: invalid Idempotency-Key")
+	errBodyTooLarge     = errors.New("httpapi: body too large")
+	errUnreadableBody   = errors.New("httpapi: body could not be read")
+	errInternal         = errors.New("httpapi: internal error")
+	errMisconfigured    = errors.New("httpapi: misconfigured")
+)
+
+// HTTP statuses, named as in net/http, which the Worker does without.
+const (
+	statusOK                  = 200
+	statusCreated             = 201
+	statusBadRequest          = 400
+	statusUnauthorized        = 401
+	statusNotFound            = 404
+	statusMethodNotAllowed    = 405
+	statusConflict            = 409
+	statusRequestTooLarge     = 413
+	statusUnprocessableEntity = 422
+	statusInternalServerError = 500
+	statusServiceUnavailable  = 503
+)
+
+var (
+	jsonContent    = workers.Field{Name: "Content-Type", Value: "application/json"}
+	problemContent = workers.Field{Name: "Content-Type", Value: "application/problem+json"}
+	// noStore keeps every cache between client and Worker from keeping an order.
+	noStore = workers.Field{Name: "Cache-Control", Value: "no-store"}
+	// noSniff stops browsers from reading a response as anything but its type.
+	noSniff = workers.Field{Name: "X-Content-Type-Options", Value: "nosniff"}
+)
+
+// ProblemTypePrefix starts every problem's type URI; the error code ends it.
+const ProblemTypePrefix = "tag:edge-orders,2026:"
+
+// problem is one row of the error table: what the client sees.
+type problem struct {
+	status int
+	// code is the body's "error" member, the reference's error codes.
+	code string
+	// title follows the IETF Idempotency-Key draft's wording where it has one.
+	title  string
+	detail string
+	// outcome names the problem in the log line; "" means the code.
+	outcome string
+}
+
+// problems maps every error the handler can meet to what the client sees.
+// Error text never reaches the client: it may hold storage details.
+var problems = []struct {
+	err error
+	problem
+}{
+	{auth.ErrMissingToken, problem{statusUnauthorized, "unauthorized", "Missing API token",
+		"Send a client token as Authorization: Bearer <token>.", "unauthorized"}},
+	{auth.ErrInvalidToken, problem{statusUnauthorized, "unauthorized", "Invalid API token",
+		"The bearer token belongs to no client.", "unauthorized"}},
+	{errMethodNotAllowed, problem{statusMethodNotAllowed, "method_not_allowed", "Method not allowed",
+		"Orders are submitted with POST; GET with an Idempotency-Key looks one up.", ""}},
+	{errMissingKey, problem{statusBadRequest, "missing_idempotency_key", "Idempotency-Key is missing",
+		"Every order needs an Idempotency-Key header, repeated unchanged on every retry.", ""}},
+	{errInvalidKey, problem{statusBadRequest, "invalid_idempotency_key", "Idempotency-Key is invalid",
+		strings.ToUpper(keyFormat[:1]) + keyFormat[1:] + ", such as a UUID; it may be sent as a quoted string.", ""}},
+	{errUnreadableBody, problem{statusBadRequest, "unreadable_body", "Request body could not be read",
+		"The request body ended early or could not be read; retry under the same key.", ""}},
+	{errBodyTooLarge, problem{statusRequestTooLarge, "body_too_large", "Request body is too large",
+		fmt.Sprintf("An order body is at most %d KiB.", MaxBodyBytes>>10), ""}},
+	{intake.ErrInProgress, problem{statusConflict, "in_progress", "A request is outstanding for this Idempotency-Key",
+		"Another request with this Idempotency-Key is being processed; retry after retryAfter seconds at the latest.", ""}},
+	{intake.ErrKeyReused, problem{statusUnprocessableEntity, "idempotency_key_reused", "Idempotency-Key is already used",
+		"This Idempotency-Key was used for a different order; use a new key for a new order.", "key_reused"}},
+	{intake.ErrNotFound, problem{statusNotFound, "not_found", "No order for this Idempotency-Key",
+		"No receipt is stored under this Idempotency-Key, and no request holds it.", ""}},
+	{order.ErrInvalid, problem{statusUnprocessableEntity, "invalid_order", "Invalid order",
+		`The body must be a JSON object with symbol (a non-empty string), side ("buy" or "sell") and quantity (a positive integer).`, ""}},
+	{intake.ErrUnavailable, problem{statusServiceUnavailable, "storage_unavailable", "Storage unavailable",
+		"The order store failed; no order was placed under this key. Retry under the same key.", "storage_error"}},
+	{errMisconfigured, problem{statusInternalServerError, "misconfigured", "Worker misconfigured", "", ""}},
+}
+
+// internalError is the row for anything the table does not know.
+var internalError = problem{statusInternalServerError, "internal_error", "Internal error",
+	"The Worker failed unexpectedly; retry under the same key.", ""}
+
+// problemFor finds err's row.
+func problemFor(err error) problem {
+	for _, p := range problems {
+		if errors.Is(err, p.err) {
+			return p.problem
+		}
+	}
+	return internalError
+}
+
+// errorResponse builds err's row of the table as an RFC 9457 problem, and
+// returns the outcome and status for the log. detail, if set, replaces the
+// row's; retryAfter, in seconds, is announced with in_progress.
+func errorResponse(err error, detail string, retryAfter int) (resp *workers.Response, outcome string, status int) {
+	p := problemFor(err)
+	outcome = p.outcome
+	if outcome == "" {
+		outcome = p.code
+	}
+	if detail == "" {
+		detail = p.detail
+	}
+	resp = &workers.Response{Status: p.status, Header: []workers.Field{problemContent, noSniff}}
+	b := append([]byte(`{"type":`), jsjson.AppendString(nil, ProblemTypePrefix+p.code)...)
+	b = jsjson.AppendString(append(b, `,"title":`...), p.title)
+	b = strconv.AppendInt(append(b, `,"status":`...), int64(p.status), 10)
+	b = jsjson.AppendString(append(b, `,"detail":`...), detail)
+	// "error" keeps the reference's codes for clients that read it.
+	b = jsjson.AppendString(append(b, `,"error":`...), p.code)
+	switch p.status {
+	case statusConflict:
+		b = strconv.AppendInt(append(b, `,"retryAfter":`...), int64(retryAfter), 10)
+		resp.Header = append(resp.Header, workers.Field{Name: "Retry-After", Value: strconv.Itoa(retryAfter)})
+	case statusServiceUnavailable:
+		resp.Header = append(resp.Header, workers.Field{Name: "Retry-After", Value: "1"})
+	}
+	resp.Body = append(b, '}')
+	return resp, outcome, p.status
+}

@@ -1,0 +1,115 @@
+package ledger
+
+import (
+	"context"
+	"runtime"
+	"sync"
+	"time"
+
+	"github.com/edge-orders/edge-orders/intake"
+)
+
+// Memory is an intake.Store over one in-memory Object: the ledger's own
+// logic, with a map for its SQL table, for tests and native use. Like the
+// Durable Object it runs one call at a time, and like a round trip each call
+// first lets other goroutines run.
+type Memory struct {
+	// Now is the clock; tests replace it to move time.
+	Now func() time.Time
+
+	mu  sync.Mutex
+	obj Object
+	// Alarm is when the object's sweep alarm is set for; zero for none.
+	Alarm time.Time
+}
+
+// NewMemory returns an empty ledger on the wall clock.
+func NewMemory() *Memory {
+	m := &Memory{Now: time.Now}
+	m.obj = Object{
+		rows:     &memTable{rows: make(map[string]row)},
+		now:      func() time.Time { return m.Now() },
+		setAlarm: func(at time.Time) { m.Alarm = at },
+	}
+	return m
+}
+
+// do runs f as one call of the object.
+func (m *Memory) do(ctx context.Context, f func()) error {
+	runtime.Gosched()
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	f()
+	return nil
+}
+
+// Begin implements intake.Store.
+func (m *Memory) Begin(ctx context.Context, key intake.Key, c intake.Claim) (rec intake.Record, err error) {
+	err = m.do(ctx, func() { rec = m.obj.Claim(key.String(), c) })
+	return rec, err
+}
+
+// Commit implements intake.Store.
+func (m *Memory) Commit(ctx context.Context, key intake.Key, c intake.Claim, r intake.Receipt) (err error) {
+	if derr := m.do(ctx, func() { err = m.obj.Commit(key.String(), c, r) }); derr != nil {
+		return derr
+	}
+	return err
+}
+
+// Release implements intake.Store.
+func (m *Memory) Release(ctx context.Context, key intake.Key, c intake.Claim) error {
+	return m.do(ctx, func() { m.obj.Release(key.String(), c) })
+}
+
+// Lookup implements intake.Store.
+func (m *Memory) Lookup(ctx context.Context, key intake.Key) (rec intake.Record, err error) {
+	err = m.do(ctx, func() { rec = m.obj.Lookup(key.String()) })
+	return rec, err
+}
+
+// Sweep runs the object's alarm handler, as the runtime does when Alarm is
+// due.
+func (m *Memory) Sweep() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.obj.Sweep()
+}
+
+// Rows reports how many rows the object stores, expired ones included.
+func (m *Memory) Rows() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return len(m.obj.rows.(*memTable).rows)
+}
+
+// memTable is a table in a map.
+type memTable struct {
+	rows  map[string]row
+	sweep time.Time
+}
+
+func (t *memTable) get(key string) (row, bool) {
+	r, ok := t.rows[key]
+	return r, ok
+}
+
+func (t *memTable) put(r row) { t.rows[r.key] = r }
+
+func (t *memTable) delete(key string) { delete(t.rows, key) }
+
+func (t *memTable) deleteExpired(now time.Time) bool {
+	for k, r := range t.rows {
+		if !now.Before(r.expires) {
+			delete(t.rows, k)
+		}
+	}
+	return len(t.rows) > 0
+}
+
+func (t *memTable) nextSweep() time.Time { return t.sweep }
+
+func (t *memTable) setNextSweep(at time.Time) { t.sweep = at }

@@ -1,0 +1,28 @@
+package ledger
+
+import (
+	"hash/fnv"
+	"strconv"
+
+	"github.com/edge-orders/edge-orders/intake"
+)
+
+// ObjectName is the name of the ledger object that holds key, one of
+// shards objects per client: "<client>/<n>", n = FNV-1a(id) mod shards
+// ("open/<n>" for the open Worker, whose client is empty and which no
+// client id can be, since ids have no '/').
+//
+// Each client's keys spread over a fixed set of objects: no object serves
+// every client, one client's load never lands on another's objects, and a
+// new key never creates a new object (the first use of a name is slow in
+// production). Changing shards moves keys to other objects; see the README
+// before changing LEDGER_SHARDS.
+func ObjectName(key intake.Key, shards int) string {
+	h := fnv.New32a()
+	h.Write([]byte(key.ID))
+	client := key.Client
+	if client == "" {
+		client = "open"
+	}
+	return client + "/" + strconv.FormatUint(uint64(h.Sum32()%uint32(shards)), 10)
+}
