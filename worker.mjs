@@ -46,5 +46,9 @@ export class Ledger extends DurableObject {
   commit(...args) { return callGo("Ledger", "commit", this.ctx, args); }
   release(...args) { return callGo("Ledger", "release", this.ctx, args); }
   lookup(...args) { return callGo("Ledger", "lookup", this.ctx, args); }
-  alarm() { return callGo("Ledger", "alarm", this.ctx, []); }
+  // Deletes expired rows; the alarm runs it, and so can a caller (alarm
+  // itself cannot be called over RPC).
+  sweep() { return callGo("Ledger", "sweep", this.ctx, []); }
+  alarm() { return this.sweep(); }
+  stats() { return callGo("Ledger", "stats", this.ctx, []); }
 }

@@ -13,24 +13,24 @@ import (
 	"github.com/edge-orders/edge-orders/workers"
 )
 
-// TestWorkersConformance runs the store checks against a real KV namespace.
-// It runs inside workerd (test/kvconformance), whose entry publishes the
+// TestNamespaceConformance runs the store checks against a real KV namespace.
+// It runs inside workerd (test/conformance), whose entry publishes the
 // ORDERS binding as globalThis.ORDERS; elsewhere there is no namespace.
-func TestWorkersConformance(t *testing.T) {
+func TestNamespaceConformance(t *testing.T) {
 	ns := js.Global().Get("ORDERS")
 	if ns.Type() != js.TypeObject {
-		t.Skip("no KV namespace: run through test/kvconformance in wrangler dev")
+		t.Skip("no KV namespace: run through test/conformance in wrangler dev")
 	}
 	kvtest.Run(t, kv.NewNamespace(ns), "conformance:")
 }
 
-// TestWorkersKVRefusesWhatStoresRefuse pins the KV facts the stores model, by
+// TestNamespaceKVRefusesWhatStoresRefuse pins the KV facts the stores model, by
 // calling the namespace directly: a TTL under a minute and a key over 512
 // bytes are refused by KV itself, not only by this package's checks.
-func TestWorkersKVRefusesWhatStoresRefuse(t *testing.T) {
+func TestNamespaceKVRefusesWhatStoresRefuse(t *testing.T) {
 	ns := js.Global().Get("ORDERS")
 	if ns.Type() != js.TypeObject {
-		t.Skip("no KV namespace: run through test/kvconformance in wrangler dev")
+		t.Skip("no KV namespace: run through test/conformance in wrangler dev")
 	}
 	short := workers.NewObject()
 	short.Set("expirationTtl", 59)

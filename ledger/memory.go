@@ -76,6 +76,7 @@ func (m *Memory) Lookup(ctx context.Context, key intake.Key) (rec intake.Record,
 func (m *Memory) Sweep() {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	m.Alarm = time.Time{} // the alarm fired
 	m.obj.Sweep()
 }
 
@@ -83,7 +84,8 @@ func (m *Memory) Sweep() {
 func (m *Memory) Rows() int {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return len(m.obj.rows.(*memTable).rows)
+	rows, _ := m.obj.Stats()
+	return rows
 }
 
 // memTable is a table in a map.
@@ -111,5 +113,7 @@ func (t *memTable) deleteExpired(now time.Time) bool {
 }
 
 func (t *memTable) nextSweep() time.Time { return t.sweep }
+
+func (t *memTable) count() int { return len(t.rows) }
 
 func (t *memTable) setNextSweep(at time.Time) { t.sweep = at }

@@ -41,6 +41,8 @@ type table interface {
 	// nextSweep is when the sweep alarm is set for; zero when none is.
 	nextSweep() time.Time
 	setNextSweep(at time.Time)
+	// count is how many rows there are, expired ones included.
+	count() int
 }
 
 // Object is one ledger object's logic. Its methods do no I/O but their
@@ -118,6 +120,13 @@ func (o *Object) Sweep() {
 	if o.rows.deleteExpired(now) {
 		o.scheduleSweep(now)
 	}
+}
+
+// Stats reports how many rows the object stores, expired ones included,
+// and when its next sweep is due (zero for none): what an operator, or a
+// test, needs to see that expiry runs.
+func (o *Object) Stats() (rows int, nextSweep time.Time) {
+	return o.rows.count(), o.rows.nextSweep()
 }
 
 // scheduleSweep sets the sweep alarm unless one is already set.

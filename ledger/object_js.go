@@ -50,9 +50,15 @@ func serveObject(state js.Value, method string, args []js.Value) (js.Value, erro
 		return js.Undefined(), nil
 	case "lookup":
 		return recordToJS(o.Lookup(str(0))), nil
-	case "alarm":
+	case "sweep":
 		o.Sweep()
 		return js.Undefined(), nil
+	case "stats":
+		rows, next := o.Stats()
+		res := workers.NewObject()
+		res.Set("rows", rows)
+		res.Set("nextSweep", next.UnixMilli())
+		return res, nil
 	}
 	return js.Undefined(), fmt.Errorf("ledger: no method %q", method)
 }
@@ -128,6 +134,10 @@ func (t sqlTable) nextSweep() time.Time {
 		return time.Time{}
 	}
 	return time.UnixMilli(int64(rows.Index(0).Get("next").Float()))
+}
+
+func (t sqlTable) count() int {
+	return t.sql.Call("exec", `SELECT COUNT(*) AS n FROM entries`).Call("one").Get("n").Int()
 }
 
 func (t sqlTable) setNextSweep(at time.Time) {

@@ -1,0 +1,226 @@
+// Package ledgertest checks that an intake.Store keeps the ledger's
+// promises: claims that are atomic, fenced by their token and leased, and
+// receipts that expire and are then never served.
+package ledgertest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/edge-orders/edge-orders/intake"
+)
+
+// Lease and TTL used by the checks that let time pass: short, so that a run
+// against a real Durable Object, where time passes for real, stays quick.
+const (
+	ShortLease = time.Second
+	ShortTTL   = time.Second
+	// pastShort is how far advance moves to be clearly past them.
+	pastShort = 1200 * time.Millisecond
+)
+
+// Run checks s against the behaviour every ledger shares. Keys it uses
+// start with prefix, so that runs against a persistent store do not
+// collide. advance lets d pass: a fake clock's step, or a real sleep.
+func Run(t *testing.T, s intake.Store, prefix string, advance func(d time.Duration)) {
+	ctx := context.Background()
+	n := 0
+	newKey := func() intake.Key {
+		n++
+		return intake.Key{Client: "suite", ID: fmt.Sprintf("%s%d-%d", prefix, time.Now().UnixNano(), n)}
+	}
+	claim := func(token, fp string) intake.Claim {
+		return intake.Claim{Token: token, Fingerprint: fp, Lease: time.Minute}
+	}
+	receipt := func(body, fp string) intake.Receipt {
+		return intake.Receipt{Body: []byte(body), Fingerprint: fp, TTL: time.Hour}
+	}
+	mustBegin := func(t *testing.T, key intake.Key, c intake.Claim, want intake.State) intake.Record {
+		t.Helper()
+		rec, err := s.Begin(ctx, key, c)
+		if err != nil {
+			t.Fatalf("Begin(%s): %v", c.Token, err)
+		}
+		if rec.State != want {
+			t.Fatalf("Begin(%s) state = %v, want %v", c.Token, rec.State, want)
+		}
+		return rec
+	}
+	mustLookup := func(t *testing.T, key intake.Key, want intake.State) intake.Record {
+		t.Helper()
+		rec, err := s.Lookup(ctx, key)
+		if err != nil {
+			t.Fatalf("Lookup: %v", err)
+		}
+		if rec.State != want {
+			t.Fatalf("Lookup state = %v, want %v", rec.State, want)
+		}
+		return rec
+	}
+	mustCommit := func(t *testing.T, key intake.Key, c intake.Claim, r intake.Receipt) {
+		t.Helper()
+		if err := s.Commit(ctx, key, c, r); err != nil {
+			t.Fatalf("Commit(%s): %v", c.Token, err)
+		}
+	}
+
+	t.Run("an unknown key is absent", func(t *testing.T) {
+		mustLookup(t, newKey(), intake.Absent)
+	})
+
+	t.Run("the first claim wins and later ones see it held", func(t *testing.T) {
+		key := newKey()
+		mustBegin(t, key, claim("a", "fp-a"), intake.Claimed)
+		rec := mustBegin(t, key, claim("b", "fp-b"), intake.Held)
+		if rec.Fingerprint != "fp-a" {
+			t.Errorf("held fingerprint = %q, want fp-a", rec.Fingerprint)
+		}
+		mustLookup(t, key, intake.Held)
+	})
+
+	t.Run("a claim retried with its own token is still claimed", func(t *testing.T) {
+		key := newKey()
+		mustBegin(t, key, claim("a", "fp"), intake.Claimed)
+		mustBegin(t, key, claim("a", "fp"), intake.Claimed)
+	})
+
+	t.Run("a committed receipt is returned byte for byte with its fingerprint", func(t *testing.T) {
+		key := newKey()
+		c := claim("a", "fp-a")
+		mustBegin(t, key, c, intake.Claimed)
+		body := `{"orderId":"1","symbol":"ü 😀 \u2028"}`
+		mustCommit(t, key, c, receipt(body, "fp-a"))
+		for _, rec := range []intake.Record{mustLookup(t, key, intake.Stored), mustBegin(t, key, claim("b", "fp-b"), intake.Stored)} {
+			if string(rec.Receipt) != body || rec.Fingerprint != "fp-a" {
+				t.Fatalf("got %q %q, want %q fp-a", rec.Receipt, rec.Fingerprint, body)
+			}
+		}
+	})
+
+	t.Run("a commit retried with its token changes nothing", func(t *testing.T) {
+		key := newKey()
+		c := claim("a", "fp")
+		mustBegin(t, key, c, intake.Claimed)
+		mustCommit(t, key, c, receipt("first", "fp"))
+		mustCommit(t, key, c, receipt("second", "fp"))
+		if rec := mustLookup(t, key, intake.Stored); string(rec.Receipt) != "first" {
+			t.Fatalf("receipt = %q, want the first commit's", rec.Receipt)
+		}
+	})
+
+	t.Run("a commit without the claim is refused", func(t *testing.T) {
+		key := newKey()
+		if err := s.Commit(ctx, key, claim("nobody", "fp"), receipt("x", "fp")); !errors.Is(err, intake.ErrLostClaim) {
+			t.Fatalf("Commit on an unclaimed key = %v, want ErrLostClaim", err)
+		}
+		mustBegin(t, key, claim("a", "fp"), intake.Claimed)
+		if err := s.Commit(ctx, key, claim("b", "fp"), receipt("x", "fp")); !errors.Is(err, intake.ErrLostClaim) {
+			t.Fatalf("Commit with another token = %v, want ErrLostClaim", err)
+		}
+		mustLookup(t, key, intake.Held)
+	})
+
+	t.Run("release frees the key only for its holder", func(t *testing.T) {
+		key := newKey()
+		mustBegin(t, key, claim("a", "fp"), intake.Claimed)
+		if err := s.Release(ctx, key, claim("b", "fp")); err != nil {
+			t.Fatalf("Release by another: %v", err)
+		}
+		mustLookup(t, key, intake.Held)
+		if err := s.Release(ctx, key, claim("a", "fp")); err != nil {
+			t.Fatalf("Release: %v", err)
+		}
+		mustLookup(t, key, intake.Absent)
+		mustBegin(t, key, claim("b", "fp"), intake.Claimed)
+	})
+
+	t.Run("release leaves a receipt alone", func(t *testing.T) {
+		key := newKey()
+		c := claim("a", "fp")
+		mustBegin(t, key, c, intake.Claimed)
+		mustCommit(t, key, c, receipt("r", "fp"))
+		if err := s.Release(ctx, key, c); err != nil {
+			t.Fatalf("Release: %v", err)
+		}
+		mustLookup(t, key, intake.Stored)
+	})
+
+	t.Run("clients never share a key", func(t *testing.T) {
+		key := newKey()
+		other := intake.Key{Client: "other", ID: key.ID}
+		mustBegin(t, key, claim("a", "fp"), intake.Claimed)
+		mustBegin(t, other, claim("b", "fp"), intake.Claimed)
+	})
+
+	t.Run("concurrent claims on one key: exactly one is claimed", func(t *testing.T) {
+		key := newKey()
+		const n = 16
+		states := make([]intake.State, n)
+		errs := make([]error, n)
+		var wg sync.WaitGroup
+		for i := range n {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				var rec intake.Record
+				rec, errs[i] = s.Begin(ctx, key, claim(fmt.Sprint("t", i), "fp"))
+				states[i] = rec.State
+			}()
+		}
+		wg.Wait()
+		claimed := 0
+		for i := range n {
+			if errs[i] != nil {
+				t.Fatalf("Begin %d: %v", i, errs[i])
+			}
+			if states[i] == intake.Claimed {
+				claimed++
+			} else if states[i] != intake.Held {
+				t.Fatalf("Begin %d state = %v, want Claimed or Held", i, states[i])
+			}
+		}
+		if claimed != 1 {
+			t.Fatalf("%d of %d concurrent claims were granted, want 1", claimed, n)
+		}
+	})
+
+	t.Run("leases and expiry", func(t *testing.T) {
+		// One wait serves every key here, so a real clock waits once.
+		taken, slow, expiring := newKey(), newKey(), newKey()
+		short := intake.Claim{Token: "a", Fingerprint: "fp", Lease: ShortLease}
+		mustBegin(t, taken, short, intake.Claimed)
+		mustBegin(t, slow, short, intake.Claimed)
+		mustBegin(t, expiring, claim("a", "fp"), intake.Claimed)
+		mustCommit(t, expiring, claim("a", "fp"), intake.Receipt{Body: []byte("old"), Fingerprint: "fp", TTL: ShortTTL})
+		advance(pastShort)
+
+		t.Run("an expired claim is taken over and its holder's commit refused", func(t *testing.T) {
+			mustLookup(t, taken, intake.Absent)
+			mustBegin(t, taken, claim("b", "fp"), intake.Claimed)
+			if err := s.Commit(ctx, taken, short, receipt("late", "fp")); !errors.Is(err, intake.ErrLostClaim) {
+				t.Fatalf("commit after the takeover = %v, want ErrLostClaim", err)
+			}
+			mustCommit(t, taken, claim("b", "fp"), receipt("new", "fp"))
+			if rec := mustLookup(t, taken, intake.Stored); string(rec.Receipt) != "new" {
+				t.Fatalf("receipt = %q, want the new holder's", rec.Receipt)
+			}
+		})
+
+		t.Run("a slow holder whose key nobody took over still commits", func(t *testing.T) {
+			mustCommit(t, slow, short, receipt("slow", "fp"))
+			mustLookup(t, slow, intake.Stored)
+		})
+
+		t.Run("an expired receipt is never served and its key is new again", func(t *testing.T) {
+			mustLookup(t, expiring, intake.Absent)
+			rec := mustBegin(t, expiring, claim("b", "fp"), intake.Claimed)
+			if rec.Receipt != nil {
+				t.Fatalf("Begin after expiry returned receipt %q", rec.Receipt)
+			}
+		})
+	})
+}

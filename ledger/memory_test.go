@@ -1,0 +1,106 @@
+package ledger_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/edge-orders/edge-orders/intake"
+	"github.com/edge-orders/edge-orders/ledger"
+	"github.com/edge-orders/edge-orders/ledger/ledgertest"
+)
+
+// clock is a fake clock that tests move by hand.
+type clock struct{ now time.Time }
+
+func (c *clock) Now() time.Time          { return c.now }
+func (c *clock) Advance(d time.Duration) { c.now = c.now.Add(d) }
+
+func newMemory() (*ledger.Memory, *clock) {
+	c := &clock{now: time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)}
+	m := ledger.NewMemory()
+	m.Now = c.Now
+	return m, c
+}
+
+func TestMemoryConformance(t *testing.T) {
+	m, c := newMemory()
+	ledgertest.Run(t, m, "memory:", c.Advance)
+}
+
+// TestSweepDeletesExpiredRows checks the alarm path: the first claim sets
+// the alarm, a sweep deletes what has expired, and the alarm is set again
+// only while rows remain.
+func TestSweepDeletesExpiredRows(t *testing.T) {
+	ctx := context.Background()
+	m, c := newMemory()
+	if !m.Alarm.IsZero() {
+		t.Fatalf("a new ledger has an alarm at %v", m.Alarm)
+	}
+	short := intake.Claim{Token: "a", Lease: time.Minute}
+	long := intake.Claim{Token: "b", Lease: time.Minute}
+	if _, err := m.Begin(ctx, intake.Key{ID: "short"}, short); err != nil {
+		t.Fatal(err)
+	}
+	first := m.Alarm
+	if first.IsZero() {
+		t.Fatal("a claim set no sweep alarm")
+	}
+	if _, err := m.Begin(ctx, intake.Key{ID: "long"}, long); err != nil {
+		t.Fatal(err)
+	}
+	if m.Alarm != first {
+		t.Fatalf("a second claim moved the alarm from %v to %v", first, m.Alarm)
+	}
+	if err := m.Commit(ctx, intake.Key{ID: "long"}, long, intake.Receipt{Body: []byte("r"), TTL: 24 * time.Hour}); err != nil {
+		t.Fatal(err)
+	}
+
+	c.Advance(first.Sub(c.now))
+	m.Sweep()
+	if got := m.Rows(); got != 1 {
+		t.Fatalf("after the sweep %d rows remain, want 1 (the receipt)", got)
+	}
+	if !m.Alarm.After(c.now) {
+		t.Fatalf("with a row left the next alarm is %v, want after %v", m.Alarm, c.now)
+	}
+	m.Sweep() // alarms run at least once: a second run changes nothing
+	if got := m.Rows(); got != 1 {
+		t.Fatalf("a repeated sweep left %d rows, want 1", got)
+	}
+
+	c.Advance(25 * time.Hour)
+	m.Sweep()
+	if got := m.Rows(); got != 0 {
+		t.Fatalf("after the receipt expired %d rows remain, want 0", got)
+	}
+	if !m.Alarm.IsZero() {
+		t.Fatalf("an empty ledger keeps an alarm at %v", m.Alarm)
+	}
+}
+
+func TestObjectNameIsStableAndScoped(t *testing.T) {
+	tests := []struct {
+		name string
+		key  intake.Key
+		want string
+	}{
+		{"open Worker", intake.Key{ID: "abc"}, "open/"},
+		{"a client", intake.Key{Client: "desk-a", ID: "abc"}, "desk-a/"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got := ledger.ObjectName(tc.key, 8)
+			if got != ledger.ObjectName(tc.key, 8) || len(got) != len(tc.want)+1 || got[:len(tc.want)] != tc.want {
+				t.Fatalf("ObjectName = %q, want %q and one digit, the same every time", got, tc.want)
+			}
+		})
+	}
+	seen := map[string]bool{}
+	for i := range 200 {
+		seen[ledger.ObjectName(intake.Key{Client: "c", ID: string(rune('a'+i%26)) + string(rune('0'+i/26))}, 8)] = true
+	}
+	if len(seen) != 8 {
+		t.Fatalf("200 keys landed on %d objects, want all 8", len(seen))
+	}
+}
