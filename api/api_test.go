@@ -1,0 +1,326 @@
+package api_test
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/edge-orders/edge-orders/api"
+)
+
+const receipt = `{"orderId":"0b9c3e8e-6f4a-4d2b-9c1e-3a5f7d9b1c2e","status":"accepted","symbol":"MSFT","side":"buy","quantity":100,"acceptedAt":"2026-01-02T03:04:05.678Z"}`
+
+// receiptHeader is what the Worker sends with a receipt; replay adds
+// Idempotent-Replay.
+func receiptHeader(replay bool) http.Header {
+	h := http.Header{}
+	h.Set("Content-Type", "application/json")
+	h.Set("Cache-Control", "no-store")
+	h.Set("X-Content-Type-Options", "nosniff")
+	if replay {
+		h.Set("Idempotent-Replay", "true")
+	}
+	return h
+}
+
+// problemHeader is what the Worker sends with a problem, plus extra
+// "Name", "value" pairs.
+func problemHeader(extra ...string) http.Header {
+	h := http.Header{}
+	h.Set("Content-Type", "application/problem+json")
+	h.Set("X-Content-Type-Options", "nosniff")
+	for i := 0; i+1 < len(extra); i += 2 {
+		h.Set(extra[i], extra[i+1])
+	}
+	return h
+}
+
+// problem is the Worker's problem body for code at status.
+func problem(code string, status int) string {
+	return fmt.Sprintf(`{"type":"tag:edge-orders,2026:%s","title":"A title","status":%d,"detail":"A detail.","error":"%s"}`, code, status, code)
+}
+
+// inProgress is the Worker's 409 body.
+const inProgress = `{"type":"tag:edge-orders,2026:in_progress","title":"A request is outstanding for this Idempotency-Key","status":409,"detail":"Retry.","error":"in_progress","retryAfter":60}`
+
+func request(method, path string) *http.Request {
+	return httptest.NewRequest(method, "http://127.0.0.1:8787"+path, nil)
+}
+
+func load(t *testing.T) *api.Validator {
+	t.Helper()
+	v, err := api.Load()
+	if err != nil {
+		t.Fatalf("Load: %v", err)
+	}
+	return v
+}
+
+func TestDocumentIsOpenAPI31(t *testing.T) {
+	load(t)
+	if got := string(api.Document()); !strings.HasPrefix(got, "openapi: 3.1.") {
+		t.Errorf("document starts %q, want openapi: 3.1.x", got[:min(len(got), 20)])
+	}
+}
+
+func TestValidateResponseAccepts(t *testing.T) {
+	type response struct {
+		name   string
+		method string
+		status int
+		header http.Header
+		body   string
+	}
+	tests := []response{
+		{"new order's receipt", "POST", 201, receiptHeader(false), receipt},
+		{"replay with Idempotent-Replay", "POST", 200, receiptHeader(true), receipt},
+		{"lookup's receipt", "GET", 200, receiptHeader(true), receipt},
+		{"receipt with a huge JavaScript quantity", "POST", 201, receiptHeader(false), strings.Replace(receipt, "100", "1e+21", 1)},
+		{"missing token", "POST", 401, problemHeader("WWW-Authenticate", `Bearer realm="edge-orders"`), problem("unauthorized", 401)},
+		{"invalid token", "GET", 401, problemHeader("WWW-Authenticate", `Bearer realm="edge-orders", error="invalid_token"`), problem("unauthorized", 401)},
+		{"missing token on DELETE", "DELETE", 401, problemHeader("WWW-Authenticate", `Bearer realm="edge-orders"`), problem("unauthorized", 401)},
+		{"GET without a key", "GET", 405, problemHeader("Allow", "GET, POST"), problem("method_not_allowed", 405)},
+		{"PUT", "PUT", 405, problemHeader("Allow", "GET, POST"), problem("method_not_allowed", 405)},
+		{"OPTIONS", "OPTIONS", 405, problemHeader("Allow", "GET, POST"), problem("method_not_allowed", 405)},
+		{"missing key", "POST", 400, problemHeader(), problem("missing_idempotency_key", 400)},
+		{"invalid key", "POST", 400, problemHeader(), problem("invalid_idempotency_key", 400)},
+		{"invalid key on a lookup", "GET", 400, problemHeader(), problem("invalid_idempotency_key", 400)},
+		{"unreadable body", "POST", 400, problemHeader(), problem("unreadable_body", 400)},
+		{"body too large", "POST", 413, problemHeader(), problem("body_too_large", 413)},
+		{"in progress", "POST", 409, problemHeader("Retry-After", "60"), inProgress},
+		{"lookup in progress", "GET", 409, problemHeader("Retry-After", "60"), inProgress},
+		{"lookup of an unknown key", "GET", 404, problemHeader(), problem("not_found", 404)},
+		{"key reused", "POST", 422, problemHeader(), problem("idempotency_key_reused", 422)},
+		{"invalid order", "POST", 422, problemHeader(), problem("invalid_order", 422)},
+		{"rate limited", "POST", 429, problemHeader("Retry-After", "30"), problem("rate_limited", 429)},
+		{"misconfigured, with an empty detail", "PATCH", 500, problemHeader(), strings.Replace(problem("misconfigured", 500), "A detail.", "", 1)},
+		{"internal error", "POST", 500, problemHeader(), problem("internal_error", 500)},
+		{"storage unavailable", "POST", 503, problemHeader("Retry-After", "1"), problem("storage_unavailable", 503)},
+		{"lookup while storage is unavailable", "GET", 503, problemHeader("Retry-After", "1"), problem("storage_unavailable", 503)},
+	}
+	v := load(t)
+	for _, tc := range tests {
+		for _, path := range []string{"/", "/orders/any/path"} {
+			t.Run(tc.name+" at "+path, func(t *testing.T) {
+				if err := v.ValidateResponse(request(tc.method, path), tc.status, tc.header, []byte(tc.body)); err != nil {
+					t.Errorf("ValidateResponse = %v, want nil", err)
+				}
+			})
+		}
+	}
+}
+
+func TestValidateResponseRejects(t *testing.T) {
+	without := func(h http.Header, name string) http.Header {
+		h = h.Clone()
+		h.Del(name)
+		return h
+	}
+	tests := []struct {
+		name   string
+		method string
+		status int
+		header http.Header
+		body   string
+		want   string // in the error
+	}{
+		{"receipt missing orderId", "POST", 201, receiptHeader(false),
+			strings.Replace(receipt, `"orderId":"0b9c3e8e-6f4a-4d2b-9c1e-3a5f7d9b1c2e",`, "", 1), "orderId"},
+		{"receipt with an uppercase orderId", "POST", 201, receiptHeader(false), strings.Replace(receipt, "0b9c3e8e", "0B9C3E8E", 1), "orderId"},
+		{"receipt with a version 1 orderId", "POST", 201, receiptHeader(false), strings.Replace(receipt, "-4d2b-", "-1d2b-", 1), "orderId"},
+		{"receipt with an extra member", "POST", 201, receiptHeader(false), strings.Replace(receipt, `"status"`, `"fingerprint":"x","status"`, 1), "fingerprint"},
+		{"receipt with a status other than accepted", "POST", 201, receiptHeader(false), strings.Replace(receipt, "accepted", "pending", 1), "status"},
+		{"receipt with side hold", "POST", 201, receiptHeader(false), strings.Replace(receipt, `"buy"`, `"hold"`, 1), "side"},
+		{"receipt with quantity 0", "POST", 201, receiptHeader(false), strings.Replace(receipt, "100", "0", 1), "quantity"},
+		{"receipt with acceptedAt without milliseconds", "POST", 201, receiptHeader(false), strings.Replace(receipt, ".678Z", "Z", 1), "acceptedAt"},
+		{"receipt served as text/plain", "POST", 201, func() http.Header { h := receiptHeader(false); h.Set("Content-Type", "text/plain"); return h }(), receipt, "text/plain"},
+		{"200 replay without Idempotent-Replay", "POST", 200, receiptHeader(false), receipt, "Idempotent-Replay"},
+		{"200 lookup without Idempotent-Replay", "GET", 200, receiptHeader(false), receipt, "Idempotent-Replay"},
+		{"replay with Idempotent-Replay: false", "POST", 200, func() http.Header { h := receiptHeader(true); h.Set("Idempotent-Replay", "false"); return h }(), receipt, "Idempotent-Replay"},
+		{"201 with Idempotent-Replay", "POST", 201, receiptHeader(true), receipt, "Idempotent-Replay"},
+		{"receipt without Cache-Control", "POST", 201, without(receiptHeader(false), "Cache-Control"), receipt, "Cache-Control"},
+		{"receipt without X-Content-Type-Options", "POST", 201, without(receiptHeader(false), "X-Content-Type-Options"), receipt, "X-Content-Type-Options"},
+		{"problem without X-Content-Type-Options", "POST", 422, without(problemHeader(), "X-Content-Type-Options"), problem("invalid_order", 422), "X-Content-Type-Options"},
+		{"problem with an unknown error code", "POST", 422, problemHeader(), problem("order_rejected", 422), "error"},
+		{"problem whose type is not its code's", "POST", 422, problemHeader(),
+			strings.Replace(problem("invalid_order", 422), "2026:invalid_order", "2026:idempotency_key_reused", 1), "type"},
+		{"problem whose status is not its code's", "POST", 400, problemHeader(), problem("invalid_order", 400), "status"},
+		{"problem whose body status is not the response's", "POST", 422, problemHeader(), problem("unreadable_body", 400), "status"},
+		{"problem without a title", "POST", 422, problemHeader(), strings.Replace(problem("invalid_order", 422), `"title":"A title",`, "", 1), "title"},
+		{"problem leaking an extra member", "POST", 500, problemHeader(), strings.Replace(problem("internal_error", 500), `"detail"`, `"stack":"at kv.Get","detail"`, 1), "stack"},
+		{"problem as application/json", "POST", 422, func() http.Header { h := problemHeader(); h.Set("Content-Type", "application/json"); return h }(), problem("invalid_order", 422), "application/json"},
+		{"in progress without retryAfter in the body", "POST", 409, problemHeader("Retry-After", "60"), problem("in_progress", 409), "retryAfter"},
+		{"in progress without Retry-After", "POST", 409, problemHeader(), inProgress, "Retry-After"},
+		{"in progress with a Retry-After date", "POST", 409, problemHeader("Retry-After", "Fri, 02 Jan 2026 03:04:05 GMT"), inProgress, "Retry-After"},
+		{"storage unavailable without Retry-After", "POST", 503, problemHeader(), problem("storage_unavailable", 503), "Retry-After"},
+		{"rate limited without Retry-After", "POST", 429, problemHeader(), problem("rate_limited", 429), "Retry-After"},
+		{"unauthorized without a challenge", "POST", 401, problemHeader(), problem("unauthorized", 401), "WWW-Authenticate"},
+		{"unauthorized with a Basic challenge", "POST", 401, problemHeader("WWW-Authenticate", `Basic realm="edge-orders"`), problem("unauthorized", 401), "WWW-Authenticate"},
+		{"405 with the old Allow: POST", "PUT", 405, problemHeader("Allow", "POST"), problem("method_not_allowed", 405), "Allow"},
+		{"405 without Allow", "GET", 405, problemHeader(), problem("method_not_allowed", 405), "Allow"},
+		{"a receipt for a PUT", "PUT", 201, receiptHeader(false), receipt, "status"},
+		{"a 201 for a lookup", "GET", 201, receiptHeader(false), receipt, "status"},
+		{"a 404 for a POST", "POST", 404, problemHeader(), problem("not_found", 404), "status"},
+		{"a 405 for a POST", "POST", 405, problemHeader("Allow", "GET, POST"), problem("method_not_allowed", 405), "status"},
+		{"a 502 from a proxy", "POST", 502, http.Header{"Content-Type": {"text/html"}}, "<h1>Bad gateway</h1>", "status"},
+	}
+	v := load(t)
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			err := v.ValidateResponse(request(tc.method, "/"), tc.status, tc.header, []byte(tc.body))
+			if err == nil {
+				t.Fatalf("ValidateResponse = nil, want an error about %s", tc.want)
+			}
+			if !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("ValidateResponse = %v, want an error about %s", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestValidateResponseUnknownMethod(t *testing.T) {
+	v := load(t)
+	for _, method := range []string{"HEAD", "TRACE"} {
+		t.Run(method, func(t *testing.T) {
+			err := v.ValidateResponse(request(method, "/"), 405, problemHeader("Allow", "GET, POST"), []byte(problem("method_not_allowed", 405)))
+			if !errors.Is(err, api.ErrNoOperation) {
+				t.Errorf("ValidateResponse = %v, want ErrNoOperation", err)
+			}
+		})
+	}
+}
+
+func TestValidateRequest(t *testing.T) {
+	const order = `{"symbol":"MSFT","side":"buy","quantity":100}`
+	tests := []struct {
+		name          string
+		method        string
+		key           string // "" sends none
+		authorization string
+		body          string
+		wantErr       bool
+	}{
+		{"order with a UUID key", "POST", "8e0f6b8a-5a3c-4b8e-9f0e-2f1d3c4b5a69", "", order, false},
+		{"order with a bearer token", "POST", "k", "Bearer tok", order, false},
+		{"order with a quoted key", "POST", `"abc"`, "", order, false},
+		{"order with a quoted key with escapes", "POST", `"a\"b\\c"`, "", order, false},
+		{"order with a 255-character key", "POST", strings.Repeat("k", 255), "", order, false},
+		{"order with a 255-character quoted key", "POST", `"` + strings.Repeat("k", 255) + `"`, "", order, false},
+		{"order with other members", "POST", "k", "", `{"symbol":"MSFT","side":"sell","quantity":1,"note":"x"}`, false},
+		{"order with quantity 1.0", "POST", "k", "", `{"symbol":"MSFT","side":"sell","quantity":1.0}`, false},
+		{"lookup", "GET", "k", "", "", false},
+		{"order without a key", "POST", "", "", order, true},
+		{"lookup without a key", "GET", "", "", "", true},
+		{"order with a 256-character key", "POST", strings.Repeat("k", 256), "", order, true},
+		{"order with a non-ASCII key", "POST", "clé", "", order, true},
+		{"order with an unclosed quoted key", "POST", `"abc`, "", order, true},
+		{"order with a bad escape in a quoted key", "POST", `"a\b"`, "", order, true},
+		{"order with an empty quoted key", "POST", `""`, "", order, true},
+		{"order without a symbol", "POST", "k", "", `{"side":"buy","quantity":100}`, true},
+		{"order with an empty symbol", "POST", "k", "", `{"symbol":"","side":"buy","quantity":100}`, true},
+		{"order to hold", "POST", "k", "", `{"symbol":"MSFT","side":"hold","quantity":100}`, true},
+		{"order for 0", "POST", "k", "", `{"symbol":"MSFT","side":"buy","quantity":0}`, true},
+		{"order for 1.5", "POST", "k", "", `{"symbol":"MSFT","side":"buy","quantity":1.5}`, true},
+		{"order that is not JSON", "POST", "k", "", `symbol=MSFT`, true},
+		{"DELETE", "DELETE", "k", "", "", false},
+		{"HEAD", "HEAD", "k", "", "", true},
+	}
+	v := load(t)
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			r := httptest.NewRequest(tc.method, "http://127.0.0.1:8787/any", strings.NewReader(tc.body))
+			if tc.body != "" {
+				r.Header.Set("Content-Type", "application/json")
+			}
+			if tc.key != "" {
+				r.Header.Set("Idempotency-Key", tc.key)
+			}
+			if tc.authorization != "" {
+				r.Header.Set("Authorization", tc.authorization)
+			}
+			err := v.ValidateRequest(r)
+			if gotErr := err != nil; gotErr != tc.wantErr {
+				t.Errorf("ValidateRequest = %v, want error %v", err, tc.wantErr)
+			}
+			if body, _ := io.ReadAll(r.Body); string(body) != tc.body {
+				t.Errorf("body after ValidateRequest = %q, want %q unread", body, tc.body)
+			}
+		})
+	}
+}
+
+// recorder is a testing.TB that records failures instead of failing.
+type recorder struct {
+	testing.TB
+	failed bool
+	msg    string
+}
+
+func (r *recorder) Helper() {}
+func (r *recorder) Errorf(format string, args ...any) {
+	r.failed, r.msg = true, fmt.Sprintf(format, args...)
+}
+func (r *recorder) Fatalf(format string, args ...any) { r.Errorf(format, args...) }
+func (r *recorder) Fatal(args ...any)                 { r.Errorf("%s", fmt.Sprint(args...)) }
+
+func TestCheckHTTPResponse(t *testing.T) {
+	tests := []struct {
+		name       string
+		replay     bool
+		wantFailed bool
+	}{
+		{"replay with its header passes", true, false},
+		{"200 without Idempotent-Replay fails", false, true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				for name, values := range receiptHeader(tc.replay) {
+					w.Header()[name] = values
+				}
+				io.WriteString(w, receipt)
+			}))
+			defer srv.Close()
+			req, _ := http.NewRequest("GET", srv.URL+"/lookup", nil)
+			req.Header.Set("Idempotency-Key", "k")
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+
+			rec := &recorder{TB: t}
+			body := api.CheckHTTPResponse(rec, resp)
+			if rec.failed != tc.wantFailed {
+				t.Errorf("CheckHTTPResponse failed = %v (%s), want %v", rec.failed, rec.msg, tc.wantFailed)
+			}
+			if string(body) != receipt {
+				t.Errorf("returned body = %s, want %s", body, receipt)
+			}
+			if again, _ := io.ReadAll(resp.Body); string(again) != receipt {
+				t.Errorf("resp.Body after the check = %s, want it unread", again)
+			}
+		})
+	}
+}
+
+func TestCheckRequest(t *testing.T) {
+	r := httptest.NewRequest("POST", "http://127.0.0.1:8787/", strings.NewReader(`{"symbol":"MSFT","side":"buy","quantity":100}`))
+	r.Header.Set("Content-Type", "application/json")
+	rec := &recorder{TB: t}
+	api.CheckRequest(rec, r)
+	if !rec.failed || !strings.Contains(rec.msg, "Idempotency-Key") {
+		t.Errorf("CheckRequest of an order without a key: failed %v (%s), want a failure naming Idempotency-Key", rec.failed, rec.msg)
+	}
+	r.Header.Set("Idempotency-Key", "k")
+	r.Body = io.NopCloser(strings.NewReader(`{"symbol":"MSFT","side":"buy","quantity":100}`))
+	rec = &recorder{TB: t}
+	api.CheckRequest(rec, r)
+	if rec.failed {
+		t.Errorf("CheckRequest of a good order failed: %s", rec.msg)
+	}
+}
