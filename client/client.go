@@ -117,7 +117,8 @@ type Client struct {
 }
 
 // New returns a Client for the Worker at baseURL (the Worker answers on
-// every path, so any URL of it will do). opts may be nil.
+// every path, so any URL of it will do). opts may be nil. A baseURL that
+// is not a URL makes every call fail before sending anything.
 func New(baseURL string, opts *Options) *Client {
 	c := &Client{url: baseURL}
 	if opts != nil {
@@ -296,8 +297,8 @@ func (c *Client) read(resp *http.Response, raw []byte) outcome {
 	}
 	e := &Error{StatusCode: resp.StatusCode, Header: resp.Header, Body: raw}
 	// A body that is not a problem (a proxy's error page, say) leaves
-	// Problem zero: the status alone then decides.
-	// A member of the wrong type spoils only itself, as in encoding/json.
+	// Problem zero, and the status alone decides; a member of the wrong
+	// type loses only that member, so the code still counts.
 	var typeErr *json.UnmarshalTypeError
 	if err := json.Unmarshal(raw, &e.Problem); err != nil && !errors.As(err, &typeErr) {
 		e.Problem = Problem{}
