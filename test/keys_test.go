@@ -13,69 +13,72 @@ import (
 // TestKeyReuse checks that a key holds one order: a different order under it
 // is refused without revealing the receipt, the same order reformatted replays.
 func TestKeyReuse(t *testing.T) {
-	requireWorker(t)
-	key := newKey(t)
-	first := post(t, key, validOrder)
-	if first.status != 201 {
-		t.Fatalf("first = %d %s, want 201", first.status, first.body)
-	}
-	id := decodeReceipt(t, first.body).OrderID
+	forEachMode(t, func(t *testing.T, w *target) {
+		key := newKey(t)
+		first := w.post(t, key, validOrder)
+		if first.status != 201 {
+			t.Fatalf("first = %d %s, want 201", first.status, first.body)
+		}
+		id := decodeReceipt(t, first.body).OrderID
 
-	t.Run("a different order is refused without the receipt", func(t *testing.T) {
-		for _, body := range []string{
-			`{"symbol":"AAPL","side":"buy","quantity":100}`,
-			`{"symbol":"MSFT","side":"sell","quantity":100}`,
-			`{"symbol":"MSFT","side":"buy","quantity":101}`,
-		} {
-			got := post(t, key, body)
-			wantProblem(t, got, 422, "idempotency_key_reused")
-			if strings.Contains(got.body, id) {
-				t.Fatalf("the refusal %s reveals the stored order %s", got.body, id)
+		t.Run("a different order is refused without the receipt", func(t *testing.T) {
+			for _, body := range []string{
+				`{"symbol":"AAPL","side":"buy","quantity":100}`,
+				`{"symbol":"MSFT","side":"sell","quantity":100}`,
+				`{"symbol":"MSFT","side":"buy","quantity":101}`,
+			} {
+				got := w.post(t, key, body)
+				wantProblem(t, got, 422, "idempotency_key_reused")
+				if strings.Contains(got.body, id) {
+					t.Fatalf("the refusal %s reveals the stored order %s", got.body, id)
+				}
 			}
-		}
-	})
+		})
 
-	t.Run("the same order reformatted replays", func(t *testing.T) {
-		got := post(t, key, "{ \"quantity\": 100.0,\n  \"side\": \"buy\", \"symbol\": \"MSFT\", \"note\": [1] }")
-		if got.status != 200 || got.body != first.body || got.header.Get("Idempotent-Replay") != "true" {
-			t.Fatalf("got %d %s, want the replay %s", got.status, got.body, first.body)
-		}
+		t.Run("the same order reformatted replays", func(t *testing.T) {
+			got := w.post(t, key, "{ \"quantity\": 100.0,\n  \"side\": \"buy\", \"symbol\": \"MSFT\", \"note\": [1] }")
+			if got.status != 200 || got.body != first.body || got.header.Get("Idempotent-Replay") != "true" {
+				t.Fatalf("got %d %s, want the replay %s", got.status, got.body, first.body)
+			}
+		})
 	})
 }
 
 // TestQuotedKeyIsTheSameKey sends the IETF draft's quoted form of a key.
 func TestQuotedKeyIsTheSameKey(t *testing.T) {
-	requireWorker(t)
-	key := newKey(t)
-	first := post(t, `"`+key+`"`, validOrder)
-	if first.status != 201 {
-		t.Fatalf("quoted = %d %s, want 201", first.status, first.body)
-	}
-	plain := post(t, key, validOrder)
-	if plain.status != 200 || plain.body != first.body {
-		t.Fatalf("unquoted = %d %s, want the replay of %s", plain.status, plain.body, first.body)
-	}
-	if keys := kvList(t, "result:"+key); len(keys) != 1 || keys[0].Name != "result:"+key {
-		t.Fatalf("stored keys %v, want result:%s without quotes", keys, key)
-	}
-	wantProblem(t, post(t, `"`+key, validOrder), 400, "invalid_idempotency_key")
+	forEachMode(t, func(t *testing.T, w *target) {
+		key := newKey(t)
+		first := w.post(t, `"`+key+`"`, validOrder)
+		if first.status != 201 {
+			t.Fatalf("quoted = %d %s, want 201", first.status, first.body)
+		}
+		plain := w.post(t, key, validOrder)
+		if plain.status != 200 || plain.body != first.body {
+			t.Fatalf("unquoted = %d %s, want the replay of %s", plain.status, plain.body, first.body)
+		}
+		if keys := w.kvList(t, "result:"+key); len(keys) != 1 || keys[0].Name != "result:"+key {
+			t.Fatalf("stored keys %v, want result:%s without quotes", keys, key)
+		}
+		wantProblem(t, w.post(t, `"`+key, validOrder), 400, "invalid_idempotency_key")
+	})
 }
 
 // TestLogLine checks the one JSON line the Worker logs for each request.
 func TestLogLine(t *testing.T) {
-	requireWorker(t)
-	key := newKey(t)
-	got := post(t, key, validOrder)
-	if got.status != 201 {
-		t.Fatalf("got %d %s, want 201", got.status, got.body)
-	}
-	id := decodeReceipt(t, got.body).OrderID
-	want := fmt.Sprintf(`{"outcome":"created","key":%q,"orderId":%q,"status":201,"ms":`, key, id)
-	if waitForLog(t, want, 2*time.Second) != 1 {
-		t.Fatalf("no log line starting %s in:\n%s", want, worker.Logs())
-	}
-	send(t, http.MethodPost, validOrder) // no key
-	if waitForLog(t, `{"outcome":"missing_idempotency_key","error":"httpapi: missing Idempotency-Key","status":400,"ms":`, 2*time.Second) == 0 {
-		t.Fatalf("no log line for the missing key")
-	}
+	forEachMode(t, func(t *testing.T, w *target) {
+		key := newKey(t)
+		got := w.post(t, key, validOrder)
+		if got.status != 201 {
+			t.Fatalf("got %d %s, want 201", got.status, got.body)
+		}
+		id := decodeReceipt(t, got.body).OrderID
+		want := fmt.Sprintf(`{"outcome":"created","key":%q,"orderId":%q,"status":201,"ms":`, key, id)
+		if w.waitForLog(t, want, 2*time.Second) != 1 {
+			t.Fatalf("no log line starting %s in:\n%s", want, w.Logs())
+		}
+		w.send(t, http.MethodPost, validOrder) // no key
+		if w.waitForLog(t, `{"outcome":"missing_idempotency_key","error":"httpapi: missing Idempotency-Key","status":400,"ms":`, 2*time.Second) == 0 {
+			t.Fatalf("no log line for the missing key")
+		}
+	})
 }

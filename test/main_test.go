@@ -1,7 +1,9 @@
 //go:build !js
 
 // Package e2e tests the compiled Worker end to end: the wasm that build.sh
-// makes, running in workerd under `wrangler dev` with its local KV.
+// makes, running in workerd under `wrangler dev`, in both storage modes:
+// KV (the top-level wrangler.toml) and the Durable Object ledger
+// (--env ledger), each with its local state.
 //
 // The tests run when EDGE_ORDERS_E2E=1 (make test sets it) and skip otherwise,
 // so a plain `go test ./...` stays fast and needs no Node.js.
@@ -16,6 +18,7 @@ import (
 	"net/http"
 	"os"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -25,43 +28,124 @@ import (
 // root is the repository, where wrangler.toml and node_modules live.
 const root = ".."
 
-// worker is the Worker under test, shared by the tests of this package.
-var worker *wranglerdev.Server
+// sharedWait is IN_PROGRESS_WAIT_MS as wrangler.toml sets it for both modes.
+const sharedWait = 2 * time.Second
 
-// workerState is the folder of worker's local KV state.
-var workerState string
+// target is one Worker under test: a wrangler dev process and the folder
+// of its local state.
+type target struct {
+	// mode is "kv" or "ledger".
+	mode  string
+	srv   *wranglerdev.Server
+	state string
+}
+
+// The Workers shared by the tests of this package, one per storage mode.
+var kvWorker, ledgerWorker *target
 
 func TestMain(m *testing.M) {
 	if os.Getenv("EDGE_ORDERS_E2E") != "1" {
-		os.Exit(m.Run()) // every test skips through requireWorker
+		os.Exit(m.Run()) // every test skips through forEachMode
 	}
-	dir, err := os.MkdirTemp("", "edge-orders-e2e-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	workerState = dir
-	worker, err = wranglerdev.Start(context.Background(), wranglerdev.Options{Dir: root, StateDir: workerState})
+	var err error
+	kvWorker, ledgerWorker, err = startShared()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
 	code := m.Run()
-	worker.Stop()
-	if code != 0 {
-		fmt.Fprintf(os.Stderr, "--- wrangler output ---\n%s\n", worker.Logs())
+	for _, w := range []*target{kvWorker, ledgerWorker} {
+		w.srv.Stop()
+		if code != 0 {
+			fmt.Fprintf(os.Stderr, "--- wrangler output, %s mode ---\n%s\n", w.mode, w.srv.Logs())
+		}
+		os.RemoveAll(w.state)
 	}
-	os.RemoveAll(dir)
 	os.Exit(code)
+}
+
+// startShared starts the two shared Workers at once.
+func startShared() (kvW, ledgerW *target, err error) {
+	var wg sync.WaitGroup
+	errs := make([]error, 2)
+	for i, w := range []**target{&kvW, &ledgerW} {
+		mode := []string{"kv", "ledger"}[i]
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			*w, errs[i] = startTarget(mode, wranglerdev.Options{})
+		}()
+	}
+	wg.Wait()
+	for _, e := range errs {
+		if e != nil {
+			err = e
+		}
+	}
+	return kvW, ledgerW, err
+}
+
+// startTarget serves the Worker in mode with fresh state (unless
+// opts.StateDir names one).
+func startTarget(mode string, opts wranglerdev.Options) (*target, error) {
+	if opts.StateDir == "" {
+		dir, err := os.MkdirTemp("", "edge-orders-e2e-"+mode+"-")
+		if err != nil {
+			return nil, err
+		}
+		opts.StateDir = dir
+	}
+	opts.Dir = root
+	if mode == "ledger" && opts.Environment == "" {
+		opts.Environment = "ledger"
+	}
+	srv, err := wranglerdev.Start(context.Background(), opts)
+	if err != nil {
+		return nil, fmt.Errorf("%s mode: %w", mode, err)
+	}
+	return &target{mode: mode, srv: srv, state: opts.StateDir}, nil
+}
+
+// startWorker serves the Worker in mode in its own wrangler dev, for tests
+// that need another configuration than the shared one; it stops with t.
+func startWorker(t *testing.T, mode string, opts wranglerdev.Options) *target {
+	t.Helper()
+	w, err := startTarget(mode, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		w.srv.Stop()
+		if t.Failed() {
+			t.Logf("--- wrangler output ---\n%s", w.srv.Logs())
+		}
+	})
+	return w
+}
+
+// forEachMode runs test as a subtest against each shared Worker, or skips
+// unless the end-to-end run is on.
+func forEachMode(t *testing.T, test func(t *testing.T, w *target)) {
+	t.Helper()
+	requireWorker(t)
+	for _, w := range []*target{kvWorker, ledgerWorker} {
+		t.Run(w.mode, func(t *testing.T) { test(t, w) })
+	}
 }
 
 // requireWorker skips t unless the end-to-end run is on.
 func requireWorker(t *testing.T) {
 	t.Helper()
-	if worker == nil {
+	if kvWorker == nil {
 		t.Skip("end-to-end tests run with EDGE_ORDERS_E2E=1 (make test)")
 	}
 }
+
+// URL is the Worker's base address.
+func (w *target) URL() string { return w.srv.URL }
+
+// Logs is everything the Worker's wrangler dev printed so far.
+func (w *target) Logs() string { return w.srv.Logs() }
 
 // response is what a test reads back from the Worker.
 type response struct {
@@ -74,9 +158,9 @@ var client = &http.Client{Timeout: 30 * time.Second}
 
 // send makes one request to the Worker; header is name, value pairs. A
 // transport failure fails t and returns the zero response.
-func send(t *testing.T, method, body string, header ...string) response {
+func (w *target) send(t *testing.T, method, body string, header ...string) response {
 	t.Helper()
-	return sendTo(t, worker.URL+"/orders", method, body, header...)
+	return sendTo(t, w.URL()+"/orders", method, body, header...)
 }
 
 // sendTo is send to another address.
@@ -105,9 +189,15 @@ func sendTo(t *testing.T, url, method, body string, header ...string) response {
 }
 
 // post submits body under key.
-func post(t *testing.T, key, body string) response {
+func (w *target) post(t *testing.T, key, body string) response {
 	t.Helper()
-	return send(t, http.MethodPost, body, "Idempotency-Key", key, "Content-Type", "application/json")
+	return w.send(t, http.MethodPost, body, "Idempotency-Key", key, "Content-Type", "application/json")
+}
+
+// lookup asks for key's receipt.
+func (w *target) lookup(t *testing.T, key string) response {
+	t.Helper()
+	return w.send(t, http.MethodGet, "", "Idempotency-Key", key)
 }
 
 // newKey returns a key no other test uses.
@@ -136,7 +226,7 @@ func decodeReceipt(t *testing.T, body string) receipt {
 	return r
 }
 
-// wrangler runs the wrangler CLI against the Worker's local state.
+// wrangler runs the wrangler CLI against local state.
 func wrangler(t *testing.T, args ...string) string {
 	t.Helper()
 	cmd, err := wranglerdev.Command(root, args...)
@@ -152,10 +242,11 @@ func wrangler(t *testing.T, args ...string) string {
 	return string(out)
 }
 
-// kvPut writes straight into the Worker's local KV namespace.
-func kvPut(t *testing.T, key, value string) {
+// kvPut writes straight into the Worker's local KV namespace (both modes
+// bind ORDERS: the ledger reads it while migrating).
+func (w *target) kvPut(t *testing.T, key, value string) {
 	t.Helper()
-	wrangler(t, "kv", "key", "put", key, value, "--binding", "ORDERS", "--local", "--persist-to", workerState)
+	wrangler(t, "kv", "key", "put", key, value, "--binding", "ORDERS", "--local", "--persist-to", w.state)
 }
 
 // storedKey is a key as `wrangler kv key list` shows it.
@@ -165,14 +256,28 @@ type storedKey struct {
 }
 
 // kvList lists the keys of the Worker's local KV namespace that start with prefix.
-func kvList(t *testing.T, prefix string) []storedKey {
+func (w *target) kvList(t *testing.T, prefix string) []storedKey {
 	t.Helper()
-	out := wrangler(t, "kv", "key", "list", "--prefix", prefix, "--binding", "ORDERS", "--local", "--persist-to", workerState)
+	out := wrangler(t, "kv", "key", "list", "--prefix", prefix, "--binding", "ORDERS", "--local", "--persist-to", w.state)
 	var keys []storedKey
 	if err := json.Unmarshal([]byte(out[strings.Index(out, "["):]), &keys); err != nil {
 		t.Fatalf("kv key list: %v\n%s", err, out)
 	}
 	return keys
+}
+
+// waitForLog counts the Worker's log lines containing s, waiting up to wait
+// for wrangler to print them.
+func (w *target) waitForLog(t *testing.T, s string, wait time.Duration) int {
+	t.Helper()
+	deadline := time.Now().Add(wait)
+	for {
+		n := strings.Count(w.Logs(), s)
+		if n > 0 || time.Now().After(deadline) {
+			return n
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }
 
 // problemTypePrefix starts every problem's type (README, Errors).

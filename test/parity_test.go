@@ -16,7 +16,8 @@ import (
 // write the same receipts (apart from orderId and acceptedAt).
 func TestParityWithJavaScriptInWorkerd(t *testing.T) {
 	requireWorker(t)
-	js := startWorker(t, wranglerdev.Options{Config: "bench/reference/wrangler.toml"})
+	w := kvWorker
+	js := startWorker(t, "reference", wranglerdev.Options{Config: "bench/reference/wrangler.toml"})
 	bodies := []string{
 		validOrder,
 		"\xef\xbb\xbf" + validOrder, // a BOM: kept by workerd at the compatibility date, so JSON.parse fails
@@ -47,8 +48,8 @@ func TestParityWithJavaScriptInWorkerd(t *testing.T) {
 	receiptMiddle := regexp.MustCompile(`^\{"orderId":"[^"]+","status":"accepted",(.*),"acceptedAt":"[^"]+"\}$`)
 	for i, body := range bodies {
 		key := newKey(t) + "-" + strings.Repeat("p", i)
-		goResp := post(t, key, body)
-		jsResp := call(t, js, body, "Idempotency-Key", key)
+		goResp := w.post(t, key, body)
+		jsResp := js.send(t, "POST", body, "Idempotency-Key", key)
 		if goResp.status != jsResp.status {
 			t.Errorf("body %q: Go %d %s, JavaScript %d %s", body, goResp.status, goResp.body, jsResp.status, jsResp.body)
 			continue

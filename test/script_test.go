@@ -17,8 +17,8 @@ import (
 func TestSubmitOrderScript(t *testing.T) {
 	requireWorker(t)
 
-	t.Run("passes against the Worker", func(t *testing.T) {
-		out, err := exec.Command("bash", "submit-order.sh", worker.URL).CombinedOutput()
+	forEachMode(t, func(t *testing.T, w *target) {
+		out, err := exec.Command("bash", "submit-order.sh", w.URL()).CombinedOutput()
 		if err != nil || !strings.Contains(string(out), "OK:") {
 			t.Fatalf("submit-order.sh: %v\n%s", err, out)
 		}

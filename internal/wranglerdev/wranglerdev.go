@@ -25,6 +25,12 @@ type Options struct {
 	Dir string
 	// Config is the wrangler config file, relative to Dir; default wrangler.toml.
 	Config string
+	// Script, if set, is served instead of the config's main (wrangler dev's
+	// positional argument), relative to Dir.
+	Script string
+	// Environment is the wrangler environment (--env), such as "ledger";
+	// empty for the top level.
+	Environment string
 	// StateDir keeps the local KV state; default a new temporary folder.
 	StateDir string
 	// Vars are extra --var NAME:VALUE overrides.
@@ -32,6 +38,10 @@ type Options struct {
 	// EnvFile, if set, is passed as --env-file: secrets such as API_TOKENS,
 	// as .dev.vars would hold them.
 	EnvFile string
+	// Registry is the dev registry folder through which wrangler dev
+	// processes bind each other's Workers (script_name); default a folder
+	// of this server's own, so that unrelated servers never meet.
+	Registry string
 	// Env is added to wrangler's environment.
 	Env []string
 	// StartTimeout bounds the wait for the first answer; default 90 s.
@@ -72,9 +82,16 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	args := []string{"dev", "--config", opts.Config,
+	args := []string{"dev"}
+	if opts.Script != "" {
+		args = append(args, opts.Script)
+	}
+	args = append(args, "--config", opts.Config,
 		"--ip", "127.0.0.1", "--port", fmt.Sprint(port), "--inspector-port", fmt.Sprint(inspector),
-		"--persist-to", opts.StateDir, "--show-interactive-dev-session=false"}
+		"--persist-to", opts.StateDir, "--show-interactive-dev-session=false")
+	if opts.Environment != "" {
+		args = append(args, "--env", opts.Environment)
+	}
 	if opts.EnvFile != "" {
 		args = append(args, "--env-file", opts.EnvFile)
 	}
@@ -85,6 +102,10 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	if opts.Registry == "" {
+		opts.Registry = filepath.Join(opts.StateDir, "registry")
+	}
+	cmd.Env = append(cmd.Env, "WRANGLER_REGISTRY_PATH="+opts.Registry)
 	cmd.Env = append(cmd.Env, opts.Env...)
 	logs := &syncBuffer{}
 	cmd.Stdout, cmd.Stderr = logs, logs
