@@ -7,8 +7,10 @@ import (
 	"testing"
 
 	"github.com/edge-orders/edge-orders/auth"
+	"github.com/edge-orders/edge-orders/eventlog"
 	"github.com/edge-orders/edge-orders/httpapi"
 	"github.com/edge-orders/edge-orders/kv"
+	"github.com/edge-orders/edge-orders/kv/kvtest"
 )
 
 // The configured clients' tokens; neither may ever show in a response or a
@@ -29,9 +31,9 @@ const (
 // authHandler is a handler that requires alice's or bob's token.
 type authHandler struct {
 	*httpapi.Handler
-	store *recordingStore
+	store *kvtest.Recording
 	mem   *kv.Memory
-	lines []httpapi.LogLine
+	lines []eventlog.Line
 }
 
 func newAuthHandler(t *testing.T) *authHandler {
@@ -41,9 +43,8 @@ func newAuthHandler(t *testing.T) *authHandler {
 		t.Fatal(err)
 	}
 	a := &authHandler{mem: kv.NewMemory()}
-	a.store = &recordingStore{Store: a.mem}
-	a.Handler = httpapi.New(newService(a.store), clients)
-	a.Log = func(l httpapi.LogLine) { a.lines = append(a.lines, l) }
+	a.store = &kvtest.Recording{Store: a.mem}
+	a.Handler = httpapi.New(newService(a.store), httpapi.Options{Clients: clients, Log: logTo(&a.lines)})
 	return a
 }
 
@@ -75,8 +76,8 @@ func headersText(w *httptest.ResponseRecorder) string {
 }
 
 func TestAuthRefusals(t *testing.T) {
-	missing := httpapi.LogLine{Outcome: "unauthorized", Status: 401, Error: "auth: missing bearer token"}
-	invalid := httpapi.LogLine{Outcome: "unauthorized", Status: 401, Error: "auth: invalid bearer token"}
+	missing := eventlog.Line{Outcome: "unauthorized", Status: 401, Error: "auth: missing bearer token"}
+	invalid := eventlog.Line{Outcome: "unauthorized", Status: 401, Error: "auth: invalid bearer token"}
 	tests := []struct {
 		name          string
 		method        string
@@ -85,7 +86,7 @@ func TestAuthRefusals(t *testing.T) {
 		body          string
 		wantBody      string
 		wantChallenge string
-		wantLine      httpapi.LogLine
+		wantLine      eventlog.Line
 	}{
 		{"no Authorization is a missing token", "POST", "", ptr("k"), validBody,
 			problemMissingToken, challengeMissing, missing},
@@ -107,8 +108,12 @@ func TestAuthRefusals(t *testing.T) {
 			problemInvalidToken, challengeInvalid, invalid},
 		// Authentication comes first: nothing about the request is told to
 		// someone without a token.
-		{"GET without a token is unauthorized, not method not allowed", "GET", "", ptr("k"), "",
+		{"GET without a token is unauthorized, not method not allowed", "GET", "", nil, "",
 			problemMissingToken, challengeMissing, missing},
+		{"a lookup without a token is unauthorized", "GET", "", ptr("k"), "",
+			problemMissingToken, challengeMissing, missing},
+		{"a lookup with an unknown token is unauthorized", "GET", "Bearer " + malloryToken, ptr("k"), "",
+			problemInvalidToken, challengeInvalid, invalid},
 		{"GET with an unknown token is unauthorized", "GET", "Bearer " + malloryToken, nil, "",
 			problemInvalidToken, challengeInvalid, invalid},
 		{"POST without a token or a key is unauthorized", "POST", "", nil, validBody,
@@ -129,7 +134,7 @@ func TestAuthRefusals(t *testing.T) {
 				t.Errorf("WWW-Authenticate = %q, want one challenge", got)
 			}
 			if got := h.store.Calls(); len(got) != 0 {
-				t.Errorf("storage calls = %q, want none", got)
+				t.Errorf("storage calls = %v, want none", got)
 			}
 			if len(h.lines) != 1 {
 				t.Fatalf("log lines = %+v, want one", h.lines)
@@ -142,7 +147,7 @@ func TestAuthRefusals(t *testing.T) {
 			sent := strings.TrimSpace(strings.TrimPrefix(tc.authorization, "Bearer"))
 			sent = strings.TrimSpace(strings.TrimPrefix(sent, "Basic"))
 			secrets := []string{aliceToken, bobToken, malloryToken, sent}
-			wantNoSecret(t, "log line", string(h.lines[0].JSON()), secrets...)
+			wantNoSecret(t, "log line", string(h.lines[0].AppendJSON(nil)), secrets...)
 			wantNoSecret(t, "body", w.Body.String(), secrets...)
 			wantNoSecret(t, "headers", headersText(w), secrets...)
 		})
@@ -177,11 +182,11 @@ func TestAuthAccepts(t *testing.T) {
 			}
 			got := h.lines[0]
 			got.Millis = 0
-			want := httpapi.LogLine{Outcome: "created", Client: tc.wantClient, Key: "k", Status: 201, OrderID: id}
+			want := eventlog.Line{Outcome: "created", Client: tc.wantClient, Key: "k", Status: 201, OrderID: id}
 			if got != want {
 				t.Errorf("log line = %+v, want %+v", got, want)
 			}
-			wantNoSecret(t, "log line", string(h.lines[0].JSON()), aliceToken, bobToken)
+			wantNoSecret(t, "log line", string(h.lines[0].AppendJSON(nil)), aliceToken, bobToken)
 			wantNoSecret(t, "body", w.Body.String(), aliceToken, bobToken)
 		})
 	}
@@ -191,12 +196,14 @@ func TestAuthAccepts(t *testing.T) {
 // method and key checks.
 func TestAuthMethodAfterToken(t *testing.T) {
 	h := newAuthHandler(t)
-	w := serve(h, withAuth(request(http.MethodGet, ptr("k"), nil), "Bearer "+aliceToken))
-	check(t, w, response{405, problemMethodNotAllowed, map[string]string{"Allow": "POST", "WWW-Authenticate": ""}})
+	w := serve(h, withAuth(request(http.MethodGet, nil, nil), "Bearer "+aliceToken))
+	check(t, w, response{405, problemMethodNotAllowed, map[string]string{"Allow": "GET, POST", "WWW-Authenticate": ""}})
+	w = serve(h, withAuth(request(http.MethodPut, ptr("k"), strings.NewReader(validBody)), "Bearer "+aliceToken))
+	check(t, w, response{405, problemMethodNotAllowed, map[string]string{"Allow": "GET, POST", "WWW-Authenticate": ""}})
 	w = serve(h, withAuth(request(http.MethodPost, nil, strings.NewReader(validBody)), "Bearer "+aliceToken))
 	check(t, w, response{400, problemMissingKey, map[string]string{"WWW-Authenticate": ""}})
 	if got := h.store.Calls(); len(got) != 0 {
-		t.Errorf("storage calls = %q, want none", got)
+		t.Errorf("storage calls = %v, want none", got)
 	}
 	for i, l := range h.lines {
 		if l.Client != "alice" {
@@ -240,7 +247,7 @@ func TestClientsShareNoKeys(t *testing.T) {
 		}
 	})
 	t.Run("log lines carry the client", func(t *testing.T) {
-		want := []httpapi.LogLine{
+		want := []eventlog.Line{
 			{Outcome: "created", Client: "alice", Key: "shared", Status: 201, OrderID: aliceID},
 			{Outcome: "created", Client: "bob", Key: "shared", Status: 201, OrderID: bobID},
 			{Outcome: "replayed", Client: "bob", Key: "shared", Status: 200, OrderID: bobID},
@@ -254,15 +261,46 @@ func TestClientsShareNoKeys(t *testing.T) {
 			if got != want[i] {
 				t.Errorf("log line %d = %+v, want %+v", i, got, want[i])
 			}
-			if j := string(h.lines[i].JSON()); !strings.Contains(j, `"client":"`+want[i].Client+`"`) {
+			if j := string(h.lines[i].AppendJSON(nil)); !strings.Contains(j, `"client":"`+want[i].Client+`"`) {
 				t.Errorf("log JSON %d = %s, want the client", i, j)
 			}
 		}
 	})
+
+	lookup := func(token, key string) *httptest.ResponseRecorder {
+		return serve(h, withAuth(request(http.MethodGet, ptr(key), nil), "Bearer "+token))
+	}
+	t.Run("alice's lookup replays alice's receipt", func(t *testing.T) {
+		check(t, lookup(aliceToken, "shared"), response{200, alice.Body.String(), map[string]string{"Idempotent-Replay": "true"}})
+	})
+	t.Run("bob's lookup replays bob's receipt", func(t *testing.T) {
+		check(t, lookup(bobToken, "shared"), response{200, bob.Body.String(), map[string]string{"Idempotent-Replay": "true"}})
+	})
+	t.Run("another client's key is not found", func(t *testing.T) {
+		mine := serve(h, withAuth(request(http.MethodPost, ptr("alice-only"), strings.NewReader(validBody)), "Bearer "+aliceToken))
+		if mine.Code != http.StatusCreated {
+			t.Fatalf("alice's order = %d %s, want 201", mine.Code, mine.Body)
+		}
+		before := len(h.store.Writes())
+		w := lookup(bobToken, "alice-only")
+		check(t, w, response{404, problemNotFound, map[string]string{"Idempotent-Replay": ""}})
+		if strings.Contains(w.Body.String(), orderID(t, mine)) {
+			t.Errorf("bob's lookup %s reveals alice's order", w.Body)
+		}
+		check(t, lookup(aliceToken, "alice-only"), response{200, mine.Body.String(), map[string]string{"Idempotent-Replay": "true"}})
+		if got := h.store.Writes()[before:]; len(got) != 0 {
+			t.Errorf("lookups wrote %v, want no writes", got)
+		}
+		last := h.lines[len(h.lines)-2]
+		last.Millis = 0
+		if want := (eventlog.Line{Outcome: "not_found", Client: "bob", Key: "alice-only", Status: 404, Error: "intake: no receipt for this key"}); last != want {
+			t.Errorf("bob's lookup logged %+v, want %+v", last, want)
+		}
+	})
 }
 
-// TestLongestClientAndKey checks that a 64-character client id with a
-// 255-character key still makes KV keys KV accepts.
+// TestLongestClientAndKey checks that the longest client id with the
+// longest key still makes KV keys KV accepts.
 func TestLongestClientAndKey(t *testing.T) {
 	id := strings.Repeat("c", auth.MaxClientIDBytes)
 	token := "longest-tok-0123456789"
@@ -271,8 +309,8 @@ func TestLongestClientAndKey(t *testing.T) {
 		t.Fatal(err)
 	}
 	mem := kv.NewMemory()
-	h := httpapi.New(newService(mem), clients)
-	key := strings.Repeat("k", 255)
+	h := httpapi.New(newService(mem), httpapi.Options{Clients: clients})
+	key := strings.Repeat("k", httpapi.MaxKeyBytes)
 	w := serve(h, withAuth(request(http.MethodPost, ptr(key), strings.NewReader(validBody)), "Bearer "+token))
 	if w.Code != http.StatusCreated {
 		t.Fatalf("status = %d body = %s, want 201", w.Code, w.Body)
@@ -280,4 +318,6 @@ func TestLongestClientAndKey(t *testing.T) {
 	if e, err := mem.Get(t.Context(), "result:"+id+":"+key); err != nil || e.Value != w.Body.String() {
 		t.Errorf("stored receipt = %s, %v; want %s", e.Value, err, w.Body)
 	}
+	looked := serve(h, withAuth(request(http.MethodGet, ptr(key), nil), "Bearer "+token))
+	check(t, looked, response{200, w.Body.String(), map[string]string{"Idempotent-Replay": "true"}})
 }

@@ -6,8 +6,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/edge-orders/edge-orders/eventlog"
 	"github.com/edge-orders/edge-orders/httpapi"
 	"github.com/edge-orders/edge-orders/kv"
+	"github.com/edge-orders/edge-orders/kv/kvtest"
 )
 
 const uuidKey = "8e03978e-40d5-43e8-bc93-6894a57f9324"
@@ -31,9 +33,8 @@ func TestQuotedKeyIsTheSameKey(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			mem := kv.NewMemory()
-			h := httpapi.New(newService(mem), nil)
-			var lines []httpapi.LogLine
-			h.Log = func(l httpapi.LogLine) { lines = append(lines, l) }
+			var lines []eventlog.Line
+			h := httpapi.New(newService(mem), httpapi.Options{Log: logTo(&lines)})
 
 			first := serve(h, request(http.MethodPost, ptr(tc.first), strings.NewReader(validBody)))
 			if first.Code != http.StatusCreated {
@@ -41,6 +42,11 @@ func TestQuotedKeyIsTheSameKey(t *testing.T) {
 			}
 			second := serve(h, request(http.MethodPost, ptr(tc.second), strings.NewReader(validBody)))
 			check(t, second, response{200, first.Body.String(), map[string]string{"Idempotent-Replay": "true"}})
+			// A lookup names the key either way too.
+			for _, v := range []string{tc.first, tc.second} {
+				looked := serve(h, request(http.MethodGet, ptr(v), nil))
+				check(t, looked, response{200, first.Body.String(), map[string]string{"Idempotent-Replay": "true"}})
+			}
 			if e, err := mem.Get(t.Context(), "result:"+tc.key); err != nil || e.Value != first.Body.String() {
 				t.Errorf("result:%s = %s, %v; want the receipt %s", tc.key, e.Value, err, first.Body)
 			}
@@ -54,18 +60,24 @@ func TestQuotedKeyIsTheSameKey(t *testing.T) {
 }
 
 // TestInvalidKeys checks every key the contract refuses is a 400
-// invalid_idempotency_key before any storage call.
+// invalid_idempotency_key before any storage call, for a submission and a
+// lookup alike.
 func TestInvalidKeys(t *testing.T) {
 	tests := []struct {
 		name   string
 		header string
 	}{
 		{"256 characters is invalid", strings.Repeat("k", 256)},
+		{"one over MaxKeyBytes is invalid", strings.Repeat("k", httpapi.MaxKeyBytes+1)},
 		{"512 characters is invalid", strings.Repeat("k", 512)},
 		{"a control character is invalid", "a\x01b"},
 		{"a NUL is invalid", "a\x00b"},
 		{"a tab is invalid", "a\tb"},
 		{"DEL is invalid", "a\x7fb"},
+		{"DEL at the end is invalid", "abc\x7f"},
+		{"a control character in the middle is invalid", "abc\x01def"},
+		{"a tab in the middle is invalid", "abc\tdef"},
+		{"non-ASCII at the end is invalid", "clé"},
 		{"non-ASCII is invalid", "café"},
 		{"Cyrillic is invalid", "ключ"},
 		{"a lone UTF-8 byte is invalid", "a\xffb"},
@@ -80,20 +92,25 @@ func TestInvalidKeys(t *testing.T) {
 		{"non-ASCII quoted is invalid", `"café"`},
 	}
 	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			rec := &recordingStore{Store: kv.NewMemory()}
-			h := httpapi.New(newService(rec), nil)
-			var lines []httpapi.LogLine
-			h.Log = func(l httpapi.LogLine) { lines = append(lines, l) }
-			w := serve(h, request(http.MethodPost, ptr(tc.header), strings.NewReader(validBody)))
-			check(t, w, response{400, problemInvalidKey, map[string]string{"Idempotent-Replay": "", "Retry-After": ""}})
-			if got := rec.Calls(); len(got) != 0 {
-				t.Errorf("storage calls = %q, want none", got)
-			}
-			if len(lines) != 1 || lines[0].Outcome != "invalid_idempotency_key" || lines[0].Status != 400 {
-				t.Errorf("log lines = %+v, want one invalid_idempotency_key 400", lines)
-			}
-		})
+		for _, method := range []string{http.MethodPost, http.MethodGet} {
+			t.Run(tc.name+" in a "+method, func(t *testing.T) {
+				mem := kv.NewMemory()
+				rec := &kvtest.Recording{Store: mem}
+				var lines []eventlog.Line
+				h := httpapi.New(newService(rec), httpapi.Options{Log: logTo(&lines)})
+				w := serve(h, request(method, ptr(tc.header), strings.NewReader(validBody)))
+				check(t, w, response{400, problemInvalidKey, map[string]string{"Idempotent-Replay": "", "Retry-After": ""}})
+				if got := rec.Calls(); len(got) != 0 {
+					t.Errorf("storage calls = %v, want none", got)
+				}
+				if got := mem.Len(); got != 0 {
+					t.Errorf("Memory.Len() = %d, want 0", got)
+				}
+				if len(lines) != 1 || lines[0].Outcome != "invalid_idempotency_key" || lines[0].Status != 400 {
+					t.Errorf("log lines = %+v, want one invalid_idempotency_key 400", lines)
+				}
+			})
+		}
 	}
 }
 
@@ -110,6 +127,9 @@ func TestValidKeys(t *testing.T) {
 		key  string
 	}{
 		{"255 characters is created", strings.Repeat("k", 255)},
+		{"MaxKeyBytes characters is created", strings.Repeat("k", httpapi.MaxKeyBytes)},
+		{"a UUID is created", uuidKey},
+		{"printable ASCII after a leading space is created", " !\"#$%&'()*+,-./0123456789:;<=>?@AZ[\\]^_`az{|}~"},
 		{"one character is created", "k"},
 		{"every printable ASCII character is created", printable.String()},
 		{"a space inside is created", "a b"},
@@ -119,13 +139,16 @@ func TestValidKeys(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			mem := kv.NewMemory()
-			w := serve(newHandler(mem), request(http.MethodPost, ptr(tc.key), strings.NewReader(validBody)))
+			h := newHandler(mem)
+			w := serve(h, request(http.MethodPost, ptr(tc.key), strings.NewReader(validBody)))
 			if w.Code != http.StatusCreated {
 				t.Fatalf("status = %d body = %s, want 201", w.Code, w.Body)
 			}
 			if e, err := mem.Get(t.Context(), "result:"+tc.key); err != nil || e.Value != w.Body.String() {
 				t.Errorf("result:%s = %s, %v; want the receipt %s", tc.key, e.Value, err, w.Body)
 			}
+			again := serve(h, request(http.MethodPost, ptr(tc.key), strings.NewReader(validBody)))
+			check(t, again, response{200, w.Body.String(), map[string]string{"Idempotent-Replay": "true"}})
 		})
 	}
 }
@@ -158,11 +181,11 @@ func TestKeyReusedForAnotherOrder(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			rec := &recordingStore{Store: kv.NewMemory()}
+			rec := &kvtest.Recording{Store: kv.NewMemory()}
 			h := newHandler(rec)
 			first := serve(h, request(http.MethodPost, ptr("k"), strings.NewReader(validBody)))
 			id := orderID(t, first)
-			before := len(rec.Calls())
+			before := len(rec.Writes())
 
 			w := serve(h, request(http.MethodPost, ptr("k"), strings.NewReader(tc.body)))
 			want := tc.want
@@ -173,10 +196,8 @@ func TestKeyReusedForAnotherOrder(t *testing.T) {
 			if w.Code != http.StatusOK && strings.Contains(w.Body.String(), id) {
 				t.Errorf("body %s reveals the stored order %s", w.Body, id)
 			}
-			for _, c := range rec.Calls()[before:] {
-				if !strings.HasPrefix(c, "Get ") {
-					t.Errorf("storage call %q, want only reads", c)
-				}
+			if got := rec.Writes()[before:]; len(got) != 0 {
+				t.Errorf("storage writes %v, want only reads", got)
 			}
 
 			again := serve(h, request(http.MethodPost, ptr("k"), strings.NewReader(validBody)))
@@ -205,12 +226,11 @@ func TestReplaysReferenceReceipt(t *testing.T) {
 			if err := mem.Put(t.Context(), "result:ts", kv.Entry{Value: stored}, kv.PutOptions{TTL: 24 * time.Hour}); err != nil {
 				t.Fatal(err)
 			}
-			h := httpapi.New(newService(mem), nil)
-			var lines []httpapi.LogLine
-			h.Log = func(l httpapi.LogLine) { lines = append(lines, l) }
+			var lines []eventlog.Line
+			h := httpapi.New(newService(mem), httpapi.Options{Log: logTo(&lines)})
 			w := serve(h, request(http.MethodPost, ptr("ts"), strings.NewReader(tc.body)))
 			check(t, w, response{200, stored, map[string]string{"Idempotent-Replay": "true"}})
-			want := httpapi.LogLine{Outcome: "replayed", Key: "ts", Status: 200, OrderID: "0b7e2c57-8f53-4c39-9f5e-0d2d3c0b2a61"}
+			want := eventlog.Line{Outcome: "replayed", Key: "ts", Status: 200, OrderID: "0b7e2c57-8f53-4c39-9f5e-0d2d3c0b2a61"}
 			if len(lines) != 1 {
 				t.Fatalf("log lines = %+v, want one", lines)
 			}

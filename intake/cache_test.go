@@ -4,71 +4,112 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/edge-orders/edge-orders/intake"
 	"github.com/edge-orders/edge-orders/kv"
+	"github.com/edge-orders/edge-orders/kv/kvtest"
 )
 
 // TestReplayFromMemory checks that a retry on the same instance replays the
 // receipt without KV for a minute, and goes back to KV after that.
 func TestReplayFromMemory(t *testing.T) {
-	now := time.Date(2026, 3, 14, 15, 0, 0, 0, time.UTC)
-	mem := kv.NewMemory()
-	mem.Now = func() time.Time { return now }
-	rec := &recordingStore{Store: mem}
-	svc := intake.New(rec, &intake.Options{Now: func() time.Time { return now }})
+	now := acceptedAt
+	h := newHarness(t, intake.Options{Now: func() time.Time { return now }}, intake.KVOptions{})
 	submit := func(body string) intake.Outcome {
 		t.Helper()
-		out, err := svc.Submit(context.Background(), "", "k", strings.NewReader(body))
+		out, err := h.submit("k", body)
 		if err != nil {
 			t.Fatalf("Submit: %v", err)
 		}
 		return out
 	}
 	first := submit(validBody)
-	calls := len(rec.snapshot())
+	calls := len(h.rec.Calls())
 
 	now = now.Add(59 * time.Second)
 	if again := submit(validBody); !again.Replayed || !bytes.Equal(again.Receipt, first.Receipt) {
 		t.Fatalf("replay = %s replayed %v, want %s", again.Receipt, again.Replayed, first.Receipt)
 	}
-	if got := rec.snapshot()[calls:]; len(got) != 0 {
+	if got := h.rec.Calls()[calls:]; len(got) != 0 {
 		t.Fatalf("a replay within a minute called KV: %v", got)
 	}
-	if _, err := svc.Submit(context.Background(), "", "k", strings.NewReader(`{"symbol":"X","side":"buy","quantity":1}`)); !errors.Is(err, intake.ErrKeyReused) {
+	if _, err := h.submit("k", `{"symbol":"X","side":"buy","quantity":1}`); !errors.Is(err, intake.ErrKeyReused) {
 		t.Fatalf("a different order from memory: error = %v, want ErrKeyReused", err)
 	}
 
 	now = now.Add(time.Second)
-	gets := rec.count(opGet, "result:")
+	gets := h.rec.Count(kvtest.OpGet, "result:")
 	if again := submit(validBody); !again.Replayed || !bytes.Equal(again.Receipt, first.Receipt) {
 		t.Fatalf("replay after a minute = %s replayed %v, want %s", again.Receipt, again.Replayed, first.Receipt)
 	}
-	if got := rec.count(opGet, "result:") - gets; got != 1 {
+	if got := h.rec.Count(kvtest.OpGet, "result:") - gets; got != 1 {
 		t.Fatalf("result Gets = %d, want 1: after a minute the receipt is read from KV again", got)
 	}
 }
 
 // TestReceiptCacheIsBounded checks the oldest receipts leave memory first.
 func TestReceiptCacheIsBounded(t *testing.T) {
-	mem := kv.NewMemory()
-	rec := &recordingStore{Store: mem}
-	svc := intake.New(rec, &intake.Options{CachedReceipts: 2})
-	for _, key := range []string{"a", "b", "c"} {
-		if _, err := svc.Submit(context.Background(), "", key, strings.NewReader(validBody)); err != nil {
+	h := newHarness(t, intake.Options{CachedReceipts: 2}, intake.KVOptions{})
+	for _, id := range []string{"a", "b", "c"} {
+		if _, err := h.submit(id, validBody); err != nil {
 			t.Fatal(err)
 		}
 	}
-	before := rec.count(opGet, "result:")
-	for _, key := range []string{"b", "c", "a"} {
-		if out, err := svc.Submit(context.Background(), "", key, strings.NewReader(validBody)); err != nil || !out.Replayed {
-			t.Fatalf("replay %s = %v, %v", key, out.Replayed, err)
+	before := h.rec.Count(kvtest.OpGet, "result:")
+	for _, id := range []string{"b", "c", "a"} {
+		if out, err := h.submit(id, validBody); err != nil || !out.Replayed {
+			t.Fatalf("replay %s = %v, %v", id, out.Replayed, err)
 		}
 	}
-	if got := rec.count(opGet, "result:") - before; got != 1 {
+	if got := h.rec.Count(kvtest.OpGet, "result:") - before; got != 1 {
 		t.Fatalf("result Gets for b, c, a = %d, want 1 (only a, the evicted one)", got)
+	}
+}
+
+// TestLookupFillsCache checks that a receipt read by Lookup is kept too: a
+// retry after it replays without KV.
+func TestLookupFillsCache(t *testing.T) {
+	h := newHarness(t, intake.Options{}, intake.KVOptions{})
+	const stored = `{"orderId":"r1"}`
+	h.put(t, "result:k", kv.Entry{Value: stored}, time.Hour)
+	looked, err := h.svc.Lookup(context.Background(), key("k"))
+	if err != nil {
+		t.Fatalf("Lookup: %v", err)
+	}
+	calls := len(h.rec.Calls())
+	for _, call := range []struct {
+		name string
+		do   func() (intake.Outcome, error)
+	}{
+		{"Lookup", func() (intake.Outcome, error) { return h.svc.Lookup(context.Background(), key("k")) }},
+		{"Submit", func() (intake.Outcome, error) { return h.submit("k", validBody) }},
+	} {
+		out, err := call.do()
+		if err != nil || !out.Replayed || !bytes.Equal(out.Receipt, looked.Receipt) {
+			t.Errorf("%s after Lookup = %s replayed %v, %v; want %s replayed", call.name, out.Receipt, out.Replayed, err, looked.Receipt)
+		}
+	}
+	if got := h.rec.Calls()[calls:]; len(got) != 0 {
+		t.Errorf("replays after a Lookup called KV: %v", got)
+	}
+}
+
+// TestCacheOff checks that negative CachedReceipts keeps nothing in memory:
+// every replay reads KV.
+func TestCacheOff(t *testing.T) {
+	h := newHarness(t, intake.Options{CachedReceipts: -1}, intake.KVOptions{})
+	if _, err := h.submit("k", validBody); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 2 {
+		gets := h.rec.Count(kvtest.OpGet, "result:")
+		if out, err := h.submit("k", validBody); err != nil || !out.Replayed {
+			t.Fatalf("replay %d = %v, %v", i, out.Replayed, err)
+		}
+		if got := h.rec.Count(kvtest.OpGet, "result:") - gets; got != 1 {
+			t.Errorf("replay %d: result Gets = %d, want 1", i, got)
+		}
 	}
 }

@@ -1,4 +1,5 @@
-// Package kvtest checks that a kv.Store behaves like Workers KV.
+// Package kvtest checks that a kv.Store behaves like Workers KV, and wraps
+// any kv.Store in test doubles that record, fail or hook its calls.
 package kvtest
 
 import (

@@ -1,0 +1,320 @@
+package httpapi_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/edge-orders/edge-orders/httpapi"
+	"github.com/edge-orders/edge-orders/intake"
+	"github.com/edge-orders/edge-orders/kv"
+	"github.com/edge-orders/edge-orders/kv/kvtest"
+)
+
+// jsonString writes s as a JSON string, escaping only what JSON requires, as
+// JSON.stringify does (encoding/json's default would also escape <, > and &).
+func jsonString(s string) string {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(s); err != nil {
+		panic(err)
+	}
+	return strings.TrimSuffix(b.String(), "\n")
+}
+
+// problemJSON is the RFC 9457 problem body the contract promises for code:
+// the members type, title, status, detail and error, in that order, then the
+// raw members in extra (such as `,"retryAfter":60`).
+func problemJSON(code string, status int, title, detail, extra string) string {
+	return `{"type":` + jsonString("tag:edge-orders,2026:"+code) +
+		`,"title":` + jsonString(title) +
+		`,"status":` + strconv.Itoa(status) +
+		`,"detail":` + jsonString(detail) +
+		`,"error":` + jsonString(code) + extra + `}`
+}
+
+// The problems of the contract, with their titles and details written out
+// here rather than read from the handler's table, so that a wrong code,
+// title, detail or member order fails a test.
+var (
+	problemMethodNotAllowed = problemJSON("method_not_allowed", 405, "Method not allowed",
+		"Orders are submitted with POST; GET with an Idempotency-Key looks one up.", "")
+	problemMissingKey = problemJSON("missing_idempotency_key", 400, "Idempotency-Key is missing",
+		"Every order needs an Idempotency-Key header, repeated unchanged on every retry.", "")
+	problemInvalidKey = problemJSON("invalid_idempotency_key", 400, "Idempotency-Key is invalid",
+		"An Idempotency-Key is 1 to 255 printable ASCII characters, such as a UUID; it may be sent as a quoted string.", "")
+	problemUnreadableBody = problemJSON("unreadable_body", 400, "Request body could not be read",
+		"The request body ended early or could not be read; retry under the same key.", "")
+	problemBodyTooLarge = problemJSON("body_too_large", 413, "Request body is too large",
+		"An order body is at most 64 KiB.", "")
+	problemInProgress = problemJSON("in_progress", 409, "A request is outstanding for this Idempotency-Key",
+		"Another request with this Idempotency-Key is being processed; retry after retryAfter seconds at the latest.", `,"retryAfter":60`)
+	problemKeyReused = problemJSON("idempotency_key_reused", 422, "Idempotency-Key is already used",
+		"This Idempotency-Key was used for a different order; use a new key for a new order.", "")
+	problemNotFound = problemJSON("not_found", 404, "No order for this Idempotency-Key",
+		"No receipt is stored under this Idempotency-Key, and no request holds it.", "")
+	problemInvalidOrder = problemJSON("invalid_order", 422, "Invalid order",
+		`The body must be a JSON object with symbol (a non-empty string), side ("buy" or "sell") and quantity (a positive integer).`, "")
+	problemUnavailable = problemJSON("storage_unavailable", 503, "Storage unavailable",
+		"The order store failed; no order was placed under this key. Retry under the same key.", "")
+	problemInternal = problemJSON("internal_error", 500, "Internal error",
+		"The Worker failed unexpectedly; retry under the same key.", "")
+	problemMissingToken = problemJSON("unauthorized", 401, "Missing API token",
+		"Send a client token as Authorization: Bearer <token>.", "")
+	problemInvalidToken = problemJSON("unauthorized", 401, "Invalid API token",
+		"The bearer token belongs to no client.", "")
+)
+
+func TestProblemJSON(t *testing.T) {
+	// The helper itself, against a body written out by hand.
+	got := problemJSON("in_progress", 409, `T "q" <&>`, `d\x`, `,"retryAfter":60`)
+	want := `{"type":"tag:edge-orders,2026:in_progress","title":"T \"q\" <&>","status":409,"detail":"d\\x","error":"in_progress","retryAfter":60}`
+	if got != want {
+		t.Errorf("problemJSON = %s, want %s", got, want)
+	}
+}
+
+// TestProblemLimitsMatchConstants checks that the limits the problems
+// promise are the ones the handler enforces.
+func TestProblemLimitsMatchConstants(t *testing.T) {
+	if want := "1 to " + strconv.Itoa(httpapi.MaxKeyBytes) + " printable"; !strings.Contains(problemInvalidKey, want) {
+		t.Errorf("invalid key problem %s, want it to say %q", problemInvalidKey, want)
+	}
+	if want := "at most " + strconv.Itoa(httpapi.MaxBodyBytes>>10) + " KiB"; !strings.Contains(problemBodyTooLarge, want) {
+		t.Errorf("body too large problem %s, want it to say %q", problemBodyTooLarge, want)
+	}
+}
+
+func TestErrors(t *testing.T) {
+	// Every 405 tells the client what it may send instead.
+	allow := map[string]string{"Allow": "GET, POST"}
+	tests := []struct {
+		name  string
+		store func(*kv.Memory) kv.Store // nil: the Memory as it is
+		setup func(*testing.T, *kv.Memory)
+		req   *http.Request
+		want  response
+		// noStorage says the request must be refused before any KV call.
+		noStorage bool
+	}{
+		{
+			name:      "GET without a key is method not allowed",
+			req:       request(http.MethodGet, nil, nil),
+			want:      response{405, problemMethodNotAllowed, map[string]string{"Allow": "GET, POST", "Idempotent-Replay": ""}},
+			noStorage: true,
+		},
+		{
+			name:      "GET with an empty key is method not allowed",
+			req:       request(http.MethodGet, ptr(""), nil),
+			want:      response{405, problemMethodNotAllowed, allow},
+			noStorage: true,
+		},
+		{
+			name:      "HEAD with a key is method not allowed",
+			req:       request(http.MethodHead, ptr("k"), nil),
+			want:      response{405, problemMethodNotAllowed, allow},
+			noStorage: true,
+		},
+		{
+			name:      "PUT is method not allowed",
+			req:       request(http.MethodPut, ptr("k"), strings.NewReader(validBody)),
+			want:      response{405, problemMethodNotAllowed, allow},
+			noStorage: true,
+		},
+		{
+			name:      "DELETE is method not allowed",
+			req:       request(http.MethodDelete, nil, nil),
+			want:      response{405, problemMethodNotAllowed, allow},
+			noStorage: true,
+		},
+		{
+			name:      "OPTIONS is method not allowed",
+			req:       request(http.MethodOptions, nil, nil),
+			want:      response{405, problemMethodNotAllowed, allow},
+			noStorage: true,
+		},
+		{
+			name:      "lower-case post is method not allowed",
+			req:       request("post", ptr("k"), strings.NewReader(validBody)),
+			want:      response{405, problemMethodNotAllowed, allow},
+			noStorage: true,
+		},
+		{
+			name:      "lower-case get with a key is method not allowed",
+			req:       request("get", ptr("k"), nil),
+			want:      response{405, problemMethodNotAllowed, allow},
+			noStorage: true,
+		},
+		{
+			name:      "no key is missing key",
+			req:       request(http.MethodPost, nil, strings.NewReader(validBody)),
+			want:      response{400, problemMissingKey, map[string]string{"Allow": "", "WWW-Authenticate": ""}},
+			noStorage: true,
+		},
+		{
+			name:      "empty key is missing key",
+			req:       request(http.MethodPost, ptr(""), strings.NewReader(validBody)),
+			want:      response{400, problemMissingKey, nil},
+			noStorage: true,
+		},
+		{
+			name:  "claimed key is in progress",
+			setup: func(t *testing.T, m *kv.Memory) { putClaim(t, m, "k") },
+			req:   request(http.MethodPost, ptr("k"), strings.NewReader(validBody)),
+			want:  response{409, problemInProgress, map[string]string{"Retry-After": "60"}},
+		},
+		{
+			name:  "lookup of a claimed key is in progress",
+			setup: func(t *testing.T, m *kv.Memory) { putClaim(t, m, "k") },
+			req:   request(http.MethodGet, ptr("k"), nil),
+			want:  response{409, problemInProgress, map[string]string{"Retry-After": "60"}},
+		},
+		{
+			name: "lookup of a free key is not found",
+			req:  request(http.MethodGet, ptr("k"), nil),
+			want: response{404, problemNotFound, map[string]string{"Allow": "", "Idempotent-Replay": ""}},
+		},
+		{
+			name: "invalid order is unprocessable",
+			req:  request(http.MethodPost, ptr("k"), strings.NewReader(`{"symbol":"AAPL","side":"hold","quantity":10}`)),
+			want: response{422, problemInvalidOrder, nil},
+		},
+		{
+			name: "non-JSON order is unprocessable",
+			req:  request(http.MethodPost, ptr("k"), strings.NewReader(`quantity=10`)),
+			want: response{422, problemInvalidOrder, nil},
+		},
+		{
+			name:      "256-character key is invalid key",
+			req:       request(http.MethodPost, ptr(strings.Repeat("k", 256)), strings.NewReader(validBody)),
+			want:      response{400, problemInvalidKey, nil},
+			noStorage: true,
+		},
+		{
+			name:      "lookup of a 256-character key is invalid key",
+			req:       request(http.MethodGet, ptr(strings.Repeat("k", 256)), nil),
+			want:      response{400, problemInvalidKey, nil},
+			noStorage: true,
+		},
+		{
+			name:      "oversized body is too large",
+			req:       request(http.MethodPost, ptr("k"), strings.NewReader(hugeBody)),
+			want:      response{413, problemBodyTooLarge, nil},
+			noStorage: true,
+		},
+		{
+			name:      "unreadable body is unreadable",
+			req:       request(http.MethodPost, ptr("k"), io.MultiReader(strings.NewReader(`{"sym`), errorReader{})),
+			want:      response{400, problemUnreadableBody, nil},
+			noStorage: true,
+		},
+		{
+			name:  "storage failure is unavailable",
+			store: func(m *kv.Memory) kv.Store { return failing(m) },
+			req:   request(http.MethodPost, ptr("k"), strings.NewReader(validBody)),
+			want:  response{503, problemUnavailable, map[string]string{"Retry-After": "1"}},
+		},
+		{
+			name:  "storage failure in a lookup is unavailable",
+			store: func(m *kv.Memory) kv.Store { return failing(m) },
+			req:   request(http.MethodGet, ptr("k"), nil),
+			want:  response{503, problemUnavailable, map[string]string{"Retry-After": "1"}},
+		},
+		// Checks run in the README's order: method, key, body size, then the
+		// lifecycle (stored receipt, claim, validation).
+		{
+			name:      "wrong method wins over a missing key and a huge body",
+			req:       request(http.MethodGet, nil, strings.NewReader(hugeBody)),
+			want:      response{405, problemMethodNotAllowed, allow},
+			noStorage: true,
+		},
+		{
+			name:      "missing key wins over a huge body",
+			req:       request(http.MethodPost, nil, strings.NewReader(hugeBody)),
+			want:      response{400, problemMissingKey, nil},
+			noStorage: true,
+		},
+		{
+			name:      "256-character key wins over a huge body",
+			req:       request(http.MethodPost, ptr(strings.Repeat("k", 256)), strings.NewReader(hugeBody)),
+			want:      response{400, problemInvalidKey, nil},
+			noStorage: true,
+		},
+		{
+			name:      "huge body wins over a storage failure",
+			store:     func(m *kv.Memory) kv.Store { return failing(m) },
+			req:       request(http.MethodPost, ptr("k"), strings.NewReader(hugeBody)),
+			want:      response{413, problemBodyTooLarge, nil},
+			noStorage: true,
+		},
+		{
+			name:  "claimed key wins over an invalid order",
+			setup: func(t *testing.T, m *kv.Memory) { putClaim(t, m, "k") },
+			req:   request(http.MethodPost, ptr("k"), strings.NewReader(`{}`)),
+			want:  response{409, problemInProgress, map[string]string{"Retry-After": "60"}},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			mem := kv.NewMemory()
+			if tc.setup != nil {
+				tc.setup(t, mem)
+			}
+			var store kv.Store = mem
+			if tc.store != nil {
+				store = tc.store(mem)
+			}
+			rec := &kvtest.Recording{Store: store}
+			w := serve(newHandler(rec), tc.req)
+			check(t, w, tc.want)
+			if strings.Contains(w.Body.String(), secret) {
+				t.Errorf("body %s leaks the storage error", w.Body.String())
+			}
+			if s := tc.want.status; s != http.StatusConflict && s != http.StatusServiceUnavailable {
+				if got := w.Header().Get("Retry-After"); got != "" {
+					t.Errorf("Retry-After = %q on a %d, want none", got, s)
+				}
+			}
+			if s := tc.want.status; s != http.StatusMethodNotAllowed {
+				if got := w.Header().Get("Allow"); got != "" {
+					t.Errorf("Allow = %q on a %d, want none", got, s)
+				}
+			}
+			if got := rec.Calls(); tc.noStorage && len(got) != 0 {
+				t.Errorf("storage calls = %v, want none", got)
+			}
+			if got := rec.Writes(); tc.req.Method == http.MethodGet && len(got) != 0 {
+				t.Errorf("a GET wrote %v, want no writes", got)
+			}
+			if _, err := mem.Get(context.Background(), "result:k"); !errors.Is(err, kv.ErrNotFound) {
+				t.Errorf("result:k after a %d: error = %v, want ErrNotFound", w.Code, err)
+			}
+		})
+	}
+}
+
+// TestInProgressAnnouncesPendingTTL checks retryAfter and Retry-After follow
+// the configured claim TTL rather than a fixed 60.
+func TestInProgressAnnouncesPendingTTL(t *testing.T) {
+	mem := kv.NewMemory()
+	putClaim(t, mem, "k")
+	opts := serviceOptions()
+	opts.PendingTTL = 150 * time.Second
+	h := httpapi.New(intake.New(intake.NewKVStore(mem, nil), opts), httpapi.Options{})
+	want := problemJSON("in_progress", 409, "A request is outstanding for this Idempotency-Key",
+		"Another request with this Idempotency-Key is being processed; retry after retryAfter seconds at the latest.", `,"retryAfter":150`)
+	for _, method := range []string{http.MethodPost, http.MethodGet} {
+		t.Run(method+" announces the claim TTL", func(t *testing.T) {
+			w := serve(h, request(method, ptr("k"), strings.NewReader(validBody)))
+			check(t, w, response{409, want, map[string]string{"Retry-After": "150"}})
+		})
+	}
+}

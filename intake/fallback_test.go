@@ -1,0 +1,134 @@
+package intake_test
+
+import (
+	"context"
+	"errors"
+	"maps"
+	"testing"
+	"time"
+
+	"github.com/edge-orders/edge-orders/config"
+	"github.com/edge-orders/edge-orders/intake"
+	"github.com/edge-orders/edge-orders/kv"
+	"github.com/edge-orders/edge-orders/kv/kvtest"
+)
+
+// migration is a Service over a new Store with the old KV namespace as its
+// Fallback, as the Worker runs after a switch to the ledger.
+type migration struct {
+	old   *kvtest.Faulty // the old namespace, over oldKV
+	oldKV *kvtest.Recording
+	h     *harness // the new Store
+	spy   *storeSpy
+	svc   *intake.Service
+}
+
+// fallbackUntil is when the migration stops consulting the old namespace.
+var fallbackUntil = acceptedAt.Add(time.Hour)
+
+func newMigration(t *testing.T, now time.Time) *migration {
+	t.Helper()
+	m := &migration{h: newHarness(t, intake.Options{}, intake.KVOptions{})}
+	m.oldKV = &kvtest.Recording{Store: kv.NewMemory()}
+	m.old = &kvtest.Faulty{Store: m.oldKV, Err: errStorage}
+	m.spy = &storeSpy{Store: m.h.store}
+	m.svc = intake.New(m.spy, intake.Options{
+		ResultTTL:     config.DefaultResultTTL,
+		PendingTTL:    config.DefaultPendingTTL,
+		Fallback:      intake.NewKVStore(m.old, nil),
+		FallbackUntil: fallbackUntil,
+		Now:           func() time.Time { return now },
+	})
+	return m
+}
+
+// putOld stores a receipt in the old namespace, as the reference does.
+func (m *migration) putOld(t *testing.T, id, receipt string) {
+	t.Helper()
+	if err := m.oldKV.Store.Put(context.Background(), "result:"+id, kv.Entry{Value: receipt}, kv.PutOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestFallback(t *testing.T) {
+	const old = `{"orderId":"r1","status":"accepted","symbol":"AAPL","side":"buy","quantity":10,"acceptedAt":"2024-01-02T03:04:05.678Z"}`
+	ctx := context.Background()
+
+	t.Run("receipt stored before the migration is replayed and copied", func(t *testing.T) {
+		m := newMigration(t, acceptedAt)
+		m.putOld(t, "k", old)
+		out, err := m.svc.Submit(ctx, key("k"), []byte(validBody))
+		if err != nil || !out.Replayed || string(out.Receipt) != old || out.OrderID != "r1" {
+			t.Fatalf("Submit = %s replayed %v id %q, %v; want the old receipt replayed", out.Receipt, out.Replayed, out.OrderID, err)
+		}
+		m.h.wantReceiptStored(t, "k", []byte(old))
+		if _, ok := m.h.stored(t, "pending:k"); ok {
+			t.Errorf("pending:k left in the new store, want the claim ended by the copy")
+		}
+		if w := m.oldKV.Writes(); len(w) != 0 {
+			t.Errorf("the old namespace was written: %v, want it read only", w)
+		}
+		// From now on the new store answers by itself.
+		rec, err := m.h.store.Lookup(ctx, key("k"))
+		if err != nil || rec.State != intake.Stored || string(rec.Receipt) != old {
+			t.Errorf("new store Lookup = %+v, %v; want the copied receipt", rec, err)
+		}
+	})
+	t.Run("nothing in the fallback places a new order", func(t *testing.T) {
+		m := newMigration(t, acceptedAt)
+		out, err := m.svc.Submit(ctx, key("k"), []byte(validBody))
+		if err != nil || out.Replayed {
+			t.Fatalf("Submit = replayed %v, %v; want a new order", out.Replayed, err)
+		}
+		m.h.wantReceiptStored(t, "k", out.Receipt)
+		if got := m.oldKV.Count(kvtest.OpGet, "result:k"); got != 1 {
+			t.Errorf("old receipt reads = %d, want 1", got)
+		}
+	})
+	t.Run("after FallbackUntil the fallback is not consulted", func(t *testing.T) {
+		m := newMigration(t, fallbackUntil)
+		m.putOld(t, "k", old)
+		out, err := m.svc.Submit(ctx, key("k"), []byte(validBody))
+		if err != nil || out.Replayed {
+			t.Fatalf("Submit = %s replayed %v, %v; want a new order", out.Receipt, out.Replayed, err)
+		}
+		if _, err := m.svc.Lookup(ctx, key("other")); !errors.Is(err, intake.ErrNotFound) {
+			t.Errorf("Lookup error = %v, want ErrNotFound", err)
+		}
+		if got := m.oldKV.Calls(); len(got) != 0 {
+			t.Errorf("old namespace calls = %v, want none", got)
+		}
+	})
+	t.Run("failed fallback read is unavailable and frees the key", func(t *testing.T) {
+		m := newMigration(t, acceptedAt)
+		m.old.Set(kvtest.Fault{Op: kvtest.OpGet})
+		_, err := m.svc.Submit(ctx, key("k"), []byte(validBody))
+		if !errors.Is(err, intake.ErrUnavailable) {
+			t.Fatalf("Submit error = %v, want ErrUnavailable", err)
+		}
+		if got, want := m.spy.Calls(), map[string]int{"Begin": 1, "Release": 1}; !maps.Equal(got, want) {
+			t.Errorf("Store calls = %v, want %v", got, want)
+		}
+		if _, ok := m.h.stored(t, "pending:k"); ok {
+			t.Errorf("pending:k left behind, want the claim released")
+		}
+	})
+	t.Run("Lookup finds the old receipt without copying it", func(t *testing.T) {
+		m := newMigration(t, acceptedAt)
+		m.putOld(t, "k", old)
+		out, err := m.svc.Lookup(ctx, key("k"))
+		if err != nil || !out.Replayed || string(out.Receipt) != old {
+			t.Fatalf("Lookup = %s replayed %v, %v; want the old receipt replayed", out.Receipt, out.Replayed, err)
+		}
+		m.h.wantNoWrites(t, "Lookup", 0)
+		if w := m.oldKV.Writes(); len(w) != 0 {
+			t.Errorf("the old namespace was written: %v", w)
+		}
+	})
+	t.Run("Lookup of a key in neither is not found", func(t *testing.T) {
+		m := newMigration(t, acceptedAt)
+		if _, err := m.svc.Lookup(ctx, key("k")); !errors.Is(err, intake.ErrNotFound) {
+			t.Errorf("Lookup error = %v, want ErrNotFound", err)
+		}
+	})
+}

@@ -1,0 +1,642 @@
+package intake_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/edge-orders/edge-orders/config"
+	"github.com/edge-orders/edge-orders/intake"
+	"github.com/edge-orders/edge-orders/kv"
+	"github.com/edge-orders/edge-orders/kv/kvtest"
+	"github.com/edge-orders/edge-orders/order"
+)
+
+func TestNewRequiresTTLs(t *testing.T) {
+	store := intake.NewKVStore(kv.NewMemory(), nil)
+	tests := []struct {
+		name string
+		opts intake.Options
+	}{
+		{"no TTLs panics", intake.Options{}},
+		{"no ResultTTL panics", intake.Options{PendingTTL: config.DefaultPendingTTL}},
+		{"no PendingTTL panics", intake.Options{ResultTTL: config.DefaultResultTTL}},
+		{"a negative TTL panics", intake.Options{ResultTTL: -time.Hour, PendingTTL: config.DefaultPendingTTL}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			defer func() {
+				if recover() == nil {
+					t.Errorf("New(%+v) did not panic, want a panic naming the missing TTL", tc.opts)
+				}
+			}()
+			intake.New(store, tc.opts)
+		})
+	}
+}
+
+func TestSubmitNewKeyStoresReceipt(t *testing.T) {
+	h := newHarness(t, intake.Options{}, intake.KVOptions{})
+	out, err := h.submit("k1", validBody)
+	if err != nil {
+		t.Fatalf("Submit: %v", err)
+	}
+	if out.Replayed {
+		t.Errorf("Replayed = true, want false for a new key")
+	}
+	h.wantReceiptStored(t, "k1", out.Receipt)
+	if _, ok := h.stored(t, "pending:k1"); ok {
+		t.Errorf("pending:k1 still stored after Submit returned; want the claim released")
+	}
+	if got, want := h.mem.Len(), 1; got != want {
+		t.Errorf("Memory.Len() = %d, want %d (just the receipt)", got, want)
+	}
+	// The receipt is the order as placed, stamped with Options.Now.
+	var id string
+	if _, err := fmt.Sscanf(string(out.Receipt), `{"orderId":%q`, &id); err != nil {
+		t.Fatalf("receipt %s has no orderId: %v", out.Receipt, err)
+	}
+	want := `{"orderId":"` + id + `","status":"accepted","symbol":"AAPL","side":"buy","quantity":10,"acceptedAt":"2026-03-14T15:09:26.535Z"}`
+	if got := string(out.Receipt); got != want {
+		t.Errorf("Receipt = %s, want %s", got, want)
+	}
+	if got := out.OrderID; got != id {
+		t.Errorf("OrderID = %q, want the receipt's %q", got, id)
+	}
+	puts := h.rec.Filter(kvtest.OpPut, "result:")
+	if got, want := len(puts), 1; got != want {
+		t.Fatalf("result Puts = %d, want %d", got, want)
+	}
+	if got, want := puts[0].Options.TTL, config.DefaultResultTTL; got != want {
+		t.Errorf("result Put TTL = %v, want %v", got, want)
+	}
+}
+
+func TestSubmitReplay(t *testing.T) {
+	tests := []struct {
+		name string
+		body string
+	}{
+		{"same body replays the receipt", validBody},
+		{"same order reformatted replays the receipt", "{ \"quantity\": 10.0, \"side\": \"b\\u0075y\",\n \"symbol\": \"AAPL\", \"note\": 1 }"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, intake.Options{}, intake.KVOptions{})
+			first, err := h.submit("k", validBody)
+			if err != nil {
+				t.Fatalf("first Submit: %v", err)
+			}
+			before := len(h.rec.Writes())
+			again, err := h.submit("k", tc.body)
+			if err != nil {
+				t.Fatalf("replay Submit: %v", err)
+			}
+			if !again.Replayed {
+				t.Errorf("Replayed = false, want true")
+			}
+			if !bytes.Equal(again.Receipt, first.Receipt) {
+				t.Errorf("replayed Receipt = %s, want %s", again.Receipt, first.Receipt)
+			}
+			if again.OrderID != first.OrderID || first.OrderID == "" {
+				t.Errorf("replayed OrderID = %q, want the first's %q", again.OrderID, first.OrderID)
+			}
+			h.wantNoWrites(t, "replay", before)
+		})
+	}
+}
+
+func TestSubmitClaimedKeyIsInProgress(t *testing.T) {
+	h := newHarness(t, intake.Options{}, intake.KVOptions{})
+	// Another instance (or the reference Worker) holds the claim.
+	h.putClaim(t, "k")
+	out, err := h.submit("k", validBody)
+	if !errors.Is(err, intake.ErrInProgress) {
+		t.Fatalf("Submit error = %v, want ErrInProgress", err)
+	}
+	if out.Receipt != nil {
+		t.Errorf("Receipt = %s, want none with ErrInProgress", out.Receipt)
+	}
+	h.wantNoWrites(t, "Submit", 0)
+	if e, ok := h.stored(t, "pending:k"); !ok || e.Value != "1" {
+		t.Errorf("pending:k = %q present %v, want the other holder's claim untouched", e.Value, ok)
+	}
+	if got, want := h.mem.Len(), 1; got != want {
+		t.Errorf("Memory.Len() = %d, want %d", got, want)
+	}
+	// Once the claim expires, as on KV, the key is free again.
+	h.now = h.now.Add(kv.MinTTL)
+	if out, err := h.submit("k", validBody); err != nil || out.Replayed {
+		t.Fatalf("Submit after the claim expired = replayed %v, %v; want a new order", out.Replayed, err)
+	}
+}
+
+// invalidBodies are bodies that are no valid order.
+var invalidBodies = []struct {
+	name string
+	body []byte
+}{
+	{"not JSON", []byte(`{"symbol":`)},
+	{"empty body", []byte(``)},
+	{"no body", nil},
+	{"array", []byte(`[]`)},
+	{"missing symbol", []byte(`{"side":"buy","quantity":1}`)},
+	{"upper-case side", []byte(`{"symbol":"AAPL","side":"BUY","quantity":1}`)},
+	{"zero quantity", []byte(`{"symbol":"AAPL","side":"buy","quantity":0}`)},
+	{"fractional quantity", []byte(`{"symbol":"AAPL","side":"sell","quantity":1.5}`)},
+	{"quantity as string", []byte(`{"symbol":"AAPL","side":"sell","quantity":"1"}`)},
+}
+
+func TestSubmitInvalidOrderReleasesClaim(t *testing.T) {
+	for _, tc := range invalidBodies {
+		t.Run(tc.name+" is invalid and frees the key", func(t *testing.T) {
+			h := newHarness(t, intake.Options{}, intake.KVOptions{})
+			out, err := h.svc.Submit(context.Background(), key("k"), tc.body)
+			if !errors.Is(err, order.ErrInvalid) {
+				t.Fatalf("Submit error = %v, want order.ErrInvalid", err)
+			}
+			if out.Receipt != nil {
+				t.Errorf("Receipt = %s, want none", out.Receipt)
+			}
+			if got, want := h.rec.Count(kvtest.OpPut, "result:"), 0; got != want {
+				t.Errorf("result Puts = %d, want %d", got, want)
+			}
+			if _, ok := h.stored(t, "pending:k"); ok {
+				t.Errorf("pending:k still stored; want the claim released after an invalid order")
+			}
+			if got := h.mem.Len(); got != 0 {
+				t.Errorf("Memory.Len() = %d, want 0", got)
+			}
+			// The key stays free: the corrected order goes through at once.
+			fixed, err := h.submit("k", validBody)
+			if err != nil {
+				t.Fatalf("corrected Submit: %v", err)
+			}
+			if fixed.Replayed {
+				t.Errorf("corrected Submit Replayed = true, want a new order")
+			}
+			h.wantReceiptStored(t, "k", fixed.Receipt)
+		})
+	}
+}
+
+// TestValidateFirst checks that in ledger mode an invalid body is refused
+// before any storage call, where without the option it costs a claim and
+// its release.
+func TestValidateFirst(t *testing.T) {
+	for _, tc := range invalidBodies {
+		t.Run(tc.name+" costs no store calls", func(t *testing.T) {
+			h := newHarness(t, intake.Options{ValidateFirst: true}, intake.KVOptions{})
+			spy := &storeSpy{Store: h.store}
+			svc := intake.New(spy, intake.Options{ResultTTL: config.DefaultResultTTL, PendingTTL: config.DefaultPendingTTL, ValidateFirst: true})
+			out, err := svc.Submit(context.Background(), key("k"), tc.body)
+			if !errors.Is(err, order.ErrInvalid) {
+				t.Fatalf("Submit error = %v, want order.ErrInvalid", err)
+			}
+			if out.Receipt != nil {
+				t.Errorf("Receipt = %s, want none", out.Receipt)
+			}
+			if got := spy.Calls(); len(got) != 0 {
+				t.Errorf("Store calls = %v, want none", got)
+			}
+			if got := h.rec.Calls(); len(got) != 0 {
+				t.Errorf("KV calls = %v, want none", got)
+			}
+		})
+	}
+	t.Run("without it an invalid body costs a claim and its release", func(t *testing.T) {
+		h := newHarness(t, intake.Options{}, intake.KVOptions{})
+		spy := &storeSpy{Store: h.store}
+		svc := intake.New(spy, intake.Options{ResultTTL: config.DefaultResultTTL, PendingTTL: config.DefaultPendingTTL})
+		if _, err := svc.Submit(context.Background(), key("k"), []byte(`{}`)); !errors.Is(err, order.ErrInvalid) {
+			t.Fatalf("Submit error = %v, want order.ErrInvalid", err)
+		}
+		if got, want := spy.Calls(), map[string]int{"Begin": 1, "Release": 1}; !maps.Equal(got, want) {
+			t.Errorf("Store calls = %v, want %v", got, want)
+		}
+	})
+	t.Run("a valid body is placed and replayed", func(t *testing.T) {
+		h := newHarness(t, intake.Options{ValidateFirst: true}, intake.KVOptions{})
+		first, err := h.submit("k", validBody)
+		if err != nil || first.Replayed {
+			t.Fatalf("Submit = replayed %v, %v; want a new order", first.Replayed, err)
+		}
+		h.wantReceiptStored(t, "k", first.Receipt)
+		again, err := h.submit("k", validBody)
+		if err != nil || !again.Replayed || !bytes.Equal(again.Receipt, first.Receipt) {
+			t.Errorf("retry = %s replayed %v, %v; want %s replayed", again.Receipt, again.Replayed, err, first.Receipt)
+		}
+	})
+	// The reference's receipts replay whatever the body, but only once the
+	// body has got past validation.
+	t.Run("an invalid body is refused even for a reference receipt", func(t *testing.T) {
+		h := newHarness(t, intake.Options{ValidateFirst: true}, intake.KVOptions{})
+		h.put(t, "result:k", kv.Entry{Value: `{"orderId":"r1"}`}, 0)
+		if _, err := h.submit("k", `not json`); !errors.Is(err, order.ErrInvalid) {
+			t.Fatalf("Submit error = %v, want order.ErrInvalid", err)
+		}
+		if got := h.rec.Calls(); len(got) != 0 {
+			t.Errorf("KV calls = %v, want none", got)
+		}
+	})
+}
+
+// TestSubmitStorageFailure fails each storage step in turn, then retries
+// under the same key with storage healthy, and checks that the key ends with
+// exactly one stored receipt and that every receipt handed out is that one.
+func TestSubmitStorageFailure(t *testing.T) {
+	tests := []struct {
+		name   string
+		body   string
+		faults []kvtest.Fault
+		// wantErr is the first Submit's error; nil means it succeeds.
+		wantErr error
+		// wantReleaseErrs is how many times OnReleaseError is called.
+		wantReleaseErrs int
+		// wantClaim is whether pending:<key> is left behind.
+		wantClaim bool
+		// wantStored is whether the first Submit leaves a receipt stored.
+		wantStored bool
+	}{
+		{
+			name:    "get result fails: unavailable",
+			faults:  []kvtest.Fault{{Op: kvtest.OpGet, Prefix: "result:", Nth: 1}},
+			wantErr: intake.ErrUnavailable,
+		},
+		{
+			name:    "get pending fails: unavailable",
+			faults:  []kvtest.Fault{{Op: kvtest.OpGet, Prefix: "pending:", Nth: 1}},
+			wantErr: intake.ErrUnavailable,
+		},
+		{
+			name:    "put pending fails: unavailable",
+			faults:  []kvtest.Fault{{Op: kvtest.OpPut, Prefix: "pending:", Nth: 1}},
+			wantErr: intake.ErrUnavailable,
+		},
+		{
+			name:    "put pending fails but lands: unavailable, claim released",
+			faults:  []kvtest.Fault{{Op: kvtest.OpPut, Prefix: "pending:", Nth: 1, Applied: true}},
+			wantErr: intake.ErrUnavailable,
+		},
+		{
+			name: "put pending fails but lands and release fails: unavailable, claim left",
+			faults: []kvtest.Fault{
+				{Op: kvtest.OpPut, Prefix: "pending:", Nth: 1, Applied: true},
+				{Op: kvtest.OpDelete, Prefix: "pending:", Nth: 1},
+			},
+			wantErr:         intake.ErrUnavailable,
+			wantReleaseErrs: 1,
+			wantClaim:       true,
+		},
+		{
+			name:    "put result fails: unavailable, claim released",
+			faults:  []kvtest.Fault{{Op: kvtest.OpPut, Prefix: "result:", Nth: 1}},
+			wantErr: intake.ErrUnavailable,
+		},
+		{
+			name:       "put result fails but lands: unavailable, retry replays",
+			faults:     []kvtest.Fault{{Op: kvtest.OpPut, Prefix: "result:", Nth: 1, Applied: true}},
+			wantErr:    intake.ErrUnavailable,
+			wantStored: true,
+		},
+		{
+			name: "put result and release fail: unavailable, claim left",
+			faults: []kvtest.Fault{
+				{Op: kvtest.OpPut, Prefix: "result:", Nth: 1},
+				{Op: kvtest.OpDelete, Prefix: "pending:", Nth: 1},
+			},
+			wantErr:         intake.ErrUnavailable,
+			wantReleaseErrs: 1,
+			wantClaim:       true,
+		},
+		{
+			name:            "final release fails: success, claim left",
+			faults:          []kvtest.Fault{{Op: kvtest.OpDelete, Prefix: "pending:", Nth: 1}},
+			wantReleaseErrs: 1,
+			wantClaim:       true,
+			wantStored:      true,
+		},
+		{
+			name:            "release after invalid order fails: invalid, claim left",
+			body:            `{"symbol":"AAPL","side":"hold","quantity":10}`,
+			faults:          []kvtest.Fault{{Op: kvtest.OpDelete, Prefix: "pending:", Nth: 1}},
+			wantErr:         order.ErrInvalid,
+			wantReleaseErrs: 1,
+			wantClaim:       true,
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			const id = "k"
+			h := newHarness(t, intake.Options{}, intake.KVOptions{})
+			body := tc.body
+			if body == "" {
+				body = validBody
+			}
+			var handedOut [][]byte
+			h.faulty.Set(tc.faults...)
+			out, err := h.submit(id, body)
+			switch {
+			case tc.wantErr == nil && err != nil:
+				t.Fatalf("Submit error = %v, want success", err)
+			case tc.wantErr != nil && !errors.Is(err, tc.wantErr):
+				t.Fatalf("Submit error = %v, want %v", err, tc.wantErr)
+			case err != nil && out.Receipt != nil:
+				t.Fatalf("Submit returned receipt %s with error %v; want none", out.Receipt, err)
+			case err == nil:
+				if out.Replayed {
+					t.Errorf("Replayed = true, want a new order")
+				}
+				h.wantReceiptStored(t, id, out.Receipt)
+				handedOut = append(handedOut, out.Receipt)
+			}
+			if errors.Is(err, intake.ErrUnavailable) && !strings.Contains(err.Error(), "secret detail") {
+				// The storage error text belongs in logs; the HTTP layer hides it.
+				t.Errorf("ErrUnavailable error %q dropped the storage detail, want it kept for logs", err)
+			}
+			_, stored := h.stored(t, "result:"+id)
+			if stored != tc.wantStored {
+				t.Errorf("after the failure, result:%s stored = %v, want %v", id, stored, tc.wantStored)
+			}
+			if _, claim := h.stored(t, "pending:"+id); claim != tc.wantClaim {
+				t.Errorf("after the failure, pending:%s present = %v, want %v", id, claim, tc.wantClaim)
+			}
+			releaseErrs := h.releaseErrors()
+			if got, want := len(releaseErrs), tc.wantReleaseErrs; got != want {
+				t.Errorf("OnReleaseError calls = %v, want %d", releaseErrs, want)
+			}
+			for _, re := range releaseErrs {
+				if re.key != key(id) || !errors.Is(re.err, errStorage) {
+					t.Errorf("OnReleaseError(%+v, %v), want (%+v, the storage error)", re.key, re.err, key(id))
+				}
+			}
+
+			// Retry with storage healthy, waiting out a left-over claim as a
+			// client told Retry-After would.
+			h.faulty.Set()
+			retry, err := h.submit(id, validBody)
+			if tc.wantClaim && !tc.wantStored {
+				if !errors.Is(err, intake.ErrInProgress) {
+					t.Fatalf("retry under the left-over claim: error = %v, want ErrInProgress", err)
+				}
+				h.now = h.now.Add(h.svc.RetryAfter())
+				retry, err = h.submit(id, validBody)
+			}
+			if err != nil {
+				t.Fatalf("retry: %v", err)
+			}
+			if retry.Replayed != tc.wantStored {
+				t.Errorf("retry Replayed = %v, want %v", retry.Replayed, tc.wantStored)
+			}
+			handedOut = append(handedOut, retry.Receipt)
+
+			final, ok := h.stored(t, "result:"+id)
+			if !ok {
+				t.Fatalf("no receipt stored after the retry")
+			}
+			for i, r := range handedOut {
+				if string(r) != final.Value {
+					t.Errorf("receipt %d handed out = %s, want the stored %s", i, r, final.Value)
+				}
+			}
+			if got, want := h.rec.Count(kvtest.OpPut, "result:"), 1; got != want {
+				t.Errorf("result Puts that reached the store = %d, want %d (one order)", got, want)
+			}
+			if tc.wantClaim {
+				h.now = h.now.Add(h.svc.RetryAfter()) // a left-over claim expires
+			}
+			if got, want := h.mem.Len(), 1; got != want {
+				t.Errorf("Memory.Len() = %d, want %d (just the receipt)", got, want)
+			}
+		})
+	}
+}
+
+// TestSubmitLostClaim checks that a Commit refused because the claim was
+// taken over (its lease ran out) hands out no receipt, answers
+// ErrInProgress, and leaves the key to the request that now holds it.
+func TestSubmitLostClaim(t *testing.T) {
+	h := newHarness(t, intake.Options{}, intake.KVOptions{})
+	spy := &storeSpy{Store: h.store, commitErr: fmt.Errorf("ledger: %w", intake.ErrLostClaim)}
+	svc := intake.New(spy, intake.Options{ResultTTL: config.DefaultResultTTL, PendingTTL: config.DefaultPendingTTL})
+	out, err := svc.Submit(context.Background(), key("k"), []byte(validBody))
+	if !errors.Is(err, intake.ErrInProgress) {
+		t.Fatalf("Submit error = %v, want ErrInProgress", err)
+	}
+	if errors.Is(err, intake.ErrUnavailable) {
+		t.Errorf("Submit error = %v, want no ErrUnavailable: storage did not fail", err)
+	}
+	if out.Receipt != nil || out.OrderID != "" {
+		t.Errorf("Submit handed out %s / %q, want nothing", out.Receipt, out.OrderID)
+	}
+	if got, want := spy.Calls(), map[string]int{"Begin": 1, "Commit": 1}; !maps.Equal(got, want) {
+		t.Errorf("Store calls = %v, want %v: a lost claim is not released, it is no longer ours", got, want)
+	}
+	// Nothing was cached either: the key's outcome is the new holder's.
+	if _, err := svc.Lookup(context.Background(), key("k")); !errors.Is(err, intake.ErrInProgress) {
+		t.Errorf("Lookup after the lost claim: error = %v, want ErrInProgress", err)
+	}
+}
+
+// TestSubmitConcurrentSameKey submits one key from many goroutines at once,
+// under several GOMAXPROCS values: exactly one places the order, and every
+// other either replays it or is told the key is in progress.
+func TestSubmitConcurrentSameKey(t *testing.T) {
+	const callers = 64
+	for _, procs := range []int{1, 2, 4, 8} {
+		t.Run(fmt.Sprintf("GOMAXPROCS=%d places one order", procs), func(t *testing.T) {
+			defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(procs))
+			h := newHarness(t, intake.Options{}, intake.KVOptions{})
+			outs := make([]intake.Outcome, callers)
+			errs := make([]error, callers)
+			start := make(chan struct{})
+			var wg sync.WaitGroup
+			for i := range callers {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					<-start
+					outs[i], errs[i] = h.submit("same", validBody)
+				}()
+			}
+			close(start)
+			wg.Wait()
+
+			final, ok := h.stored(t, "result:same")
+			if !ok {
+				t.Fatalf("no receipt stored")
+			}
+			placed, replayed, inProgress := 0, 0, 0
+			for i := range callers {
+				switch {
+				case errors.Is(errs[i], intake.ErrInProgress):
+					inProgress++
+				case errs[i] != nil:
+					t.Errorf("caller %d: error %v, want a receipt or ErrInProgress", i, errs[i])
+				case string(outs[i].Receipt) != final.Value:
+					t.Errorf("caller %d: receipt %s, want the stored %s", i, outs[i].Receipt, final.Value)
+				case outs[i].Replayed:
+					replayed++
+				default:
+					placed++
+				}
+			}
+			if placed != 1 {
+				t.Errorf("new orders = %d, want 1 (replayed %d, in progress %d)", placed, replayed, inProgress)
+			}
+			t.Logf("%d callers: %d placed, %d replayed, %d in progress", callers, placed, replayed, inProgress)
+			if got, want := h.rec.Count(kvtest.OpPut, "result:"), 1; got != want {
+				t.Errorf("result Puts = %d, want %d", got, want)
+			}
+			if _, ok := h.stored(t, "pending:same"); ok {
+				t.Errorf("pending:same left behind")
+			}
+		})
+	}
+}
+
+func TestSubmitConcurrentKeys(t *testing.T) {
+	const callers = 32
+	h := newHarness(t, intake.Options{}, intake.KVOptions{})
+	errs := make([]error, callers)
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	for i := range callers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			_, errs[i] = h.submit(fmt.Sprintf("key-%d", i), validBody)
+		}()
+	}
+	close(start)
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Errorf("key-%d: %v, want a new order", i, err)
+		}
+	}
+	if got, want := h.mem.Len(), callers; got != want {
+		t.Errorf("Memory.Len() = %d, want %d receipts and no claims", got, want)
+	}
+}
+
+// TestCancelledRequestReleasesClaim checks that a request abandoned after its
+// claim still frees the key, instead of blocking it until the claim expires.
+func TestCancelledRequestReleasesClaim(t *testing.T) {
+	h := newHarness(t, intake.Options{}, intake.KVOptions{})
+	ctx, cancel := context.WithCancel(context.Background())
+	// Cancel as soon as the claim is written, as a client that hangs up
+	// mid-request would.
+	h.hooks.After = func(op kvtest.Op, k string, err error) error {
+		if op == kvtest.OpPut && strings.HasPrefix(k, "pending:") {
+			cancel()
+		}
+		return err
+	}
+	_, err := h.svc.Submit(ctx, key("k"), []byte(validBody))
+	if !errors.Is(err, intake.ErrUnavailable) {
+		t.Fatalf("Submit error = %v, want ErrUnavailable", err)
+	}
+	if _, ok := h.stored(t, "pending:k"); ok {
+		t.Fatalf("claim left behind after a cancelled request (release errors: %v)", h.releaseErrors())
+	}
+}
+
+func TestSubmitKeyReusedForAnotherOrder(t *testing.T) {
+	tests := []struct {
+		name    string
+		body    string
+		wantErr error
+	}{
+		{"another symbol is refused", `{"symbol":"MSFT","side":"buy","quantity":10}`, intake.ErrKeyReused},
+		{"another side is refused", `{"symbol":"AAPL","side":"sell","quantity":10}`, intake.ErrKeyReused},
+		{"another quantity is refused", `{"symbol":"AAPL","side":"buy","quantity":11}`, intake.ErrKeyReused},
+		{"an invalid body is an invalid order", `{"symbol":"AAPL"}`, order.ErrInvalid},
+	}
+	for _, tc := range tests {
+		// From memory, and from the store as another instance finds it.
+		for _, cached := range []int{0, -1} {
+			name := tc.name
+			if cached < 0 {
+				name += " from the store"
+			}
+			t.Run(name, func(t *testing.T) {
+				h := newHarness(t, intake.Options{CachedReceipts: cached}, intake.KVOptions{})
+				first, err := h.submit("k", validBody)
+				if err != nil {
+					t.Fatal(err)
+				}
+				before := len(h.rec.Writes())
+				out, err := h.submit("k", tc.body)
+				if !errors.Is(err, tc.wantErr) {
+					t.Fatalf("Submit error = %v, want %v", err, tc.wantErr)
+				}
+				if out.Receipt != nil || out.OrderID != "" {
+					t.Errorf("refused Submit revealed %s / %q", out.Receipt, out.OrderID)
+				}
+				h.wantNoWrites(t, "refused Submit", before)
+				again, err := h.submit("k", validBody)
+				if err != nil || !again.Replayed || !bytes.Equal(again.Receipt, first.Receipt) {
+					t.Errorf("the original order afterwards = %s replayed %v, %v; want the first receipt", again.Receipt, again.Replayed, err)
+				}
+			})
+		}
+	}
+}
+
+func TestSubmitScopesKeysToClients(t *testing.T) {
+	h := newHarness(t, intake.Options{}, intake.KVOptions{})
+	ctx := context.Background()
+	submit := func(client string) (intake.Outcome, error) {
+		return h.svc.Submit(ctx, intake.Key{Client: client, ID: "shared"}, []byte(validBody))
+	}
+	alice, err := submit("alice")
+	if err != nil || alice.Replayed {
+		t.Fatalf("alice = replayed %v, %v; want a new order", alice.Replayed, err)
+	}
+	bob, err := submit("bob")
+	if err != nil || bob.Replayed {
+		t.Fatalf("bob = replayed %v, %v; want his own new order", bob.Replayed, err)
+	}
+	if alice.OrderID == bob.OrderID {
+		t.Fatalf("alice and bob share order %s", alice.OrderID)
+	}
+	open, err := submit("")
+	if err != nil || open.Replayed {
+		t.Fatalf("the open client = replayed %v, %v; want its own new order", open.Replayed, err)
+	}
+	h.wantReceiptStored(t, "alice:shared", alice.Receipt)
+	h.wantReceiptStored(t, "bob:shared", bob.Receipt)
+	h.wantReceiptStored(t, "shared", open.Receipt)
+	again, err := submit("bob")
+	if err != nil || !again.Replayed || again.OrderID != bob.OrderID {
+		t.Fatalf("bob's retry = %q replayed %v, %v; want his receipt %q", again.OrderID, again.Replayed, err, bob.OrderID)
+	}
+}
+
+func TestKeyString(t *testing.T) {
+	tests := []struct {
+		name string
+		key  intake.Key
+		want string
+	}{
+		{"open key is the id alone", intake.Key{ID: "k"}, "k"},
+		{"client key is client:id", intake.Key{Client: "alice", ID: "k"}, "alice:k"},
+		{"a colon in the id is kept", intake.Key{Client: "alice", ID: "a:b"}, "alice:a:b"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := tc.key.String(); got != tc.want {
+				t.Errorf("%+v.String() = %q, want %q", tc.key, got, tc.want)
+			}
+		})
+	}
+}
