@@ -31,11 +31,11 @@ func main() {
 // setting that cannot work makes every request a 500 misconfigured naming
 // it, before any storage call.
 func newHandler(env workers.Env) workers.Handler {
-	log := eventlog.To(os.Stdout)
+	cfg, err := config.Load(env.Var)
+	log := eventlog.To(os.Stdout, cfg.LogLevel)
 	misconfigured := func(detail string) workers.Handler {
 		return httpapi.Misconfigured(detail, httpapi.Options{Log: log})
 	}
-	cfg, err := config.Load(env.Var)
 	if err != nil {
 		return misconfigured(err.Error())
 	}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/edge-orders/edge-orders/auth"
+	"github.com/edge-orders/edge-orders/eventlog"
 	"github.com/edge-orders/edge-orders/kv"
 )
 
@@ -21,6 +22,7 @@ const (
 	WaitVar            = "IN_PROGRESS_WAIT_MS"
 	LedgerShardsVar    = "LEDGER_SHARDS"
 	KVFallbackUntilVar = "KV_FALLBACK_UNTIL"
+	LogLevelVar        = "LOG_LEVEL"
 	TokensVar          = "API_TOKENS"
 )
 
@@ -46,6 +48,8 @@ const (
 	// DefaultLedgerShards spreads each client's keys over this many ledger
 	// objects.
 	DefaultLedgerShards = 8
+	// DefaultLogLevel logs every order placed and every error, not replays.
+	DefaultLogLevel = eventlog.Orders
 )
 
 // Bounds on the settings that have no limit of their own elsewhere.
@@ -68,6 +72,8 @@ type Config struct {
 	// KVFallbackUntil, in ledger mode, is when the ledger stops looking up
 	// KV for receipts stored before the switch; zero means never look.
 	KVFallbackUntil time.Time
+	// LogLevel says which request lines are logged.
+	LogLevel eventlog.Level
 	// Clients holds the API clients; nil means the Worker runs open, without
 	// authentication, as the reference does.
 	Clients *auth.Clients
@@ -93,6 +99,7 @@ func Load(lookup func(name string) (string, bool)) (Config, error) {
 		PendingTTL:   DefaultPendingTTL,
 		Wait:         DefaultWait,
 		LedgerShards: DefaultLedgerShards,
+		LogLevel:     DefaultLogLevel,
 	}
 	settings := []struct {
 		name  string
@@ -104,6 +111,7 @@ func Load(lookup func(name string) (string, bool)) (Config, error) {
 		{WaitVar, func(v string) (err error) { c.Wait, err = parseWait(v); return }},
 		{LedgerShardsVar, func(v string) (err error) { c.LedgerShards, err = parseShards(v); return }},
 		{KVFallbackUntilVar, func(v string) (err error) { c.KVFallbackUntil, err = parseTime(v); return }},
+		{LogLevelVar, func(v string) (err error) { c.LogLevel, err = parseLogLevel(v); return }},
 		{TokensVar, func(v string) (err error) {
 			if strings.TrimSpace(v) != "" {
 				c.Clients, err = auth.Parse(v)
@@ -183,6 +191,13 @@ func parseTime(v string) (time.Time, error) {
 		return time.Time{}, fmt.Errorf("%q is not an RFC 3339 time such as 2026-11-22T12:00:00Z", v)
 	}
 	return t, nil
+}
+
+func parseLogLevel(v string) (eventlog.Level, error) {
+	if l, ok := eventlog.LevelNames[strings.TrimSpace(v)]; ok {
+		return l, nil
+	}
+	return 0, fmt.Errorf("%q is not all, orders or errors", v)
 }
 
 // parseInt reads a non-negative whole number of unit.

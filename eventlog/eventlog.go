@@ -45,6 +45,36 @@ func (l Line) AppendJSON(b []byte) []byte {
 	return append(b, '}')
 }
 
+// Level says which lines a Sink keeps. Lines about the Worker itself
+// (Status 0) are kept at every level.
+type Level uint8
+
+// The levels, from most to least said.
+const (
+	// All keeps every line.
+	All Level = iota
+	// Orders keeps every line but successful replays and lookups (status
+	// 200): every order placed and every error. Under retries replays are
+	// most of the traffic, and each line costs.
+	Orders
+	// Errors keeps only errors (status 400 and above).
+	Errors
+)
+
+// LevelNames are the levels as LOG_LEVEL spells them.
+var LevelNames = map[string]Level{"all": All, "orders": Orders, "errors": Errors}
+
+// keeps reports whether level l keeps line.
+func (l Level) keeps(line Line) bool {
+	switch {
+	case line.Status == 0 || l == All:
+		return true
+	case l == Orders:
+		return line.Status != 200
+	}
+	return line.Status >= 400
+}
+
 // Sink receives log lines. A nil Sink drops them.
 type Sink func(Line)
 
@@ -55,10 +85,12 @@ func (s Sink) Log(l Line) {
 	}
 }
 
-// To returns a Sink that writes each line, newline-terminated, to w in one
-// Write call.
-func To(w io.Writer) Sink {
+// To returns a Sink that writes each line level keeps, newline-terminated,
+// to w in one Write call.
+func To(w io.Writer, level Level) Sink {
 	return func(l Line) {
-		w.Write(append(l.AppendJSON(nil), '\n'))
+		if level.keeps(l) {
+			w.Write(append(l.AppendJSON(nil), '\n'))
+		}
 	}
 }

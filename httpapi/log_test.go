@@ -1,7 +1,6 @@
 package httpapi_test
 
 import (
-	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -86,39 +85,6 @@ func TestLogLine(t *testing.T) {
 			got.Millis = 0
 			if got != tc.want {
 				t.Errorf("log line = %+v, want %+v", got, tc.want)
-			}
-		})
-	}
-}
-
-// TestLogLineJSON checks the JSON of the lines the handler logs. It tests
-// eventlog.Line.AppendJSON, which was httpapi.LogLine.JSON.
-func TestLogLineJSON(t *testing.T) {
-	tests := []struct {
-		name string
-		line eventlog.Line
-		want string
-	}{
-		{"created", eventlog.Line{Outcome: "created", Key: "k1", Status: 201, OrderID: "id", Millis: 12},
-			`{"outcome":"created","key":"k1","orderId":"id","status":201,"ms":12}`},
-		{"client comes before the key", eventlog.Line{Outcome: "replayed", Client: "alice", Key: "k1", Status: 200, OrderID: "id", Millis: 3},
-			`{"outcome":"replayed","client":"alice","key":"k1","orderId":"id","status":200,"ms":3}`},
-		{"empty fields are left out", eventlog.Line{Outcome: "missing_idempotency_key", Status: 400},
-			`{"outcome":"missing_idempotency_key","status":400,"ms":0}`},
-		{"a hostile key stays one JSON string", eventlog.Line{Outcome: "in_progress", Key: "a\"b\\c\n{", Status: 409, Error: "x"},
-			`{"outcome":"in_progress","key":"a\"b\\c\n{","error":"x","status":409,"ms":0}`},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			got := tc.line.AppendJSON(nil)
-			if string(got) != tc.want {
-				t.Errorf("AppendJSON(nil) = %s, want %s", got, tc.want)
-			}
-			if !json.Valid(got) {
-				t.Errorf("AppendJSON(nil) = %s is not valid JSON", got)
-			}
-			if got := string(tc.line.AppendJSON([]byte("prefix "))); got != "prefix "+tc.want {
-				t.Errorf("AppendJSON(prefix) = %s, want the line appended", got)
 			}
 		})
 	}

@@ -151,15 +151,19 @@ func (s *Service) Submit(ctx context.Context, key Key, body []byte) (Outcome, er
 			return Outcome{}, err
 		}
 	}
+	// The wait ends at the deadline or once the sleeps add up to Wait,
+	// whichever comes first: in a Worker the clock only moves with I/O.
 	deadline := s.opts.Now().Add(s.opts.Wait)
+	var slept time.Duration
 	for delay := firstPoll; ; delay = min(2*delay, maxPoll) {
 		out, err := s.attempt(ctx, &sub)
-		if !errors.Is(err, ErrInProgress) || !s.opts.Now().Add(delay).Before(deadline) {
+		if !errors.Is(err, ErrInProgress) || slept+delay > s.opts.Wait || !s.opts.Now().Add(delay).Before(deadline) {
 			return out, err
 		}
 		if s.opts.Sleep(ctx, delay) != nil {
 			return out, err
 		}
+		slept += delay
 	}
 }
 

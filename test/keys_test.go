@@ -76,9 +76,16 @@ func TestLogLine(t *testing.T) {
 		if w.waitForLog(t, want, 2*time.Second) != 1 {
 			t.Fatalf("no log line starting %s in:\n%s", want, w.Logs())
 		}
+		if again := w.post(t, key, validOrder); again.status != 200 {
+			t.Fatalf("replay = %d %s, want 200", again.status, again.body)
+		}
 		w.send(t, http.MethodPost, validOrder) // no key
 		if w.waitForLog(t, `{"outcome":"missing_idempotency_key","error":"httpapi: missing Idempotency-Key","status":400,"ms":`, 2*time.Second) == 0 {
 			t.Fatalf("no log line for the missing key")
+		}
+		// LOG_LEVEL=orders, as shipped: replays are not logged.
+		if n := strings.Count(w.Logs(), fmt.Sprintf(`{"outcome":"replayed","key":%q`, key)); n != 0 {
+			t.Fatalf("the replay was logged %d times at LOG_LEVEL=orders", n)
 		}
 	})
 }

@@ -22,6 +22,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/edge-orders/edge-orders/api"
 	"github.com/edge-orders/edge-orders/internal/wranglerdev"
 )
 
@@ -154,17 +155,19 @@ type response struct {
 	body   string
 }
 
-var client = &http.Client{Timeout: 30 * time.Second}
+var httpClient = &http.Client{Timeout: 30 * time.Second}
 
 // send makes one request to the Worker; header is name, value pairs. A
-// transport failure fails t and returns the zero response.
+// transport failure fails t and returns the zero response. Every answer of
+// the edge-orders Worker is checked against the OpenAPI document.
 func (w *target) send(t *testing.T, method, body string, header ...string) response {
 	t.Helper()
-	return sendTo(t, w.URL()+"/orders", method, body, header...)
+	return sendTo(t, w.mode != "reference", w.URL()+"/orders", method, body, header...)
 }
 
-// sendTo is send to another address.
-func sendTo(t *testing.T, url, method, body string, header ...string) response {
+// sendTo is send to another address, checking the answer against the
+// OpenAPI document if check is set.
+func sendTo(t *testing.T, check bool, url, method, body string, header ...string) response {
 	t.Helper()
 	req, err := http.NewRequest(method, url, strings.NewReader(body))
 	if err != nil {
@@ -173,7 +176,7 @@ func sendTo(t *testing.T, url, method, body string, header ...string) response {
 	for i := 0; i+1 < len(header); i += 2 {
 		req.Header.Set(header[i], header[i+1])
 	}
-	resp, err := client.Do(req)
+	resp, err := httpClient.Do(req)
 	if err != nil {
 		// Errorf, not Fatalf: send is called from many goroutines at once.
 		t.Errorf("%s: %v", method, err)
@@ -184,6 +187,9 @@ func sendTo(t *testing.T, url, method, body string, header ...string) response {
 	if err != nil {
 		t.Errorf("%s: reading the response: %v", method, err)
 		return response{}
+	}
+	if check {
+		api.CheckResponse(t, req, resp.StatusCode, resp.Header, b)
 	}
 	return response{status: resp.StatusCode, header: resp.Header, body: string(b)}
 }

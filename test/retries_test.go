@@ -81,4 +81,3 @@ func TestRetriesUnderClientTimeouts(t *testing.T) {
 		t.Logf("10 attempts: %d timed out, %d answered, %d saw the 201", timedOut, len(bodies), created)
 	})
 }
-

@@ -1,0 +1,94 @@
+package eventlog_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"testing"
+
+	"github.com/edge-orders/edge-orders/eventlog"
+)
+
+// TestLineJSON checks the JSON of a line.
+func TestLineJSON(t *testing.T) {
+	tests := []struct {
+		name string
+		line eventlog.Line
+		want string
+	}{
+		{"created", eventlog.Line{Outcome: "created", Key: "k1", Status: 201, OrderID: "id", Millis: 12},
+			`{"outcome":"created","key":"k1","orderId":"id","status":201,"ms":12}`},
+		{"client comes before the key", eventlog.Line{Outcome: "replayed", Client: "alice", Key: "k1", Status: 200, OrderID: "id", Millis: 3},
+			`{"outcome":"replayed","client":"alice","key":"k1","orderId":"id","status":200,"ms":3}`},
+		{"empty fields are left out", eventlog.Line{Outcome: "missing_idempotency_key", Status: 400},
+			`{"outcome":"missing_idempotency_key","status":400,"ms":0}`},
+		{"a hostile key stays one JSON string", eventlog.Line{Outcome: "in_progress", Key: "a\"b\\c\n{", Status: 409, Error: "x"},
+			`{"outcome":"in_progress","key":"a\"b\\c\n{","error":"x","status":409,"ms":0}`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got := tc.line.AppendJSON(nil)
+			if string(got) != tc.want {
+				t.Errorf("AppendJSON(nil) = %s, want %s", got, tc.want)
+			}
+			if !json.Valid(got) {
+				t.Errorf("AppendJSON(nil) = %s is not valid JSON", got)
+			}
+			if got := string(tc.line.AppendJSON([]byte("prefix "))); got != "prefix "+tc.want {
+				t.Errorf("AppendJSON(prefix) = %s, want the line appended", got)
+			}
+		})
+	}
+}
+
+// TestLevels checks which lines each level keeps: Worker events always,
+// errors always, orders placed unless only errors are kept, replays and
+// lookups only at All.
+func TestLevels(t *testing.T) {
+	lines := []eventlog.Line{
+		{Outcome: "auth_disabled"},
+		{Outcome: "created", Status: 201},
+		{Outcome: "replayed", Status: 200},
+		{Outcome: "in_progress", Status: 409},
+		{Outcome: "storage_error", Status: 503},
+	}
+	tests := []struct {
+		level eventlog.Level
+		want  []string
+	}{
+		{eventlog.All, []string{"auth_disabled", "created", "replayed", "in_progress", "storage_error"}},
+		{eventlog.Orders, []string{"auth_disabled", "created", "in_progress", "storage_error"}},
+		{eventlog.Errors, []string{"auth_disabled", "in_progress", "storage_error"}},
+	}
+	for name, level := range eventlog.LevelNames {
+		found := false
+		for _, tc := range tests {
+			found = found || tc.level == level
+		}
+		if !found {
+			t.Errorf("level %q has no case here", name)
+		}
+	}
+	for _, tc := range tests {
+		var buf bytes.Buffer
+		sink := eventlog.To(&buf, tc.level)
+		for _, l := range lines {
+			sink.Log(l)
+		}
+		var got []string
+		for _, raw := range bytes.Split(bytes.TrimSpace(buf.Bytes()), []byte("\n")) {
+			var l struct{ Outcome string }
+			if err := json.Unmarshal(raw, &l); err != nil {
+				t.Fatalf("level %d wrote %q: %v", tc.level, raw, err)
+			}
+			got = append(got, l.Outcome)
+		}
+		if len(got) != len(tc.want) {
+			t.Fatalf("level %d kept %v, want %v", tc.level, got, tc.want)
+		}
+		for i := range got {
+			if got[i] != tc.want[i] {
+				t.Fatalf("level %d kept %v, want %v", tc.level, got, tc.want)
+			}
+		}
+	}
+}
