@@ -5,6 +5,9 @@
 // Like the Go Worker it logs one JSON line per request: under wrangler dev a
 // console line costs about as much as a KV read, so a yardstick that skipped
 // it would measure logging, not the Workers.
+// validate() is the reference's own, shared with the Go parity test (one copy).
+import { validate } from "../../order/testdata/validate.mjs";
+
 const RESULT_TTL = 86400;
 const PENDING_TTL = 60; // KV's minimum
 
@@ -13,13 +16,6 @@ function reply(body, status, headers = {}) {
     status,
     headers: { "content-type": "application/json", ...headers },
   });
-}
-
-function isOrder(o) {
-  return typeof o === "object" && o !== null &&
-    typeof o.symbol === "string" && o.symbol.length > 0 &&
-    (o.side === "buy" || o.side === "sell") &&
-    typeof o.quantity === "number" && Number.isInteger(o.quantity) && o.quantity > 0;
 }
 
 async function handle(request, env) {
@@ -40,8 +36,8 @@ async function handle(request, env) {
   }
   await env.ORDERS.put("pending:" + key, "1", { expirationTtl: PENDING_TTL });
 
-  const order = await request.json().catch(() => null);
-  if (!isOrder(order)) {
+  const order = validate(await request.json().catch(() => null));
+  if (!order) {
     await env.ORDERS.delete("pending:" + key);
     return reply({ error: "invalid_order" }, 422);
   }

@@ -7,14 +7,7 @@
 //         body is rejected. Each result is a string (not an object) so that
 //         lone surrogates reach Go escaped, exactly as the receipt prints them.
 
-function validate(body) {
-  if (typeof body !== "object" || body === null) return null;
-  const { symbol, side, quantity } = body;
-  if (typeof symbol !== "string" || symbol.length === 0) return null;
-  if (side !== "buy" && side !== "sell") return null;
-  if (typeof quantity !== "number" || !Number.isInteger(quantity) || quantity <= 0) return null;
-  return { symbol, side, quantity };
-}
+import { validate } from "./validate.mjs";
 
 const chunks = [];
 for await (const chunk of process.stdin) chunks.push(chunk);
