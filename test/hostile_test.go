@@ -60,7 +60,7 @@ func TestHostileInput(t *testing.T) {
 			}()
 			req, _ := http.NewRequest(http.MethodPost, w.URL(), pr)
 			req.Header.Set("Idempotency-Key", newKey(t))
-			resp, err := client.Do(req)
+			resp, err := httpClient.Do(req)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -56,8 +56,10 @@ func TestQuotedKeyIsTheSameKey(t *testing.T) {
 		if plain.status != 200 || plain.body != first.body {
 			t.Fatalf("unquoted = %d %s, want the replay of %s", plain.status, plain.body, first.body)
 		}
-		if keys := w.kvList(t, "result:"+key); len(keys) != 1 || keys[0].Name != "result:"+key {
-			t.Fatalf("stored keys %v, want result:%s without quotes", keys, key)
+		if w.mode == "kv" {
+			if keys := w.kvList(t, "result:"+key); len(keys) != 1 || keys[0].Name != "result:"+key {
+				t.Fatalf("stored keys %v, want result:%s without quotes", keys, key)
+			}
 		}
 		wantProblem(t, w.post(t, `"`+key, validOrder), 400, "invalid_idempotency_key")
 	})
