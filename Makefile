@@ -1,8 +1,12 @@
-# make dev  - build the Worker and serve it on http://127.0.0.1:$(PORT) with local KV
+# make dev  - build the Worker and serve it on http://127.0.0.1:$(PORT):
+#             KV mode; ENV=ledger for the Durable Object ledger
 # make test - vet, unit tests, and end-to-end tests against `wrangler dev`
 # make bench - load benchmark against wrangler dev (not part of make test)
 SHELL := /bin/bash
 PORT ?= 8787
+# ENV is a wrangler environment of wrangler.toml: empty (KV mode), ledger,
+# or ledger-front (start ENV=ledger first, then this on another PORT).
+ENV ?=
 # wrangler needs Node.js >= 22; package.json installs one into node_modules/.bin.
 export PATH := $(CURDIR)/node_modules/.bin:$(PATH)
 export WRANGLER_SEND_METRICS := false
@@ -22,7 +26,7 @@ build:
 	./build.sh
 
 dev: tools
-	wrangler dev --ip 127.0.0.1 --port $(PORT) --persist-to .wrangler/state
+	wrangler dev --ip 127.0.0.1 --port $(PORT) --persist-to .wrangler/state $(if $(ENV),--env $(ENV))
 
 test: tools
 	go vet ./...
