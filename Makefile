@@ -34,8 +34,10 @@ test: tools
 	./build.sh
 	EDGE_ORDERS_E2E=1 go test -count=1 ./...
 
-# The Go Worker against the JavaScript reference (bench/reference), both under
-# wrangler dev; BENCH_FLAGS="-duration 1s -rounds 1" for a quick look.
+# The Go Worker (KV and ledger mode) against the seed's TypeScript Worker and
+# the JavaScript port, under wrangler dev: production latency (simulated
+# binding delays) and local saturation; about 10 minutes. BENCH_FLAGS=-quick
+# for a short look; bench/README.md has the rest.
 bench: tools
 	go run ./bench $(BENCH_FLAGS)
 

@@ -107,6 +107,11 @@ func (l Load) Run(ctx context.Context) Result {
 	return r
 }
 
+// percentile is the p-th percentile of the OK answers' latencies.
+func (r Result) percentile(p float64) time.Duration {
+	return percentile(slices.Sorted(slices.Values(r.Latencies)), p)
+}
+
 // record adds one request's outcome to p; problem is only used when !ok.
 func (p *Result) record(key string, status int, latency time.Duration, ok bool, problem string) {
 	p.Sent++

@@ -1,8 +1,12 @@
 //go:build !js
 
-// Command bench measures the Go Worker against the JavaScript reference
-// (bench/reference) under the same load, both in `wrangler dev` on loopback,
-// and writes one markdown report to stdout and bench/results/.
+// Command bench measures the Go Worker, in KV mode and in ledger mode,
+// against the seed's TypeScript Worker (bench/seed) and a JavaScript port
+// (bench/reference), all in `wrangler dev` on loopback, in two phases:
+// production latency (every binding call delayed as real KV and Durable
+// Object calls take) and local saturation (no delays, as shipped). It writes
+// one markdown report to stdout and bench/results/. bench/README.md says
+// what it measures and why.
 //
 // Run it from the repository root: go run ./bench (or make bench).
 package main
@@ -11,11 +15,11 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"maps"
 	"net/http"
 	"os"
 	"os/signal"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -29,14 +33,16 @@ const (
 	validOrder   = `{"symbol":"MSFT","side":"buy","quantity":100}`
 	invalidOrder = `{"symbol":"MSFT","side":"hold","quantity":100}`
 
-	// warmup is the unmeasured run each Worker gets before a scenario's first round.
+	// warmup is the unmeasured run each subject gets before a scenario's first round.
 	warmup = time.Second
 	// buildAttempts and buildRetryWait bound the retries when the Go Worker
 	// does not build, which happens while someone is editing it.
 	buildAttempts  = 4
 	buildRetryWait = time.Minute
-	// referenceDir holds the JavaScript reference Worker.
-	referenceDir = "bench/reference"
+	// logLevelVar is the Go Worker's log level setting, where it has one;
+	// quietLevel logs errors only.
+	logLevelVar = "LOG_LEVEL"
+	quietLevel  = "errors"
 )
 
 // scenario is one kind of load: which key and body each request sends and
@@ -68,7 +74,7 @@ var scenarios = []scenario{
 		key: func(prefix string, n int64, _, conns int) string {
 			return prefix + strconv.FormatInt(n/int64(conns), 10)
 		}},
-	// A diagnostic: no Idempotency-Key, so a 400 before any KV call. It
+	// A diagnostic: no Idempotency-Key, so a 400 before any storage call. It
 	// measures what a request costs apart from storage (runtime, bridge, log).
 	{name: "no-storage", body: validOrder, expect: []int{400},
 		key: func(string, int64, int, int) string { return "" }},
@@ -78,56 +84,72 @@ var scenarios = []scenario{
 type config struct {
 	duration    time.Duration
 	rounds      int
-	conns       []int
-	scenarios   []scenario
 	maxRequests int64
+	phases      []string // "latency", "saturation", in that order
+	// latencyConns and latencyScenarios are the production-latency phase's;
+	// conns and scenarios the saturation phase's.
+	latencyConns, conns         []int
+	latencyScenarios, scenarios []scenario
+	delays                      delayModel
+	// goVars are extra vars for every Go subject.
+	goVars map[string]string
+	// quiet adds Go subjects with LOG_LEVEL=errors to the saturation phase:
+	// "auto" when config/config.go knows LOG_LEVEL, "on", "off".
+	quiet string
+	args  []string // the command line, for the report
 }
+
+// phase names.
+const (
+	latencyPhase    = "latency"
+	saturationPhase = "saturation"
+)
 
 func main() { os.Exit(run()) }
 
 // run benchmarks and reports; it returns the exit code, so that the deferred
-// clean-up (stopping both wrangler processes) always happens.
+// clean-up (stopping every wrangler process) always happens.
 func run() int {
 	cfg, err := parseFlags(os.Args[1:])
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		return 2
 	}
-	if _, err := os.Stat(filepath.Join(referenceDir, "wrangler.toml")); err != nil {
+	if _, err := os.Stat(filepath.Join("bench", "seed", "wrangler.toml")); err != nil {
 		fmt.Fprintln(os.Stderr, "bench: run me from the repository root (go run ./bench):", err)
 		return 2
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
-	goW, err := startWorker(ctx, "Go", "wrangler.toml")
+	rep := &report{date: time.Now().UTC(), cfg: cfg}
+	fmt.Fprintf(os.Stderr, "bench: snapshot and build ...\n")
+	dir, err := prepare(ctx)
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "bench: starting the Go Worker:", err)
-		return 1
-	}
-	defer goW.stop()
-	jsW, err := startWorker(ctx, "JS", filepath.Join(referenceDir, "wrangler.toml"))
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "bench: starting the JS reference:", err)
-		return 1
-	}
-	defer jsW.stop()
-
-	rep := &report{date: time.Now().UTC(), cfg: cfg, workers: [2]*worker{goW, jsW}}
-	if rep.wasmRaw, rep.wasmGzip, err = wasmSizes(filepath.Join(goW.dir, "build", "edge-orders.wasm")); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		return 1
 	}
-	for _, sc := range cfg.scenarios {
-		for _, conns := range cfg.conns {
-			rep.rows = append(rep.rows, measure(ctx, cfg, sc, conns, rep.workers))
-		}
-	}
-	if ctx.Err() != nil {
-		fmt.Fprintln(os.Stderr, "bench: interrupted; no report")
+	defer os.RemoveAll(dir)
+	if rep.wasmRaw, rep.wasmGzip, err = wasmSizes(filepath.Join(dir, "build", "edge-orders.wasm")); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
 		return 1
 	}
-	rep.finish()
+	rep.logLevel = knowsLogLevel(dir)
+
+	for _, name := range cfg.phases {
+		p := newPhase(name, cfg, rep.logLevel)
+		fmt.Fprintf(os.Stderr, "bench: %s phase: %d subjects, about %s of load\n", name, len(p.subjects), p.estimate(cfg).Round(time.Second))
+		err := p.run(ctx, cfg, dir)
+		rep.phases = append(rep.phases, p)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+			return 1
+		}
+		if ctx.Err() != nil {
+			fmt.Fprintln(os.Stderr, "bench: interrupted; no report")
+			return 1
+		}
+	}
 
 	text := rep.String()
 	fmt.Print(text)
@@ -142,10 +164,12 @@ func run() int {
 	}
 	fmt.Fprintln(os.Stderr, "bench: wrote", path)
 	// The wrangler output explains errors and restarts; keep it beside the report.
-	for _, w := range rep.workers {
-		logPath := strings.TrimSuffix(path, ".md") + "-" + strings.ToLower(w.name) + ".log"
-		if err := os.WriteFile(logPath, []byte(w.srv.Logs()), 0o644); err != nil {
-			fmt.Fprintln(os.Stderr, "bench:", err)
+	for _, p := range rep.phases {
+		for _, s := range p.subjects {
+			logPath := strings.TrimSuffix(path, ".md") + "-" + p.name + "-" + slug(s.name) + ".log"
+			if err := os.WriteFile(logPath, []byte(s.logs), 0o644); err != nil {
+				fmt.Fprintln(os.Stderr, "bench:", err)
+			}
 		}
 	}
 	if rep.goDuplicates() {
@@ -158,189 +182,236 @@ func run() int {
 // parseFlags reads the command line.
 func parseFlags(args []string) (config, error) {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
-	cfg := config{}
-	fs.DurationVar(&cfg.duration, "duration", 4*time.Second, "length of one measured run")
-	fs.IntVar(&cfg.rounds, "rounds", 3, "measured runs per Worker, scenario and connection count")
-	conns := fs.String("conns", "8,32", "comma-separated connection counts")
-	names := fs.String("scenarios", "new-key,replay,invalid,contention,no-storage", "comma-separated scenarios")
+	cfg := config{args: args, goVars: map[string]string{}}
+	fs.DurationVar(&cfg.duration, "duration", 2500*time.Millisecond, "length of one measured run")
+	fs.IntVar(&cfg.rounds, "rounds", 3, "measured runs per subject, scenario and connection count")
+	quick := fs.Bool("quick", false, "a short look: -duration 1s -rounds 1, unless those are given too")
+	phases := fs.String("phases", "latency,saturation", "phases to run: latency (simulated production latency), saturation (local, no delays)")
+	latencyConns := fs.String("latency-conns", "1,8", "connection counts of the latency phase")
+	latencyScenarios := fs.String("latency-scenarios", "new-key,replay", "scenarios of the latency phase")
+	conns := fs.String("conns", "8,32", "connection counts of the saturation phase")
+	names := fs.String("scenarios", "new-key,replay,contention", "scenarios of the saturation phase (also: invalid, no-storage)")
 	fs.Int64Var(&cfg.maxRequests, "max-requests", 200000, "cap on the requests of one run")
+	kvRead := fs.String("kv-read", defaultKVRead, "latency phase: delay of a KV read, p50,p95,p99 in ms (or one fixed ms)")
+	kvWrite := fs.String("kv-write", defaultKVWrite, "latency phase: delay of a KV put or delete, p50,p95,p99 in ms (a chosen value: no published figure)")
+	doRTT := fs.String("do-rtt", defaultDORoundTrip, "latency phase: one same-region round trip to a Durable Object, p50,p95,p99 in ms")
+	doWrite := fs.String("do-write", defaultDOWrite, "latency phase: added to Durable Object calls that write (claim, commit, release): the durability wait, p50,p95,p99 in ms")
+	fs.Func("go-var", "NAME=VALUE: a var for every Go Worker subject (repeatable)", func(s string) error {
+		name, value, ok := strings.Cut(s, "=")
+		if !ok || name == "" {
+			return fmt.Errorf("%q: want NAME=VALUE", s)
+		}
+		cfg.goVars[name] = value
+		return nil
+	})
+	fs.StringVar(&cfg.quiet, "quiet", "auto", "saturation phase: also run the Go Worker with "+logLevelVar+"="+quietLevel+": auto (when config/config.go knows "+logLevelVar+"), on, off")
 	if err := fs.Parse(args); err != nil {
 		return cfg, err
+	}
+	if *quick {
+		set := map[string]bool{}
+		fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+		if !set["duration"] {
+			cfg.duration = time.Second
+		}
+		if !set["rounds"] {
+			cfg.rounds = 1
+		}
 	}
 	if cfg.duration <= 0 || cfg.rounds < 1 || cfg.maxRequests < 1 {
 		return cfg, fmt.Errorf("-duration, -rounds and -max-requests must be positive")
 	}
-	for _, s := range strings.Split(*conns, ",") {
-		n, err := strconv.Atoi(strings.TrimSpace(s))
-		if err != nil || n < 1 || n > 1024 {
-			return cfg, fmt.Errorf("-conns: %q is not a connection count from 1 to 1024", s)
-		}
-		cfg.conns = append(cfg.conns, n)
+	if !slices.Contains([]string{"auto", "on", "off"}, cfg.quiet) {
+		return cfg, fmt.Errorf("-quiet: %q is not auto, on or off", cfg.quiet)
 	}
-	for _, name := range strings.Split(*names, ",") {
-		i := slices.IndexFunc(scenarios, func(s scenario) bool { return s.name == strings.TrimSpace(name) })
-		if i < 0 {
-			return cfg, fmt.Errorf("-scenarios: unknown scenario %q", name)
+	for _, name := range strings.Split(*phases, ",") {
+		name = strings.TrimSpace(name)
+		if name != latencyPhase && name != saturationPhase {
+			return cfg, fmt.Errorf("-phases: unknown phase %q", name)
 		}
-		cfg.scenarios = append(cfg.scenarios, scenarios[i])
+		if !slices.Contains(cfg.phases, name) {
+			cfg.phases = append(cfg.phases, name)
+		}
+	}
+	slices.SortFunc(cfg.phases, func(a, b string) int { return strings.Compare(a, b) }) // latency first
+	var err error
+	if cfg.latencyConns, err = parseConns("-latency-conns", *latencyConns); err != nil {
+		return cfg, err
+	}
+	if cfg.conns, err = parseConns("-conns", *conns); err != nil {
+		return cfg, err
+	}
+	if cfg.latencyScenarios, err = parseScenarios("-latency-scenarios", *latencyScenarios); err != nil {
+		return cfg, err
+	}
+	if cfg.scenarios, err = parseScenarios("-scenarios", *names); err != nil {
+		return cfg, err
+	}
+	for _, l := range []struct {
+		flag string
+		in   string
+		out  *latency
+	}{
+		{"-kv-read", *kvRead, &cfg.delays.KVRead}, {"-kv-write", *kvWrite, &cfg.delays.KVWrite},
+		{"-do-rtt", *doRTT, &cfg.delays.DORoundTrip}, {"-do-write", *doWrite, &cfg.delays.DOWrite},
+	} {
+		if *l.out, err = parseLatency(l.in); err != nil {
+			return cfg, fmt.Errorf("%s: %v", l.flag, err)
+		}
 	}
 	return cfg, nil
 }
 
-// worker is one Worker under test, served by its own `wrangler dev` from its
-// own snapshot of the repository, with its own fresh KV state.
-type worker struct {
-	name  string // "Go" or "JS"
-	srv   *wranglerdev.Server
-	dir   string // the snapshot
-	state string
-	// cold is wrangler's log line for the isolate's first request.
-	cold      string
-	coldMS    float64
-	firstPOST time.Duration
-}
-
-var (
-	// wranglerRequestLine is wrangler's log line for one request, with its timing.
-	wranglerRequestLine = regexp.MustCompile(`\[wrangler:info\] ([A-Z]+ \S+ \d{3})[^(\n]*\((\d+)ms\)`)
-	// goStartedLine is the JS entry's log line when it starts the Go program.
-	goStartedLine = regexp.MustCompile(`\{"event":"go_started","ms":([0-9.eE+-]+)\}`)
-)
-
-// startWorker serves the Worker of config (relative to the repository root)
-// from a snapshot, retrying for a while if the Go Worker does not build, and
-// times its first requests.
-func startWorker(ctx context.Context, name, config string) (*worker, error) {
-	for attempt := 1; ; attempt++ {
-		w, err := tryStart(ctx, name, config)
-		if err == nil {
-			return w, nil
+func parseConns(flag, list string) ([]int, error) {
+	var conns []int
+	for _, s := range strings.Split(list, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(s))
+		if err != nil || n < 1 || n > 1024 {
+			return nil, fmt.Errorf("%s: %q is not a connection count from 1 to 1024", flag, s)
 		}
-		buildFailed := strings.Contains(err.Error(), "Running custom build")
-		if !buildFailed || attempt == buildAttempts {
-			return nil, err
+		conns = append(conns, n)
+	}
+	return conns, nil
+}
+
+func parseScenarios(flag, list string) ([]scenario, error) {
+	var out []scenario
+	for _, name := range strings.Split(list, ",") {
+		i := slices.IndexFunc(scenarios, func(s scenario) bool { return s.name == strings.TrimSpace(name) })
+		if i < 0 {
+			return nil, fmt.Errorf("%s: unknown scenario %q", flag, name)
 		}
-		fmt.Fprintf(os.Stderr, "bench: the %s Worker did not build (attempt %d of %d; is someone editing it?), retrying in %s:\n%s\n",
-			name, attempt, buildAttempts, buildRetryWait, lastLines(err.Error(), 15))
-		select {
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		case <-time.After(buildRetryWait):
+		out = append(out, scenarios[i])
+	}
+	return out, nil
+}
+
+// knowsLogLevel reports whether the Go Worker in the snapshot at dir reads
+// LOG_LEVEL.
+func knowsLogLevel(dir string) bool {
+	b, err := os.ReadFile(filepath.Join(dir, "config", "config.go"))
+	return err == nil && strings.Contains(string(b), `"`+logLevelVar+`"`)
+}
+
+// phase is one table of the report: its subjects, each in its own wrangler
+// dev, driven with the same load.
+type phase struct {
+	name      string
+	subjects  []*subject
+	scenarios []scenario
+	conns     []int
+	rows      []row
+}
+
+// newPhase lists the subjects of phase name. In the latency phase every
+// subject is served through a bench/latency entry that delays its bindings'
+// calls; in the saturation phase each is served as shipped.
+func newPhase(name string, cfg config, logLevel bool) *phase {
+	goVars := func(extra map[string]string) map[string]string {
+		v := maps.Clone(cfg.goVars)
+		maps.Copy(v, extra)
+		return v
+	}
+	p := &phase{name: name, scenarios: cfg.scenarios, conns: cfg.conns}
+	if name == latencyPhase {
+		p.scenarios, p.conns = cfg.latencyScenarios, cfg.latencyConns
+		delays := map[string]string{"WRAP_DELAYS": cfg.delays.wrapDelays()}
+		p.subjects = []*subject{
+			{name: "Go KV", kind: goKV, opts: wranglerdev.Options{Script: "bench/latency/go.mjs", Vars: goVars(delays)}},
+			{name: "Go ledger", kind: goLedger, opts: wranglerdev.Options{Script: "bench/latency/go.mjs", Environment: "ledger", Vars: goVars(delays)}},
+			{name: "JS port", kind: jsPort, opts: wranglerdev.Options{Script: "bench/latency/reference.mjs", Config: "bench/reference/wrangler.toml", Vars: delays}},
+			{name: "seed TS", kind: seedTS, opts: wranglerdev.Options{Script: "bench/latency/seed.mjs", Config: "bench/seed/wrangler.toml", Vars: delays}},
+		}
+		return p
+	}
+	p.subjects = []*subject{
+		{name: "Go KV", kind: goKV, opts: wranglerdev.Options{Vars: goVars(nil)}},
+		{name: "Go ledger", kind: goLedger, opts: wranglerdev.Options{Environment: "ledger", Vars: goVars(nil)}},
+	}
+	if cfg.quiet == "on" || cfg.quiet == "auto" && logLevel {
+		quiet := map[string]string{logLevelVar: quietLevel}
+		p.subjects = append(p.subjects,
+			&subject{name: "Go KV " + logLevelVar + "=" + quietLevel, kind: goKV, opts: wranglerdev.Options{Vars: goVars(quiet)}},
+			&subject{name: "Go ledger " + logLevelVar + "=" + quietLevel, kind: goLedger, opts: wranglerdev.Options{Environment: "ledger", Vars: goVars(quiet)}})
+	}
+	p.subjects = append(p.subjects,
+		&subject{name: "JS port", kind: jsPort, opts: wranglerdev.Options{Config: "bench/reference/wrangler.toml"}},
+		&subject{name: "seed TS", kind: seedTS, opts: wranglerdev.Options{Config: "bench/seed/wrangler.toml"}})
+	return p
+}
+
+// estimate is how long the phase's load takes, start-up not included.
+func (p *phase) estimate(cfg config) time.Duration {
+	cells := len(p.scenarios) * len(p.conns) * len(p.subjects)
+	return time.Duration(cells) * (warmup + time.Duration(cfg.rounds)*cfg.duration)
+}
+
+// run starts the phase's subjects one after another (so that each cold
+// start is timed alone), measures every scenario at every connection
+// count, and stops them.
+func (p *phase) run(ctx context.Context, cfg config, dir string) error {
+	defer func() {
+		for _, s := range p.subjects {
+			if s.srv != nil {
+				s.logs = s.srv.Logs()
+				s.goStartsAtEnd = len(s.goStarts())
+			}
+			s.stop()
+		}
+	}()
+	for _, s := range p.subjects {
+		if err := s.start(ctx, dir); err != nil {
+			return err
 		}
 	}
-}
-
-// tryStart makes a snapshot and a state folder and serves the Worker from
-// them; on failure it removes both.
-func tryStart(ctx context.Context, name, config string) (*worker, error) {
-	w := &worker{name: name}
-	var err error
-	if w.dir, err = snapshot("."); err != nil {
-		return nil, err
-	}
-	if w.state, err = os.MkdirTemp("", "edge-orders-bench-state-"); err != nil {
-		os.RemoveAll(w.dir)
-		return nil, err
-	}
-	w.srv, err = wranglerdev.Start(ctx, wranglerdev.Options{Dir: w.dir, Config: config, StateDir: w.state})
-	if err == nil {
-		err = w.timeCold(ctx)
-	}
-	if err != nil {
-		w.stop()
-		return nil, err
-	}
-	return w, nil
-}
-
-// timeCold records the Worker's cold start. wranglerdev.Start's readiness
-// probe is the isolate's first request, so the client cannot time it; wrangler
-// logs its duration, which is what we report. The first POST, timed here by
-// the client, then finds the isolate (and the Go program) already running.
-func (w *worker) timeCold(ctx context.Context) error {
-	client := &http.Client{Timeout: requestTimeout}
-	t := time.Now()
-	status, answer, err := post(ctx, client, w.srv.URL, "bench-first-post", validOrder)
-	w.firstPOST = time.Since(t)
-	if err != nil || status != http.StatusCreated {
-		return fmt.Errorf("first POST to the %s Worker: %s", w.name, describe(status, answer, err))
-	}
-	// wrangler logs a request once it has answered it; give the line a moment.
-	for range 50 {
-		if m := wranglerRequestLine.FindStringSubmatch(w.srv.Logs()); m != nil {
-			w.cold = m[1]
-			w.coldMS, _ = strconv.ParseFloat(m[2], 64)
-			return nil
+	for _, sc := range p.scenarios {
+		for _, conns := range p.conns {
+			p.rows = append(p.rows, measure(ctx, cfg, p.name, sc, conns, p.subjects))
+			if ctx.Err() != nil {
+				return nil
+			}
 		}
-		time.Sleep(100 * time.Millisecond)
 	}
-	return nil // the report says the timing is missing
+	return nil
 }
 
-// goStarts returns the ms of every go_started line logged so far: one per
-// isolate that started the Go program.
-func (w *worker) goStarts() []float64 {
-	var ms []float64
-	for _, m := range goStartedLine.FindAllStringSubmatch(w.srv.Logs(), -1) {
-		v, _ := strconv.ParseFloat(m[1], 64)
-		ms = append(ms, v)
-	}
-	return ms
-}
-
-// builds counts the times wrangler has run the Worker's build command; more
-// than one means the sources changed while it ran.
-func (w *worker) builds() int { return strings.Count(w.srv.Logs(), "[custom build] Running") }
-
-// version changes whenever wrangler rebuilds the Worker or starts the Go
-// program in a new isolate.
-func (w *worker) version() int { return w.builds() + len(w.goStarts()) }
-
-// stop ends the Worker's wrangler, if it runs, and removes its snapshot and state.
-func (w *worker) stop() {
-	if w.srv != nil {
-		w.srv.Stop()
-	}
-	os.RemoveAll(w.dir)
-	os.RemoveAll(w.state)
-}
-
-// measurement is one Worker's share of a row.
+// measurement is one subject's share of a row.
 type measurement struct {
 	rates []float64 // req/s of each round, in round order
-	// rebuilt marks the rounds during which wrangler rebuilt the Go Worker or
-	// started a new isolate: the build competes for the CPU, the code may have
-	// changed, and a new isolate starts cold.
-	rebuilt []bool
-	pooled  Result   // all rounds together
-	setup   Result   // warm-up and seeding, not measured
-	check   keyCheck // over warm-up and all rounds (checkKeys scenarios)
+	// restarted marks the rounds during which the Go program started in a
+	// new isolate, which starts cold.
+	restarted []bool
+	pooled    Result   // all rounds together
+	setup     Result   // warm-up and seeding, not measured
+	check     keyCheck // over warm-up and all rounds (checkKeys scenarios)
 }
 
-// row is one scenario at one connection count, for both Workers.
+// row is one scenario at one connection count, for every subject of a phase.
 type row struct {
 	sc    scenario
 	conns int
-	m     [2]*measurement // indexed like report.workers
+	m     []*measurement // indexed like phase.subjects
 }
 
 // measure runs one scenario at one connection count: a warm-up for each
-// Worker, then the rounds, alternating which Worker goes first.
-func measure(ctx context.Context, cfg config, sc scenario, conns int, workers [2]*worker) row {
-	r := row{sc: sc, conns: conns}
-	// runs holds each Worker's measured rounds; created its 201s per key,
+// subject, then the rounds, rotating which subject goes first so that
+// machine noise hits all alike.
+func measure(ctx context.Context, cfg config, phase string, sc scenario, conns int, subjects []*subject) row {
+	r := row{sc: sc, conns: conns, m: make([]*measurement, len(subjects))}
+	// runs holds each subject's measured rounds; created its 201s per key,
 	// warm-up included.
-	var runs, created [2][]Result
-	// load seeds if the scenario needs it, then runs one load against Worker i.
-	load := func(i int, phase string, d time.Duration) Result {
-		prefix := fmt.Sprintf("%s-%d-%s-", sc.name, conns, phase)
+	runs := make([][]Result, len(subjects))
+	created := make([][]Result, len(subjects))
+	// load seeds if the scenario needs it, then runs one load against subject i.
+	load := func(i int, round string, d time.Duration) Result {
+		prefix := fmt.Sprintf("%s-%s-%d-%s-", phase, sc.name, conns, round)
 		key := func(n int64, c int) string { return sc.key(prefix, n, c, conns) }
 		if sc.seeded {
-			seed := seedKeys(ctx, workers[i].srv.URL, conns, func(c int) string { return key(0, c) })
+			seed := seedKeys(ctx, subjects[i].srv.URL, conns, func(c int) string { return key(0, c) })
 			r.m[i].setup = merge([]Result{r.m[i].setup, seed})
 		}
 		res := Load{
-			URL: workers[i].srv.URL, Conns: conns, Duration: d, MaxRequests: cfg.maxRequests,
+			URL: subjects[i].srv.URL, Conns: conns, Duration: d, MaxRequests: cfg.maxRequests,
 			Request:      func(n int64, c int) (string, string) { return key(n, c), sc.body },
 			Expect:       func(status int) bool { return slices.Contains(sc.expect, status) },
 			CountCreated: sc.checkKeys,
@@ -348,32 +419,29 @@ func measure(ctx context.Context, cfg config, sc scenario, conns int, workers [2
 		created[i] = append(created[i], Result{Created: res.Created})
 		return res
 	}
-	for i := range workers {
+	for i := range subjects {
 		r.m[i] = &measurement{}
 		warm := load(i, "warm", warmup)
 		r.m[i].setup = merge([]Result{r.m[i].setup, warm})
 	}
 	for round := range cfg.rounds {
-		order := []int{0, 1}
-		if round%2 == 1 {
-			order = []int{1, 0}
-		}
-		for _, i := range order {
-			version := workers[0].version()
+		for k := range subjects {
+			i := (k + round) % len(subjects)
+			version := subjects[i].version()
 			res := load(i, "r"+strconv.Itoa(round+1), cfg.duration)
-			rebuilt := workers[0].version() != version
+			restarted := subjects[i].version() != version
 			runs[i] = append(runs[i], res)
 			r.m[i].rates = append(r.m[i].rates, res.Rate())
-			r.m[i].rebuilt = append(r.m[i].rebuilt, rebuilt)
+			r.m[i].restarted = append(r.m[i].restarted, restarted)
 			note := ""
-			if rebuilt {
-				note = " (wrangler rebuilt or restarted the Go Worker meanwhile)"
+			if restarted {
+				note = " (the Go program started in a new isolate meanwhile)"
 			}
-			fmt.Fprintf(os.Stderr, "bench: %s, %d conns, round %d/%d, %s: %.0f req/s, %d sent, %d errors%s\n",
-				sc.name, conns, round+1, cfg.rounds, workers[i].name, res.Rate(), res.Sent, res.Errors, note)
+			fmt.Fprintf(os.Stderr, "bench: %s, %s, %d conns, round %d/%d, %s: %.0f req/s, p50 %.1f ms, %d sent, %d errors%s\n",
+				phase, sc.name, conns, round+1, cfg.rounds, subjects[i].name, res.Rate(), millis(res.percentile(50)), res.Sent, res.Errors, note)
 		}
 	}
-	for i := range workers {
+	for i := range subjects {
 		r.m[i].pooled = merge(runs[i])
 		if sc.checkKeys {
 			r.m[i].check = checkCreated(merge(created[i]).Created)
@@ -399,4 +467,18 @@ func seedKeys(ctx context.Context, url string, conns int, key func(c int) string
 func lastLines(s string, n int) string {
 	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
 	return strings.Join(lines[max(0, len(lines)-n):], "\n")
+}
+
+// slug turns a subject's name into a file name part: "Go KV LOG_LEVEL=errors"
+// becomes "go-kv-log_level-errors".
+func slug(name string) string {
+	return strings.Map(func(r rune) rune {
+		switch {
+		case r >= 'a' && r <= 'z', r >= '0' && r <= '9', r == '_':
+			return r
+		case r >= 'A' && r <= 'Z':
+			return r - 'A' + 'a'
+		}
+		return '-'
+	}, name)
 }

@@ -1,0 +1,109 @@
+// Wraps any Worker so that its bindings' calls are delayed or fail, for
+// tests (test/wrapped/entry.mjs) and for the benchmark's production-latency
+// mode (bench/latency/*.mjs). Only the bindings are wrapped; the Worker's own
+// code runs unchanged.
+//
+//   export default wrap(worker)
+//
+// wraps worker's default export (anything with fetch(request, env, ctx));
+// the env it is given is wrapped once, on the first request, as set by vars:
+//   WRAP_DELAYS      JSON, {"ORDERS.put": 30, "LEDGER.commit": 3000}: the
+//                    delay before each call of that binding's method ("*"
+//                    for any method, or any binding). A delay is
+//                      - a number of ms, the same for every call;
+//                      - {"p50": 7, "p95": 50, "p99": 250}: drawn afresh for
+//                        each call from the distribution sampleDelay describes;
+//                      - an array of delays, drawn each and added up (a
+//                        Durable Object write: a round trip plus a
+//                        durability wait).
+//   WRAP_FAULT_RATE  share of calls, 0 to 1, that fail: half of them before
+//                    the call is made, half after it took effect
+// Bindings wrapped: ORDERS (KV: get, getWithMetadata, put, delete, list) and
+// LEDGER (a Durable Object namespace: every method of getByName's stubs).
+
+// Counters of the calls made and the faults injected, for tests that read
+// them back.
+export const stats = { calls: 0, faultsBefore: 0, faultsAfter: 0 };
+
+// wrap returns a Worker that serves worker with its env's bindings wrapped.
+// The env is wrapped once and kept: the Go program keeps the bindings of the
+// first env it is given, so every request must see the same wrapped ones.
+export function wrap(worker) {
+  let wrapped;
+  return {
+    fetch(request, env, ctx) {
+      wrapped ??= wrapEnv(env, {
+        delays: JSON.parse(env.WRAP_DELAYS || "{}"),
+        faultRate: Number(env.WRAP_FAULT_RATE || 0),
+      });
+      return worker.fetch(request, wrapped, ctx);
+    },
+  };
+}
+
+// wrapEnv returns a copy of env whose ORDERS and LEDGER bindings wait
+// delays[...] before each call and fail a faultRate share of calls.
+export function wrapEnv(env, { delays = {}, faultRate = 0 } = {}) {
+  const around = (binding, method, call) => async (...args) => {
+    const spec = delays[`${binding}.${method}`] ?? delays[`${binding}.*`] ?? delays["*"] ?? 0;
+    const ms = sampleDelay(spec);
+    if (ms > 0) await scheduler.wait(ms);
+    stats.calls++;
+    const roll = Math.random();
+    if (roll < faultRate / 2) {
+      stats.faultsBefore++;
+      throw new Error(`injected fault before ${binding}.${method}`);
+    }
+    const result = await call(...args);
+    if (roll < faultRate) {
+      stats.faultsAfter++;
+      throw new Error(`injected fault after ${binding}.${method}`);
+    }
+    return result;
+  };
+  const out = { ...env };
+  if (env.ORDERS) {
+    const kv = env.ORDERS;
+    out.ORDERS = {};
+    for (const m of ["get", "getWithMetadata", "put", "delete", "list"]) {
+      out.ORDERS[m] = around("ORDERS", m, (...a) => kv[m](...a));
+    }
+  }
+  if (env.LEDGER) {
+    const ns = env.LEDGER;
+    out.LEDGER = {
+      getByName(name) {
+        const stub = ns.getByName(name);
+        return new Proxy({}, {
+          get: (_, method) => around("LEDGER", method, (...a) => stub[method](...a)),
+        });
+      },
+    };
+  }
+  return out;
+}
+
+// sampleDelay draws one delay, in ms, from spec (see WRAP_DELAYS above).
+//
+// For {p50, p95, p99} it inverts a quantile function that is piecewise
+// linear in log(ms) through (0, p50/2), (0.5, p50), (0.95, p95), (0.99, p99)
+// and (1, 2·p99): the draws have exactly the given p50, p95 and p99, a
+// right-skewed body like measured latencies, and a tail that stops at twice
+// the p99. random() returns a number in [0, 1).
+export function sampleDelay(spec, random = Math.random) {
+  if (typeof spec === "number") return spec;
+  if (Array.isArray(spec)) return spec.reduce((sum, s) => sum + sampleDelay(s, random), 0);
+  if (spec === null || typeof spec !== "object") return 0;
+  const { p50, p95 = p50, p99 = p95 } = spec;
+  if (!(p50 > 0)) return 0;
+  const points = [[0, p50 / 2], [0.5, p50], [0.95, p95], [0.99, p99], [1, 2 * p99]];
+  const u = random();
+  for (let i = 1; i < points.length; i++) {
+    const [u0, d0] = points[i - 1], [u1, d1] = points[i];
+    if (u < u1 || i === points.length - 1) {
+      const t = Math.min(1, (u - u0) / (u1 - u0));
+      return Math.exp(Math.log(d0) + t * (Math.log(d1) - Math.log(d0)));
+    }
+  }
+  return p50;
+}
