@@ -89,13 +89,15 @@ export function wrapEnv(env, { delays = {}, faultRate = 0 } = {}) {
 // linear in log(ms) through (0, p50/2), (0.5, p50), (0.95, p95), (0.99, p99)
 // and (1, 2·p99): the draws have exactly the given p50, p95 and p99, a
 // right-skewed body like measured latencies, and a tail that stops at twice
-// the p99. random() returns a number in [0, 1).
+// the p99. Equal percentiles are a fixed delay. random() returns a number
+// in [0, 1).
 export function sampleDelay(spec, random = Math.random) {
   if (typeof spec === "number") return spec;
   if (Array.isArray(spec)) return spec.reduce((sum, s) => sum + sampleDelay(s, random), 0);
   if (spec === null || typeof spec !== "object") return 0;
   const { p50, p95 = p50, p99 = p95 } = spec;
   if (!(p50 > 0)) return 0;
+  if (p50 === p95 && p95 === p99) return p50; // a fixed delay
   const points = [[0, p50 / 2], [0.5, p50], [0.95, p95], [0.99, p99], [1, 2 * p99]];
   const u = random();
   for (let i = 1; i < points.length; i++) {
