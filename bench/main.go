@@ -85,7 +85,7 @@ type config struct {
 	duration    time.Duration
 	rounds      int
 	maxRequests int64
-	phases      []string // "latency", "saturation", in that order
+	phases      []string // "crossings", "latency", "saturation", in that order
 	// latencyConns and latencyScenarios are the production-latency phase's;
 	// conns and scenarios the saturation phase's.
 	latencyConns, conns         []int
@@ -137,6 +137,14 @@ func run() int {
 	rep.logLevel = knowsLogLevel(dir)
 
 	for _, name := range cfg.phases {
+		if name == crossingsPhase {
+			fmt.Fprintf(os.Stderr, "bench: crossings: counting the calls between Go and JavaScript per request\n")
+			if rep.crossings, err = countCrossings(ctx, cfg, dir); err != nil {
+				fmt.Fprintln(os.Stderr, "bench:", err)
+				return 1
+			}
+			continue
+		}
 		p := newPhase(name, cfg, rep.logLevel)
 		fmt.Fprintf(os.Stderr, "bench: %s phase: %d subjects, about %s of load\n", name, len(p.subjects), p.estimate(cfg).Round(time.Second))
 		err := p.run(ctx, cfg, dir)
@@ -186,7 +194,7 @@ func parseFlags(args []string) (config, error) {
 	fs.DurationVar(&cfg.duration, "duration", 2500*time.Millisecond, "length of one measured run")
 	fs.IntVar(&cfg.rounds, "rounds", 3, "measured runs per subject, scenario and connection count")
 	quick := fs.Bool("quick", false, "a short look: -duration 1s -rounds 1, unless those are given too")
-	phases := fs.String("phases", "latency,saturation", "phases to run: latency (simulated production latency), saturation (local, no delays)")
+	phases := fs.String("phases", "crossings,latency,saturation", "phases to run: crossings (Go–JavaScript calls per request, counted), latency (simulated production latency), saturation (local, no delays)")
 	latencyConns := fs.String("latency-conns", "1,8", "connection counts of the latency phase")
 	latencyScenarios := fs.String("latency-scenarios", "new-key,replay", "scenarios of the latency phase")
 	conns := fs.String("conns", "8,32", "connection counts of the saturation phase")
@@ -226,14 +234,14 @@ func parseFlags(args []string) (config, error) {
 	}
 	for _, name := range strings.Split(*phases, ",") {
 		name = strings.TrimSpace(name)
-		if name != latencyPhase && name != saturationPhase {
+		if name != crossingsPhase && name != latencyPhase && name != saturationPhase {
 			return cfg, fmt.Errorf("-phases: unknown phase %q", name)
 		}
 		if !slices.Contains(cfg.phases, name) {
 			cfg.phases = append(cfg.phases, name)
 		}
 	}
-	slices.SortFunc(cfg.phases, func(a, b string) int { return strings.Compare(a, b) }) // latency first
+	slices.Sort(cfg.phases) // crossings, latency, saturation
 	var err error
 	if cfg.latencyConns, err = parseConns("-latency-conns", *latencyConns); err != nil {
 		return cfg, err

@@ -9,13 +9,13 @@ import (
 )
 
 func TestParseFlags(t *testing.T) {
-	t.Run("defaults run both phases", func(t *testing.T) {
+	t.Run("defaults run every phase", func(t *testing.T) {
 		cfg, err := parseFlags(nil)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !slices.Equal(cfg.phases, []string{latencyPhase, saturationPhase}) {
-			t.Errorf("phases = %v, want latency then saturation", cfg.phases)
+		if !slices.Equal(cfg.phases, []string{crossingsPhase, latencyPhase, saturationPhase}) {
+			t.Errorf("phases = %v, want crossings, latency, saturation", cfg.phases)
 		}
 		if !slices.Equal(cfg.latencyConns, []int{1, 8}) {
 			t.Errorf("latency conns = %v, want 1, 8", cfg.latencyConns)

@@ -25,6 +25,8 @@ type report struct {
 	wasmRaw, wasmGzip int64
 	// logLevel is whether the Go Worker reads LOG_LEVEL.
 	logLevel bool
+	// crossings are the calls between Go and JavaScript per request.
+	crossings []crossings
 }
 
 // goDuplicates reports whether a Go subject ever gave one key two 201s.
@@ -105,6 +107,16 @@ func (r *report) String() string {
 	}
 
 	r.targets(&b)
+
+	if len(r.crossings) > 0 {
+		p("\n## Calls between Go and JavaScript per request, counted\n\n")
+		p("bench/crossings/entry.mjs counts every call of a Go runtime import (Go → JavaScript: each syscall/js operation, "+
+			"the clock, timers, random bytes) and every resume of the Go program (JavaScript → Go: a callback, a settled promise), "+
+			"averaged over %d sequential requests after a warm-up, the work after the response included. "+
+			"In ledger mode the Durable Object runs in the same isolate locally, so its calls are in the count. "+
+			"bench/README.md explains each call.\n\n", crossingsRequests)
+		crossingsTable(&b, r.crossings)
+	}
 
 	if r.hasContention() {
 		p("\n## Contention: one order per key\n\nCounted over the warm-up and all rounds.\n\n")
