@@ -11,7 +11,7 @@ ENV ?=
 export PATH := $(CURDIR)/node_modules/.bin:$(PATH)
 export WRANGLER_SEND_METRICS := false
 
-.PHONY: dev test bench tools build clean
+.PHONY: dev test bench chaos soak tools build clean
 
 tools: node_modules/.installed
 
@@ -40,6 +40,14 @@ test: tools
 # for a short look; bench/README.md has the rest.
 bench: tools
 	go run ./bench $(BENCH_FLAGS)
+
+# Fault injection for longer than make test does: FAULT_RATE of the storage
+# calls fail (half before, half after they take effect), KEYS keys.
+FAULT_RATE ?= 0.2
+KEYS ?= 200
+chaos: tools build
+	EDGE_ORDERS_E2E=1 EDGE_ORDERS_FAULT_RATE=$(FAULT_RATE) EDGE_ORDERS_FAULT_KEYS=$(KEYS) \
+		go test -count=1 -v -timeout 30m -run 'TestFaultsNeverDuplicate' ./test
 
 clean:
 	rm -rf build .wrangler

@@ -15,6 +15,8 @@ function startGo() {
   // run() executes main until it blocks, so the functions exist when it
   // returns. If the program ever exits, the next call starts a fresh one.
   go.run(instance).finally(() => { fetchInGo = objectInGo = undefined; });
+  // The Go instance's linear memory, for the soak test's readings (test/wrapped).
+  globalThis.__goMemory = instance.exports.mem;
   fetchInGo = globalThis.__goFetch;
   objectInGo = globalThis.__goObject;
   console.log(JSON.stringify({ event: "go_started", ms: performance.now() - startedAt }));

@@ -45,10 +45,15 @@ func (c *Client) call(ctx context.Context, key intake.Key, method string, args .
 	return res, nil
 }
 
-// Begin implements intake.Store.
+// Begin implements intake.Store. A claim whose answer was lost may still
+// have been taken, and would block the key for its whole lease: on an
+// error Begin releases it, which removes only a claim with this token.
 func (c *Client) Begin(ctx context.Context, key intake.Key, cl intake.Claim) (intake.Record, error) {
 	res, err := c.call(ctx, key, "claim", cl.Token, cl.Fingerprint, cl.Lease.Milliseconds())
 	if err != nil {
+		if rerr := c.Release(context.WithoutCancel(ctx), key, cl); rerr != nil {
+			err = fmt.Errorf("%w (and its release: %v)", err, rerr)
+		}
 		return intake.Record{}, err
 	}
 	return recordFromJS(res), nil

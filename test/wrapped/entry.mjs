@@ -7,8 +7,21 @@
 //   WRAP_FAULT_RATE  share of calls, 0 to 1, that fail: half of them before
 //                    the call is made, half after it took effect
 // The wrapping lives in wrap.mjs, which also takes delay distributions.
+// GET /__wrapped/stats answers the calls made, the faults injected and the
+// Go instance's linear memory in bytes, as JSON.
 import worker, { Ledger } from "../../worker.mjs";
-import { wrap } from "./wrap.mjs";
+import { wrap, stats } from "./wrap.mjs";
 
 export { Ledger };
-export default wrap(worker);
+
+const wrapped = wrap(worker);
+
+export default {
+  fetch(request, env, ctx) {
+    if (new URL(request.url).pathname === "/__wrapped/stats") {
+      const memoryBytes = globalThis.__goMemory?.buffer.byteLength ?? 0;
+      return Response.json({ ...stats, memoryBytes });
+    }
+    return wrapped.fetch(request, env, ctx);
+  },
+};

@@ -49,7 +49,9 @@ export function wrapEnv(env, { delays = {}, faultRate = 0 } = {}) {
     const ms = sampleDelay(spec);
     if (ms > 0) await scheduler.wait(ms);
     stats.calls++;
-    const roll = Math.random();
+    // crypto, not Math.random: retries of one key kept failing with it,
+    // as if its draws repeated.
+    const roll = crypto.getRandomValues(new Uint32Array(1))[0] / 2 ** 32;
     if (roll < faultRate / 2) {
       stats.faultsBefore++;
       throw new Error(`injected fault before ${binding}.${method}`);

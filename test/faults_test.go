@@ -1,0 +1,157 @@
+//go:build !js
+
+package e2e
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+)
+
+// Fault injection, short enough for every make test; `make chaos` runs it
+// longer through the environment variables below.
+const (
+	faultKeys      = 16
+	faultBurst     = 4
+	faultRetryWait = 50 * time.Millisecond
+	// faultPatience is how long a key's retries go on: past the claim lease
+	// (PENDING_TTL_SECONDS, 60), since a claim whose answer and release were
+	// both lost blocks its key until the lease ends, and no longer.
+	faultPatience = 75 * time.Second
+)
+
+// chaosSetting reads an integer or float knob of `make chaos`, or def.
+func chaosSetting(name, def string) string {
+	if v := os.Getenv(name); v != "" {
+		return v
+	}
+	return def
+}
+
+// wrappedStats is what test/wrapped's stats path answers.
+type wrappedStats struct {
+	Calls        int   `json:"calls"`
+	FaultsBefore int   `json:"faultsBefore"`
+	FaultsAfter  int   `json:"faultsAfter"`
+	MemoryBytes  int64 `json:"memoryBytes"`
+}
+
+func (w *target) wrappedStats(t *testing.T) wrappedStats {
+	t.Helper()
+	resp, err := httpClient.Get(w.URL() + "/__wrapped/stats")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var s wrappedStats
+	if err := json.NewDecoder(resp.Body).Decode(&s); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// TestFaultsNeverDuplicate makes a share of storage calls fail, half before
+// the call and half after it took effect, and drives every key with a burst
+// of concurrent requests and then retries until a 2xx, as clients do. Every
+// key must end with exactly one order, every 2xx for a key must be the same
+// body, and every failure must be a retryable 409 or 503: never another 5xx,
+// never a receipt that was not stored.
+func TestFaultsNeverDuplicate(t *testing.T) {
+	requireWorker(t)
+	rate := chaosSetting("EDGE_ORDERS_FAULT_RATE", "0.2")
+	keys, _ := strconv.Atoi(chaosSetting("EDGE_ORDERS_FAULT_KEYS", strconv.Itoa(faultKeys)))
+	for _, mode := range []string{"kv", "ledger"} {
+		t.Run(mode, func(t *testing.T) {
+			w := startWrapped(t, mode, map[string]string{"WRAP_FAULT_RATE": rate})
+			failures := map[int]int{}
+			var mu sync.Mutex
+			var wg sync.WaitGroup
+			sem := make(chan struct{}, 4)
+			for k := 0; k < keys; k++ {
+				sem <- struct{}{}
+				wg.Add(1)
+				go func() {
+					defer func() { <-sem; wg.Done() }()
+					key := fmt.Sprintf("%s-%d", newKey(t), k)
+					var answers []response
+					var burst sync.WaitGroup
+					got := make([]response, faultBurst)
+					for i := range got {
+						burst.Add(1)
+						go func() { defer burst.Done(); got[i] = w.post(t, key, validOrder) }()
+					}
+					burst.Wait()
+					answers = append(answers, got...)
+					giveUp := time.Now().Add(faultPatience)
+					for !has2xx(answers) {
+						if time.Now().After(giveUp) {
+							t.Errorf("key %d: no 2xx in %v: %v", k, faultPatience, statuses(answers))
+							return
+						}
+						time.Sleep(faultRetryWait)
+						answers = append(answers, w.post(t, key, validOrder))
+					}
+					// A lookup, retried likewise, must find the one receipt.
+					for {
+						l := w.lookup(t, key)
+						if l.status == 200 {
+							answers = append(answers, l)
+							break
+						}
+						if time.Now().After(giveUp) || (l.status != 503 && l.status != 409) {
+							t.Errorf("key %d: lookup = %d %s", k, l.status, l.body)
+							break
+						}
+						time.Sleep(faultRetryWait)
+					}
+					orders, bodies := map[string]bool{}, map[string]bool{}
+					for _, a := range answers {
+						switch {
+						case a.status == 201 || a.status == 200:
+							orders[decodeReceipt(t, a.body).OrderID] = true
+							bodies[a.body] = true
+						case a.status == 409 || a.status == 503:
+							mu.Lock()
+							failures[a.status]++
+							mu.Unlock()
+						default:
+							t.Errorf("key %d: %d %s, want only 2xx, 409 or 503", k, a.status, a.body)
+						}
+					}
+					if len(orders) != 1 || len(bodies) != 1 {
+						t.Errorf("key %d: %d order ids and %d distinct bodies, want one of each: %v", k, len(orders), len(bodies), statuses(answers))
+					}
+				}()
+			}
+			wg.Wait()
+			s := w.wrappedStats(t)
+			if s.FaultsBefore == 0 || s.FaultsAfter == 0 {
+				t.Fatalf("faults injected: %d before, %d after, in %d calls; the check needs both", s.FaultsBefore, s.FaultsAfter, s.Calls)
+			}
+			t.Logf("%s: %d keys, fault rate %s: %d calls, %d faults before and %d after; answers 409: %d, 503: %d",
+				mode, keys, rate, s.Calls, s.FaultsBefore, s.FaultsAfter, failures[409], failures[503])
+		})
+	}
+}
+
+func has2xx(rs []response) bool {
+	for _, r := range rs {
+		if r.status == http.StatusOK || r.status == http.StatusCreated {
+			return true
+		}
+	}
+	return false
+}
+
+func statuses(rs []response) []int {
+	out := make([]int, len(rs))
+	for i, r := range rs {
+		out[i] = r.status
+	}
+	return out
+}
