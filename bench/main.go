@@ -82,10 +82,13 @@ var scenarios = []scenario{
 
 // config is what the flags ask for.
 type config struct {
-	duration    time.Duration
-	rounds      int
-	maxRequests int64
-	phases      []string // "crossings", "latency", "saturation", in that order
+	// duration is one measured run of the saturation phase, latencyDuration
+	// of the latency phase (whose requests are slow, so it needs longer runs
+	// for the same number of answers).
+	duration, latencyDuration time.Duration
+	rounds                    int
+	maxRequests               int64
+	phases                    []string // "crossings", "latency", "saturation", in that order
 	// latencyConns and latencyScenarios are the production-latency phase's;
 	// conns and scenarios the saturation phase's.
 	latencyConns, conns         []int
@@ -191,9 +194,10 @@ func run() int {
 func parseFlags(args []string) (config, error) {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	cfg := config{args: args, goVars: map[string]string{}}
-	fs.DurationVar(&cfg.duration, "duration", 2500*time.Millisecond, "length of one measured run")
+	fs.DurationVar(&cfg.duration, "duration", 2*time.Second, "length of one measured run in the saturation phase")
+	fs.DurationVar(&cfg.latencyDuration, "latency-duration", 4*time.Second, "length of one measured run in the latency phase")
 	fs.IntVar(&cfg.rounds, "rounds", 3, "measured runs per subject, scenario and connection count")
-	quick := fs.Bool("quick", false, "a short look: -duration 1s -rounds 1, unless those are given too")
+	quick := fs.Bool("quick", false, "a short look: -duration 1s -latency-duration 1s -rounds 1, unless those are given too")
 	phases := fs.String("phases", "crossings,latency,saturation", "phases to run: crossings (Go–JavaScript calls per request, counted), latency (simulated production latency), saturation (local, no delays)")
 	latencyConns := fs.String("latency-conns", "1,8", "connection counts of the latency phase")
 	latencyScenarios := fs.String("latency-scenarios", "new-key,replay", "scenarios of the latency phase")
@@ -222,12 +226,15 @@ func parseFlags(args []string) (config, error) {
 		if !set["duration"] {
 			cfg.duration = time.Second
 		}
+		if !set["latency-duration"] {
+			cfg.latencyDuration = time.Second
+		}
 		if !set["rounds"] {
 			cfg.rounds = 1
 		}
 	}
-	if cfg.duration <= 0 || cfg.rounds < 1 || cfg.maxRequests < 1 {
-		return cfg, fmt.Errorf("-duration, -rounds and -max-requests must be positive")
+	if cfg.duration <= 0 || cfg.latencyDuration <= 0 || cfg.rounds < 1 || cfg.maxRequests < 1 {
+		return cfg, fmt.Errorf("-duration, -latency-duration, -rounds and -max-requests must be positive")
 	}
 	if !slices.Contains([]string{"auto", "on", "off"}, cfg.quiet) {
 		return cfg, fmt.Errorf("-quiet: %q is not auto, on or off", cfg.quiet)
@@ -305,6 +312,7 @@ func knowsLogLevel(dir string) bool {
 // dev, driven with the same load.
 type phase struct {
 	name      string
+	duration  time.Duration // of one measured run
 	subjects  []*subject
 	scenarios []scenario
 	conns     []int
@@ -320,9 +328,9 @@ func newPhase(name string, cfg config, logLevel bool) *phase {
 		maps.Copy(v, extra)
 		return v
 	}
-	p := &phase{name: name, scenarios: cfg.scenarios, conns: cfg.conns}
+	p := &phase{name: name, duration: cfg.duration, scenarios: cfg.scenarios, conns: cfg.conns}
 	if name == latencyPhase {
-		p.scenarios, p.conns = cfg.latencyScenarios, cfg.latencyConns
+		p.duration, p.scenarios, p.conns = cfg.latencyDuration, cfg.latencyScenarios, cfg.latencyConns
 		delays := map[string]string{"WRAP_DELAYS": cfg.delays.wrapDelays()}
 		p.subjects = []*subject{
 			{name: "Go KV", kind: goKV, opts: wranglerdev.Options{Script: "bench/latency/go.mjs", Vars: goVars(delays)}},
@@ -351,7 +359,7 @@ func newPhase(name string, cfg config, logLevel bool) *phase {
 // estimate is how long the phase's load takes, start-up not included.
 func (p *phase) estimate(cfg config) time.Duration {
 	cells := len(p.scenarios) * len(p.conns) * len(p.subjects)
-	return time.Duration(cells) * (warmup + time.Duration(cfg.rounds)*cfg.duration)
+	return time.Duration(cells) * (warmup + time.Duration(cfg.rounds)*p.duration)
 }
 
 // run starts the phase's subjects one after another (so that each cold
@@ -374,7 +382,7 @@ func (p *phase) run(ctx context.Context, cfg config, dir string) error {
 	}
 	for _, sc := range p.scenarios {
 		for _, conns := range p.conns {
-			p.rows = append(p.rows, measure(ctx, cfg, p.name, sc, conns, p.subjects))
+			p.rows = append(p.rows, measure(ctx, cfg, p, sc, conns))
 			if ctx.Err() != nil {
 				return nil
 			}
@@ -404,7 +412,8 @@ type row struct {
 // measure runs one scenario at one connection count: a warm-up for each
 // subject, then the rounds, rotating which subject goes first so that
 // machine noise hits all alike.
-func measure(ctx context.Context, cfg config, phase string, sc scenario, conns int, subjects []*subject) row {
+func measure(ctx context.Context, cfg config, ph *phase, sc scenario, conns int) row {
+	subjects := ph.subjects
 	r := row{sc: sc, conns: conns, m: make([]*measurement, len(subjects))}
 	// runs holds each subject's measured rounds; created its 201s per key,
 	// warm-up included.
@@ -412,7 +421,7 @@ func measure(ctx context.Context, cfg config, phase string, sc scenario, conns i
 	created := make([][]Result, len(subjects))
 	// load seeds if the scenario needs it, then runs one load against subject i.
 	load := func(i int, round string, d time.Duration) Result {
-		prefix := fmt.Sprintf("%s-%s-%d-%s-", phase, sc.name, conns, round)
+		prefix := fmt.Sprintf("%s-%s-%d-%s-", ph.name, sc.name, conns, round)
 		key := func(n int64, c int) string { return sc.key(prefix, n, c, conns) }
 		if sc.seeded {
 			seed := seedKeys(ctx, subjects[i].srv.URL, conns, func(c int) string { return key(0, c) })
@@ -436,7 +445,7 @@ func measure(ctx context.Context, cfg config, phase string, sc scenario, conns i
 		for k := range subjects {
 			i := (k + round) % len(subjects)
 			version := subjects[i].version()
-			res := load(i, "r"+strconv.Itoa(round+1), cfg.duration)
+			res := load(i, "r"+strconv.Itoa(round+1), ph.duration)
 			restarted := subjects[i].version() != version
 			runs[i] = append(runs[i], res)
 			r.m[i].rates = append(r.m[i].rates, res.Rate())
@@ -446,7 +455,7 @@ func measure(ctx context.Context, cfg config, phase string, sc scenario, conns i
 				note = " (the Go program started in a new isolate meanwhile)"
 			}
 			fmt.Fprintf(os.Stderr, "bench: %s, %s, %d conns, round %d/%d, %s: %.0f req/s, p50 %.1f ms, %d sent, %d errors%s\n",
-				phase, sc.name, conns, round+1, cfg.rounds, subjects[i].name, res.Rate(), millis(res.percentile(50)), res.Sent, res.Errors, note)
+				ph.name, sc.name, conns, round+1, cfg.rounds, subjects[i].name, res.Rate(), millis(res.percentile(50)), res.Sent, res.Errors, note)
 		}
 	}
 	for i := range subjects {

@@ -29,8 +29,8 @@ func TestParseFlags(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if cfg.duration != time.Second || cfg.rounds != 1 {
-			t.Errorf("duration %v, rounds %d; want 1s, 1", cfg.duration, cfg.rounds)
+		if cfg.duration != time.Second || cfg.latencyDuration != time.Second || cfg.rounds != 1 {
+			t.Errorf("durations %v, %v, rounds %d; want 1s, 1s, 1", cfg.duration, cfg.latencyDuration, cfg.rounds)
 		}
 	})
 	t.Run("quick keeps an explicit duration", func(t *testing.T) {

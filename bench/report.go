@@ -81,9 +81,9 @@ func (r *report) String() string {
 		}
 		p("- extra vars for every Go subject: %s\n", strings.Join(vars, ", "))
 	}
-	p("- load: per phase, every scenario and connection count, %s unmeasured warm-up per subject, then %d rounds of %s "+
-		"(at most %d requests each) per subject, the subjects' order rotating each round\n",
-		warmup, r.cfg.rounds, r.cfg.duration, r.cfg.maxRequests)
+	p("- load: per phase, every scenario and connection count, %s unmeasured warm-up per subject, then %d rounds "+
+		"(of %s in the latency phase, %s in the saturation phase, at most %d requests each) per subject, the subjects' order rotating each round\n",
+		warmup, r.cfg.rounds, r.cfg.latencyDuration, r.cfg.duration, r.cfg.maxRequests)
 	p("- ratios divide by the seed's TypeScript Worker (seed TS) in the same row: req/s above 1 and p50, p99 below 1 are better than the seed\n")
 
 	for _, ph := range r.phases {
@@ -98,6 +98,8 @@ func (r *report) String() string {
 			p("| KV put, delete | %s (chosen: no published figure) |\n", d.KVWrite)
 			p("| Durable Object claim, commit, release (write) | round trip %s, plus durability wait %s |\n", d.DORoundTrip, d.DOWrite)
 			p("| Durable Object lookup | round trip %s |\n\n", d.DORoundTrip)
+			p("Local work adds to every request: the Go Worker's replays, answered from memory with no binding call, show about how much. " +
+				"At 8 connections a small machine may queue on the CPU: a p50 well above the 1-connection p50 is local queueing, not the simulated latency.\n\n")
 		case saturationPhase:
 			p("\n## Local saturation: no simulated latency, as shipped\n\n")
 			p("Local KV and Durable Objects answer in well under a millisecond: this measures CPU per request under " +
