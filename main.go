@@ -13,13 +13,15 @@ import (
 	"github.com/edge-orders/edge-orders/intake"
 	"github.com/edge-orders/edge-orders/kv"
 	"github.com/edge-orders/edge-orders/ledger"
+	"github.com/edge-orders/edge-orders/ratelimit"
 	"github.com/edge-orders/edge-orders/workers"
 )
 
 // Binding names, as wrangler.toml declares them.
 const (
-	kvBinding     = "ORDERS"
-	ledgerBinding = "LEDGER"
+	kvBinding        = "ORDERS"
+	ledgerBinding    = "LEDGER"
+	rateLimitBinding = "NEW_ORDERS_LIMIT"
 )
 
 func main() {
@@ -47,6 +49,9 @@ func newHandler(env workers.Env) workers.Handler {
 		OnReleaseError: func(key intake.Key, err error) {
 			log.Log(eventlog.Line{Outcome: "claim_not_released", Client: key.Client, Key: key.ID, Error: err.Error()})
 		},
+	}
+	if limiter, ok := env.Binding(rateLimitBinding); ok {
+		opts.Limit = ratelimit.New(limiter).Allow
 	}
 	ns, hasKV := env.Binding(kvBinding)
 	var kvStore *intake.KVStore

@@ -101,6 +101,8 @@ func (h *Handler) serve(ctx context.Context, r *workers.Request) (resp *workers.
 		return fail(err)
 	}
 	key := intake.Key{Client: line.Client, ID: id}
+	// The open Worker's rate limit counts per caller address.
+	ctx = intake.WithCaller(ctx, r.Header.Get("CF-Connecting-IP"))
 
 	var out intake.Outcome
 	if r.Method == "GET" {

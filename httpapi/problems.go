@@ -35,6 +35,7 @@ const (
 	statusConflict            = 409
 	statusRequestTooLarge     = 413
 	statusUnprocessableEntity = 422
+	statusTooManyRequests     = 429
 	statusInternalServerError = 500
 	statusServiceUnavailable  = 503
 )
@@ -47,6 +48,11 @@ var (
 	// noSniff stops browsers from reading a response as anything but its type.
 	noSniff = workers.Field{Name: "X-Content-Type-Options", Value: "nosniff"}
 )
+
+// rateLimitRetryAfter is the Retry-After of a 429, in seconds: the longest
+// period a Rate Limiting binding counts over, so a retry then always finds
+// a fresh budget.
+const rateLimitRetryAfter = 60
 
 // ProblemTypePrefix starts every problem's type URI; the error code ends it.
 const ProblemTypePrefix = "tag:edge-orders,2026:"
@@ -87,6 +93,8 @@ var problems = []struct {
 		"Another request with this Idempotency-Key is being processed; retry after retryAfter seconds at the latest.", ""}},
 	{intake.ErrKeyReused, problem{statusUnprocessableEntity, "idempotency_key_reused", "Idempotency-Key is already used",
 		"This Idempotency-Key was used for a different order; use a new key for a new order.", "key_reused"}},
+	{intake.ErrRateLimited, problem{statusTooManyRequests, "rate_limited", "Too many new orders",
+		fmt.Sprintf("This client placed more new orders than its budget allows; retry after %d seconds at the latest. Replays and lookups are not limited.", rateLimitRetryAfter), ""}},
 	{intake.ErrNotFound, problem{statusNotFound, "not_found", "No order for this Idempotency-Key",
 		"No receipt is stored under this Idempotency-Key, and no request holds it.", ""}},
 	{order.ErrInvalid, problem{statusUnprocessableEntity, "invalid_order", "Invalid order",
@@ -133,6 +141,8 @@ func errorResponse(err error, detail string, retryAfter int) (resp *workers.Resp
 	case statusConflict:
 		b = strconv.AppendInt(append(b, `,"retryAfter":`...), int64(retryAfter), 10)
 		resp.Header = append(resp.Header, workers.Field{Name: "Retry-After", Value: strconv.Itoa(retryAfter)})
+	case statusTooManyRequests:
+		resp.Header = append(resp.Header, workers.Field{Name: "Retry-After", Value: strconv.Itoa(rateLimitRetryAfter)})
 	case statusServiceUnavailable:
 		resp.Header = append(resp.Header, workers.Field{Name: "Retry-After", Value: "1"})
 	}

@@ -22,6 +22,8 @@ var (
 	ErrKeyReused = errors.New("intake: idempotency key reused for a different order")
 	// ErrInProgress is returned while another request holds the key.
 	ErrInProgress = errors.New("intake: request with this key in progress")
+	// ErrRateLimited is returned when Options.Limit refuses a new order.
+	ErrRateLimited = errors.New("intake: too many new orders")
 	// ErrNotFound is returned by Lookup for a key with no receipt and no claim.
 	ErrNotFound = errors.New("intake: no receipt for this key")
 	// ErrUnavailable wraps every storage failure. No receipt was handed out,
@@ -74,6 +76,36 @@ type Options struct {
 	// CachedReceipts is how many receipts the instance keeps in memory for
 	// replays; zero means DefaultCachedReceipts, negative none.
 	CachedReceipts int
+	// Limit, if set, is asked before each new order (never for replays or
+	// lookups) whether who (the client, or the caller's address for the open
+	// Worker) may place one; false answers ErrRateLimited.
+	Limit func(ctx context.Context, who string) (bool, error)
+}
+
+type callerKey struct{}
+
+// WithCaller returns ctx carrying the caller's address, which the rate
+// limit counts against when the Worker runs open.
+func WithCaller(ctx context.Context, addr string) context.Context {
+	return context.WithValue(ctx, callerKey{}, addr)
+}
+
+// admit asks Options.Limit whether key's client, or the caller, may place
+// a new order.
+func (s *Service) admit(ctx context.Context, key Key) error {
+	who := key.Client
+	if who == "" {
+		addr, _ := ctx.Value(callerKey{}).(string)
+		who = "addr:" + addr
+	}
+	ok, err := s.opts.Limit(ctx, who)
+	switch {
+	case err != nil:
+		return unavailable(err)
+	case !ok:
+		return ErrRateLimited
+	}
+	return nil
 }
 
 // Fallback is a read-only source of receipts stored before a migration.
@@ -212,8 +244,13 @@ func (s *Service) attempt(ctx context.Context, sub *submission) (Outcome, error)
 	defer s.inFlight.remove(cacheKey)
 
 	claim := Claim{Token: uuid.NewString(), Fingerprint: sub.fingerprint(), Lease: s.opts.PendingTTL}
+	if s.opts.Limit != nil {
+		claim.Admit = func(ctx context.Context) error { return s.admit(ctx, sub.key) }
+	}
 	rec, err := s.store.Begin(ctx, sub.key, claim)
 	switch {
+	case errors.Is(err, ErrRateLimited) || errors.Is(err, ErrUnavailable):
+		return Outcome{}, err
 	case err != nil:
 		return Outcome{}, unavailable(err)
 	case rec.State == Stored:

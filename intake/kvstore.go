@@ -97,6 +97,11 @@ func (k *KVStore) Begin(ctx context.Context, key Key, c Claim) (Record, error) {
 	if err != nil || rec.State != Absent {
 		return rec, err
 	}
+	if c.Admit != nil {
+		if err := c.Admit(ctx); err != nil {
+			return Record{}, err
+		}
+	}
 	if err := k.kv.Put(ctx, pendingPrefix+key.String(), kv.Entry{Value: pendingValue}, kv.PutOptions{TTL: c.Lease}); err != nil {
 		// A failed put may still have landed: release it so retries are not blocked.
 		if rerr := k.Release(ctx, key, c); rerr != nil {

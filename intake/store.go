@@ -59,6 +59,12 @@ type Claim struct {
 	Fingerprint string
 	// Lease is how long the claim blocks the key if its holder dies.
 	Lease time.Duration
+	// Admit, if set, decides whether a new order may be placed (the rate
+	// limit); replays never reach it. Begin calls it once it knows the key is
+	// new: before writing anything where it can (KV), or right after the
+	// claim when claiming is one atomic step (the ledger), releasing the
+	// claim if Admit refuses. Begin returns Admit's error as it is.
+	Admit func(context.Context) error
 }
 
 // Receipt is what Commit stores.

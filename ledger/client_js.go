@@ -56,7 +56,14 @@ func (c *Client) Begin(ctx context.Context, key intake.Key, cl intake.Claim) (in
 		}
 		return intake.Record{}, err
 	}
-	return recordFromJS(res), nil
+	rec := recordFromJS(res)
+	if rec.State == intake.Claimed && cl.Admit != nil {
+		if err := cl.Admit(ctx); err != nil {
+			c.Release(context.WithoutCancel(ctx), key, cl)
+			return intake.Record{}, err
+		}
+	}
+	return rec, nil
 }
 
 // Commit implements intake.Store.

@@ -46,10 +46,18 @@ func (m *Memory) do(ctx context.Context, f func()) error {
 	return nil
 }
 
-// Begin implements intake.Store.
+// Begin implements intake.Store, admitting a new claim as Client does.
 func (m *Memory) Begin(ctx context.Context, key intake.Key, c intake.Claim) (rec intake.Record, err error) {
-	err = m.do(ctx, func() { rec = m.obj.Claim(key.String(), c) })
-	return rec, err
+	if err = m.do(ctx, func() { rec = m.obj.Claim(key.String(), c) }); err != nil {
+		return rec, err
+	}
+	if rec.State == intake.Claimed && c.Admit != nil {
+		if err := c.Admit(ctx); err != nil {
+			m.Release(context.WithoutCancel(ctx), key, c)
+			return intake.Record{}, err
+		}
+	}
+	return rec, nil
 }
 
 // Commit implements intake.Store.

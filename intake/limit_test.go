@@ -1,0 +1,102 @@
+package intake_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+
+	"github.com/edge-orders/edge-orders/config"
+	"github.com/edge-orders/edge-orders/intake"
+	"github.com/edge-orders/edge-orders/ledger"
+)
+
+// budget is a rate limit of n new orders per caller, recording who asked.
+type budget struct {
+	mu   sync.Mutex
+	left map[string]int
+	n    int
+	asks []string
+}
+
+func newBudget(n int) *budget { return &budget{left: map[string]int{}, n: n} }
+
+func (b *budget) limit(_ context.Context, who string) (bool, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.asks = append(b.asks, who)
+	if _, ok := b.left[who]; !ok {
+		b.left[who] = b.n
+	}
+	if b.left[who] == 0 {
+		return false, nil
+	}
+	b.left[who]--
+	return true, nil
+}
+
+// TestRateLimitKV checks, over KV, that the budget counts new orders only,
+// per client or per caller address, and that a refused order writes
+// nothing.
+func TestRateLimitKV(t *testing.T) {
+	b := newBudget(1)
+	h := newHarness(t, intake.Options{Limit: b.limit}, intake.KVOptions{})
+	ctx := intake.WithCaller(context.Background(), "198.51.100.7")
+
+	if _, err := h.svc.Submit(ctx, key("first"), []byte(validBody)); err != nil {
+		t.Fatalf("first order: %v", err)
+	}
+	t.Run("a replay does not count", func(t *testing.T) {
+		out, err := h.svc.Submit(ctx, key("first"), []byte(validBody))
+		if err != nil || !out.Replayed {
+			t.Fatalf("replay = %+v, %v", out, err)
+		}
+		if _, err := h.svc.Lookup(ctx, key("first")); err != nil {
+			t.Fatalf("lookup: %v", err)
+		}
+	})
+	t.Run("over the budget is ErrRateLimited and writes nothing", func(t *testing.T) {
+		before := len(h.rec.Writes())
+		if _, err := h.svc.Submit(ctx, key("second"), []byte(validBody)); !errors.Is(err, intake.ErrRateLimited) {
+			t.Fatalf("second order = %v, want ErrRateLimited", err)
+		}
+		h.wantNoWrites(t, "a refused order", before)
+	})
+	t.Run("another address and another client have budgets of their own", func(t *testing.T) {
+		other := intake.WithCaller(context.Background(), "203.0.113.9")
+		if _, err := h.svc.Submit(other, key("third"), []byte(validBody)); err != nil {
+			t.Fatalf("another address: %v", err)
+		}
+		if _, err := h.svc.Submit(ctx, intake.Key{Client: "desk-a", ID: "fourth"}, []byte(validBody)); err != nil {
+			t.Fatalf("a client: %v", err)
+		}
+	})
+	want := []string{"addr:198.51.100.7", "addr:198.51.100.7", "addr:203.0.113.9", "desk-a"}
+	if len(b.asks) != len(want) {
+		t.Fatalf("the limit was asked for %v, want %v", b.asks, want)
+	}
+	for i := range want {
+		if b.asks[i] != want[i] {
+			t.Fatalf("the limit was asked for %v, want %v", b.asks, want)
+		}
+	}
+}
+
+// TestRateLimitLedger checks, over the ledger, that a refused order leaves
+// no claim behind: the key is free once the budget allows again.
+func TestRateLimitLedger(t *testing.T) {
+	b := newBudget(0)
+	store := ledger.NewMemory()
+	opts := intake.Options{ResultTTL: config.DefaultResultTTL, PendingTTL: config.DefaultPendingTTL, Limit: b.limit, ValidateFirst: true}
+	svc := intake.New(store, opts)
+	if _, err := svc.Submit(context.Background(), key("k"), []byte(validBody)); !errors.Is(err, intake.ErrRateLimited) {
+		t.Fatalf("Submit = %v, want ErrRateLimited", err)
+	}
+	if rec, err := store.Lookup(context.Background(), key("k")); err != nil || rec.State != intake.Absent {
+		t.Fatalf("after the refusal the key is %v (%v), want Absent", rec.State, err)
+	}
+	b.n, b.left = 1, map[string]int{}
+	if _, err := svc.Submit(context.Background(), key("k"), []byte(validBody)); err != nil {
+		t.Fatalf("with budget again: %v", err)
+	}
+}
