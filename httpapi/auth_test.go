@@ -310,7 +310,7 @@ func TestLongestClientAndKey(t *testing.T) {
 	}
 	mem := kv.NewMemory()
 	h := httpapi.New(newService(mem), httpapi.Options{Clients: clients})
-	key := strings.Repeat("k", httpapi.MaxKeyBytes)
+	key := strings.Repeat("k", httpapi.MaxIdempotencyKeyBytes)
 	w := serve(h, withAuth(request(http.MethodPost, ptr(key), strings.NewReader(validBody)), "Bearer "+token))
 	if w.Code != http.StatusCreated {
 		t.Fatalf("status = %d body = %s, want 201", w.Code, w.Body)

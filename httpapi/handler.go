@@ -19,14 +19,14 @@ import (
 // MaxBodyBytes bounds the order body; an order is well under 1 KiB.
 const MaxBodyBytes = 64 << 10
 
-// MaxKeyBytes is the longest Idempotency-Key accepted: enough for UUIDs,
+// MaxIdempotencyKeyBytes is the longest Idempotency-Key accepted: enough for UUIDs,
 // ULIDs and any key the IETF Idempotency-Key draft shows. With a client id
 // of up to auth.MaxClientIDBytes and a prefix in front, it stays far below
 // KV's 512-byte key limit.
-const MaxKeyBytes = 255
+const MaxIdempotencyKeyBytes = 255
 
 // keyFormat says what a valid Idempotency-Key is, for error messages.
-var keyFormat = fmt.Sprintf("an Idempotency-Key is 1 to %d printable ASCII characters", MaxKeyBytes)
+var keyFormat = fmt.Sprintf("an Idempotency-Key is 1 to %d printable ASCII characters", MaxIdempotencyKeyBytes)
 
 // Options configures a Handler.
 type Options struct {
@@ -139,14 +139,14 @@ func bodyError(err error) error {
 
 // parseKey reads an Idempotency-Key header value: the key itself, or the
 // IETF draft's Structured Field string form, "..." with \" and \\ escapes,
-// which names the same key. The key must then be 1 to MaxKeyBytes printable
+// which names the same key. The key must then be 1 to MaxIdempotencyKeyBytes printable
 // ASCII characters, which is always a valid KV key.
 func parseKey(v string) (string, error) {
 	key, err := unquoteKey(v)
 	if err != nil {
 		return key, err
 	}
-	if len(key) == 0 || len(key) > MaxKeyBytes {
+	if len(key) == 0 || len(key) > MaxIdempotencyKeyBytes {
 		return key, fmt.Errorf("%w: %s, not %d", errInvalidKey, keyFormat, len(key))
 	}
 	for i := 0; i < len(key); i++ {

@@ -68,7 +68,7 @@ func TestInvalidKeys(t *testing.T) {
 		header string
 	}{
 		{"256 characters is invalid", strings.Repeat("k", 256)},
-		{"one over MaxKeyBytes is invalid", strings.Repeat("k", httpapi.MaxKeyBytes+1)},
+		{"one over MaxIdempotencyKeyBytes is invalid", strings.Repeat("k", httpapi.MaxIdempotencyKeyBytes+1)},
 		{"512 characters is invalid", strings.Repeat("k", 512)},
 		{"a control character is invalid", "a\x01b"},
 		{"a NUL is invalid", "a\x00b"},
@@ -127,7 +127,7 @@ func TestValidKeys(t *testing.T) {
 		key  string
 	}{
 		{"255 characters is created", strings.Repeat("k", 255)},
-		{"MaxKeyBytes characters is created", strings.Repeat("k", httpapi.MaxKeyBytes)},
+		{"MaxIdempotencyKeyBytes characters is created", strings.Repeat("k", httpapi.MaxIdempotencyKeyBytes)},
 		{"a UUID is created", uuidKey},
 		{"printable ASCII after a leading space is created", " !\"#$%&'()*+,-./0123456789:;<=>?@AZ[\\]^_`az{|}~"},
 		{"one character is created", "k"},

@@ -85,7 +85,7 @@ func TestProblemJSON(t *testing.T) {
 // TestProblemLimitsMatchConstants checks that the limits the problems
 // promise are the ones the handler enforces.
 func TestProblemLimitsMatchConstants(t *testing.T) {
-	if want := "1 to " + strconv.Itoa(httpapi.MaxKeyBytes) + " printable"; !strings.Contains(problemInvalidKey, want) {
+	if want := "1 to " + strconv.Itoa(httpapi.MaxIdempotencyKeyBytes) + " printable"; !strings.Contains(problemInvalidKey, want) {
 		t.Errorf("invalid key problem %s, want it to say %q", problemInvalidKey, want)
 	}
 	if want := "at most " + strconv.Itoa(httpapi.MaxBodyBytes>>10) + " KiB"; !strings.Contains(problemBodyTooLarge, want) {
