@@ -136,24 +136,26 @@ func (r *report) String() string {
 		}
 	}
 
-	p("\n## Start-up\n\n| phase | Worker | cold first request (wrangler's timing) | first POST (client) | Go program starts (ms each) |\n|---|---|---|---|---|\n")
-	for _, ph := range r.phases {
-		for _, s := range ph.subjects {
-			starts := "—"
-			if s.kind.isGo() {
-				starts = fmt.Sprint(goStartMillis(s.logs))
+	if len(r.phases) > 0 {
+		p("\n## Start-up\n\n| phase | Worker | cold first request (wrangler's timing) | first POST (client) | Go program starts (ms each) |\n|---|---|---|---|---|\n")
+		for _, ph := range r.phases {
+			for _, s := range ph.subjects {
+				starts := "—"
+				if s.kind.isGo() {
+					starts = fmt.Sprint(goStartMillis(s.logs))
+				}
+				p("| %s | %s | %s | %s | %s |\n", ph.name, s.name, coldMS(s), ms(s.firstPOST), starts)
 			}
-			p("| %s | %s | %s | %s | %s |\n", ph.name, s.name, coldMS(s), ms(s.firstPOST), starts)
 		}
-	}
-	p("\nThe cold first request is wranglerdev's readiness probe, the isolate's first; for the Go Worker it includes instantiating the wasm and starting the Go runtime (go_started). " +
-		"In ledger mode the Durable Object's isolate starts the Go program too.\n")
+		p("\nThe cold first request is wranglerdev's readiness probe, the isolate's first; for the Go Worker it includes instantiating the wasm and starting the Go runtime (go_started). " +
+			"A Go program started again means a new isolate; locally the ledger's Durable Object runs in the Worker's isolate and shares its Go program.\n")
 
-	p("\n## Rounds\n\n| phase | scenario | conns | Worker | req/s per round | sent |\n|---|---|--:|---|---|--:|\n")
-	for _, ph := range r.phases {
-		for _, row := range ph.rows {
-			for i, m := range row.m {
-				p("| %s | %s | %d | %s | %s | %d |\n", ph.name, row.sc.name, row.conns, ph.subjects[i].name, rates(m), m.pooled.Sent)
+		p("\n## Rounds\n\n| phase | scenario | conns | Worker | req/s per round | sent |\n|---|---|--:|---|---|--:|\n")
+		for _, ph := range r.phases {
+			for _, row := range ph.rows {
+				for i, m := range row.m {
+					p("| %s | %s | %d | %s | %s | %d |\n", ph.name, row.sc.name, row.conns, ph.subjects[i].name, rates(m), m.pooled.Sent)
+				}
 			}
 		}
 	}
