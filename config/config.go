@@ -5,6 +5,8 @@ package config
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -163,8 +165,8 @@ func parseWait(v string) (time.Duration, error) {
 	if err != nil {
 		return 0, err
 	}
-	if d := time.Duration(n) * time.Millisecond; d <= maxWait {
-		return d, nil
+	if n <= int64(maxWait/time.Millisecond) {
+		return time.Duration(n) * time.Millisecond, nil
 	}
 	return 0, fmt.Errorf("%d milliseconds is over the %d s a request may wait", n, int64(maxWait/time.Second))
 }
@@ -197,7 +199,8 @@ func parseLogLevel(v string) (eventlog.Level, error) {
 	if l, ok := eventlog.LevelNames[strings.TrimSpace(v)]; ok {
 		return l, nil
 	}
-	return 0, fmt.Errorf("%q is not all, orders or errors", v)
+	names := slices.Sorted(maps.Keys(eventlog.LevelNames))
+	return 0, fmt.Errorf("%q is not one of %s", v, strings.Join(names, ", "))
 }
 
 // parseInt reads a non-negative whole number of unit.

@@ -5,15 +5,17 @@ import (
 	"time"
 )
 
-// cacheTTL is how long a receipt is served from memory: as long as KV's
-// edge cache may serve a read by default.
+// cacheTTL is how long a receipt is served from memory at most: as long as
+// KV's edge cache may serve a read by default.
 const cacheTTL = 60 * time.Second
 
 // receiptCache keeps receipts this instance stored or read recently, so a
 // retry that lands on the same instance (the usual case for a client's quick
-// retries) replays without a KV round trip. A stored receipt never changes,
-// and entries live no longer than KV's own edge cache keeps a read (60 s by
-// default), so the cache adds no staleness KV does not already have.
+// retries) replays without a round trip. A stored receipt never changes.
+// An entry lives no longer than KV's own edge cache keeps a read (60 s by
+// default), so over KV the cache adds no staleness KV does not already
+// have, and never past the receipt's own expiry where the Store tells it
+// (the ledger), which promises never to serve an expired receipt.
 type receiptCache struct {
 	mu      sync.Mutex
 	max     int
@@ -44,9 +46,8 @@ func (c *receiptCache) get(key string, now time.Time) (Record, bool) {
 	return r.record, true
 }
 
-// put caches rec, read or stored at now, under key for cacheTTL, evicting the
-// oldest entry when full. (A receipt's KV TTL is never shorter: KV refuses
-// TTLs under a minute.)
+// put caches rec, read or stored at now, under key for cacheTTL or until
+// rec expires, whichever is sooner, evicting the oldest entry when full.
 func (c *receiptCache) put(key string, rec Record, now time.Time) {
 	if c.max == 0 {
 		return
@@ -60,5 +61,9 @@ func (c *receiptCache) put(key string, rec Record, now time.Time) {
 		}
 		c.order = append(c.order, key)
 	}
-	c.entries[key] = cachedReceipt{record: rec, expires: now.Add(cacheTTL)}
+	expires := now.Add(cacheTTL)
+	if !rec.Expires.IsZero() && rec.Expires.Before(expires) {
+		expires = rec.Expires
+	}
+	c.entries[key] = cachedReceipt{record: rec, expires: expires}
 }

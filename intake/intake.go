@@ -159,7 +159,7 @@ func New(store Store, opts Options) *Service {
 	return &Service{
 		store:    store,
 		opts:     opts,
-		inFlight: keySet{keys: make(map[string]struct{})},
+		inFlight: keySet{keys: make(map[string]time.Time)},
 		receipts: newReceiptCache(max(opts.CachedReceipts, 0)),
 	}
 }
@@ -174,8 +174,9 @@ func (s *Service) RetryAfter() time.Duration { return s.opts.PendingTTL }
 // ErrKeyReused when the key's receipt or claim is for a different order;
 // ErrInProgress while another request holds the key past the Wait; an error
 // wrapping order.ErrInvalid for a body that is not a valid order (the key
-// stays free); and an error wrapping ErrUnavailable when storage fails, in
-// which case no receipt was handed out.
+// stays free); ErrRateLimited when Options.Limit refuses a new order; and an
+// error wrapping ErrUnavailable when storage fails, in which case no receipt
+// was handed out.
 func (s *Service) Submit(ctx context.Context, key Key, body []byte) (Outcome, error) {
 	sub := submission{key: key, body: body}
 	if s.opts.ValidateFirst {
@@ -237,14 +238,19 @@ func (s *Service) attempt(ctx context.Context, sub *submission) (Outcome, error)
 	// Only one request per key and instance goes on to the Store; the
 	// others find its receipt in memory on their next poll. The check does
 	// not block, so no request's goroutine is ever woken by another
-	// request.
-	if !s.inFlight.add(cacheKey) {
+	// request; an entry older than the claim lease, left by a request the
+	// runtime abandoned, is taken over like an expired claim.
+	if !s.inFlight.add(cacheKey, s.opts.Now(), s.opts.PendingTTL) {
 		return Outcome{}, ErrInProgress
 	}
 	defer s.inFlight.remove(cacheKey)
 
 	claim := Claim{Token: uuid.NewString(), Fingerprint: sub.fingerprint(), Lease: s.opts.PendingTTL}
-	if s.opts.Limit != nil {
+	// During a migration a key new to the Store may still have a receipt
+	// in the Fallback, whose replay must not count: the limit is then asked
+	// once the Fallback has nothing either.
+	limitLater := s.opts.Limit != nil && s.fallback()
+	if s.opts.Limit != nil && !limitLater {
 		claim.Admit = func(ctx context.Context) error { return s.admit(ctx, sub.key) }
 	}
 	rec, err := s.store.Begin(ctx, sub.key, claim)
@@ -273,20 +279,35 @@ func (s *Service) attempt(ctx context.Context, sub *submission) (Outcome, error)
 			return out, err
 		}
 	}
+	if limitLater {
+		if err := s.admit(ctx, sub.key); err != nil {
+			s.release(ctx, sub.key, claim)
+			return Outcome{}, err
+		}
+	}
 	placed := order.Place(sub.order, s.opts.Now())
 	receipt := Receipt{Body: placed.JSON(), Fingerprint: sub.order.Fingerprint(), TTL: s.opts.ResultTTL}
-	if err := s.store.Commit(ctx, sub.key, claim, receipt); err != nil {
-		if errors.Is(err, ErrLostClaim) {
-			// Another request took the key over after our lease ran out; its
-			// outcome is the key's.
-			return Outcome{}, ErrInProgress
-		}
-		// Without a stored receipt the order does not exist; a retry places it.
-		s.release(ctx, sub.key, claim)
-		return Outcome{}, unavailable(err)
+	if err := s.commit(ctx, sub.key, claim, receipt); err != nil {
+		return Outcome{}, err
 	}
-	s.receipts.put(cacheKey, Record{State: Stored, Receipt: receipt.Body, Fingerprint: receipt.Fingerprint}, s.opts.Now())
 	return Outcome{Receipt: receipt.Body, OrderID: placed.OrderID}, nil
+}
+
+// commit stores receipt under claim and caches it. ErrInProgress means
+// another request took the key over after claim's lease ran out: its
+// outcome is the key's. Any other failure releases the claim: without a
+// stored receipt the order does not exist, and a retry places it.
+func (s *Service) commit(ctx context.Context, key Key, claim Claim, receipt Receipt) error {
+	if err := s.store.Commit(ctx, key, claim, receipt); err != nil {
+		if errors.Is(err, ErrLostClaim) {
+			return ErrInProgress
+		}
+		s.release(ctx, key, claim)
+		return unavailable(err)
+	}
+	now := s.opts.Now()
+	s.receipts.put(key.String(), Record{State: Stored, Receipt: receipt.Body, Fingerprint: receipt.Fingerprint, Expires: now.Add(receipt.TTL)}, now)
+	return nil
 }
 
 // fallback reports whether the Fallback is to be consulted now.
@@ -295,23 +316,23 @@ func (s *Service) fallback() bool {
 }
 
 // adopt looks the claimed key up in the Fallback. A receipt found there is
-// committed under claim and replayed (ok); nothing found lets the new order
-// go ahead.
+// committed under claim and replayed (ok); a claim there, a request still in
+// flight in KV mode, is a request in progress; nothing lets the new order go
+// ahead.
 func (s *Service) adopt(ctx context.Context, sub *submission, claim Claim) (Outcome, bool, error) {
 	rec, err := s.opts.Fallback.Lookup(ctx, sub.key)
 	switch {
 	case err != nil:
 		s.release(ctx, sub.key, claim)
 		return Outcome{}, false, unavailable(err)
+	case rec.State == Held:
+		s.release(ctx, sub.key, claim)
+		return Outcome{}, false, ErrInProgress
 	case rec.State != Stored:
 		return Outcome{}, false, nil
 	}
-	if err := s.store.Commit(ctx, sub.key, claim, Receipt{Body: rec.Receipt, Fingerprint: rec.Fingerprint, TTL: s.opts.ResultTTL}); err != nil {
-		if errors.Is(err, ErrLostClaim) {
-			return Outcome{}, false, ErrInProgress
-		}
-		s.release(ctx, sub.key, claim)
-		return Outcome{}, false, unavailable(err)
+	if err := s.commit(ctx, sub.key, claim, Receipt{Body: rec.Receipt, Fingerprint: rec.Fingerprint, TTL: s.opts.ResultTTL}); err != nil {
+		return Outcome{}, false, err
 	}
 	out, err := s.replay(rec, sub)
 	return out, true, err
@@ -319,7 +340,8 @@ func (s *Service) adopt(ctx context.Context, sub *submission, claim Claim) (Outc
 
 // Lookup returns key's stored receipt without a body to check it against
 // and without changing anything: ErrInProgress while a request holds the
-// key, ErrNotFound when nothing is stored.
+// key, ErrNotFound when nothing is stored, and an error wrapping
+// ErrUnavailable when storage fails.
 func (s *Service) Lookup(ctx context.Context, key Key) (Outcome, error) {
 	if rec, ok := s.receipts.get(key.String(), s.opts.Now()); ok {
 		return replayed(rec), nil
@@ -393,20 +415,23 @@ func sleep(ctx context.Context, d time.Duration) error {
 	}
 }
 
-// keySet is a set of keys safe for concurrent use.
+// keySet is a set of keys safe for concurrent use, each with the time it
+// was added.
 type keySet struct {
 	mu   sync.Mutex
-	keys map[string]struct{}
+	keys map[string]time.Time
 }
 
-// add adds key and reports whether it was absent.
-func (k *keySet) add(key string) bool {
+// add adds key at now and reports whether it was absent, or present for
+// longer than lease: a request whose promises the runtime dropped never
+// removes its key, and must not block it for the instance's life.
+func (k *keySet) add(key string, now time.Time, lease time.Duration) bool {
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	if _, ok := k.keys[key]; ok {
+	if added, ok := k.keys[key]; ok && now.Sub(added) < lease {
 		return false
 	}
-	k.keys[key] = struct{}{}
+	k.keys[key] = now
 	return true
 }
 

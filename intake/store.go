@@ -47,6 +47,9 @@ type Record struct {
 	// Fingerprint identifies the order a receipt or claim is for; empty when
 	// unknown (receipts stored by the TypeScript Worker, claims in KV).
 	Fingerprint string
+	// Expires is when a stored receipt stops being served; zero when the
+	// Store cannot tell (KV does not say).
+	Expires time.Time
 }
 
 // Claim is a request's claim on a key.

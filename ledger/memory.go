@@ -14,6 +14,7 @@ import (
 // Durable Object it runs one call at a time, and like a round trip each call
 // first lets other goroutines run.
 type Memory struct {
+	store
 	// Now is the clock; tests replace it to move time.
 	Now func() time.Time
 
@@ -26,6 +27,7 @@ type Memory struct {
 // NewMemory returns an empty ledger on the wall clock.
 func NewMemory() *Memory {
 	m := &Memory{Now: time.Now}
+	m.store = store{calls: m}
 	m.obj = Object{
 		rows:     &memTable{rows: make(map[string]row)},
 		now:      func() time.Time { return m.Now() },
@@ -46,35 +48,23 @@ func (m *Memory) do(ctx context.Context, f func()) error {
 	return nil
 }
 
-// Begin implements intake.Store, admitting a new claim as Client does.
-func (m *Memory) Begin(ctx context.Context, key intake.Key, c intake.Claim) (rec intake.Record, err error) {
-	if err = m.do(ctx, func() { rec = m.obj.Claim(key.String(), c) }); err != nil {
-		return rec, err
-	}
-	if rec.State == intake.Claimed && c.Admit != nil {
-		if err := c.Admit(ctx); err != nil {
-			m.Release(context.WithoutCancel(ctx), key, c)
-			return intake.Record{}, err
-		}
-	}
-	return rec, nil
+func (m *Memory) claim(ctx context.Context, key intake.Key, c intake.Claim) (rec intake.Record, err error) {
+	err = m.do(ctx, func() { rec = m.obj.Claim(key.String(), c) })
+	return rec, err
 }
 
-// Commit implements intake.Store.
-func (m *Memory) Commit(ctx context.Context, key intake.Key, c intake.Claim, r intake.Receipt) (err error) {
+func (m *Memory) commit(ctx context.Context, key intake.Key, c intake.Claim, r intake.Receipt) (err error) {
 	if derr := m.do(ctx, func() { err = m.obj.Commit(key.String(), c, r) }); derr != nil {
 		return derr
 	}
 	return err
 }
 
-// Release implements intake.Store.
-func (m *Memory) Release(ctx context.Context, key intake.Key, c intake.Claim) error {
+func (m *Memory) release(ctx context.Context, key intake.Key, c intake.Claim) error {
 	return m.do(ctx, func() { m.obj.Release(key.String(), c) })
 }
 
-// Lookup implements intake.Store.
-func (m *Memory) Lookup(ctx context.Context, key intake.Key) (rec intake.Record, err error) {
+func (m *Memory) lookup(ctx context.Context, key intake.Key) (rec intake.Record, err error) {
 	err = m.do(ctx, func() { rec = m.obj.Lookup(key.String()) })
 	return rec, err
 }

@@ -58,18 +58,19 @@ type Object struct {
 // Claim claims key for c unless a live receipt or another live claim holds
 // it. An expired row is treated as absent and replaced: that is how a key
 // whose holder died is taken over. A claim with c's own token is Claimed
-// again, so a call retried after its answer was lost does no harm.
+// again, its lease renewed, so a call retried after its answer was lost
+// does no harm.
 func (o *Object) Claim(key string, c intake.Claim) intake.Record {
 	now := o.now()
 	r, ok := o.rows.get(key)
 	switch {
 	case ok && now.Before(r.expires) && r.receipt != nil:
-		return intake.Record{State: intake.Stored, Receipt: r.receipt, Fingerprint: r.fingerprint}
+		return intake.Record{State: intake.Stored, Receipt: r.receipt, Fingerprint: r.fingerprint, Expires: r.expires}
 	case ok && now.Before(r.expires) && r.token != c.Token:
 		return intake.Record{State: intake.Held, Fingerprint: r.fingerprint}
-	case ok && r.token == c.Token && r.receipt == nil:
-		return intake.Record{State: intake.Claimed}
 	}
+	// Absent, expired, or this token's own claim retried: (re)claim, which
+	// renews a retried claim's lease.
 	o.rows.put(row{key: key, token: c.Token, fingerprint: c.Fingerprint, expires: now.Add(c.Lease)})
 	o.scheduleSweep(now)
 	return intake.Record{State: intake.Claimed}
@@ -106,7 +107,7 @@ func (o *Object) Lookup(key string) intake.Record {
 	case !ok || !o.now().Before(r.expires):
 		return intake.Record{State: intake.Absent}
 	case r.receipt != nil:
-		return intake.Record{State: intake.Stored, Receipt: r.receipt, Fingerprint: r.fingerprint}
+		return intake.Record{State: intake.Stored, Receipt: r.receipt, Fingerprint: r.fingerprint, Expires: r.expires}
 	}
 	return intake.Record{State: intake.Held, Fingerprint: r.fingerprint}
 }

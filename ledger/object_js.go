@@ -43,6 +43,7 @@ func serveObject(state js.Value, method string, args []js.Value) (js.Value, erro
 	case "commit":
 		err := o.Commit(str(0), intake.Claim{Token: str(1)}, intake.Receipt{Body: []byte(str(2)), Fingerprint: str(3), TTL: ms(4)})
 		res := workers.NewObject()
+		res.Set("committed", err == nil)
 		res.Set("lost", err != nil)
 		return res, nil
 	case "release":
@@ -57,14 +58,17 @@ func serveObject(state js.Value, method string, args []js.Value) (js.Value, erro
 		rows, next := o.Stats()
 		res := workers.NewObject()
 		res.Set("rows", rows)
-		res.Set("nextSweep", next.UnixMilli())
+		res.Set("nextSweep", 0) // none
+		if !next.IsZero() {
+			res.Set("nextSweep", next.UnixMilli())
+		}
 		return res, nil
 	}
 	return js.Undefined(), fmt.Errorf("ledger: no method %q", method)
 }
 
 // recordToJS and recordFromJS carry an intake.Record over RPC as
-// {state, receipt, fingerprint}.
+// {state, receipt, fingerprint, expires}.
 func recordToJS(r intake.Record) js.Value {
 	v := workers.NewObject()
 	v.Set("state", int(r.State))
@@ -72,15 +76,31 @@ func recordToJS(r intake.Record) js.Value {
 		v.Set("receipt", string(r.Receipt))
 	}
 	v.Set("fingerprint", r.Fingerprint)
+	if !r.Expires.IsZero() {
+		v.Set("expires", r.Expires.UnixMilli())
+	}
 	return v
 }
 
-func recordFromJS(v js.Value) intake.Record {
+// recordFromJS refuses an answer it cannot read, rather than guess: a
+// Stored record must carry its receipt.
+func recordFromJS(v js.Value) (intake.Record, error) {
+	bad := fmt.Errorf("ledger: an answer that is not a record")
+	if v.Type() != js.TypeObject || v.Get("state").Type() != js.TypeNumber || v.Get("fingerprint").Type() != js.TypeString {
+		return intake.Record{}, bad
+	}
 	r := intake.Record{State: intake.State(v.Get("state").Int()), Fingerprint: v.Get("fingerprint").String()}
 	if receipt := v.Get("receipt"); receipt.Type() == js.TypeString {
 		r.Receipt = []byte(receipt.String())
 	}
-	return r
+	if expires := v.Get("expires"); expires.Type() == js.TypeNumber {
+		r.Expires = time.UnixMilli(int64(expires.Float()))
+	}
+	switch {
+	case r.State > intake.Claimed, r.State == intake.Stored && r.Receipt == nil:
+		return intake.Record{}, bad
+	}
+	return r, nil
 }
 
 // sqlTable is a table in the object's SQLite database. One row per key,

@@ -4,6 +4,6 @@
 // Object method calls into Go.
 //
 // Everything that touches syscall/js lives in this package's _js.go files
-// and in the binding files of kv and ledger; the rest of the program is
-// portable Go that builds and tests natively.
+// and in the binding files of kv, ledger and ratelimit; the rest of the
+// program is portable Go that builds and tests natively.
 package workers

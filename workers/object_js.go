@@ -31,16 +31,16 @@ func ExportObject(class string, serve ObjectMethod) {
 }
 
 func callObject(_ js.Value, args []js.Value) (result any) {
-	class, method, state, callArgs := args[0].String(), args[1].String(), args[2], args[3]
 	defer func() {
 		if p := recover(); p != nil {
 			if jsErr, ok := p.(js.Error); ok {
 				result = jsErr.Value
 				return
 			}
-			result = jsError.New(fmt.Sprintf("%s.%s: %v", class, method, p))
+			result = jsError.New(fmt.Sprint("Durable Object call: ", p))
 		}
 	}()
+	class, method, state, callArgs := args[0].String(), args[1].String(), args[2], args[3]
 	serve, ok := objectClasses[class]
 	if !ok {
 		return jsError.New("no Durable Object class " + class + " in the Go program")

@@ -26,6 +26,14 @@ func Serve(newHandler func(Env) Handler) {
 			handler = newHandler(Env{env})
 		}
 		go func() {
+			// The handler recovers its own panics; this catches the
+			// bridge's, which would otherwise end the Go instance that every
+			// request and Durable Object call of the isolate shares.
+			defer func() {
+				if recover() != nil {
+					resolve.Invoke(jsResponse.New("internal error", map[string]any{"status": 500}))
+				}
+			}()
 			resolve.Invoke(toJS(serve(handler, req, wctx)))
 		}()
 		return nil
@@ -82,6 +90,9 @@ func (b *jsBody) ReadAll(max int64) ([]byte, error) {
 		ab, err := Await(b.ctx, b.req.Call("arrayBuffer"))
 		if err != nil {
 			return nil, err
+		}
+		if int64(ab.Get("byteLength").Int()) > max {
+			return nil, ErrTooLarge
 		}
 		return copyBytes(jsUint8Array.New(ab)), nil
 	}

@@ -1,0 +1,125 @@
+package intake_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/edge-orders/edge-orders/config"
+	"github.com/edge-orders/edge-orders/intake"
+	"github.com/edge-orders/edge-orders/kv"
+	"github.com/edge-orders/edge-orders/ledger"
+)
+
+// fakeClock is a clock tests move by hand, safe for concurrent use.
+type fakeClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *fakeClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *fakeClock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(d)
+}
+
+// stallingStore never answers its first Begin, as a request whose promises
+// the runtime dropped never does.
+type stallingStore struct {
+	intake.Store
+	once    sync.Once
+	stalled chan struct{}
+}
+
+func (s *stallingStore) Begin(ctx context.Context, key intake.Key, c intake.Claim) (intake.Record, error) {
+	first := false
+	s.once.Do(func() { first = true })
+	if first {
+		close(s.stalled)
+		select {} // never answers
+	}
+	return s.Store.Begin(ctx, key, c)
+}
+
+// TestInFlightEntryExpiresWithTheLease checks that a request that never
+// finishes blocks its key on this instance for the claim lease, not for
+// the instance's life.
+func TestInFlightEntryExpiresWithTheLease(t *testing.T) {
+	clock := &fakeClock{now: acceptedAt}
+	mem := ledger.NewMemory()
+	mem.Now = clock.Now
+	store := &stallingStore{Store: mem, stalled: make(chan struct{})}
+	svc := intake.New(store, intake.Options{ResultTTL: config.DefaultResultTTL, PendingTTL: config.DefaultPendingTTL, Now: clock.Now, ValidateFirst: true})
+	go svc.Submit(context.Background(), key("k"), []byte(validBody))
+	<-store.stalled
+
+	if _, err := svc.Submit(context.Background(), key("k"), []byte(validBody)); !errors.Is(err, intake.ErrInProgress) {
+		t.Fatalf("within the lease = %v, want ErrInProgress", err)
+	}
+	clock.Advance(config.DefaultPendingTTL)
+	if out, err := svc.Submit(context.Background(), key("k"), []byte(validBody)); err != nil || out.Replayed {
+		t.Fatalf("after the lease = %+v, %v; want a new order", out, err)
+	}
+}
+
+// TestCachedReceiptNeverOutlivesItsExpiry checks that a receipt the ledger
+// would no longer serve is not served from memory either.
+func TestCachedReceiptNeverOutlivesItsExpiry(t *testing.T) {
+	clock := &fakeClock{now: acceptedAt}
+	mem := ledger.NewMemory()
+	mem.Now = clock.Now
+	svc := intake.New(mem, intake.Options{ResultTTL: 10 * time.Second, PendingTTL: config.DefaultPendingTTL, Now: clock.Now, ValidateFirst: true})
+	first, err := svc.Submit(context.Background(), key("k"), []byte(validBody))
+	if err != nil {
+		t.Fatal(err)
+	}
+	clock.Advance(11 * time.Second) // past the receipt, within the cache's 60 s
+	again, err := svc.Submit(context.Background(), key("k"), []byte(validBody))
+	if err != nil || again.Replayed || again.OrderID == first.OrderID {
+		t.Fatalf("after the receipt expired = %+v, %v; want a new order, not the expired %s", again, err, first.OrderID)
+	}
+}
+
+// TestMigrationReplaysAreNotRateLimited checks that a receipt found in the
+// Fallback replays even with no budget left, and that a claim there is a
+// request in progress, not a free key.
+func TestMigrationReplaysAreNotRateLimited(t *testing.T) {
+	ctx := context.Background()
+	old := kv.NewMemory()
+	const receipt = `{"orderId":"r1","status":"accepted","symbol":"AAPL","side":"buy","quantity":10,"acceptedAt":"2024-01-02T03:04:05.678Z"}`
+	if err := old.Put(ctx, "result:k", kv.Entry{Value: receipt}, kv.PutOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := old.Put(ctx, "pending:busy", kv.Entry{Value: "1"}, kv.PutOptions{TTL: kv.MinTTL}); err != nil {
+		t.Fatal(err)
+	}
+	b := newBudget(0)
+	mem := ledger.NewMemory()
+	svc := intake.New(mem, intake.Options{
+		ResultTTL: config.DefaultResultTTL, PendingTTL: config.DefaultPendingTTL, ValidateFirst: true,
+		Fallback: intake.NewKVStore(old, nil), FallbackUntil: time.Now().Add(time.Hour), Limit: b.limit,
+	})
+	if out, err := svc.Submit(ctx, key("k"), []byte(validBody)); err != nil || !out.Replayed || string(out.Receipt) != receipt {
+		t.Fatalf("a migrated receipt with no budget = %+v, %v; want its replay", out, err)
+	}
+	if _, err := svc.Submit(ctx, key("busy"), []byte(validBody)); !errors.Is(err, intake.ErrInProgress) {
+		t.Fatalf("a key held in the old namespace = %v, want ErrInProgress", err)
+	}
+	if rec, _ := mem.Lookup(ctx, key("busy")); rec.State != intake.Absent {
+		t.Fatalf("the ledger kept a claim on the held key: %v", rec.State)
+	}
+	if _, err := svc.Submit(ctx, key("new"), []byte(validBody)); !errors.Is(err, intake.ErrRateLimited) {
+		t.Fatalf("a new key with no budget = %v, want ErrRateLimited", err)
+	}
+	if rec, _ := mem.Lookup(ctx, key("new")); rec.State != intake.Absent {
+		t.Fatalf("the refused key keeps a claim: %v", rec.State)
+	}
+}

@@ -1,0 +1,70 @@
+package ledger
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/edge-orders/edge-orders/intake"
+	"github.com/edge-orders/edge-orders/workers"
+)
+
+// calls reaches one ledger object's methods: in memory (Memory) or over RPC
+// (Client).
+type calls interface {
+	claim(ctx context.Context, key intake.Key, c intake.Claim) (intake.Record, error)
+	commit(ctx context.Context, key intake.Key, c intake.Claim, r intake.Receipt) error
+	release(ctx context.Context, key intake.Key, c intake.Claim) error
+	lookup(ctx context.Context, key intake.Key) (intake.Record, error)
+}
+
+// store is the intake.Store over calls, with what every way of reaching
+// the object shares.
+type store struct{ calls calls }
+
+// Begin implements intake.Store. A claim whose answer was lost may still
+// have been taken, and would block the key for its whole lease: on an
+// error Begin releases it, which removes only a claim with this token
+// (unless the object said it is overloaded: then nothing was taken, and
+// another call only adds load). A claim the rate limit refuses is
+// released too.
+func (s store) Begin(ctx context.Context, key intake.Key, c intake.Claim) (intake.Record, error) {
+	rec, err := s.calls.claim(ctx, key, c)
+	if err != nil {
+		var jsErr *workers.Error
+		if !errors.As(err, &jsErr) || !jsErr.Overloaded {
+			err = s.releaseAfter(ctx, key, c, err)
+		}
+		return intake.Record{}, err
+	}
+	if rec.State == intake.Claimed && c.Admit != nil {
+		if err := c.Admit(ctx); err != nil {
+			return intake.Record{}, s.releaseAfter(ctx, key, c, err)
+		}
+	}
+	return rec, nil
+}
+
+// releaseAfter releases c after err, and returns err with the release's own
+// failure, if any, said too.
+func (s store) releaseAfter(ctx context.Context, key intake.Key, c intake.Claim, err error) error {
+	if rerr := s.calls.release(context.WithoutCancel(ctx), key, c); rerr != nil {
+		return fmt.Errorf("%w (and releasing the claim: %v)", err, rerr)
+	}
+	return err
+}
+
+// Commit implements intake.Store.
+func (s store) Commit(ctx context.Context, key intake.Key, c intake.Claim, r intake.Receipt) error {
+	return s.calls.commit(ctx, key, c, r)
+}
+
+// Release implements intake.Store.
+func (s store) Release(ctx context.Context, key intake.Key, c intake.Claim) error {
+	return s.calls.release(ctx, key, c)
+}
+
+// Lookup implements intake.Store.
+func (s store) Lookup(ctx context.Context, key intake.Key) (intake.Record, error) {
+	return s.calls.lookup(ctx, key)
+}
