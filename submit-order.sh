@@ -3,8 +3,8 @@
 # contract: the first call is a 201 with a fresh receipt, the retry a 200 with
 # the identical body and "Idempotent-Replay: true". Exits non-zero otherwise.
 #
-#   test/submit-order.sh [ENDPOINT]    (default http://127.0.0.1:8787)
-#   API_TOKEN=<token> test/submit-order.sh ENDPOINT   for a Worker with API tokens
+#   submit-order.sh [ENDPOINT]    (default http://127.0.0.1:8787)
+#   API_TOKEN=<token> submit-order.sh ENDPOINT   for a Worker with API tokens
 set -euo pipefail
 
 ENDPOINT="${1:-http://127.0.0.1:8787}"

@@ -15,7 +15,7 @@ function startGo() {
   // run() executes main until it blocks, so the functions exist when it
   // returns. If the program ever exits, the next call starts a fresh one.
   go.run(instance).finally(() => { fetchInGo = objectInGo = undefined; });
-  // The Go instance's linear memory, for the soak test's readings (test/wrapped).
+  // The Go instance's linear memory, for the soak test's readings (e2e/wrapped).
   globalThis.__goMemory = instance.exports.mem;
   fetchInGo = globalThis.__goFetch;
   objectInGo = globalThis.__goObject;

@@ -33,7 +33,7 @@ func chaosSetting(name, def string) string {
 	return def
 }
 
-// wrappedStats is what test/wrapped's stats path answers.
+// wrappedStats is what e2e/wrapped's stats path answers.
 type wrappedStats struct {
 	Calls        int   `json:"calls"`
 	FaultsBefore int   `json:"faultsBefore"`

@@ -11,11 +11,11 @@ import (
 	"github.com/edge-orders/edge-orders/internal/wranglerdev"
 )
 
-// startWrapped serves the Worker in mode through test/wrapped/entry.mjs,
+// startWrapped serves the Worker in mode through e2e/wrapped/entry.mjs,
 // whose bindings delay or fail calls as vars say.
 func startWrapped(t *testing.T, mode string, vars map[string]string) *target {
 	t.Helper()
-	return startWorker(t, mode, wranglerdev.Options{Script: "test/wrapped/entry.mjs", Vars: vars})
+	return startWorker(t, mode, wranglerdev.Options{Script: "e2e/wrapped/entry.mjs", Vars: vars})
 }
 
 // TestInFlightDuplicate holds a key in flight for about 3 s, by slowing

@@ -81,12 +81,12 @@ func TestAuthenticatedClients(t *testing.T) {
 			})
 
 			t.Run("submit-order.sh passes with API_TOKEN and fails without", func(t *testing.T) {
-				script := exec.Command("bash", "submit-order.sh", w.URL())
+				script := exec.Command("bash", "../submit-order.sh", w.URL())
 				script.Env = append(os.Environ(), "API_TOKEN="+aliceToken)
 				if out, err := script.CombinedOutput(); err != nil {
 					t.Fatalf("with API_TOKEN: %v\n%s", err, out)
 				}
-				if out, err := exec.Command("bash", "submit-order.sh", w.URL()).CombinedOutput(); err == nil {
+				if out, err := exec.Command("bash", "../submit-order.sh", w.URL()).CombinedOutput(); err == nil {
 					t.Fatalf("without a token the script passed:\n%s", out)
 				}
 			})

@@ -12,13 +12,13 @@ import (
 	"testing"
 )
 
-// TestSubmitOrderScript runs test/submit-order.sh against the Worker, and
+// TestSubmitOrderScript runs submit-order.sh against the Worker, and
 // against servers that break the contract, which it must reject.
 func TestSubmitOrderScript(t *testing.T) {
 	requireWorker(t)
 
 	forEachMode(t, func(t *testing.T, w *target) {
-		out, err := exec.Command("bash", "submit-order.sh", w.URL()).CombinedOutput()
+		out, err := exec.Command("bash", "../submit-order.sh", w.URL()).CombinedOutput()
 		if err != nil || !strings.Contains(string(out), "OK:") {
 			t.Fatalf("submit-order.sh: %v\n%s", err, out)
 		}
@@ -55,7 +55,7 @@ func TestSubmitOrderScript(t *testing.T) {
 				answer(w, calls.Add(1))
 			}))
 			defer srv.Close()
-			out, err := exec.Command("bash", "submit-order.sh", srv.URL).CombinedOutput()
+			out, err := exec.Command("bash", "../submit-order.sh", srv.URL).CombinedOutput()
 			if err == nil || !strings.Contains(string(out), "FAIL:") {
 				t.Fatalf("submit-order.sh passed a broken server: %v\n%s", err, out)
 			}

@@ -14,12 +14,12 @@ import (
 	"github.com/edge-orders/edge-orders/workers"
 )
 
-// ledgerNamespace returns the LEDGER binding that test/conformance's entry
+// ledgerNamespace returns the LEDGER binding that e2e/conformance's entry
 // publishes, or skips: elsewhere there is no Durable Object.
 func ledgerNamespace(t *testing.T) js.Value {
 	ns := js.Global().Get("LEDGER")
 	if ns.Type() != js.TypeObject {
-		t.Skip("no Durable Object namespace: run through test/conformance in wrangler dev")
+		t.Skip("no Durable Object namespace: run through e2e/conformance in wrangler dev")
 	}
 	return ns
 }

@@ -1,6 +1,6 @@
 // A test-only entry: the shipped Worker (worker.mjs) with its bindings
 // wrapped, so that chosen calls are delayed or fail. Served with
-// `wrangler dev test/wrapped/entry.mjs` over the project's own wrangler.toml,
+// `wrangler dev e2e/wrapped/entry.mjs` over the project's own wrangler.toml,
 // so bindings and environments are the shipped ones. Set by vars:
 //   WRAP_DELAYS      JSON, {"ORDERS.put": 30, "LEDGER.commit": 3000}: ms
 //                    before each call of that binding's method ("*" for any)

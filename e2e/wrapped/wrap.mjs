@@ -1,5 +1,5 @@
 // Wraps any Worker so that its bindings' calls are delayed or fail, for
-// tests (test/wrapped/entry.mjs) and for the benchmark's production-latency
+// tests (e2e/wrapped/entry.mjs) and for the benchmark's production-latency
 // mode (bench/latency/*.mjs). Only the bindings are wrapped; the Worker's own
 // code runs unchanged.
 //
