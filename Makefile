@@ -51,7 +51,7 @@ chaos: tools build
 
 # Several minutes of mixed load in each mode; prints statuses, p50/p99 per
 # minute and the Go instance's memory.
-SOAK_MINUTES ?= 3
+SOAK_MINUTES ?= 4
 soak: tools build
 	EDGE_ORDERS_E2E=1 EDGE_ORDERS_SOAK_MINUTES=$(SOAK_MINUTES) \
 		go test -count=1 -v -timeout 60m -run 'TestSoak' ./test

