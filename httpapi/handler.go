@@ -102,7 +102,7 @@ func (h *Handler) serve(ctx context.Context, r *workers.Request) (resp *workers.
 	}
 	key := intake.Key{Client: line.Client, ID: id}
 	// The open Worker's rate limit counts per caller address.
-	ctx = intake.WithCaller(ctx, r.Header.Get("CF-Connecting-IP"))
+	ctx = intake.WithCaller(ctx, func() string { return r.Header.Get("CF-Connecting-IP") })
 
 	var out intake.Outcome
 	if r.Method == "GET" {

@@ -84,9 +84,11 @@ type Options struct {
 
 type callerKey struct{}
 
-// WithCaller returns ctx carrying the caller's address, which the rate
-// limit counts against when the Worker runs open.
-func WithCaller(ctx context.Context, addr string) context.Context {
+// WithCaller returns ctx carrying how to read the caller's address, which
+// the rate limit counts against when the Worker runs open. addr is called
+// only then: reading a request header costs a crossing to JavaScript that
+// most requests need not pay.
+func WithCaller(ctx context.Context, addr func() string) context.Context {
 	return context.WithValue(ctx, callerKey{}, addr)
 }
 
@@ -95,7 +97,10 @@ func WithCaller(ctx context.Context, addr string) context.Context {
 func (s *Service) admit(ctx context.Context, key Key) error {
 	who := key.Client
 	if who == "" {
-		addr, _ := ctx.Value(callerKey{}).(string)
+		var addr string
+		if read, ok := ctx.Value(callerKey{}).(func() string); ok {
+			addr = read()
+		}
 		who = "addr:" + addr
 	}
 	ok, err := s.opts.Limit(ctx, who)

@@ -41,7 +41,7 @@ func (b *budget) limit(_ context.Context, who string) (bool, error) {
 func TestRateLimitKV(t *testing.T) {
 	b := newBudget(1)
 	h := newHarness(t, intake.Options{Limit: b.limit}, intake.KVOptions{})
-	ctx := intake.WithCaller(context.Background(), "198.51.100.7")
+	ctx := intake.WithCaller(context.Background(), func() string { return "198.51.100.7" })
 
 	if _, err := h.svc.Submit(ctx, key("first"), []byte(validBody)); err != nil {
 		t.Fatalf("first order: %v", err)
@@ -63,7 +63,7 @@ func TestRateLimitKV(t *testing.T) {
 		h.wantNoWrites(t, "a refused order", before)
 	})
 	t.Run("another address and another client have budgets of their own", func(t *testing.T) {
-		other := intake.WithCaller(context.Background(), "203.0.113.9")
+		other := intake.WithCaller(context.Background(), func() string { return "203.0.113.9" })
 		if _, err := h.svc.Submit(other, key("third"), []byte(validBody)); err != nil {
 			t.Fatalf("another address: %v", err)
 		}

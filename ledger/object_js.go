@@ -3,6 +3,7 @@
 package ledger
 
 import (
+	"errors"
 	"fmt"
 	"syscall/js"
 	"time"
@@ -82,12 +83,14 @@ func recordToJS(r intake.Record) js.Value {
 	return v
 }
 
+// errNotRecord is an object's answer recordFromJS cannot read.
+var errNotRecord = errors.New("ledger: an answer that is not a record")
+
 // recordFromJS refuses an answer it cannot read, rather than guess: a
 // Stored record must carry its receipt.
 func recordFromJS(v js.Value) (intake.Record, error) {
-	bad := fmt.Errorf("ledger: an answer that is not a record")
 	if v.Type() != js.TypeObject || v.Get("state").Type() != js.TypeNumber || v.Get("fingerprint").Type() != js.TypeString {
-		return intake.Record{}, bad
+		return intake.Record{}, errNotRecord
 	}
 	r := intake.Record{State: intake.State(v.Get("state").Int()), Fingerprint: v.Get("fingerprint").String()}
 	if receipt := v.Get("receipt"); receipt.Type() == js.TypeString {
@@ -98,7 +101,7 @@ func recordFromJS(v js.Value) (intake.Record, error) {
 	}
 	switch {
 	case r.State > intake.Claimed, r.State == intake.Stored && r.Receipt == nil:
-		return intake.Record{}, bad
+		return intake.Record{}, errNotRecord
 	}
 	return r, nil
 }
