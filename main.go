@@ -5,8 +5,6 @@
 package main
 
 import (
-	"os"
-
 	"github.com/edge-orders/edge-orders/config"
 	"github.com/edge-orders/edge-orders/eventlog"
 	"github.com/edge-orders/edge-orders/httpapi"
@@ -34,7 +32,7 @@ func main() {
 // it, before any storage call.
 func newHandler(env workers.Env) workers.Handler {
 	cfg, err := config.Load(env.Var)
-	log := eventlog.To(os.Stdout, cfg.LogLevel)
+	log := eventlog.To(workers.Console, cfg.LogLevel)
 	misconfigured := func(detail string) workers.Handler {
 		return httpapi.Misconfigured(detail, httpapi.Options{Log: log})
 	}

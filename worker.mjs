@@ -3,6 +3,7 @@
 // whose methods call into the same Go program. All decisions are made in Go.
 import { DurableObject } from "cloudflare:workers";
 import "./build/wasm_exec.js";
+import "./workers/bridge.mjs";
 import program from "./build/edge-orders.wasm";
 
 // The functions the Go program publishes when it starts (workers/*_js.go).

@@ -397,9 +397,13 @@ type measurement struct {
 	// restarted marks the rounds during which the Go program started in a
 	// new isolate, which starts cold.
 	restarted []bool
-	pooled    Result   // all rounds together
-	setup     Result   // warm-up and seeding, not measured
-	check     keyCheck // over warm-up and all rounds (checkKeys scenarios)
+	// cpu is the processor time the subject's processes used over all
+	// measured rounds, and answered the expected answers they served.
+	cpu      wranglerdev.CPUTime
+	answered int
+	pooled   Result   // all rounds together
+	setup    Result   // warm-up and seeding, not measured
+	check    keyCheck // over warm-up and all rounds (checkKeys scenarios)
 }
 
 // row is one scenario at one connection count, for every subject of a phase.
@@ -445,7 +449,12 @@ func measure(ctx context.Context, cfg config, ph *phase, sc scenario, conns int)
 		for k := range subjects {
 			i := (k + round) % len(subjects)
 			version := subjects[i].version()
+			cpu0, cpuErr0 := subjects[i].srv.CPU()
 			res := load(i, "r"+strconv.Itoa(round+1), ph.duration)
+			if cpu1, cpuErr1 := subjects[i].srv.CPU(); cpuErr0 == nil && cpuErr1 == nil {
+				r.m[i].cpu = r.m[i].cpu.Add(cpu1.Sub(cpu0))
+				r.m[i].answered += res.OK
+			}
 			restarted := subjects[i].version() != version
 			runs[i] = append(runs[i], res)
 			r.m[i].rates = append(r.m[i].rates, res.Rate())

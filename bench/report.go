@@ -46,10 +46,20 @@ func (r *report) goDuplicates() bool {
 // stats is one subject's figures in one row.
 type stats struct {
 	rate, p50, p99 float64
+	// cpu is the processor time per expected answer in ms of the workerd
+	// that runs the Worker: its own cost, storage included, apart from
+	// wrangler and the load generator; devCPU that of all wrangler dev's
+	// processes. 0 where they could not be read.
+	cpu, devCPU float64
 }
 
 func statsOf(m *measurement) stats {
-	return stats{rate: median(m.rates), p50: millis(m.pooled.percentile(50)), p99: millis(m.pooled.percentile(99))}
+	s := stats{rate: median(m.rates), p50: millis(m.pooled.percentile(50)), p99: millis(m.pooled.percentile(99))}
+	if m.answered > 0 {
+		s.cpu = millis(m.cpu.Worker) / float64(m.answered)
+		s.devCPU = millis(m.cpu.Total()) / float64(m.answered)
+	}
+	return s
 }
 
 // yardstick returns the index of the seed's subject, the one every ratio
@@ -190,8 +200,8 @@ func (r *report) String() string {
 // count and subject.
 func (r *report) phaseTable(b *strings.Builder, ph *phase) {
 	p := func(format string, args ...any) { fmt.Fprintf(b, format, args...) }
-	p("| scenario | conns | Worker | req/s | p50 ms | p99 ms | req/s ÷ seed | p50 ÷ seed | p99 ÷ seed | errors |\n")
-	p("|---|--:|---|--:|--:|--:|--:|--:|--:|--:|\n")
+	p("| scenario | conns | Worker | req/s | p50 ms | p99 ms | Worker CPU ms/req | all CPU ms/req | req/s ÷ seed | p50 ÷ seed | p99 ÷ seed | Worker CPU ÷ seed | errors |\n")
+	p("|---|--:|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n")
 	ref := ph.yardstick()
 	for _, row := range ph.rows {
 		var seed stats
@@ -204,13 +214,15 @@ func (r *report) phaseTable(b *strings.Builder, ph *phase) {
 			if slices.Contains(m.restarted, true) {
 				mark = "\\*"
 			}
-			p("| %s | %d | %s%s | %.0f | %.1f | %.1f | %s | %s | %s | %s |\n",
-				row.sc.name, row.conns, ph.subjects[i].name, mark, s.rate, s.p50, s.p99,
-				ratio(s.rate, seed.rate), ratio(s.p50, seed.p50), ratio(s.p99, seed.p99), errorCell(m.pooled))
+			p("| %s | %d | %s%s | %.0f | %.1f | %.1f | %s | %s | %s | %s | %s | %s | %s |\n",
+				row.sc.name, row.conns, ph.subjects[i].name, mark, s.rate, s.p50, s.p99, cpuCell(s.cpu), cpuCell(s.devCPU),
+				ratio(s.rate, seed.rate), ratio(s.p50, seed.p50), ratio(s.p99, seed.p99), ratio(s.cpu, seed.cpu), errorCell(m.pooled))
 		}
 	}
 	p("\nreq/s: median over the rounds of expected answers per second. p50, p99: over every round's expected answers, " +
-		"as the client sees them. errors: wrong statuses and transport failures over all rounds.")
+		"as the client sees them. Worker CPU: processor time of the workerd process that runs the Worker (its local storage included), " +
+		"all CPU: of every process of its wrangler dev (that workerd, wrangler's proxy workerd and Node.js), " +
+		"over all rounds per expected answer, read from /proc in 10 ms ticks. errors: wrong statuses and transport failures over all rounds.")
 	if slices.ContainsFunc(ph.rows, func(row row) bool {
 		return slices.ContainsFunc(row.m, func(m *measurement) bool { return slices.Contains(m.restarted, true) })
 	}) {
@@ -390,6 +402,13 @@ func coldMS(s *subject) string {
 }
 
 // errorCell shows a count of errors with its share of the requests sent.
+func cpuCell(ms float64) string {
+	if ms == 0 {
+		return "–"
+	}
+	return fmt.Sprintf("%.2f", ms)
+}
+
 func errorCell(r Result) string {
 	if r.Errors == 0 {
 		return "0"

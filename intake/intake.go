@@ -191,17 +191,24 @@ func (s *Service) Submit(ctx context.Context, key Key, body []byte) (Outcome, er
 	}
 	// The wait ends at the deadline or once the sleeps add up to Wait,
 	// whichever comes first: in a Worker the clock only moves with I/O.
-	deadline := s.opts.Now().Add(s.opts.Wait)
+	// The clock is read once per attempt: on js/wasm each reading is a
+	// call into JavaScript.
+	now := s.opts.Now()
+	deadline := now.Add(s.opts.Wait)
 	var slept time.Duration
 	for delay := firstPoll; ; delay = min(2*delay, maxPoll) {
-		out, err := s.attempt(ctx, &sub)
-		if !errors.Is(err, ErrInProgress) || slept+delay > s.opts.Wait || !s.opts.Now().Add(delay).Before(deadline) {
+		out, err := s.attempt(ctx, &sub, now)
+		if !errors.Is(err, ErrInProgress) || slept+delay > s.opts.Wait {
+			return out, err
+		}
+		if now = s.opts.Now(); !now.Add(delay).Before(deadline) {
 			return out, err
 		}
 		if s.opts.Sleep(ctx, delay) != nil {
 			return out, err
 		}
 		slept += delay
+		now = s.opts.Now()
 	}
 }
 
@@ -233,11 +240,11 @@ func (sub *submission) fingerprint() string {
 	return sub.order.Fingerprint()
 }
 
-// attempt runs the lifecycle once; ErrInProgress means another request
-// holds the key now.
-func (s *Service) attempt(ctx context.Context, sub *submission) (Outcome, error) {
+// attempt runs the lifecycle once, starting at now; ErrInProgress means
+// another request holds the key now.
+func (s *Service) attempt(ctx context.Context, sub *submission, now time.Time) (Outcome, error) {
 	cacheKey := sub.key.String()
-	if rec, ok := s.receipts.get(cacheKey, s.opts.Now()); ok {
+	if rec, ok := s.receipts.get(cacheKey, now); ok {
 		return s.replay(rec, sub)
 	}
 	// Only one request per key and instance goes on to the Store; the
@@ -245,7 +252,7 @@ func (s *Service) attempt(ctx context.Context, sub *submission) (Outcome, error)
 	// not block, so no request's goroutine is ever woken by another
 	// request; an entry older than the claim lease, left by a request the
 	// runtime abandoned, is taken over like an expired claim.
-	if !s.inFlight.add(cacheKey, s.opts.Now(), s.opts.PendingTTL) {
+	if !s.inFlight.add(cacheKey, now, s.opts.PendingTTL) {
 		return Outcome{}, ErrInProgress
 	}
 	defer s.inFlight.remove(cacheKey)
@@ -265,7 +272,7 @@ func (s *Service) attempt(ctx context.Context, sub *submission) (Outcome, error)
 	case err != nil:
 		return Outcome{}, unavailable(err)
 	case rec.State == Stored:
-		s.receipts.put(cacheKey, rec, s.opts.Now())
+		s.receipts.put(cacheKey, rec, now)
 		return s.replay(rec, sub)
 	case rec.State == Held:
 		if claim.Fingerprint != "" && rec.Fingerprint != "" && rec.Fingerprint != claim.Fingerprint {
@@ -290,19 +297,23 @@ func (s *Service) attempt(ctx context.Context, sub *submission) (Outcome, error)
 			return Outcome{}, err
 		}
 	}
-	placed := order.Place(sub.order, s.opts.Now())
+	// The order is stamped once the key is ours, as the reference does.
+	placedAt := s.opts.Now()
+	placed := order.Place(sub.order, placedAt)
 	receipt := Receipt{Body: placed.JSON(), Fingerprint: sub.order.Fingerprint(), TTL: s.opts.ResultTTL}
-	if err := s.commit(ctx, sub.key, claim, receipt); err != nil {
+	if err := s.commit(ctx, sub.key, claim, receipt, placedAt); err != nil {
 		return Outcome{}, err
 	}
 	return Outcome{Receipt: receipt.Body, OrderID: placed.OrderID}, nil
 }
 
-// commit stores receipt under claim and caches it. ErrInProgress means
+// commit stores receipt under claim and caches it as stored no later than
+// at (its expiry in the cache then comes no later than in storage).
+// ErrInProgress means
 // another request took the key over after claim's lease ran out: its
 // outcome is the key's. Any other failure releases the claim: without a
 // stored receipt the order does not exist, and a retry places it.
-func (s *Service) commit(ctx context.Context, key Key, claim Claim, receipt Receipt) error {
+func (s *Service) commit(ctx context.Context, key Key, claim Claim, receipt Receipt, at time.Time) error {
 	if err := s.store.Commit(ctx, key, claim, receipt); err != nil {
 		if errors.Is(err, ErrLostClaim) {
 			return ErrInProgress
@@ -310,8 +321,7 @@ func (s *Service) commit(ctx context.Context, key Key, claim Claim, receipt Rece
 		s.release(ctx, key, claim)
 		return unavailable(err)
 	}
-	now := s.opts.Now()
-	s.receipts.put(key.String(), Record{State: Stored, Receipt: receipt.Body, Fingerprint: receipt.Fingerprint, Expires: now.Add(receipt.TTL)}, now)
+	s.receipts.put(key.String(), Record{State: Stored, Receipt: receipt.Body, Fingerprint: receipt.Fingerprint, Expires: at.Add(receipt.TTL)}, at)
 	return nil
 }
 
@@ -336,7 +346,7 @@ func (s *Service) adopt(ctx context.Context, sub *submission, claim Claim) (Outc
 	case rec.State != Stored:
 		return Outcome{}, false, nil
 	}
-	if err := s.commit(ctx, sub.key, claim, Receipt{Body: rec.Receipt, Fingerprint: rec.Fingerprint, TTL: s.opts.ResultTTL}); err != nil {
+	if err := s.commit(ctx, sub.key, claim, Receipt{Body: rec.Receipt, Fingerprint: rec.Fingerprint, TTL: s.opts.ResultTTL}, s.opts.Now()); err != nil {
 		return Outcome{}, false, err
 	}
 	out, err := s.replay(rec, sub)
@@ -348,7 +358,8 @@ func (s *Service) adopt(ctx context.Context, sub *submission, claim Claim) (Outc
 // key, ErrNotFound when nothing is stored, and an error wrapping
 // ErrUnavailable when storage fails.
 func (s *Service) Lookup(ctx context.Context, key Key) (Outcome, error) {
-	if rec, ok := s.receipts.get(key.String(), s.opts.Now()); ok {
+	now := s.opts.Now()
+	if rec, ok := s.receipts.get(key.String(), now); ok {
 		return replayed(rec), nil
 	}
 	rec, err := s.store.Lookup(ctx, key)
@@ -363,7 +374,7 @@ func (s *Service) Lookup(ctx context.Context, key Key) (Outcome, error) {
 	case rec.State != Stored:
 		return Outcome{}, ErrNotFound
 	}
-	s.receipts.put(key.String(), rec, s.opts.Now())
+	s.receipts.put(key.String(), rec, now)
 	return replayed(rec), nil
 }
 

@@ -114,18 +114,25 @@ func (k *KVStore) Begin(ctx context.Context, key Key, c Claim) (Record, error) {
 
 // Commit implements Store: it writes result:<key>, whose metadata holds the
 // fingerprint (the value stays exactly the receipt, as the reference stores
-// it), and releases the claim after the response: from then on the receipt
-// wins over the claim for every reader.
+// it). From then on the receipt wins over the claim for every reader, so
+// the claim is left to expire with its lease, unlike the reference, which
+// deletes it: a delete is a write KV bills and a round trip, and a claim
+// still visible where the receipt has not yet arrived (KV takes up to a
+// minute to spread a write) keeps other locations from placing the order
+// again. Only a claim that would outlive the receipt is deleted, after the
+// response.
 func (k *KVStore) Commit(ctx context.Context, key Key, c Claim, r Receipt) error {
 	entry := kv.Entry{Value: string(r.Body), Metadata: receiptMetadata{Fingerprint: r.Fingerprint}.encode()}
 	if err := k.kv.Put(ctx, resultPrefix+key.String(), entry, kv.PutOptions{TTL: r.TTL}); err != nil {
 		return err
 	}
-	k.opts.Defer(ctx, func(ctx context.Context) {
-		if err := k.Release(ctx, key, c); err != nil {
-			k.opts.OnReleaseError(key, err)
-		}
-	})
+	if c.Lease > r.TTL {
+		k.opts.Defer(ctx, func(ctx context.Context) {
+			if err := k.Release(ctx, key, c); err != nil {
+				k.opts.OnReleaseError(key, err)
+			}
+		})
+	}
 	return nil
 }
 

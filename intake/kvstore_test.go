@@ -18,7 +18,8 @@ import (
 
 // TestKVStoreLayout checks a stored order in the reference's layout:
 // result:<key> holds exactly the receipt, its metadata exactly the
-// fingerprint, and the claim under pending:<key> is gone.
+// fingerprint, and the claim under pending:<key> is left to expire with its
+// lease: no delete.
 func TestKVStoreLayout(t *testing.T) {
 	h := newHarness(t, intake.Options{}, intake.KVOptions{})
 	out, err := h.submit("k", validBody)
@@ -39,8 +40,11 @@ func TestKVStoreLayout(t *testing.T) {
 	if len(claims) != 1 || claims[0].Entry.Value != "1" || claims[0].Entry.Metadata != nil {
 		t.Errorf("claim Puts = %+v, want one of the reference's marker \"1\" without metadata", claims)
 	}
-	if _, ok := h.stored(t, "pending:k"); ok {
-		t.Errorf("pending:k still stored, want the claim released")
+	if _, ok := h.stored(t, "pending:k"); !ok {
+		t.Errorf("pending:k gone, want the claim left to expire")
+	}
+	if got := h.rec.Count(kvtest.OpDelete, ""); got != 0 {
+		t.Errorf("Deletes = %d, want 0", got)
 	}
 }
 
@@ -252,12 +256,8 @@ func TestKVStoreClaimTTL(t *testing.T) {
 // TestKVStoreClaimExpires shows the claim really carries its TTL: a request
 // that died after claiming blocks its key for PendingTTL and no longer.
 func TestKVStoreClaimExpires(t *testing.T) {
-	var deferred []func(context.Context)
-	h := newHarness(t,
-		intake.Options{CachedReceipts: -1}, // the receipt is deleted below, from KV only
-		intake.KVOptions{Defer: func(_ context.Context, task func(context.Context)) {
-			deferred = append(deferred, task) // never run: the release is lost
-		}})
+	// The receipt is deleted below, from KV only; the claim stays.
+	h := newHarness(t, intake.Options{CachedReceipts: -1}, intake.KVOptions{})
 	if _, err := h.submit("k", validBody); err != nil {
 		t.Fatalf("Submit: %v", err)
 	}
@@ -274,42 +274,34 @@ func TestKVStoreClaimExpires(t *testing.T) {
 	}
 }
 
-// TestKVStoreDefer checks that Commit leaves the claim's release to
-// KVOptions.Defer, with the request's context, while every other release
-// happens before Submit returns.
+// TestKVStoreDefer checks that Commit leaves a claim to expire when its
+// lease ends before the receipt's TTL, releases it through KVOptions.Defer,
+// with the request's context, when it would outlive the receipt, and that
+// every other release happens before Submit returns.
 func TestKVStoreDefer(t *testing.T) {
 	type deferred struct {
 		ctx  context.Context
 		task func(context.Context)
 	}
 	var tasks []deferred
-	h := newHarness(t, intake.Options{}, intake.KVOptions{Defer: func(ctx context.Context, task func(context.Context)) {
+	deferTask := func(ctx context.Context, task func(context.Context)) {
 		tasks = append(tasks, deferred{ctx, task})
-	}})
+	}
+	h := newHarness(t, intake.Options{}, intake.KVOptions{Defer: deferTask})
 	type ctxKey struct{}
 	ctx := context.WithValue(context.Background(), ctxKey{}, "request")
 
-	t.Run("success defers the release", func(t *testing.T) {
+	t.Run("success leaves the claim to expire", func(t *testing.T) {
 		out, err := h.svc.Submit(ctx, key("ok"), []byte(validBody))
 		if err != nil {
 			t.Fatalf("Submit: %v", err)
 		}
 		h.wantReceiptStored(t, "ok", out.Receipt)
-		if got, want := len(tasks), 1; got != want {
-			t.Fatalf("deferred tasks = %d, want %d", got, want)
-		}
-		if got := tasks[0].ctx.Value(ctxKey{}); got != "request" {
-			t.Errorf("Defer ctx value = %v, want the request's context", got)
+		if len(tasks) != 0 {
+			t.Errorf("deferred tasks = %d, want 0", len(tasks))
 		}
 		if _, ok := h.stored(t, "pending:ok"); !ok {
-			t.Fatalf("pending:ok gone before the deferred task ran; want the release deferred, not inline")
-		}
-		if got := h.rec.Count(kvtest.OpDelete, ""); got != 0 {
-			t.Errorf("Deletes before the deferred task ran = %d, want 0", got)
-		}
-		tasks[0].task(context.Background())
-		if _, ok := h.stored(t, "pending:ok"); ok {
-			t.Errorf("pending:ok still stored after the deferred task ran")
+			t.Errorf("pending:ok gone, want it left to expire")
 		}
 	})
 	t.Run("replay defers nothing", func(t *testing.T) {
@@ -331,6 +323,34 @@ func TestKVStoreDefer(t *testing.T) {
 		}
 		if _, ok := h.stored(t, "pending:bad"); ok {
 			t.Errorf("pending:bad still stored; want it released before Submit returns")
+		}
+	})
+	t.Run("a claim that would outlive the receipt is released after the response", func(t *testing.T) {
+		tasks = nil
+		h := newHarness(t, intake.Options{ResultTTL: time.Minute, PendingTTL: time.Hour}, intake.KVOptions{Defer: deferTask})
+		out, err := h.svc.Submit(ctx, key("long"), []byte(validBody))
+		if err != nil {
+			t.Fatalf("Submit: %v", err)
+		}
+		h.wantReceiptStored(t, "long", out.Receipt)
+		if got, want := len(tasks), 1; got != want {
+			t.Fatalf("deferred tasks = %d, want %d", got, want)
+		}
+		if got := tasks[0].ctx.Value(ctxKey{}); got != "request" {
+			t.Errorf("Defer ctx value = %v, want the request's context", got)
+		}
+		if _, ok := h.stored(t, "pending:long"); !ok {
+			t.Fatalf("pending:long gone before the deferred task ran; want the release deferred, not inline")
+		}
+		h.faulty.Set(kvtest.Fault{Op: kvtest.OpDelete, Prefix: "pending:", Nth: 1})
+		tasks[0].task(context.Background())
+		if got := h.releaseErrors(); len(got) != 1 || !errors.Is(got[0].err, errStorage) {
+			t.Errorf("OnReleaseError calls = %v, want 1 with the storage error", got)
+		}
+		h.faulty.Set()
+		tasks[0].task(context.Background())
+		if _, ok := h.stored(t, "pending:long"); ok {
+			t.Errorf("pending:long still stored after the deferred task ran")
 		}
 	})
 }

@@ -52,11 +52,16 @@ func TestSubmitNewKeyStoresReceipt(t *testing.T) {
 		t.Errorf("Replayed = true, want false for a new key")
 	}
 	h.wantReceiptStored(t, "k1", out.Receipt)
-	if _, ok := h.stored(t, "pending:k1"); ok {
-		t.Errorf("pending:k1 still stored after Submit returned; want the claim released")
+	// The claim is left to expire with its lease, behind the receipt.
+	if _, ok := h.stored(t, "pending:k1"); !ok {
+		t.Errorf("pending:k1 gone after Submit returned; want the claim left to expire")
 	}
+	if got := h.rec.Count(kvtest.OpDelete, ""); got != 0 {
+		t.Errorf("Deletes = %d, want 0: the claim expires by itself", got)
+	}
+	h.now = h.now.Add(h.svc.RetryAfter())
 	if got, want := h.mem.Len(), 1; got != want {
-		t.Errorf("Memory.Len() = %d, want %d (just the receipt)", got, want)
+		t.Errorf("Memory.Len() after the lease = %d, want %d (just the receipt)", got, want)
 	}
 	// The receipt is the order as placed, stamped with Options.Now.
 	var id string
@@ -317,13 +322,6 @@ func TestSubmitStorageFailure(t *testing.T) {
 			wantClaim:       true,
 		},
 		{
-			name:            "final release fails: success, claim left",
-			faults:          []kvtest.Fault{{Op: kvtest.OpDelete, Prefix: "pending:", Nth: 1}},
-			wantReleaseErrs: 1,
-			wantClaim:       true,
-			wantStored:      true,
-		},
-		{
 			name:            "release after invalid order fails: invalid, claim left",
 			body:            `{"symbol":"AAPL","side":"hold","quantity":10}`,
 			faults:          []kvtest.Fault{{Op: kvtest.OpDelete, Prefix: "pending:", Nth: 1}},
@@ -409,9 +407,7 @@ func TestSubmitStorageFailure(t *testing.T) {
 			if got, want := h.rec.Count(kvtest.OpPut, "result:"), 1; got != want {
 				t.Errorf("result Puts that reached the store = %d, want %d (one order)", got, want)
 			}
-			if tc.wantClaim {
-				h.now = h.now.Add(h.svc.RetryAfter()) // a left-over claim expires
-			}
+			h.now = h.now.Add(h.svc.RetryAfter()) // the claims expire
 			if got, want := h.mem.Len(), 1; got != want {
 				t.Errorf("Memory.Len() = %d, want %d (just the receipt)", got, want)
 			}
@@ -495,8 +491,8 @@ func TestSubmitConcurrentSameKey(t *testing.T) {
 			if got, want := h.rec.Count(kvtest.OpPut, "result:"), 1; got != want {
 				t.Errorf("result Puts = %d, want %d", got, want)
 			}
-			if _, ok := h.stored(t, "pending:same"); ok {
-				t.Errorf("pending:same left behind")
+			if got, want := h.rec.Count(kvtest.OpPut, "pending:"), 1; got != want {
+				t.Errorf("claim Puts = %d, want %d", got, want)
 			}
 		})
 	}
@@ -523,8 +519,9 @@ func TestSubmitConcurrentKeys(t *testing.T) {
 			t.Errorf("key-%d: %v, want a new order", i, err)
 		}
 	}
+	h.now = h.now.Add(h.svc.RetryAfter())
 	if got, want := h.mem.Len(), callers; got != want {
-		t.Errorf("Memory.Len() = %d, want %d receipts and no claims", got, want)
+		t.Errorf("Memory.Len() once the leases end = %d, want %d receipts and no claims", got, want)
 	}
 }
 

@@ -4,6 +4,7 @@ package workers
 
 import (
 	"context"
+	"sync"
 	"syscall/js"
 	"time"
 )
@@ -11,32 +12,79 @@ import (
 // Await blocks the calling goroutine until promise settles and returns its
 // value, or an error if it rejects or ctx is done first.
 //
-// The goroutine is woken only by the promise's own callbacks (or ctx), so any
+// The goroutine is woken only by the promise's own settling (or ctx), so any
 // JavaScript it calls next runs in the I/O context of the request that owns the
 // promise: a Go instance shared by concurrent requests stays correct.
+//
+// The promise is handed to bridge.mjs with an id, and settles into one of
+// two callbacks made once per instance: two js.FuncOf per call would cost
+// four more crossings and two finalized values.
 func Await(ctx context.Context, promise js.Value) (js.Value, error) {
-	// Buffered, so a callback never blocks when nobody is left to receive.
-	resolved := make(chan js.Value, 1)
-	rejected := make(chan js.Value, 1)
-	onResolve := js.FuncOf(func(_ js.Value, args []js.Value) any {
-		resolved <- firstArg(args)
-		return nil
-	})
-	defer onResolve.Release()
-	onReject := js.FuncOf(func(_ js.Value, args []js.Value) any {
-		rejected <- firstArg(args)
-		return nil
-	})
-	defer onReject.Release()
-
-	promise.Call("then", onResolve, onReject)
+	id, settled := waiters.add()
+	defer waiters.take(id)
+	jsBridge.Call("then", promise, id, settleResolved, settleRejected)
 	select {
-	case v := <-resolved:
-		return v, nil
-	case reason := <-rejected:
-		return js.Undefined(), errorFrom(reason)
+	case s := <-settled:
+		if s.rejected {
+			return js.Undefined(), errorFrom(s.value)
+		}
+		return s.value, nil
 	case <-ctx.Done():
 		return js.Undefined(), ctx.Err()
+	}
+}
+
+// settlement is how an awaited promise settled.
+type settlement struct {
+	value    js.Value
+	rejected bool
+}
+
+// waiterSet holds the channel of every Await in progress, by id.
+type waiterSet struct {
+	mu   sync.Mutex
+	next uint32
+	m    map[uint32]chan settlement
+}
+
+var waiters = waiterSet{m: make(map[uint32]chan settlement)}
+
+// add registers a new waiter. Its channel is buffered, so settling never
+// blocks, even for a waiter that has given up.
+func (w *waiterSet) add() (uint32, chan settlement) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.next++
+	ch := make(chan settlement, 1)
+	w.m[w.next] = ch
+	return w.next, ch
+}
+
+// take removes waiter id and returns its channel, if it is still there.
+func (w *waiterSet) take(id uint32) (chan settlement, bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	ch, ok := w.m[id]
+	delete(w.m, id)
+	return ch, ok
+}
+
+// settleFunc is bridge.mjs's resolved or rejected callback: (id, value).
+func settleFunc(rejected bool) js.Func {
+	return js.FuncOf(func(_ js.Value, args []js.Value) any {
+		if ch, ok := waiters.take(uint32(args[0].Int())); ok {
+			ch <- settlement{value: args[1], rejected: rejected}
+		}
+		return nil
+	})
+}
+
+// The callbacks every Await settles through, made once per Go program.
+var settleResolved, settleRejected = settleFunc(false), settleFunc(true)
+
+func init() {
+	if jsBridge.Type() != js.TypeObject {
+		panic("workers: globalThis.__goBridge is missing: the JavaScript entry must import workers/bridge.mjs before it starts the Go program")
 	}
 }
 
@@ -62,13 +110,6 @@ func CallAwait(ctx context.Context, v js.Value, method string, args ...any) (js.
 		return js.Undefined(), err
 	}
 	return Await(ctx, p)
-}
-
-func firstArg(args []js.Value) js.Value {
-	if len(args) == 0 {
-		return js.Undefined()
-	}
-	return args[0]
 }
 
 // errorFrom turns a rejection reason or thrown value into an *Error.

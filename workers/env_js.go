@@ -38,6 +38,8 @@ var (
 	jsPromise    = js.Global().Get("Promise")
 	jsError      = js.Global().Get("Error")
 	jsScheduler  = js.Global().Get("scheduler")
+	jsConsole    = js.Global().Get("console")
+	jsBridge     = js.Global().Get("__goBridge") // bridge.mjs
 )
 
 // NewObject returns an empty JavaScript object, for bindings' option bags.

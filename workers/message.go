@@ -56,7 +56,8 @@ func (b readerBody) ReadAll(max int64) ([]byte, error) {
 // Response is a complete response.
 type Response struct {
 	Status int
-	// Header holds the response headers; names must be distinct.
+	// Header holds the response headers; names must be distinct, and no
+	// name or value may hold a newline (HTTP allows none).
 	Header []Field
 	Body   []byte
 }

@@ -4,6 +4,7 @@
 // binary exited 0. The Ledger class is the Worker's own, running the real
 // Go program in a Go instance of its own.
 import "../../build/wasm_exec.js";
+import "../../workers/bridge.mjs";
 import kvTests from "../../build/kv.test.wasm";
 import ledgerTests from "../../build/ledger.test.wasm";
 export { Ledger } from "../../worker.mjs";

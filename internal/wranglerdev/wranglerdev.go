@@ -14,6 +14,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -205,4 +207,99 @@ func (b *syncBuffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.buf.String()
+}
+
+// CPUTime is the processor time used by a wrangler dev's processes.
+type CPUTime struct {
+	// Worker is the workerd that runs the Worker (and its local storage).
+	Worker time.Duration
+	// Proxy is wrangler's own workerd, in front of it: its HTTP proxy and
+	// the inspector proxy that relays every console call to Node.js.
+	Proxy time.Duration
+	// Node is wrangler itself, which prints the Worker's log lines.
+	Node time.Duration
+}
+
+// Sub returns t - u, field by field.
+func (t CPUTime) Sub(u CPUTime) CPUTime {
+	return CPUTime{Worker: t.Worker - u.Worker, Proxy: t.Proxy - u.Proxy, Node: t.Node - u.Node}
+}
+
+// Add returns t + u, field by field.
+func (t CPUTime) Add(u CPUTime) CPUTime {
+	return CPUTime{Worker: t.Worker + u.Worker, Proxy: t.Proxy + u.Proxy, Node: t.Node + u.Node}
+}
+
+// Total is the time of all the processes.
+func (t CPUTime) Total() time.Duration { return t.Worker + t.Proxy + t.Node }
+
+// CPU returns the processor time used so far by the server's processes. It
+// reads /proc, so it works on Linux only.
+func (s *Server) CPU() (CPUTime, error) {
+	return groupCPU(s.cmd.Process.Pid)
+}
+
+// clockTicks is the unit of /proc/PID/stat's times (USER_HZ), 100 on Linux.
+const clockTicks = 100
+
+// groupCPU sums the processor time of the processes in group pgid. The
+// workerd that runs the Worker is the one started with an inspector
+// address, which wrangler's inspector proxy connects to.
+func groupCPU(pgid int) (CPUTime, error) {
+	var t CPUTime
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return t, err
+	}
+	for _, e := range entries {
+		if _, err := strconv.Atoi(e.Name()); err != nil {
+			continue // not a process
+		}
+		stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		if err != nil {
+			continue // gone meanwhile
+		}
+		name, group, ticks, ok := parseStat(string(stat))
+		if !ok || group != pgid {
+			continue
+		}
+		d := time.Duration(ticks) * time.Second / clockTicks
+		switch {
+		case name != "workerd":
+			t.Node += d
+		case runsWorker(e.Name()):
+			t.Worker += d
+		default:
+			t.Proxy += d
+		}
+	}
+	return t, nil
+}
+
+func runsWorker(pid string) bool {
+	cmdline, err := os.ReadFile(filepath.Join("/proc", pid, "cmdline"))
+	return err == nil && bytes.Contains(cmdline, []byte("--inspector-addr"))
+}
+
+// parseStat reads a /proc/PID/stat line: the command name, the process
+// group and utime+stime in clock ticks. The name is in parentheses and may
+// hold spaces, so fields are counted from its closing parenthesis.
+func parseStat(line string) (name string, pgid int, ticks int64, ok bool) {
+	open, end := strings.IndexByte(line, '('), strings.LastIndexByte(line, ')')
+	if open < 0 || end < open {
+		return "", 0, 0, false
+	}
+	name = line[open+1 : end]
+	// After ") ": state(3) ppid(4) pgrp(5) ... utime(14) stime(15).
+	f := strings.Fields(line[end+1:])
+	if len(f) < 13 {
+		return "", 0, 0, false
+	}
+	pgid, err1 := strconv.Atoi(f[2])
+	utime, err2 := strconv.ParseInt(f[11], 10, 64)
+	stime, err3 := strconv.ParseInt(f[12], 10, 64)
+	if err1 != nil || err2 != nil || err3 != nil {
+		return "", 0, 0, false
+	}
+	return name, pgid, utime + stime, true
 }

@@ -1,0 +1,27 @@
+// The JavaScript half of package workers (workers/*_js.go). Each function
+// here does in one call from Go what would otherwise take several syscall/js
+// operations: every one of those crosses between Go and JavaScript, and
+// every object or string it hands Go carries a Go finalizer, which costs
+// more than the operation itself. Import this module before the Go program
+// starts; every entry that runs one does.
+// Stateless: a test may run two Go programs in one isolate.
+const bridge = {
+  // then settles promise into Go, in the promise's own I/O context, through
+  // the Go program's two callbacks made once (await_js.go).
+  then(promise, id, resolved, rejected) {
+    promise.then((value) => resolved(id, value), (reason) => rejected(id, reason));
+  },
+
+  // respond resolves a fetch event with a Response. headers is one string of
+  // "name: value" lines: Go writes header names and values without newlines.
+  respond(resolve, status, headers, body) {
+    const pairs = [];
+    for (const line of headers.split("\n")) {
+      const colon = line.indexOf(": ");
+      if (colon > 0) pairs.push([line.slice(0, colon), line.slice(colon + 2)]);
+    }
+    resolve(new Response(body, { status, headers: pairs }));
+  },
+};
+
+globalThis.__goBridge = bridge;
