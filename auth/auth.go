@@ -5,7 +5,7 @@ import (
 	"crypto/sha256"
 	"crypto/subtle"
 	"errors"
-	"fmt"
+	"strconv"
 	"strings"
 )
 
@@ -41,20 +41,21 @@ func Parse(s string) (*Clients, error) {
 	ids := map[string]bool{}
 	tokens := map[[sha256.Size]byte]bool{}
 	for i, pair := range strings.FieldsFunc(s, func(r rune) bool { return r == ',' || r == ' ' || r == '\t' || r == '\n' || r == '\r' }) {
+		entry := "entry " + strconv.Itoa(i+1)
 		id, token, ok := strings.Cut(pair, ":")
 		switch {
 		case !ok:
-			return nil, fmt.Errorf("entry %d is not of the form client-id:token", i+1)
+			return nil, errors.New(entry + " is not of the form client-id:token")
 		case !validID(id):
-			return nil, fmt.Errorf("entry %d: a client id is 1 to %d letters, digits, '.', '_' or '-'", i+1, MaxClientIDBytes)
+			return nil, errors.New(entry + ": a client id is 1 to " + strconv.Itoa(MaxClientIDBytes) + " letters, digits, '.', '_' or '-'")
 		case len(token) < 16 || !printable(token):
-			return nil, fmt.Errorf("entry %d: a token is at least 16 printable ASCII characters", i+1)
+			return nil, errors.New(entry + ": a token is at least 16 printable ASCII characters")
 		case ids[id]:
-			return nil, fmt.Errorf("entry %d repeats a client id", i+1)
+			return nil, errors.New(entry + " repeats a client id")
 		}
 		digest := sha256.Sum256([]byte(token))
 		if tokens[digest] {
-			return nil, fmt.Errorf("entry %d repeats another client's token", i+1)
+			return nil, errors.New(entry + " repeats another client's token")
 		}
 		ids[id], tokens[digest] = true, true
 		c.clients = append(c.clients, client{id: id, digest: digest})

@@ -4,7 +4,7 @@
 package config
 
 import (
-	"fmt"
+	"errors"
 	"maps"
 	"slices"
 	"strconv"
@@ -136,7 +136,7 @@ func parseStorage(v string) (string, error) {
 	case StorageKV, StorageLedger:
 		return v, nil
 	}
-	return "", fmt.Errorf("%q is neither %q nor %q", v, StorageKV, StorageLedger)
+	return "", errors.New(strconv.Quote(v) + " is neither " + strconv.Quote(StorageKV) + " nor " + strconv.Quote(StorageLedger))
 }
 
 // parseTTL reads a whole number of seconds that KV accepts as
@@ -148,11 +148,11 @@ func parseTTL(v string) (time.Duration, error) {
 		return 0, err
 	}
 	if n > int64(maxTTL/time.Second) {
-		return 0, fmt.Errorf("%d seconds is over ten years", n)
+		return 0, errors.New(strconv.FormatInt(n, 10) + " seconds is over ten years")
 	}
 	d := time.Duration(n) * time.Second
 	if d == 0 {
-		return 0, fmt.Errorf("0 seconds would never expire; KV's minimum is %d", int64(kv.MinTTL/time.Second))
+		return 0, errors.New("0 seconds would never expire; KV's minimum is " + strconv.FormatInt(int64(kv.MinTTL/time.Second), 10))
 	}
 	if err := kv.CheckTTL(d); err != nil {
 		return 0, err
@@ -168,7 +168,7 @@ func parseWait(v string) (time.Duration, error) {
 	if n <= int64(maxWait/time.Millisecond) {
 		return time.Duration(n) * time.Millisecond, nil
 	}
-	return 0, fmt.Errorf("%d milliseconds is over the %d s a request may wait", n, int64(maxWait/time.Second))
+	return 0, errors.New(strconv.FormatInt(n, 10) + " milliseconds is over the " + strconv.FormatInt(int64(maxWait/time.Second), 10) + " s a request may wait")
 }
 
 func parseShards(v string) (int, error) {
@@ -177,7 +177,7 @@ func parseShards(v string) (int, error) {
 		return 0, err
 	}
 	if n < 1 || n > maxLedgerShards {
-		return 0, fmt.Errorf("%d is not from 1 to %d", n, maxLedgerShards)
+		return 0, errors.New(strconv.FormatInt(n, 10) + " is not from 1 to " + strconv.Itoa(maxLedgerShards))
 	}
 	return int(n), nil
 }
@@ -190,7 +190,7 @@ func parseTime(v string) (time.Time, error) {
 	}
 	t, err := time.Parse(time.RFC3339, v)
 	if err != nil {
-		return time.Time{}, fmt.Errorf("%q is not an RFC 3339 time such as 2026-11-22T12:00:00Z", v)
+		return time.Time{}, errors.New(strconv.Quote(v) + " is not an RFC 3339 time such as 2026-11-22T12:00:00Z")
 	}
 	return t, nil
 }
@@ -200,14 +200,14 @@ func parseLogLevel(v string) (eventlog.Level, error) {
 		return l, nil
 	}
 	names := slices.Sorted(maps.Keys(eventlog.LevelNames))
-	return 0, fmt.Errorf("%q is not one of %s", v, strings.Join(names, ", "))
+	return 0, errors.New(strconv.Quote(v) + " is not one of " + strings.Join(names, ", "))
 }
 
 // parseInt reads a non-negative whole number of unit.
 func parseInt(v, unit string) (int64, error) {
 	n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
 	if err != nil || n < 0 {
-		return 0, fmt.Errorf("%q is not a whole number of %s", v, unit)
+		return 0, errors.New(strconv.Quote(v) + " is not a whole number of " + unit)
 	}
 	return n, nil
 }

@@ -6,13 +6,14 @@ package httpapi
 import (
 	"context"
 	"errors"
-	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/edge-orders/edge-orders/auth"
 	"github.com/edge-orders/edge-orders/eventlog"
 	"github.com/edge-orders/edge-orders/intake"
+	"github.com/edge-orders/edge-orders/internal/errs"
 	"github.com/edge-orders/edge-orders/workers"
 )
 
@@ -26,7 +27,7 @@ const MaxBodyBytes = 64 << 10
 const MaxIdempotencyKeyBytes = 255
 
 // keyFormat says what a valid Idempotency-Key is, for error messages.
-var keyFormat = fmt.Sprintf("an Idempotency-Key is 1 to %d printable ASCII characters", MaxIdempotencyKeyBytes)
+var keyFormat = "an Idempotency-Key is 1 to " + strconv.Itoa(MaxIdempotencyKeyBytes) + " printable ASCII characters"
 
 // Options configures a Handler.
 type Options struct {
@@ -65,7 +66,7 @@ func (h *Handler) serve(ctx context.Context, r *workers.Request) (resp *workers.
 		// the isolate shares.
 		if p := recover(); p != nil {
 			resp, line.Outcome, line.Status = errorResponse(errInternal, "", 0)
-			line.Error = fmt.Sprint("panic: ", p)
+			line.Error = "panic: " + errs.PanicText(p)
 		}
 	}()
 	fail := func(err error) (*workers.Response, eventlog.Line) {
@@ -132,9 +133,9 @@ func (h *Handler) serve(ctx context.Context, r *workers.Request) (resp *workers.
 // bodyError sorts a failure to read the body into too large or unreadable.
 func bodyError(err error) error {
 	if errors.Is(err, workers.ErrTooLarge) {
-		return fmt.Errorf("%w: over %d bytes", errBodyTooLarge, MaxBodyBytes)
+		return errs.Detail(errBodyTooLarge, "over "+strconv.Itoa(MaxBodyBytes)+" bytes")
 	}
-	return fmt.Errorf("%w: %v", errUnreadableBody, err)
+	return errs.Detail(errUnreadableBody, err.Error())
 }
 
 // parseKey reads an Idempotency-Key header value: the key itself, or the
@@ -147,11 +148,15 @@ func parseKey(v string) (string, error) {
 		return key, err
 	}
 	if len(key) == 0 || len(key) > MaxIdempotencyKeyBytes {
-		return key, fmt.Errorf("%w: %s, not %d", errInvalidKey, keyFormat, len(key))
+		return key, errs.Detail(errInvalidKey, keyFormat+", not "+strconv.Itoa(len(key)))
 	}
 	for i := 0; i < len(key); i++ {
 		if key[i] < ' ' || key[i] > '~' {
-			return key, fmt.Errorf("%w: %s; byte %d is 0x%02x", errInvalidKey, keyFormat, i, key[i])
+			hex := strconv.FormatUint(uint64(key[i]), 16)
+			if len(hex) < 2 {
+				hex = "0" + hex
+			}
+			return key, errs.Detail(errInvalidKey, keyFormat+"; byte "+strconv.Itoa(i)+" is 0x"+hex)
 		}
 	}
 	return key, nil
@@ -163,7 +168,7 @@ func unquoteKey(v string) (string, error) {
 		return v, nil
 	}
 	if len(v) < 2 || v[len(v)-1] != '"' {
-		return v, fmt.Errorf("%w: a quoted key must end with a quote", errInvalidKey)
+		return v, errs.Detail(errInvalidKey, "a quoted key must end with a quote")
 	}
 	inner := v[1 : len(v)-1]
 	if !strings.ContainsAny(inner, `"\`) {
@@ -177,7 +182,7 @@ func unquoteKey(v string) (string, error) {
 			i++
 			b.WriteByte(inner[i])
 		case c == '\\' || c == '"':
-			return v, fmt.Errorf("%w: in a quoted key only \\\" and \\\\ are escapes", errInvalidKey)
+			return v, errs.Detail(errInvalidKey, `in a quoted key only \" and \\ are escapes`)
 		default:
 			b.WriteByte(c)
 		}

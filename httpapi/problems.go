@@ -2,7 +2,6 @@ package httpapi
 
 import (
 	"errors"
-	"fmt"
 	"strconv"
 	"strings"
 
@@ -88,13 +87,13 @@ var problems = []struct {
 	{errUnreadableBody, problem{statusBadRequest, "unreadable_body", "Request body could not be read",
 		"The request body ended early or could not be read; retry under the same key.", ""}},
 	{errBodyTooLarge, problem{statusRequestTooLarge, "body_too_large", "Request body is too large",
-		fmt.Sprintf("An order body is at most %d KiB.", MaxBodyBytes>>10), ""}},
+		"An order body is at most " + strconv.Itoa(MaxBodyBytes>>10) + " KiB.", ""}},
 	{intake.ErrInProgress, problem{statusConflict, "in_progress", "A request is outstanding for this Idempotency-Key",
 		"Another request with this Idempotency-Key is being processed; retry after retryAfter seconds at the latest.", ""}},
 	{intake.ErrKeyReused, problem{statusUnprocessableEntity, "idempotency_key_reused", "Idempotency-Key is already used",
 		"This Idempotency-Key was used for a different order; use a new key for a new order.", "key_reused"}},
 	{intake.ErrRateLimited, problem{statusTooManyRequests, "rate_limited", "Too many new orders",
-		fmt.Sprintf("This client placed more new orders than its budget allows; retry after %d seconds at the latest. Replays and lookups are not limited.", rateLimitRetryAfter), ""}},
+		"This client placed more new orders than its budget allows; retry after " + strconv.Itoa(rateLimitRetryAfter) + " seconds at the latest. Replays and lookups are not limited.", ""}},
 	{intake.ErrNotFound, problem{statusNotFound, "not_found", "No order for this Idempotency-Key",
 		"No receipt is stored under this Idempotency-Key, and no request holds it.", ""}},
 	{order.ErrInvalid, problem{statusUnprocessableEntity, "invalid_order", "Invalid order",

@@ -6,13 +6,12 @@ package intake
 import (
 	"context"
 	"errors"
-	"fmt"
 	"sync"
 	"time"
 
-	"github.com/google/uuid"
-
+	"github.com/edge-orders/edge-orders/internal/errs"
 	"github.com/edge-orders/edge-orders/internal/jsjson"
+	"github.com/edge-orders/edge-orders/internal/uuid"
 	"github.com/edge-orders/edge-orders/order"
 )
 
@@ -257,7 +256,7 @@ func (s *Service) attempt(ctx context.Context, sub *submission, now time.Time) (
 	}
 	defer s.inFlight.remove(cacheKey)
 
-	claim := Claim{Token: uuid.NewString(), Fingerprint: sub.fingerprint(), Lease: s.opts.PendingTTL}
+	claim := Claim{Token: uuid.New(), Fingerprint: sub.fingerprint(), Lease: s.opts.PendingTTL}
 	// During a migration a key new to the Store may still have a receipt
 	// in the Fallback, whose replay must not count: the limit is then asked
 	// once the Fallback has nothing either.
@@ -416,7 +415,7 @@ func (s *Service) release(ctx context.Context, key Key, claim Claim) {
 }
 
 func unavailable(err error) error {
-	return fmt.Errorf("%w: %v", ErrUnavailable, err)
+	return errs.Detail(ErrUnavailable, err.Error())
 }
 
 // sleep waits on a Go timer, for Services outside a Worker.

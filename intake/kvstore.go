@@ -3,8 +3,8 @@ package intake
 import (
 	"context"
 	"errors"
-	"fmt"
 
+	"github.com/edge-orders/edge-orders/internal/errs"
 	"github.com/edge-orders/edge-orders/internal/jsjson"
 	"github.com/edge-orders/edge-orders/kv"
 )
@@ -141,7 +141,7 @@ func (k *KVStore) Commit(ctx context.Context, key Key, c Claim, r Receipt) error
 // ctx's cancellation: a request abandoned midway must still free its key.
 func (k *KVStore) Release(ctx context.Context, key Key, _ Claim) error {
 	if err := k.kv.Delete(context.WithoutCancel(ctx), pendingPrefix+key.String()); err != nil {
-		return fmt.Errorf("release: %w", err)
+		return errs.Prefix("release", err)
 	}
 	return nil
 }

@@ -3,10 +3,12 @@ package kv
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
-	"fmt"
+	"strconv"
 	"time"
+
+	"github.com/edge-orders/edge-orders/internal/errs"
+	"github.com/edge-orders/edge-orders/internal/jsjson"
 )
 
 // Limits that Workers KV enforces and every Store in this package enforces too,
@@ -62,9 +64,9 @@ type Store interface {
 func CheckKey(key string) error {
 	switch {
 	case key == "", key == ".", key == "..":
-		return fmt.Errorf("%w: key %q is not allowed", ErrInvalid, key)
+		return errs.Detail(ErrInvalid, "key "+strconv.Quote(key)+" is not allowed")
 	case len(key) > MaxKeyBytes:
-		return fmt.Errorf("%w: key is %d bytes, over the %d-byte limit", ErrInvalid, len(key), MaxKeyBytes)
+		return errs.Detail(ErrInvalid, overLimit("key", len(key), MaxKeyBytes))
 	}
 	return nil
 }
@@ -73,7 +75,8 @@ func CheckKey(key string) error {
 // expiration TTL: anything under MinTTL. Zero means no expiration.
 func CheckTTL(ttl time.Duration) error {
 	if ttl < 0 || (ttl > 0 && ttl < MinTTL) {
-		return fmt.Errorf("%d seconds is under KV's minimum expiration TTL of %d seconds (%w)", int64(ttl/time.Second), int64(MinTTL/time.Second), ErrInvalid)
+		return errs.Wrap(ErrInvalid, strconv.FormatInt(int64(ttl/time.Second), 10)+" seconds is under KV's minimum expiration TTL of "+
+			strconv.FormatInt(int64(MinTTL/time.Second), 10)+" seconds ("+ErrInvalid.Error()+")")
 	}
 	return nil
 }
@@ -87,12 +90,17 @@ func checkPut(key string, e Entry, opts PutOptions) error {
 		return err
 	}
 	switch {
-	case e.Metadata != nil && !json.Valid(e.Metadata):
-		return fmt.Errorf("%w: metadata is not a JSON document", ErrInvalid)
+	case e.Metadata != nil && !jsjson.Valid(e.Metadata):
+		return errs.Detail(ErrInvalid, "metadata is not a JSON document")
 	case len(e.Metadata) > MaxMetadataBytes:
-		return fmt.Errorf("%w: metadata is %d bytes, over the %d-byte limit", ErrInvalid, len(e.Metadata), MaxMetadataBytes)
+		return errs.Detail(ErrInvalid, overLimit("metadata", len(e.Metadata), MaxMetadataBytes))
 	case len(e.Value) > MaxValueBytes:
-		return fmt.Errorf("%w: value is %d bytes, over the %d-byte limit", ErrInvalid, len(e.Value), MaxValueBytes)
+		return errs.Detail(ErrInvalid, overLimit("value", len(e.Value), MaxValueBytes))
 	}
 	return nil
+}
+
+// overLimit says that what is n bytes, over limit.
+func overLimit(what string, n, limit int) string {
+	return what + " is " + strconv.Itoa(n) + " bytes, over the " + strconv.Itoa(limit) + "-byte limit"
 }

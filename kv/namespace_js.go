@@ -4,9 +4,10 @@ package kv
 
 import (
 	"context"
-	"fmt"
+	"strconv"
 	"syscall/js"
 
+	"github.com/edge-orders/edge-orders/internal/errs"
 	"github.com/edge-orders/edge-orders/workers"
 )
 
@@ -31,7 +32,7 @@ func (n *Namespace) Get(ctx context.Context, key string) (Entry, error) {
 	}
 	res, err := workers.CallAwait(ctx, n.ns, "getWithMetadata", key)
 	if err != nil {
-		return Entry{}, fmt.Errorf("kv: get %q: %w", key, err)
+		return Entry{}, errs.Prefix("kv: get "+strconv.Quote(key), err)
 	}
 	value := res.Get("value")
 	if value.Type() != js.TypeString {
@@ -57,12 +58,12 @@ func (n *Namespace) Put(ctx context.Context, key string, e Entry, opts PutOption
 	if e.Metadata != nil {
 		meta, err := workers.ParseJSON(string(e.Metadata))
 		if err != nil {
-			return fmt.Errorf("%w: metadata: %v", ErrInvalid, err)
+			return errs.Detail(ErrInvalid, "metadata: "+err.Error())
 		}
 		jsOpts.Set("metadata", meta)
 	}
 	if _, err := workers.CallAwait(ctx, n.ns, "put", key, e.Value, jsOpts); err != nil {
-		return fmt.Errorf("kv: put %q: %w", key, err)
+		return errs.Prefix("kv: put "+strconv.Quote(key), err)
 	}
 	return nil
 }
@@ -73,7 +74,7 @@ func (n *Namespace) Delete(ctx context.Context, key string) error {
 		return err
 	}
 	if _, err := workers.CallAwait(ctx, n.ns, "delete", key); err != nil {
-		return fmt.Errorf("kv: delete %q: %w", key, err)
+		return errs.Prefix("kv: delete "+strconv.Quote(key), err)
 	}
 	return nil
 }

@@ -5,10 +5,10 @@ package ledger
 import (
 	"context"
 	"errors"
-	"fmt"
 	"syscall/js"
 
 	"github.com/edge-orders/edge-orders/intake"
+	"github.com/edge-orders/edge-orders/internal/errs"
 	"github.com/edge-orders/edge-orders/workers"
 )
 
@@ -44,7 +44,7 @@ func (c *Client) call(ctx context.Context, key intake.Key, method string, args .
 		res, err = workers.CallAwait(ctx, c.ns.Call("getByName", name), method, args...)
 	}
 	if err != nil {
-		return js.Undefined(), fmt.Errorf("ledger: %s: %w", method, err)
+		return js.Undefined(), errs.Prefix("ledger: "+method, err)
 	}
 	return res, nil
 }

@@ -4,7 +4,7 @@ package ledger
 
 import (
 	"errors"
-	"fmt"
+	"strconv"
 	"syscall/js"
 	"time"
 
@@ -65,7 +65,7 @@ func serveObject(state js.Value, method string, args []js.Value) (js.Value, erro
 		}
 		return res, nil
 	}
-	return js.Undefined(), fmt.Errorf("ledger: no method %q", method)
+	return js.Undefined(), errors.New("ledger: no method " + strconv.Quote(method))
 }
 
 // recordToJS and recordFromJS carry an intake.Record over RPC as

@@ -3,9 +3,9 @@ package ledger
 import (
 	"context"
 	"errors"
-	"fmt"
 
 	"github.com/edge-orders/edge-orders/intake"
+	"github.com/edge-orders/edge-orders/internal/errs"
 	"github.com/edge-orders/edge-orders/workers"
 )
 
@@ -49,7 +49,7 @@ func (s store) Begin(ctx context.Context, key intake.Key, c intake.Claim) (intak
 // failure, if any, said too.
 func (s store) releaseAfter(ctx context.Context, key intake.Key, c intake.Claim, err error) error {
 	if rerr := s.calls.release(context.WithoutCancel(ctx), key, c); rerr != nil {
-		return fmt.Errorf("%w (and releasing the claim: %v)", err, rerr)
+		return errs.Wrap(err, err.Error()+" (and releasing the claim: "+rerr.Error()+")")
 	}
 	return err
 }

@@ -3,15 +3,14 @@ package order
 
 import (
 	"crypto/sha256"
-	"encoding/hex"
 	"errors"
-	"fmt"
 	"math"
+	"strconv"
 	"time"
 
-	"github.com/google/uuid"
-
+	"github.com/edge-orders/edge-orders/internal/errs"
 	"github.com/edge-orders/edge-orders/internal/jsjson"
+	"github.com/edge-orders/edge-orders/internal/uuid"
 )
 
 // ErrInvalid is returned by Parse for every body the reference's validate()
@@ -51,18 +50,18 @@ type Order struct {
 func Parse(body []byte) (Order, error) {
 	top, err := jsjson.Parse(body, "symbol", "side", "quantity")
 	if err != nil {
-		return Order{}, fmt.Errorf("%w: %v", ErrInvalid, err)
+		return Order{}, errs.Detail(ErrInvalid, err.Error())
 	}
 	symbol, side, quantity := top.Get("symbol"), top.Get("side"), top.Get("quantity")
 	switch {
 	case !top.IsObject():
-		return Order{}, fmt.Errorf("%w: body is not a JSON object", ErrInvalid)
+		return Order{}, errs.Detail(ErrInvalid, "body is not a JSON object")
 	case symbol.Kind != jsjson.String || symbol.Str == "":
-		return Order{}, fmt.Errorf("%w: symbol must be a non-empty string", ErrInvalid)
+		return Order{}, errs.Detail(ErrInvalid, "symbol must be a non-empty string")
 	case side.Kind != jsjson.String || side.Str != string(Buy) && side.Str != string(Sell):
-		return Order{}, fmt.Errorf("%w: side must be %q or %q", ErrInvalid, Buy, Sell)
+		return Order{}, errs.Detail(ErrInvalid, "side must be "+strconv.Quote(string(Buy))+" or "+strconv.Quote(string(Sell)))
 	case quantity.Kind != jsjson.Number || !isPositiveInteger(quantity.Num):
-		return Order{}, fmt.Errorf("%w: quantity must be a positive integer", ErrInvalid)
+		return Order{}, errs.Detail(ErrInvalid, "quantity must be a positive integer")
 	}
 	return Order{Symbol: symbol.Str, Side: Side(side.Str), Quantity: quantity.Num}, nil
 }
@@ -79,7 +78,12 @@ func isPositiveInteger(x float64) bool {
 // however it was spaced, ordered or escaped.
 func (o Order) Fingerprint() string {
 	sum := sha256.Sum256(append(appendMembers([]byte{'{'}, o), '}'))
-	return hex.EncodeToString(sum[:])
+	const digits = "0123456789abcdef"
+	var hex [2 * sha256.Size]byte
+	for i, c := range sum {
+		hex[2*i], hex[2*i+1] = digits[c>>4], digits[c&0x0f]
+	}
+	return string(hex[:])
 }
 
 // appendMembers appends o's members as JSON.stringify writes them, without
@@ -102,10 +106,10 @@ type Receipt struct {
 }
 
 // Place mints the receipt for o, accepted at now, with a fresh random
-// order ID. It does not validate o. Like uuid.New, it panics if the system's
-// random source fails, since no order can be placed without an ID.
+// order ID from internal/uuid's New, whose random source does not fail. It
+// does not validate o.
 func Place(o Order, now time.Time) Receipt {
-	return Receipt{OrderID: uuid.NewString(), Status: StatusAccepted, Order: o, AcceptedAt: now}
+	return Receipt{OrderID: uuid.New(), Status: StatusAccepted, Order: o, AcceptedAt: now}
 }
 
 // JSON returns the receipt exactly as the original's

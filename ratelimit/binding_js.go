@@ -4,9 +4,9 @@ package ratelimit
 
 import (
 	"context"
-	"fmt"
 	"syscall/js"
 
+	"github.com/edge-orders/edge-orders/internal/errs"
 	"github.com/edge-orders/edge-orders/workers"
 )
 
@@ -23,7 +23,7 @@ func (l *Binding) Allow(ctx context.Context, key string) (bool, error) {
 	opts.Set("key", key)
 	res, err := workers.CallAwait(ctx, l.b, "limit", opts)
 	if err != nil {
-		return false, fmt.Errorf("ratelimit: %w", err)
+		return false, errs.Prefix("ratelimit", err)
 	}
 	return res.Get("success").Bool(), nil
 }

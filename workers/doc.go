@@ -3,7 +3,8 @@
 // bindings as Go values, awaits JavaScript promises, and forwards Durable
 // Object method calls into Go.
 //
-// Everything that touches syscall/js lives in this package's _js.go files
-// and in the binding files of kv, ledger and ratelimit; the rest of the
-// program is portable Go that builds and tests natively.
+// Everything that touches syscall/js lives in this package's _js.go files,
+// in the binding files of kv, ledger and ratelimit, and in internal/uuid's
+// random source; the rest of the program is portable Go that builds and
+// tests natively.
 package workers

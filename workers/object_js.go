@@ -3,8 +3,9 @@
 package workers
 
 import (
-	"fmt"
 	"syscall/js"
+
+	"github.com/edge-orders/edge-orders/internal/errs"
 )
 
 // objectGlobal is the name of the function the entry's Durable Object
@@ -37,7 +38,7 @@ func callObject(_ js.Value, args []js.Value) (result any) {
 				result = jsErr.Value
 				return
 			}
-			result = jsError.New(fmt.Sprint("Durable Object call: ", p))
+			result = jsError.New("Durable Object call: " + errs.PanicText(p))
 		}
 	}()
 	class, method, state, callArgs := args[0].String(), args[1].String(), args[2], args[3]

@@ -139,30 +139,53 @@ func (o Object) Get(name string) Value {
 // runs in time linear in len(body) with recursion at most MaxDepth deep, so
 // no input can make it panic or run away.
 func Parse(body []byte, names ...string) (Object, error) {
-	p := parser{s: decodeUTF8(body)}
+	p := parser{s: decodeUTF8(body), maxDepth: MaxDepth}
 	top := Object{names: names, values: make([]Value, len(names))}
-	p.skipSpace()
-	var err error
-	if p.peek() == '{' {
-		top.isObject = true
-		err = p.object(1, &top)
-	} else {
-		_, err = p.value(0, false)
-	}
-	if err != nil {
+	if err := p.document(&top); err != nil {
 		return Object{}, err
-	}
-	p.skipSpace()
-	if p.i != len(p.s) {
-		return Object{}, ErrSyntax
 	}
 	return top, nil
 }
 
+// validMaxDepth is how deep encoding/json's Valid lets a document nest.
+const validMaxDepth = 10000
+
+// Valid reports whether b is one JSON document, answering as encoding/json's
+// Valid does, which kv's checks used before: the grammar JSON.parse
+// accepts, nested up to validMaxDepth rather than MaxDepth, and UTF-8 left
+// unchecked (outside strings only ASCII is valid anyway, and inside them
+// Parse would turn ill-formed bytes into U+FFFD rather than fail).
+func Valid(b []byte) bool {
+	p := parser{s: b, maxDepth: validMaxDepth}
+	return p.document(nil) == nil
+}
+
 type parser struct {
-	s   []byte
-	i   int
-	buf []byte // scratch for decoding strings, reused to avoid garbage
+	s        []byte
+	i        int
+	buf      []byte // scratch for decoding strings, reused to avoid garbage
+	maxDepth int    // how many arrays and objects may be open at once
+}
+
+// document parses all of p.s as one value. If top is non-nil and the value
+// is an object, it records the members top asks for.
+func (p *parser) document(top *Object) error {
+	p.skipSpace()
+	var err error
+	if top != nil && p.peek() == '{' {
+		top.isObject = true
+		err = p.object(1, top)
+	} else {
+		_, err = p.value(0, false)
+	}
+	if err != nil {
+		return err
+	}
+	p.skipSpace()
+	if p.i != len(p.s) {
+		return ErrSyntax
+	}
+	return nil
 }
 
 // peek returns the next byte, or 0 at the end; 0 never starts a JSON token.
@@ -225,7 +248,7 @@ func (p *parser) literal(word string) bool {
 // names are compared after unescaping and case-sensitively, as property
 // access does.
 func (p *parser) object(depth int, top *Object) error {
-	if depth > MaxDepth {
+	if depth > p.maxDepth {
 		return ErrTooDeep
 	}
 	p.i++
@@ -279,7 +302,7 @@ func (p *parser) object(depth int, top *Object) error {
 // array parses an array whose '[' is at p.i and which is the depth-th open
 // container.
 func (p *parser) array(depth int) error {
-	if depth > MaxDepth {
+	if depth > p.maxDepth {
 		return ErrTooDeep
 	}
 	p.i++
