@@ -2,11 +2,12 @@
 package auth
 
 import (
-	"crypto/sha256"
 	"crypto/subtle"
 	"errors"
 	"strconv"
 	"strings"
+
+	"github.com/edge-orders/edge-orders/internal/sha256"
 )
 
 var (

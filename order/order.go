@@ -2,7 +2,6 @@
 package order
 
 import (
-	"crypto/sha256"
 	"errors"
 	"math"
 	"strconv"
@@ -10,6 +9,7 @@ import (
 
 	"github.com/edge-orders/edge-orders/internal/errs"
 	"github.com/edge-orders/edge-orders/internal/jsjson"
+	"github.com/edge-orders/edge-orders/internal/sha256"
 	"github.com/edge-orders/edge-orders/internal/uuid"
 )
 

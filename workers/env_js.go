@@ -38,7 +38,6 @@ var (
 	jsPromise    = js.Global().Get("Promise")
 	jsError      = js.Global().Get("Error")
 	jsScheduler  = js.Global().Get("scheduler")
-	jsConsole    = js.Global().Get("console")
 	jsBridge     = js.Global().Get("__goBridge") // bridge.mjs
 )
 
