@@ -216,7 +216,7 @@ func (r *report) phaseTable(b *strings.Builder, ph *phase) {
 			}
 			p("| %s | %d | %s%s | %.0f | %.1f | %.1f | %s | %s | %s | %s | %s | %s | %s |\n",
 				row.sc.name, row.conns, ph.subjects[i].name, mark, s.rate, s.p50, s.p99, cpuCell(s.cpu), cpuCell(s.devCPU),
-				ratio(s.rate, seed.rate), ratio(s.p50, seed.p50), ratio(s.p99, seed.p99), ratio(s.cpu, seed.cpu), errorCell(m.pooled))
+				ratio(s.rate, seed.rate), ratio(s.p50, seed.p50), ratio(s.p99, seed.p99), cpuRatio(s.cpu, seed.cpu), errorCell(m.pooled))
 		}
 	}
 	p("\nreq/s: median over the rounds of expected answers per second. p50, p99: over every round's expected answers, " +
@@ -401,7 +401,15 @@ func coldMS(s *subject) string {
 	return fmt.Sprintf("%.0f ms (%s)", s.coldMS, s.cold)
 }
 
-// errorCell shows a count of errors with its share of the requests sent.
+// cpuRatio is ratio for CPU figures, n/a where either could not be read.
+func cpuRatio(a, b float64) string {
+	if a == 0 {
+		return "n/a"
+	}
+	return ratio(a, b)
+}
+
+// cpuCell shows a CPU figure, or – where it could not be read.
 func cpuCell(ms float64) string {
 	if ms == 0 {
 		return "–"
@@ -409,6 +417,7 @@ func cpuCell(ms float64) string {
 	return fmt.Sprintf("%.2f", ms)
 }
 
+// errorCell shows a count of errors with its share of the requests sent.
 func errorCell(r Result) string {
 	if r.Errors == 0 {
 		return "0"

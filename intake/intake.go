@@ -190,8 +190,8 @@ func (s *Service) Submit(ctx context.Context, key Key, body []byte) (Outcome, er
 	}
 	// The wait ends at the deadline or once the sleeps add up to Wait,
 	// whichever comes first: in a Worker the clock only moves with I/O.
-	// The clock is read once per attempt: on js/wasm each reading is a
-	// call into JavaScript.
+	// The clock is read once per attempt and once per poll: on js/wasm
+	// each reading is a call into JavaScript.
 	now := s.opts.Now()
 	deadline := now.Add(s.opts.Wait)
 	var slept time.Duration

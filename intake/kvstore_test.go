@@ -325,6 +325,16 @@ func TestKVStoreDefer(t *testing.T) {
 			t.Errorf("pending:bad still stored; want it released before Submit returns")
 		}
 	})
+	t.Run("a claim that expires with the receipt is left to expire", func(t *testing.T) {
+		tasks = nil
+		h := newHarness(t, intake.Options{ResultTTL: time.Hour, PendingTTL: time.Hour}, intake.KVOptions{Defer: deferTask})
+		if _, err := h.svc.Submit(ctx, key("same"), []byte(validBody)); err != nil {
+			t.Fatalf("Submit: %v", err)
+		}
+		if len(tasks) != 0 {
+			t.Errorf("deferred tasks = %d, want 0", len(tasks))
+		}
+	})
 	t.Run("a claim that would outlive the receipt is released after the response", func(t *testing.T) {
 		tasks = nil
 		h := newHarness(t, intake.Options{ResultTTL: time.Minute, PendingTTL: time.Hour}, intake.KVOptions{Defer: deferTask})

@@ -43,15 +43,15 @@ type settlement struct {
 // waiterSet holds the channel of every Await in progress, by id.
 type waiterSet struct {
 	mu   sync.Mutex
-	next uint32
-	m    map[uint32]chan settlement
+	next uint64
+	m    map[uint64]chan settlement
 }
 
-var waiters = waiterSet{m: make(map[uint32]chan settlement)}
+var waiters = waiterSet{m: make(map[uint64]chan settlement)}
 
 // add registers a new waiter. Its channel is buffered, so settling never
 // blocks, even for a waiter that has given up.
-func (w *waiterSet) add() (uint32, chan settlement) {
+func (w *waiterSet) add() (uint64, chan settlement) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.next++
@@ -61,7 +61,7 @@ func (w *waiterSet) add() (uint32, chan settlement) {
 }
 
 // take removes waiter id and returns its channel, if it is still there.
-func (w *waiterSet) take(id uint32) (chan settlement, bool) {
+func (w *waiterSet) take(id uint64) (chan settlement, bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	ch, ok := w.m[id]
@@ -72,7 +72,7 @@ func (w *waiterSet) take(id uint32) (chan settlement, bool) {
 // settleFunc is bridge.mjs's resolved or rejected callback: (id, value).
 func settleFunc(rejected bool) js.Func {
 	return js.FuncOf(func(_ js.Value, args []js.Value) any {
-		if ch, ok := waiters.take(uint32(args[0].Int())); ok {
+		if ch, ok := waiters.take(uint64(args[0].Int())); ok {
 			ch <- settlement{value: args[1], rejected: rejected}
 		}
 		return nil

@@ -27,7 +27,7 @@ const d = sampleDelay;
 
 // Each Worker's binding calls on a new order's response path.
 const paths = {
-  // get result ∥ get pending, put pending, put result (the delete is after the response)
+  // get result ∥ get pending, put pending, put result (the claim is left to expire)
   "Go KV": () => Math.max(d(read), d(read)) + d(write) + d(write),
   // claim, commit
   "Go ledger": () => d(doWrite) + d(doWrite),

@@ -6,6 +6,7 @@ import (
 	"os"
 	"syscall"
 	"testing"
+	"time"
 )
 
 func TestParseStat(t *testing.T) {
@@ -23,11 +24,20 @@ func TestGroupCPUCountsThisProcess(t *testing.T) {
 	if _, err := os.Stat("/proc/self/stat"); err != nil {
 		t.Skip("no /proc")
 	}
-	got, err := groupCPU(syscall.Getpgrp())
+	before, err := groupCPU(syscall.Getpgrp())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.Worker != 0 || got.Proxy != 0 || got.Node <= 0 {
-		t.Errorf("groupCPU(own group) = %+v; want only Node, above 0", got)
+	// Busy for 100 ms of CPU, ten ticks of /proc's clock, so that this
+	// process's own time shows whatever group it runs in.
+	for start := time.Now(); time.Since(start) < 100*time.Millisecond; {
+	}
+	after, err := groupCPU(syscall.Getpgrp())
+	if err != nil {
+		t.Fatal(err)
+	}
+	used := after.Sub(before)
+	if used.Worker != 0 || used.Proxy != 0 || used.Node < 50*time.Millisecond {
+		t.Errorf("groupCPU over 100 ms of busy work = %+v; want at least 50ms in Node only", used)
 	}
 }
