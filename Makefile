@@ -47,14 +47,14 @@ FAULT_RATE ?= 0.2
 KEYS ?= 200
 chaos: tools build
 	EDGE_ORDERS_E2E=1 EDGE_ORDERS_FAULT_RATE=$(FAULT_RATE) EDGE_ORDERS_FAULT_KEYS=$(KEYS) \
-		go test -count=1 -v -timeout 30m -run 'TestFaultsNeverDuplicate' ./e2e
+		go test -count=1 -v -timeout 30m -run 'TestFaultsNeverDuplicate' ./test
 
 # Several minutes of mixed load in each mode; prints statuses, p50/p99 per
 # minute and the Go instance's memory.
 SOAK_MINUTES ?= 4
 soak: tools build
 	EDGE_ORDERS_E2E=1 EDGE_ORDERS_SOAK_MINUTES=$(SOAK_MINUTES) \
-		go test -count=1 -v -timeout 60m -run 'TestSoak' ./e2e
+		go test -count=1 -v -timeout 60m -run 'TestSoak' ./test
 
 clean:
 	rm -rf build .wrangler

@@ -11,6 +11,7 @@ import (
 	"github.com/edge-orders/edge-orders/intake"
 	"github.com/edge-orders/edge-orders/kv"
 	"github.com/edge-orders/edge-orders/ledger"
+	"github.com/edge-orders/edge-orders/oms"
 	"github.com/edge-orders/edge-orders/ratelimit"
 	"github.com/edge-orders/edge-orders/workers"
 )
@@ -20,7 +21,12 @@ const (
 	kvBinding        = "ORDERS"
 	ledgerBinding    = "LEDGER"
 	rateLimitBinding = "NEW_ORDERS_LIMIT"
+	omsBinding       = "OMS"
 )
+
+// omsBindingURL is the URL a service-bound gateway Worker sees when
+// OMS_URL does not name one.
+const omsBindingURL = "https://oms/orders"
 
 func main() {
 	ledger.Export()
@@ -44,6 +50,8 @@ func newHandler(env workers.Env) workers.Handler {
 		PendingTTL: cfg.PendingTTL,
 		Wait:       cfg.Wait,
 		Sleep:      workers.Sleep,
+		Defer:      workers.WaitUntil,
+		Gateway:    newGateway(env, cfg),
 		OnReleaseError: func(key intake.Key, err error) {
 			log.Log(eventlog.Line{Outcome: "claim_not_released", Client: key.Client, Key: key.ID, Error: err.Error()})
 		},
@@ -52,9 +60,9 @@ func newHandler(env workers.Env) workers.Handler {
 		opts.Limit = ratelimit.New(limiter).Allow
 	}
 	ns, hasKV := env.Binding(kvBinding)
-	var kvStore *intake.KVStore
+	var kvStore *kv.Store
 	if hasKV {
-		kvStore = intake.NewKVStore(kv.NewNamespace(ns), &intake.KVOptions{Defer: workers.WaitUntil, OnReleaseError: opts.OnReleaseError})
+		kvStore = kv.NewStore(kv.NewBinding(ns), nil)
 	}
 	var store intake.Store
 	switch cfg.Storage {
@@ -76,9 +84,28 @@ func newHandler(env workers.Env) workers.Handler {
 			return misconfigured("the " + kvBinding + " KV namespace binding is missing; see wrangler.toml")
 		}
 		store = kvStore
+		opts.ReleaseAfterCommit = cfg.ReleaseClaims
 	}
 	if cfg.Clients == nil {
 		log.Log(eventlog.Line{Outcome: "auth_disabled", Error: "no " + config.TokensVar + " secret: the Worker accepts orders from anyone"})
 	}
 	return httpapi.New(intake.New(store, opts), httpapi.Options{Clients: cfg.Clients, Log: log})
+}
+
+// newGateway returns the OMS gateway: the OMS service binding if there is
+// one, else OMS_URL over the network, else the reference's stand-in.
+func newGateway(env workers.Env, cfg config.Config) intake.Gateway {
+	gw := oms.Options{URL: cfg.OMSURL, Token: cfg.OMSToken, Timeout: cfg.OMSTimeout}
+	if binding, ok := env.Binding(omsBinding); ok {
+		if gw.URL == "" {
+			gw.URL = omsBindingURL
+		}
+		gw.Send = workers.Fetcher(binding)
+		return oms.New(gw)
+	}
+	if gw.URL == "" {
+		return intake.StandIn{}
+	}
+	gw.Send = workers.Fetcher(workers.GlobalFetch())
+	return oms.New(gw)
 }

@@ -16,8 +16,6 @@ function startGo() {
   // run() executes main until it blocks, so the functions exist when it
   // returns. If the program ever exits, the next call starts a fresh one.
   go.run(instance).finally(() => { fetchInGo = objectInGo = undefined; });
-  // The Go instance's linear memory, for the soak test's readings (e2e/wrapped).
-  globalThis.__goMemory = instance.exports.mem;
   fetchInGo = globalThis.__goFetch;
   objectInGo = globalThis.__goObject;
   console.log(JSON.stringify({ event: "go_started", ms: performance.now() - startedAt }));
@@ -26,7 +24,12 @@ function startGo() {
 export default {
   fetch(request, env, ctx) {
     if (!fetchInGo) startGo();
-    return new Promise((resolve) => fetchInGo(request, env, ctx, resolve));
+    const response = new Promise((resolve) => fetchInGo(request, env, ctx, resolve));
+    // In production a client that disconnects cancels its request's pending
+    // work, but not what waitUntil holds: the whole lifecycle runs under it,
+    // so an order the gateway accepted is stored even if nobody waits.
+    ctx.waitUntil(response);
+    return response;
   },
 };
 

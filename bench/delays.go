@@ -10,7 +10,7 @@ import (
 )
 
 // latency is a delay distribution given by its percentiles, in ms. The
-// wrapping entry (e2e/wrapped/wrap.mjs, sampleDelay) draws each call's delay
+// wrapping entry (test/wrapped/wrap.mjs, sampleDelay) draws each call's delay
 // from it: piecewise log-linear through p50/2, p50, p95, p99 and 2·p99.
 type latency struct {
 	P50 float64 `json:"p50"`

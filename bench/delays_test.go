@@ -66,7 +66,7 @@ func TestSampleDelayInNode(t *testing.T) {
 	if err != nil {
 		t.Skip("node not found in PATH")
 	}
-	wrap, err := filepath.Abs(filepath.Join("..", "e2e", "wrapped", "wrap.mjs"))
+	wrap, err := filepath.Abs(filepath.Join("..", "test", "wrapped", "wrap.mjs"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,8 +1,8 @@
 //go:build !js
 
 // Command bench measures the Go Worker, in KV mode and in ledger mode,
-// against the seed's TypeScript Worker (bench/seed) and a JavaScript port
-// (bench/reference), all in `wrangler dev` on loopback, in two phases:
+// against the seed's TypeScript Worker (test/reference/seed) and a JavaScript port
+// (test/reference/port), all in `wrangler dev` on loopback, in two phases:
 // production latency (every binding call delayed as real KV and Durable
 // Object calls take) and local saturation (no delays, as shipped). It writes
 // one markdown report to stdout and bench/results/. bench/README.md says
@@ -335,8 +335,8 @@ func newPhase(name string, cfg config, logLevel bool) *phase {
 		p.subjects = []*subject{
 			{name: "Go KV", kind: goKV, opts: wranglerdev.Options{Script: "bench/latency/go.mjs", Vars: goVars(delays)}},
 			{name: "Go ledger", kind: goLedger, opts: wranglerdev.Options{Script: "bench/latency/go.mjs", Environment: "ledger", Vars: goVars(delays)}},
-			{name: "JS port", kind: jsPort, opts: wranglerdev.Options{Script: "bench/latency/reference.mjs", Config: "bench/reference/wrangler.toml", Vars: delays}},
-			{name: "seed TS", kind: seedTS, opts: wranglerdev.Options{Script: "bench/latency/seed.mjs", Config: "bench/seed/wrangler.toml", Vars: delays}},
+			{name: "JS port", kind: jsPort, opts: wranglerdev.Options{Script: "bench/latency/reference.mjs", Config: "test/reference/port/wrangler.toml", Vars: delays}},
+			{name: "seed TS", kind: seedTS, opts: wranglerdev.Options{Script: "bench/latency/seed.mjs", Config: "test/reference/seed/wrangler.toml", Vars: delays}},
 		}
 		return p
 	}
@@ -351,8 +351,8 @@ func newPhase(name string, cfg config, logLevel bool) *phase {
 			&subject{name: "Go ledger " + logLevelVar + "=" + quietLevel, kind: goLedger, opts: wranglerdev.Options{Environment: "ledger", Vars: goVars(quiet)}})
 	}
 	p.subjects = append(p.subjects,
-		&subject{name: "JS port", kind: jsPort, opts: wranglerdev.Options{Config: "bench/reference/wrangler.toml"}},
-		&subject{name: "seed TS", kind: seedTS, opts: wranglerdev.Options{Config: "bench/seed/wrangler.toml"}})
+		&subject{name: "JS port", kind: jsPort, opts: wranglerdev.Options{Config: "test/reference/port/wrangler.toml"}},
+		&subject{name: "seed TS", kind: seedTS, opts: wranglerdev.Options{Config: "test/reference/seed/wrangler.toml"}})
 	return p
 }
 

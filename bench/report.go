@@ -100,7 +100,7 @@ func (r *report) String() string {
 		switch ph.name {
 		case latencyPhase:
 			p("\n## Production latency: every binding call delayed\n\n")
-			p("Each Worker is served through an entry (bench/latency/*.mjs, e2e/wrapped/wrap.mjs) that waits before each " +
+			p("Each Worker is served through an entry (bench/latency/*.mjs, test/wrapped/wrap.mjs) that waits before each " +
 				"KV or Durable Object call, each wait drawn afresh (bench/README.md, Delay model):\n\n")
 			d := r.cfg.delays
 			p("| call | delay |\n|---|---|\n")

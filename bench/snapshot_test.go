@@ -11,16 +11,16 @@ import (
 func TestSnapshot(t *testing.T) {
 	root := t.TempDir()
 	files := map[string]os.FileMode{
-		"go.mod":                 0o644,
-		"build.sh":               0o755,
-		"order/order.go":         0o644,
-		"bench/reference/w.js":   0o644,
-		".git/HEAD":              0o644,
-		"build/edge-orders.wasm": 0o644,
-		".wrangler/state/x":      0o644,
-		"bench/results/old.md":   0o644,
-		".dev.vars":              0o644,
-		"node_modules/.bin/wr":   0o755,
+		"go.mod":                   0o644,
+		"build.sh":                 0o755,
+		"order/order.go":           0o644,
+		"test/reference/port/w.js": 0o644,
+		".git/HEAD":                0o644,
+		"build/edge-orders.wasm":   0o644,
+		".wrangler/state/x":        0o644,
+		"bench/results/old.md":     0o644,
+		".dev.vars":                0o644,
+		"node_modules/.bin/wr":     0o755,
 	}
 	for name, mode := range files {
 		path := filepath.Join(root, name)
@@ -37,7 +37,7 @@ func TestSnapshot(t *testing.T) {
 	}
 	defer os.RemoveAll(dir)
 
-	for _, name := range []string{"go.mod", "build.sh", "order/order.go", "bench/reference/w.js"} {
+	for _, name := range []string{"go.mod", "build.sh", "order/order.go", "test/reference/port/w.js"} {
 		t.Run(name+" is copied", func(t *testing.T) {
 			info, err := os.Stat(filepath.Join(dir, name))
 			if err != nil {

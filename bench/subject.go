@@ -23,8 +23,8 @@ type kind int
 const (
 	goKV     kind = iota // the Go Worker in KV mode (top-level wrangler.toml)
 	goLedger             // the Go Worker in ledger mode (--env ledger)
-	jsPort               // the JavaScript port, bench/reference
-	seedTS               // the seed's TypeScript Worker, bench/seed: the yardstick
+	jsPort               // the JavaScript port, test/reference/port
+	seedTS               // the seed's TypeScript Worker, test/reference/seed: the yardstick
 )
 
 func (k kind) isGo() bool { return k == goKV || k == goLedger }

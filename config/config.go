@@ -26,6 +26,23 @@ const (
 	KVFallbackUntilVar = "KV_FALLBACK_UNTIL"
 	LogLevelVar        = "LOG_LEVEL"
 	TokensVar          = "API_TOKENS"
+	// ClaimAfterReceiptVar says what KV mode does with a claim once the
+	// receipt is stored.
+	ClaimAfterReceiptVar = "KV_CLAIM_AFTER_RECEIPT"
+	OMSURLVar            = "OMS_URL"
+	OMSTimeoutVar        = "OMS_TIMEOUT_MS"
+	OMSTokenVar          = "OMS_TOKEN"
+)
+
+// Values of KV_CLAIM_AFTER_RECEIPT.
+const (
+	// ClaimRelease deletes the claim after the response, as the reference
+	// does: check, claim, write, release.
+	ClaimRelease = "release"
+	// ClaimExpire leaves it to expire with its lease: one billed KV write
+	// fewer per order, and a claim still seen where the receipt has not yet
+	// arrived keeps other locations from placing the order again.
+	ClaimExpire = "expire"
 )
 
 // Storage modes, the values of STORAGE.
@@ -52,6 +69,9 @@ const (
 	DefaultLedgerShards = 8
 	// DefaultLogLevel logs every order placed and every error, not replays.
 	DefaultLogLevel = eventlog.Orders
+	// DefaultOMSTimeout is long for an OMS that answers in milliseconds and
+	// far under the claim lease, so a slow gateway never outlives its claim.
+	DefaultOMSTimeout = 5 * time.Second
 )
 
 // Bounds on the settings that have no limit of their own elsewhere.
@@ -59,6 +79,9 @@ const (
 	maxTTL          = 10 * 365 * 24 * time.Hour
 	maxWait         = 30 * time.Second
 	maxLedgerShards = 1024
+	// maxOMSTimeout keeps a gateway call inside the 30 s that waitUntil
+	// gives a request whose client went away.
+	maxOMSTimeout = 20 * time.Second
 )
 
 // Config is the Worker's configuration.
@@ -79,6 +102,16 @@ type Config struct {
 	// Clients holds the API clients; nil means the Worker runs open, without
 	// authentication, as the reference does.
 	Clients *auth.Clients
+	// ReleaseClaims, in KV mode, deletes each claim once its receipt is
+	// stored (ClaimRelease); false leaves it to expire (ClaimExpire).
+	ReleaseClaims bool
+	// OMSURL is the gateway's URL; empty means the stand-in, unless an OMS
+	// service binding is bound.
+	OMSURL string
+	// OMSTimeout bounds each gateway call.
+	OMSTimeout time.Duration
+	// OMSToken, if set, is sent to the gateway as a bearer token.
+	OMSToken string
 }
 
 // Error is a setting the Worker cannot run with. Its message names the
@@ -96,12 +129,14 @@ func (e *Error) Error() string { return e.Var + ": " + e.Reason }
 // of the constants above.
 func Load(lookup func(name string) (string, bool)) (Config, error) {
 	c := Config{
-		Storage:      DefaultStorage,
-		ResultTTL:    DefaultResultTTL,
-		PendingTTL:   DefaultPendingTTL,
-		Wait:         DefaultWait,
-		LedgerShards: DefaultLedgerShards,
-		LogLevel:     DefaultLogLevel,
+		Storage:       DefaultStorage,
+		ResultTTL:     DefaultResultTTL,
+		PendingTTL:    DefaultPendingTTL,
+		Wait:          DefaultWait,
+		LedgerShards:  DefaultLedgerShards,
+		LogLevel:      DefaultLogLevel,
+		ReleaseClaims: true,
+		OMSTimeout:    DefaultOMSTimeout,
 	}
 	settings := []struct {
 		name  string
@@ -120,6 +155,10 @@ func Load(lookup func(name string) (string, bool)) (Config, error) {
 			}
 			return
 		}},
+		{ClaimAfterReceiptVar, func(v string) (err error) { c.ReleaseClaims, err = parseClaimAfterReceipt(v); return }},
+		{OMSURLVar, func(v string) (err error) { c.OMSURL, err = parseURL(v); return }},
+		{OMSTimeoutVar, func(v string) (err error) { c.OMSTimeout, err = parseOMSTimeout(v); return }},
+		{OMSTokenVar, func(v string) error { c.OMSToken = strings.TrimSpace(v); return nil }},
 	}
 	for _, s := range settings {
 		if v, ok := lookup(s.name); ok {
@@ -128,7 +167,52 @@ func Load(lookup func(name string) (string, bool)) (Config, error) {
 			}
 		}
 	}
+	if c.PendingTTL > c.ResultTTL {
+		// A claim that outlived its receipt would block a key that is
+		// otherwise free, and expire after it.
+		return Config{}, &Error{Var: PendingTTLVar, Reason: "a claim's " + strconv.FormatInt(int64(c.PendingTTL/time.Second), 10) +
+			" seconds is over " + ResultTTLVar + "'s " + strconv.FormatInt(int64(c.ResultTTL/time.Second), 10)}
+	}
 	return c, nil
+}
+
+func parseClaimAfterReceipt(v string) (bool, error) {
+	switch v = strings.TrimSpace(v); v {
+	case ClaimRelease:
+		return true, nil
+	case ClaimExpire:
+		return false, nil
+	}
+	return false, errors.New(strconv.Quote(v) + " is neither " + strconv.Quote(ClaimRelease) + " nor " + strconv.Quote(ClaimExpire))
+}
+
+// parseURL reads an absolute http or https URL; empty means none. It
+// checks the form only: a gateway that cannot be reached is an unknown
+// outcome for every order, which the log lines show.
+func parseURL(v string) (string, error) {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return "", nil
+	}
+	rest, ok := strings.CutPrefix(v, "https://")
+	if !ok {
+		rest, ok = strings.CutPrefix(v, "http://")
+	}
+	if !ok || rest == "" || rest[0] == '/' || strings.ContainsAny(v, " \t\r\n") {
+		return "", errors.New(strconv.Quote(v) + " is not an absolute http:// or https:// URL")
+	}
+	return v, nil
+}
+
+func parseOMSTimeout(v string) (time.Duration, error) {
+	n, err := parseInt(v, "milliseconds")
+	if err != nil {
+		return 0, err
+	}
+	if n < 1 || n > int64(maxOMSTimeout/time.Millisecond) {
+		return 0, errors.New(strconv.FormatInt(n, 10) + " milliseconds is not from 1 to " + strconv.FormatInt(int64(maxOMSTimeout/time.Millisecond), 10))
+	}
+	return time.Duration(n) * time.Millisecond, nil
 }
 
 func parseStorage(v string) (string, error) {

@@ -43,7 +43,7 @@ func newAuthHandler(t *testing.T) *authHandler {
 		t.Fatal(err)
 	}
 	a := &authHandler{mem: kv.NewMemory()}
-	a.store = &kvtest.Recording{Store: a.mem}
+	a.store = &kvtest.Recording{Namespace: a.mem}
 	a.Handler = httpapi.New(newService(a.store), httpapi.Options{Clients: clients, Log: logTo(&a.lines)})
 	return a
 }

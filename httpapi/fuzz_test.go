@@ -53,7 +53,7 @@ func FuzzHandler(f *testing.F) {
 			store intake.Store
 			first bool
 		}{
-			{"kv", intake.NewKVStore(kv.NewMemory(), nil), false},
+			{"kv", kv.NewStore(kv.NewMemory(), nil), false},
 			{"ledger", ledger.NewMemory(), true},
 		} {
 			opts := serviceOptions()

@@ -71,7 +71,18 @@ func (h *Handler) serve(ctx context.Context, r *workers.Request) (resp *workers.
 	}()
 	fail := func(err error) (*workers.Response, eventlog.Line) {
 		line.Error = err.Error()
-		resp, line.Outcome, line.Status = errorResponse(err, "", int(h.svc.RetryAfter().Seconds()))
+		var rejection *intake.Rejection
+		if errors.As(err, &rejection) {
+			line.OrderID = rejection.OrderID
+			if rejection.Replayed {
+				line.Outcome = "replayed"
+			}
+		}
+		resp, outcome, status := errorResponse(err, "", int(h.svc.RetryAfter().Seconds()))
+		if line.Outcome == "" {
+			line.Outcome = outcome
+		}
+		line.Status = status
 		return resp, line
 	}
 	if h.opts.Clients != nil {
@@ -123,11 +134,20 @@ func (h *Handler) serve(ctx context.Context, r *workers.Request) (resp *workers.
 	line.Outcome = "created"
 	if out.Replayed {
 		resp.Status = statusOK
-		resp.Header = append(resp.Header, workers.Field{Name: "Idempotent-Replay", Value: "true"})
+		resp.Header = append(resp.Header, replayed)
 		line.Outcome = "replayed"
 	}
 	line.Status = resp.Status
 	return resp, line
+}
+
+// ServePanic implements workers.PanicHandler: a panic outside serve's own
+// recovery (in the bridge, around the handler) is logged and answered
+// with the same 500 problem.
+func (h *Handler) ServePanic(p any) *workers.Response {
+	resp, outcome, status := errorResponse(errInternal, "", 0)
+	h.opts.Log.Log(eventlog.Line{Outcome: outcome, Status: status, Error: "panic: " + errs.PanicText(p)})
+	return resp
 }
 
 // bodyError sorts a failure to read the body into too large or unreadable.

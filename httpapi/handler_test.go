@@ -55,7 +55,7 @@ func TestNewOrderThenReplay(t *testing.T) {
 func TestLookup(t *testing.T) {
 	const reference = "{ \"orderId\":\"0b7e2c57-8f53-4c39-9f5e-0d2d3c0b2a61\", \"symbol\":\"\\u00e9<&>\" }"
 	mem := kv.NewMemory()
-	rec := &kvtest.Recording{Store: mem}
+	rec := &kvtest.Recording{Namespace: mem}
 	// Without the cache every lookup reaches KV, as on another instance.
 	opts := serviceOptions()
 	opts.CachedReceipts = -1
@@ -140,7 +140,7 @@ func TestBodyLimits(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			mem := kv.NewMemory()
-			rec := &kvtest.Recording{Store: mem}
+			rec := &kvtest.Recording{Namespace: mem}
 			w := serve(newHandler(rec), request(http.MethodPost, ptr("k"), tc.body))
 			want := tc.want
 			if want.status == http.StatusCreated {

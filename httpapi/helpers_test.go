@@ -35,16 +35,16 @@ const secret = "upstream 500 from 10.0.0.7"
 var errSecret = errors.New("kv: " + secret)
 
 // failing returns a store over s whose every Get fails with errSecret.
-func failing(s kv.Store) kv.Store {
-	f := &kvtest.Faulty{Store: s, Err: errSecret}
+func failing(s kv.Namespace) kv.Namespace {
+	f := &kvtest.Faulty{Namespace: s, Err: errSecret}
 	f.Set(kvtest.Fault{Op: kvtest.OpGet})
 	return f
 }
 
 // panicky returns a store over s whose Gets panic while panics is set, as
 // a broken binding would.
-func panicky(s kv.Store, panics *atomic.Bool) kv.Store {
-	return &kvtest.Hooked{Store: s, Before: func(op kvtest.Op, _ string) error {
+func panicky(s kv.Namespace, panics *atomic.Bool) kv.Namespace {
+	return &kvtest.Hooked{Namespace: s, Before: func(op kvtest.Op, _ string) error {
 		if op == kvtest.OpGet && panics.Load() {
 			panic("kv: binding exploded")
 		}
@@ -75,17 +75,17 @@ func serviceOptions() intake.Options {
 }
 
 // newService returns a service over KV in store with serviceOptions.
-func newService(store kv.Store) *intake.Service {
+func newService(store kv.Namespace) *intake.Service {
 	return newServiceWith(store, serviceOptions())
 }
 
 // newServiceWith returns a service over KV in store with opts.
-func newServiceWith(store kv.Store, opts intake.Options) *intake.Service {
-	return intake.New(intake.NewKVStore(store, nil), opts)
+func newServiceWith(store kv.Namespace, opts intake.Options) *intake.Service {
+	return intake.New(kv.NewStore(store, nil), opts)
 }
 
 // newHandler returns an open handler over store with a fixed receipt clock.
-func newHandler(store kv.Store) workers.Handler {
+func newHandler(store kv.Namespace) workers.Handler {
 	return httpapi.New(newService(store), httpapi.Options{})
 }
 

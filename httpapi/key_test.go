@@ -95,7 +95,7 @@ func TestInvalidKeys(t *testing.T) {
 		for _, method := range []string{http.MethodPost, http.MethodGet} {
 			t.Run(tc.name+" in a "+method, func(t *testing.T) {
 				mem := kv.NewMemory()
-				rec := &kvtest.Recording{Store: mem}
+				rec := &kvtest.Recording{Namespace: mem}
 				var lines []eventlog.Line
 				h := httpapi.New(newService(rec), httpapi.Options{Log: logTo(&lines)})
 				w := serve(h, request(method, ptr(tc.header), strings.NewReader(validBody)))
@@ -181,7 +181,7 @@ func TestKeyReusedForAnotherOrder(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			rec := &kvtest.Recording{Store: kv.NewMemory()}
+			rec := &kvtest.Recording{Namespace: kv.NewMemory()}
 			h := newHandler(rec)
 			first := serve(h, request(http.MethodPost, ptr("k"), strings.NewReader(validBody)))
 			id := orderID(t, first)

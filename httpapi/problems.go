@@ -46,6 +46,8 @@ var (
 	noStore = workers.Field{Name: "Cache-Control", Value: "no-store"}
 	// noSniff stops browsers from reading a response as anything but its type.
 	noSniff = workers.Field{Name: "X-Content-Type-Options", Value: "nosniff"}
+	// replayed marks an answer stored by an earlier request.
+	replayed = workers.Field{Name: "Idempotent-Replay", Value: "true"}
 )
 
 // rateLimitRetryAfter is the Retry-After of a 429, in seconds: the longest
@@ -98,8 +100,12 @@ var problems = []struct {
 		"No receipt is stored under this Idempotency-Key, and no request holds it.", ""}},
 	{order.ErrInvalid, problem{statusUnprocessableEntity, "invalid_order", "Invalid order",
 		`The body must be a JSON object with symbol (a non-empty string), side ("buy" or "sell") and quantity (a positive integer).`, ""}},
+	{intake.ErrRejected, problem{statusUnprocessableEntity, "order_rejected", "Order rejected",
+		"The order-management system refused this order for good; every retry under this key gets this answer.", "rejected"}},
+	{intake.ErrOutcomeUnknown, problem{statusServiceUnavailable, "outcome_unknown", "Order outcome unknown",
+		"The order-management system did not confirm this order, so it may or may not exist. Retry under the same Idempotency-Key: the retry settles it and never places a second order.", ""}},
 	{intake.ErrUnavailable, problem{statusServiceUnavailable, "storage_unavailable", "Storage unavailable",
-		"The order store failed; no order was placed under this key. Retry under the same key.", "storage_error"}},
+		"The order store failed before this order's outcome was stored. Retry under the same Idempotency-Key: the retry places the order at most once.", "storage_error"}},
 	{errMisconfigured, problem{statusInternalServerError, "misconfigured", "Worker misconfigured", "", ""}},
 }
 
@@ -119,12 +125,22 @@ func problemFor(err error) problem {
 
 // errorResponse builds err's row of the table as an RFC 9457 problem, and
 // returns the outcome and status for the log. detail, if set, replaces the
-// row's; retryAfter, in seconds, is announced with in_progress.
+// row's; retryAfter, in seconds, is announced with in_progress. A
+// rejection's detail is the OMS's reason, and its body names the order: it
+// is built from the stored receipt alone, so every replay is the same,
+// byte for byte.
 func errorResponse(err error, detail string, retryAfter int) (resp *workers.Response, outcome string, status int) {
 	p := problemFor(err)
 	outcome = p.outcome
 	if outcome == "" {
 		outcome = p.code
+	}
+	var rejection *intake.Rejection
+	if errors.As(err, &rejection) {
+		detail = p.detail
+		if rejection.Reason != "" {
+			detail = rejection.Reason
+		}
 	}
 	if detail == "" {
 		detail = p.detail
@@ -136,6 +152,12 @@ func errorResponse(err error, detail string, retryAfter int) (resp *workers.Resp
 	b = jsjson.AppendString(append(b, `,"detail":`...), detail)
 	// "error" keeps the reference's codes for clients that read it.
 	b = jsjson.AppendString(append(b, `,"error":`...), p.code)
+	if rejection != nil {
+		b = jsjson.AppendString(append(b, `,"orderId":`...), rejection.OrderID)
+		if rejection.Replayed {
+			resp.Header = append(resp.Header, replayed)
+		}
+	}
 	switch p.status {
 	case statusConflict:
 		b = strconv.AppendInt(append(b, `,"retryAfter":`...), int64(retryAfter), 10)

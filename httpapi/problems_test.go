@@ -64,7 +64,7 @@ var (
 	problemInvalidOrder = problemJSON("invalid_order", 422, "Invalid order",
 		`The body must be a JSON object with symbol (a non-empty string), side ("buy" or "sell") and quantity (a positive integer).`, "")
 	problemUnavailable = problemJSON("storage_unavailable", 503, "Storage unavailable",
-		"The order store failed; no order was placed under this key. Retry under the same key.", "")
+		"The order store failed before this order's outcome was stored. Retry under the same Idempotency-Key: the retry places the order at most once.", "")
 	problemInternal = problemJSON("internal_error", 500, "Internal error",
 		"The Worker failed unexpectedly; retry under the same key.", "")
 	problemMissingToken = problemJSON("unauthorized", 401, "Missing API token",
@@ -98,7 +98,7 @@ func TestErrors(t *testing.T) {
 	allow := map[string]string{"Allow": "GET, POST"}
 	tests := []struct {
 		name  string
-		store func(*kv.Memory) kv.Store // nil: the Memory as it is
+		store func(*kv.Memory) kv.Namespace // nil: the Memory as it is
 		setup func(*testing.T, *kv.Memory)
 		req   *http.Request
 		want  response
@@ -218,13 +218,13 @@ func TestErrors(t *testing.T) {
 		},
 		{
 			name:  "storage failure is unavailable",
-			store: func(m *kv.Memory) kv.Store { return failing(m) },
+			store: func(m *kv.Memory) kv.Namespace { return failing(m) },
 			req:   request(http.MethodPost, ptr("k"), strings.NewReader(validBody)),
 			want:  response{503, problemUnavailable, map[string]string{"Retry-After": "1"}},
 		},
 		{
 			name:  "storage failure in a lookup is unavailable",
-			store: func(m *kv.Memory) kv.Store { return failing(m) },
+			store: func(m *kv.Memory) kv.Namespace { return failing(m) },
 			req:   request(http.MethodGet, ptr("k"), nil),
 			want:  response{503, problemUnavailable, map[string]string{"Retry-After": "1"}},
 		},
@@ -250,7 +250,7 @@ func TestErrors(t *testing.T) {
 		},
 		{
 			name:      "huge body wins over a storage failure",
-			store:     func(m *kv.Memory) kv.Store { return failing(m) },
+			store:     func(m *kv.Memory) kv.Namespace { return failing(m) },
 			req:       request(http.MethodPost, ptr("k"), strings.NewReader(hugeBody)),
 			want:      response{413, problemBodyTooLarge, nil},
 			noStorage: true,
@@ -268,11 +268,11 @@ func TestErrors(t *testing.T) {
 			if tc.setup != nil {
 				tc.setup(t, mem)
 			}
-			var store kv.Store = mem
+			var store kv.Namespace = mem
 			if tc.store != nil {
 				store = tc.store(mem)
 			}
-			rec := &kvtest.Recording{Store: store}
+			rec := &kvtest.Recording{Namespace: store}
 			w := serve(newHandler(rec), tc.req)
 			check(t, w, tc.want)
 			if strings.Contains(w.Body.String(), secret) {
@@ -308,7 +308,7 @@ func TestInProgressAnnouncesPendingTTL(t *testing.T) {
 	putClaim(t, mem, "k")
 	opts := serviceOptions()
 	opts.PendingTTL = 150 * time.Second
-	h := httpapi.New(intake.New(intake.NewKVStore(mem, nil), opts), httpapi.Options{})
+	h := httpapi.New(intake.New(kv.NewStore(mem, nil), opts), httpapi.Options{})
 	want := problemJSON("in_progress", 409, "A request is outstanding for this Idempotency-Key",
 		"Another request with this Idempotency-Key is being processed; retry after retryAfter seconds at the latest.", `,"retryAfter":150`)
 	for _, method := range []string{http.MethodPost, http.MethodGet} {

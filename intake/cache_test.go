@@ -16,7 +16,7 @@ import (
 // receipt without KV for a minute, and goes back to KV after that.
 func TestReplayFromMemory(t *testing.T) {
 	now := acceptedAt
-	h := newHarness(t, intake.Options{Now: func() time.Time { return now }}, intake.KVOptions{})
+	h := newHarness(t, intake.Options{Now: func() time.Time { return now }})
 	submit := func(body string) intake.Outcome {
 		t.Helper()
 		out, err := h.submit("k", body)
@@ -51,7 +51,7 @@ func TestReplayFromMemory(t *testing.T) {
 
 // TestReceiptCacheIsBounded checks the oldest receipts leave memory first.
 func TestReceiptCacheIsBounded(t *testing.T) {
-	h := newHarness(t, intake.Options{CachedReceipts: 2}, intake.KVOptions{})
+	h := newHarness(t, intake.Options{CachedReceipts: 2})
 	for _, id := range []string{"a", "b", "c"} {
 		if _, err := h.submit(id, validBody); err != nil {
 			t.Fatal(err)
@@ -71,7 +71,7 @@ func TestReceiptCacheIsBounded(t *testing.T) {
 // TestLookupFillsCache checks that a receipt read by Lookup is kept too: a
 // retry after it replays without KV.
 func TestLookupFillsCache(t *testing.T) {
-	h := newHarness(t, intake.Options{}, intake.KVOptions{})
+	h := newHarness(t, intake.Options{})
 	const stored = `{"orderId":"r1"}`
 	h.put(t, "result:k", kv.Entry{Value: stored}, time.Hour)
 	looked, err := h.svc.Lookup(context.Background(), key("k"))
@@ -99,7 +99,7 @@ func TestLookupFillsCache(t *testing.T) {
 // TestCacheOff checks that negative CachedReceipts keeps nothing in memory:
 // every replay reads KV.
 func TestCacheOff(t *testing.T) {
-	h := newHarness(t, intake.Options{CachedReceipts: -1}, intake.KVOptions{})
+	h := newHarness(t, intake.Options{CachedReceipts: -1})
 	if _, err := h.submit("k", validBody); err != nil {
 		t.Fatal(err)
 	}

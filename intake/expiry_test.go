@@ -105,7 +105,7 @@ func TestMigrationReplaysAreNotRateLimited(t *testing.T) {
 	mem := ledger.NewMemory()
 	svc := intake.New(mem, intake.Options{
 		ResultTTL: config.DefaultResultTTL, PendingTTL: config.DefaultPendingTTL, ValidateFirst: true,
-		Fallback: intake.NewKVStore(old, nil), FallbackUntil: time.Now().Add(time.Hour), Limit: b.limit,
+		Fallback: kv.NewStore(old, nil), FallbackUntil: time.Now().Add(time.Hour), Limit: b.limit,
 	})
 	if out, err := svc.Submit(ctx, key("k"), []byte(validBody)); err != nil || !out.Replayed || string(out.Receipt) != receipt {
 		t.Fatalf("a migrated receipt with no budget = %+v, %v; want its replay", out, err)

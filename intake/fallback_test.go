@@ -28,14 +28,14 @@ var fallbackUntil = acceptedAt.Add(time.Hour)
 
 func newMigration(t *testing.T, now time.Time) *migration {
 	t.Helper()
-	m := &migration{h: newHarness(t, intake.Options{}, intake.KVOptions{})}
-	m.oldKV = &kvtest.Recording{Store: kv.NewMemory()}
-	m.old = &kvtest.Faulty{Store: m.oldKV, Err: errStorage}
+	m := &migration{h: newHarness(t, intake.Options{})}
+	m.oldKV = &kvtest.Recording{Namespace: kv.NewMemory()}
+	m.old = &kvtest.Faulty{Namespace: m.oldKV, Err: errStorage}
 	m.spy = &storeSpy{Store: m.h.store}
 	m.svc = intake.New(m.spy, intake.Options{
 		ResultTTL:     config.DefaultResultTTL,
 		PendingTTL:    config.DefaultPendingTTL,
-		Fallback:      intake.NewKVStore(m.old, nil),
+		Fallback:      kv.NewStore(m.old, nil),
 		FallbackUntil: fallbackUntil,
 		Now:           func() time.Time { return now },
 	})
@@ -45,7 +45,7 @@ func newMigration(t *testing.T, now time.Time) *migration {
 // putOld stores a receipt in the old namespace, as the reference does.
 func (m *migration) putOld(t *testing.T, id, receipt string) {
 	t.Helper()
-	if err := m.oldKV.Store.Put(context.Background(), "result:"+id, kv.Entry{Value: receipt}, kv.PutOptions{}); err != nil {
+	if err := m.oldKV.Namespace.Put(context.Background(), "result:"+id, kv.Entry{Value: receipt}, kv.PutOptions{}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -67,7 +67,7 @@ func TestFallback(t *testing.T) {
 		}
 		// From now on the new store answers by itself.
 		rec, err := m.h.store.Lookup(ctx, key("k"))
-		if err != nil || rec.State != intake.Stored || string(rec.Receipt) != old {
+		if err != nil || rec.State != intake.Stored || string(rec.Body) != old {
 			t.Errorf("new store Lookup = %+v, %v; want the copied receipt", rec, err)
 		}
 	})

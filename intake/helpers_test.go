@@ -43,7 +43,7 @@ type releaseError struct {
 	err error
 }
 
-// harness is a Service over a KVStore over faulty → hooks → recording →
+// harness is a Service over a kv.Store over faulty → hooks → recording →
 // Memory, on fixed clocks, with the Worker's defaults.
 type harness struct {
 	mem    *kv.Memory
@@ -51,24 +51,23 @@ type harness struct {
 	rec    *kvtest.Recording
 	hooks  *kvtest.Hooked // set its hooks before the first call
 	faulty *kvtest.Faulty
-	store  *intake.KVStore
+	store  *kv.Store
 	svc    *intake.Service
 
 	mu          sync.Mutex
 	releaseErrs []releaseError
 }
 
-// newHarness returns a harness whose Service has opts and whose KVStore has
-// kvOpts. Zero TTLs take config's defaults; Now, unless set, is fixed at
-// acceptedAt; both OnReleaseError hooks are recorded, as the Worker logs
-// both the same way.
-func newHarness(t *testing.T, opts intake.Options, kvOpts intake.KVOptions) *harness {
+// newHarness returns a harness whose Service has opts. Zero TTLs take
+// config's defaults; Now, unless set, is fixed at acceptedAt; OnReleaseError
+// is recorded.
+func newHarness(t *testing.T, opts intake.Options) *harness {
 	t.Helper()
 	h := &harness{mem: kv.NewMemory(), now: time.Date(2026, 3, 14, 15, 0, 0, 0, time.UTC)}
 	h.mem.Now = func() time.Time { return h.now }
-	h.rec = &kvtest.Recording{Store: h.mem}
-	h.hooks = &kvtest.Hooked{Store: h.rec}
-	h.faulty = &kvtest.Faulty{Store: h.hooks, Err: errStorage}
+	h.rec = &kvtest.Recording{Namespace: h.mem}
+	h.hooks = &kvtest.Hooked{Namespace: h.rec}
+	h.faulty = &kvtest.Faulty{Namespace: h.hooks, Err: errStorage}
 	if opts.ResultTTL == 0 {
 		opts.ResultTTL = config.DefaultResultTTL
 	}
@@ -79,8 +78,7 @@ func newHarness(t *testing.T, opts intake.Options, kvOpts intake.KVOptions) *har
 		opts.Now = func() time.Time { return acceptedAt }
 	}
 	opts.OnReleaseError = h.recordReleaseError
-	kvOpts.OnReleaseError = h.recordReleaseError
-	h.store = intake.NewKVStore(h.faulty, &kvOpts)
+	h.store = kv.NewStore(h.faulty, h.mem.Now)
 	h.svc = intake.New(h.store, opts)
 	return h
 }
@@ -190,7 +188,7 @@ func (s *storeSpy) Begin(ctx context.Context, key intake.Key, c intake.Claim) (i
 	return s.Store.Begin(ctx, key, c)
 }
 
-func (s *storeSpy) Commit(ctx context.Context, key intake.Key, c intake.Claim, r intake.Receipt) error {
+func (s *storeSpy) Commit(ctx context.Context, key intake.Key, c intake.Claim, r intake.Result) error {
 	s.count("Commit")
 	if s.commitErr != nil {
 		return s.commitErr

@@ -40,7 +40,7 @@ func (b *budget) limit(_ context.Context, who string) (bool, error) {
 // nothing.
 func TestRateLimitKV(t *testing.T) {
 	b := newBudget(1)
-	h := newHarness(t, intake.Options{Limit: b.limit}, intake.KVOptions{})
+	h := newHarness(t, intake.Options{Limit: b.limit})
 	ctx := intake.WithCaller(context.Background(), func() string { return "198.51.100.7" })
 
 	if _, err := h.svc.Submit(ctx, key("first"), []byte(validBody)); err != nil {

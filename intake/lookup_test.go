@@ -108,7 +108,7 @@ func TestLookup(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			h := newHarness(t, intake.Options{}, intake.KVOptions{})
+			h := newHarness(t, intake.Options{})
 			tc.setup(t, h)
 			entries := h.mem.Len()
 			h.faulty.Set(tc.faults...)
@@ -154,7 +154,7 @@ func TestLookupAfterSubmit(t *testing.T) {
 		{"from the store the receipt is replayed", -1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			h := newHarness(t, intake.Options{CachedReceipts: tc.cached}, intake.KVOptions{})
+			h := newHarness(t, intake.Options{CachedReceipts: tc.cached})
 			placed, err := h.submit("k", validBody)
 			if err != nil {
 				t.Fatalf("Submit: %v", err)

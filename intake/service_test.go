@@ -20,7 +20,7 @@ import (
 )
 
 func TestNewRequiresTTLs(t *testing.T) {
-	store := intake.NewKVStore(kv.NewMemory(), nil)
+	store := kv.NewStore(kv.NewMemory(), nil)
 	tests := []struct {
 		name string
 		opts intake.Options
@@ -43,7 +43,7 @@ func TestNewRequiresTTLs(t *testing.T) {
 }
 
 func TestSubmitNewKeyStoresReceipt(t *testing.T) {
-	h := newHarness(t, intake.Options{}, intake.KVOptions{})
+	h := newHarness(t, intake.Options{})
 	out, err := h.submit("k1", validBody)
 	if err != nil {
 		t.Fatalf("Submit: %v", err)
@@ -94,7 +94,7 @@ func TestSubmitReplay(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			h := newHarness(t, intake.Options{}, intake.KVOptions{})
+			h := newHarness(t, intake.Options{})
 			first, err := h.submit("k", validBody)
 			if err != nil {
 				t.Fatalf("first Submit: %v", err)
@@ -119,7 +119,7 @@ func TestSubmitReplay(t *testing.T) {
 }
 
 func TestSubmitClaimedKeyIsInProgress(t *testing.T) {
-	h := newHarness(t, intake.Options{}, intake.KVOptions{})
+	h := newHarness(t, intake.Options{})
 	// Another instance (or the reference Worker) holds the claim.
 	h.putClaim(t, "k")
 	out, err := h.submit("k", validBody)
@@ -162,7 +162,7 @@ var invalidBodies = []struct {
 func TestSubmitInvalidOrderReleasesClaim(t *testing.T) {
 	for _, tc := range invalidBodies {
 		t.Run(tc.name+" is invalid and frees the key", func(t *testing.T) {
-			h := newHarness(t, intake.Options{}, intake.KVOptions{})
+			h := newHarness(t, intake.Options{})
 			out, err := h.svc.Submit(context.Background(), key("k"), tc.body)
 			if !errors.Is(err, order.ErrInvalid) {
 				t.Fatalf("Submit error = %v, want order.ErrInvalid", err)
@@ -198,7 +198,7 @@ func TestSubmitInvalidOrderReleasesClaim(t *testing.T) {
 func TestValidateFirst(t *testing.T) {
 	for _, tc := range invalidBodies {
 		t.Run(tc.name+" costs no store calls", func(t *testing.T) {
-			h := newHarness(t, intake.Options{ValidateFirst: true}, intake.KVOptions{})
+			h := newHarness(t, intake.Options{ValidateFirst: true})
 			spy := &storeSpy{Store: h.store}
 			svc := intake.New(spy, intake.Options{ResultTTL: config.DefaultResultTTL, PendingTTL: config.DefaultPendingTTL, ValidateFirst: true})
 			out, err := svc.Submit(context.Background(), key("k"), tc.body)
@@ -217,7 +217,7 @@ func TestValidateFirst(t *testing.T) {
 		})
 	}
 	t.Run("without it an invalid body costs a claim and its release", func(t *testing.T) {
-		h := newHarness(t, intake.Options{}, intake.KVOptions{})
+		h := newHarness(t, intake.Options{})
 		spy := &storeSpy{Store: h.store}
 		svc := intake.New(spy, intake.Options{ResultTTL: config.DefaultResultTTL, PendingTTL: config.DefaultPendingTTL})
 		if _, err := svc.Submit(context.Background(), key("k"), []byte(`{}`)); !errors.Is(err, order.ErrInvalid) {
@@ -228,7 +228,7 @@ func TestValidateFirst(t *testing.T) {
 		}
 	})
 	t.Run("a valid body is placed and replayed", func(t *testing.T) {
-		h := newHarness(t, intake.Options{ValidateFirst: true}, intake.KVOptions{})
+		h := newHarness(t, intake.Options{ValidateFirst: true})
 		first, err := h.submit("k", validBody)
 		if err != nil || first.Replayed {
 			t.Fatalf("Submit = replayed %v, %v; want a new order", first.Replayed, err)
@@ -242,7 +242,7 @@ func TestValidateFirst(t *testing.T) {
 	// The reference's receipts replay whatever the body, but only once the
 	// body has got past validation.
 	t.Run("an invalid body is refused even for a reference receipt", func(t *testing.T) {
-		h := newHarness(t, intake.Options{ValidateFirst: true}, intake.KVOptions{})
+		h := newHarness(t, intake.Options{ValidateFirst: true})
 		h.put(t, "result:k", kv.Entry{Value: `{"orderId":"r1"}`}, 0)
 		if _, err := h.submit("k", `not json`); !errors.Is(err, order.ErrInvalid) {
 			t.Fatalf("Submit error = %v, want order.ErrInvalid", err)
@@ -291,14 +291,14 @@ func TestSubmitStorageFailure(t *testing.T) {
 			wantErr: intake.ErrUnavailable,
 		},
 		{
+			// The release's failure is in the error, which the log line shows.
 			name: "put pending fails but lands and release fails: unavailable, claim left",
 			faults: []kvtest.Fault{
 				{Op: kvtest.OpPut, Prefix: "pending:", Nth: 1, Applied: true},
 				{Op: kvtest.OpDelete, Prefix: "pending:", Nth: 1},
 			},
-			wantErr:         intake.ErrUnavailable,
-			wantReleaseErrs: 1,
-			wantClaim:       true,
+			wantErr:   intake.ErrUnavailable,
+			wantClaim: true,
 		},
 		{
 			name:    "put result fails: unavailable, claim released",
@@ -333,7 +333,7 @@ func TestSubmitStorageFailure(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			const id = "k"
-			h := newHarness(t, intake.Options{}, intake.KVOptions{})
+			h := newHarness(t, intake.Options{})
 			body := tc.body
 			if body == "" {
 				body = validBody
@@ -419,7 +419,7 @@ func TestSubmitStorageFailure(t *testing.T) {
 // taken over (its lease ran out) hands out no receipt, answers
 // ErrInProgress, and leaves the key to the request that now holds it.
 func TestSubmitLostClaim(t *testing.T) {
-	h := newHarness(t, intake.Options{}, intake.KVOptions{})
+	h := newHarness(t, intake.Options{})
 	spy := &storeSpy{Store: h.store, commitErr: fmt.Errorf("ledger: %w", intake.ErrLostClaim)}
 	svc := intake.New(spy, intake.Options{ResultTTL: config.DefaultResultTTL, PendingTTL: config.DefaultPendingTTL})
 	out, err := svc.Submit(context.Background(), key("k"), []byte(validBody))
@@ -449,7 +449,7 @@ func TestSubmitConcurrentSameKey(t *testing.T) {
 	for _, procs := range []int{1, 2, 4, 8} {
 		t.Run(fmt.Sprintf("GOMAXPROCS=%d places one order", procs), func(t *testing.T) {
 			defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(procs))
-			h := newHarness(t, intake.Options{}, intake.KVOptions{})
+			h := newHarness(t, intake.Options{})
 			outs := make([]intake.Outcome, callers)
 			errs := make([]error, callers)
 			start := make(chan struct{})
@@ -500,7 +500,7 @@ func TestSubmitConcurrentSameKey(t *testing.T) {
 
 func TestSubmitConcurrentKeys(t *testing.T) {
 	const callers = 32
-	h := newHarness(t, intake.Options{}, intake.KVOptions{})
+	h := newHarness(t, intake.Options{})
 	errs := make([]error, callers)
 	start := make(chan struct{})
 	var wg sync.WaitGroup
@@ -528,7 +528,7 @@ func TestSubmitConcurrentKeys(t *testing.T) {
 // TestCancelledRequestReleasesClaim checks that a request abandoned after its
 // claim still frees the key, instead of blocking it until the claim expires.
 func TestCancelledRequestReleasesClaim(t *testing.T) {
-	h := newHarness(t, intake.Options{}, intake.KVOptions{})
+	h := newHarness(t, intake.Options{})
 	ctx, cancel := context.WithCancel(context.Background())
 	// Cancel as soon as the claim is written, as a client that hangs up
 	// mid-request would.
@@ -566,7 +566,7 @@ func TestSubmitKeyReusedForAnotherOrder(t *testing.T) {
 				name += " from the store"
 			}
 			t.Run(name, func(t *testing.T) {
-				h := newHarness(t, intake.Options{CachedReceipts: cached}, intake.KVOptions{})
+				h := newHarness(t, intake.Options{CachedReceipts: cached})
 				first, err := h.submit("k", validBody)
 				if err != nil {
 					t.Fatal(err)
@@ -590,7 +590,7 @@ func TestSubmitKeyReusedForAnotherOrder(t *testing.T) {
 }
 
 func TestSubmitScopesKeysToClients(t *testing.T) {
-	h := newHarness(t, intake.Options{}, intake.KVOptions{})
+	h := newHarness(t, intake.Options{})
 	ctx := context.Background()
 	submit := func(client string) (intake.Outcome, error) {
 		return h.svc.Submit(ctx, intake.Key{Client: client, ID: "shared"}, []byte(validBody))

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"time"
+
+	"github.com/edge-orders/edge-orders/order"
 )
 
 // Key names an order's idempotency record: the client that sent it and the
@@ -33,23 +35,36 @@ const (
 	Absent State = iota
 	// Held: another request's live claim holds the key.
 	Held
-	// Stored: a receipt is stored.
+	// Stored: the key's outcome is stored: a receipt, or a rejection.
 	Stored
 	// Claimed is returned by Begin only: the caller's claim now holds the key.
 	Claimed
+	// Open: an earlier claim sent, or may have sent, the order to the
+	// gateway and ended without an outcome. The key keeps that claim's
+	// order id and is free: the next Begin for the same order takes it
+	// over, with the order id.
+	Open
 )
 
 // Record is what a Store found under a key.
 type Record struct {
 	State State
-	// Receipt is the stored receipt, byte for byte; set when State is Stored.
-	Receipt []byte
+	// Body is the stored outcome, byte for byte; set when State is Stored.
+	Body []byte
+	// Rejected is true when Body is a rejection rather than a receipt.
+	Rejected bool
 	// Fingerprint identifies the order a receipt or claim is for; empty when
-	// unknown (receipts stored by the TypeScript Worker, claims in KV).
+	// unknown (receipts stored by the TypeScript Worker, claims in KV
+	// without a gateway).
 	Fingerprint string
-	// Expires is when a stored receipt stops being served; zero when the
+	// Expires is when a stored outcome stops being served; zero when the
 	// Store cannot tell (KV does not say).
 	Expires time.Time
+	// OrderID and AcceptedAt are the order id and time kept for the key:
+	// set for Held and Open, and for Claimed when Begin took over an Open
+	// key, whose order id the claim must then use.
+	OrderID    string
+	AcceptedAt time.Time
 }
 
 // Claim is a request's claim on a key.
@@ -60,8 +75,21 @@ type Claim struct {
 	// Fingerprint is the order's, or empty when it is not known yet (the KV
 	// lifecycle, like the reference, validates the body after claiming).
 	Fingerprint string
+	// OrderID and AcceptedAt are minted before the claim and stored with
+	// it, so that every gateway call for the key carries the same order id,
+	// even one made after this request died.
+	OrderID    string
+	AcceptedAt time.Time
 	// Lease is how long the claim blocks the key if its holder dies.
 	Lease time.Duration
+	// Keep is how long the key keeps OrderID, from the claim on, once the
+	// order may have reached the gateway; zero keeps it only for the Lease,
+	// which is enough when placing an order reaches nothing outside (the
+	// stand-in gateway).
+	Keep time.Duration
+	// Sent is true once the order may have reached the gateway under
+	// OrderID: Release then keeps the order id and leaves the key Open.
+	Sent bool
 	// Admit, if set, decides whether a new order may be placed (the rate
 	// limit); replays never reach it. Begin calls it once it knows the key is
 	// new: before writing anything where it can (KV), or right after the
@@ -70,11 +98,15 @@ type Claim struct {
 	Admit func(context.Context) error
 }
 
-// Receipt is what Commit stores.
-type Receipt struct {
-	Body        []byte
+// Result is what Commit stores: the key's final outcome.
+type Result struct {
+	// Body is the receipt (order.Receipt's JSON), whose status says
+	// whether the order was accepted or rejected.
+	Body     []byte
+	Rejected bool
+	// Fingerprint is the order's.
 	Fingerprint string
-	// TTL is how long the receipt stays replayable.
+	// TTL is how long the outcome stays replayable.
 	TTL time.Duration
 }
 
@@ -83,24 +115,58 @@ type Receipt struct {
 // stored.
 var ErrLostClaim = errors.New("intake: claim lost to another request")
 
-// Store keeps claims and receipts for the lifecycle: Workers KV in the
-// reference's layout (KVStore), or the Durable Object ledger.
+// Store keeps claims and outcomes for the lifecycle: Workers KV in the
+// reference's layout (kv.Store), or the Durable Object ledger
+// (ledger.Client).
 //
 // Every method either takes effect or returns an error; an error may also
 // mean the call took effect but its answer was lost, which the lifecycle
-// allows for. A Store must never return a receipt it did not store.
+// allows for. A Store must never return an outcome it did not store.
 type Store interface {
-	// Begin claims key for c, unless a receipt is stored (Stored, with the
-	// receipt) or another request's live claim holds it (Held). It returns
-	// Claimed when c now holds the key.
+	// Begin claims key for c, unless an outcome is stored (Stored, with the
+	// body) or another request's live claim holds it (Held). An Open key is
+	// taken over, keeping its order id (Claimed, with OrderID set), unless
+	// both it and c have fingerprints and they differ: then it stays Open
+	// and Begin returns it. It returns Claimed when c now holds the key.
 	Begin(ctx context.Context, key Key, c Claim) (Record, error)
 	// Commit stores r under key and ends c. It returns ErrLostClaim if c no
 	// longer holds the key, where a Store can tell.
-	Commit(ctx context.Context, key Key, c Claim, r Receipt) error
-	// Release ends c without a receipt, so a retry can claim the key at
-	// once; a claim that no longer holds the key is left alone.
+	Commit(ctx context.Context, key Key, c Claim, r Result) error
+	// Release ends c without an outcome, so a retry can claim the key at
+	// once. If c.Sent, the key is left Open with c's order id; otherwise
+	// the claim is removed. A claim that no longer holds the key is left
+	// alone.
 	Release(ctx context.Context, key Key, c Claim) error
-	// Lookup returns what is stored under key (Absent, Held or Stored),
-	// changing nothing.
+	// Lookup returns what is stored under key (Absent, Held, Open or
+	// Stored), changing nothing.
 	Lookup(ctx context.Context, key Key) (Record, error)
 }
+
+// Placement is an order as the gateway receives it: the same for every
+// call made for one key.
+type Placement struct {
+	// OrderID is minted once per key; the gateway dedupes by it.
+	OrderID string
+	// Client is the authenticated client's id, empty for the open Worker.
+	Client     string
+	Order      order.Order
+	AcceptedAt time.Time
+}
+
+// Gateway passes orders on to the order-management system (OMS).
+type Gateway interface {
+	// Place sends p to the OMS. It returns nil once the OMS has accepted
+	// the order, a *Rejection when the OMS refuses it for good, and any
+	// other error when the outcome is unknown: the OMS may or may not have
+	// the order. After an unknown outcome Place is called again with the
+	// same p, and the OMS must answer a repeated OrderID with its original
+	// outcome.
+	Place(ctx context.Context, p Placement) error
+}
+
+// StandIn is the reference's stand-in for the OMS: every order is
+// accepted at once, and nothing leaves the Worker.
+type StandIn struct{}
+
+// Place implements Gateway.
+func (StandIn) Place(context.Context, Placement) error { return nil }

@@ -45,7 +45,7 @@ func TestWaitForDuplicate(t *testing.T) {
 					}
 					return nil
 				},
-			}, intake.KVOptions{})
+			})
 			h.hooks.Before = func(op kvtest.Op, k string) error {
 				if op == kvtest.OpPut && strings.HasPrefix(k, "result:") {
 					close(committing)
@@ -110,7 +110,7 @@ func TestWaitGivesUp(t *testing.T) {
 			now = now.Add(d)
 			return nil
 		},
-	}, intake.KVOptions{})
+	})
 	h.putClaim(t, "k")
 	deadline := now.Add(wait)
 
@@ -164,7 +164,7 @@ func TestWaitEndsWithContext(t *testing.T) {
 			sleeps++
 			return context.Canceled
 		},
-	}, intake.KVOptions{})
+	})
 	h.putClaim(t, "k")
 	if _, err := h.submit("k", validBody); !errors.Is(err, intake.ErrInProgress) {
 		t.Fatalf("Submit error = %v, want ErrInProgress", err)

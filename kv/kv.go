@@ -11,7 +11,7 @@ import (
 	"github.com/edge-orders/edge-orders/internal/jsjson"
 )
 
-// Limits that Workers KV enforces and every Store in this package enforces too,
+// Limits that Workers KV enforces and every Namespace in this package enforces too,
 // so that code tested against Memory fails the same way it would on real KV.
 const (
 	// MaxKeyBytes is the longest key KV accepts, in bytes.
@@ -47,11 +47,11 @@ type PutOptions struct {
 	TTL time.Duration
 }
 
-// Store is the subset of a Workers KV namespace the service needs.
+// Namespace is the subset of a Workers KV namespace the order store needs.
 //
 // Like KV it offers no atomicity: two writers of one key both succeed and the
 // last one wins, and a Get followed by a Put can race with another caller.
-type Store interface {
+type Namespace interface {
 	// Get returns the entry stored under key, or ErrNotFound.
 	Get(ctx context.Context, key string) (Entry, error)
 	// Put stores e under key, replacing what was there.

@@ -7,7 +7,7 @@ import (
 	"time"
 )
 
-// Memory is an in-process Store that behaves like Workers KV where it matters
+// Memory is an in-process Namespace that behaves like Workers KV where it matters
 // for correctness: it enforces KV's key, TTL, value and metadata limits, expires
 // entries, and gives no atomicity (every call yields to other goroutines first,
 // so a Get-then-Put races exactly as it would against KV).
@@ -31,7 +31,7 @@ func NewMemory() *Memory {
 	return &Memory{Now: time.Now, entries: make(map[string]memoryEntry)}
 }
 
-// Get implements Store.
+// Get implements Namespace.
 func (m *Memory) Get(ctx context.Context, key string) (Entry, error) {
 	if err := enter(ctx); err != nil {
 		return Entry{}, err
@@ -52,7 +52,7 @@ func (m *Memory) Get(ctx context.Context, key string) (Entry, error) {
 	return e.Entry, nil
 }
 
-// Put implements Store.
+// Put implements Namespace.
 func (m *Memory) Put(ctx context.Context, key string, e Entry, opts PutOptions) error {
 	if err := enter(ctx); err != nil {
 		return err
@@ -75,7 +75,7 @@ func (m *Memory) Put(ctx context.Context, key string, e Entry, opts PutOptions) 
 	return nil
 }
 
-// Delete implements Store.
+// Delete implements Namespace.
 func (m *Memory) Delete(ctx context.Context, key string) error {
 	if err := enter(ctx); err != nil {
 		return err

@@ -16,7 +16,7 @@ import (
 // binding (env.LEDGER): each call is one RPC to the object ObjectName
 // picks.
 type Client struct {
-	store
+	adapter
 	ns     js.Value
 	shards int
 }
@@ -25,7 +25,7 @@ type Client struct {
 // client's keys over shards objects.
 func NewClient(ns js.Value, shards int) *Client {
 	c := &Client{ns: ns, shards: shards}
-	c.store = store{calls: c}
+	c.adapter = adapter{calls: c}
 	return c
 }
 
@@ -50,7 +50,8 @@ func (c *Client) call(ctx context.Context, key intake.Key, method string, args .
 }
 
 func (c *Client) claim(ctx context.Context, key intake.Key, cl intake.Claim) (intake.Record, error) {
-	res, err := c.call(ctx, key, "claim", cl.Token, cl.Fingerprint, cl.Lease.Milliseconds())
+	res, err := c.call(ctx, key, "claim", cl.Token, cl.Fingerprint, cl.Lease.Milliseconds(),
+		cl.OrderID, cl.AcceptedAt.UnixMilli(), cl.Keep.Milliseconds())
 	if err != nil {
 		return intake.Record{}, err
 	}
@@ -60,8 +61,8 @@ func (c *Client) claim(ctx context.Context, key intake.Key, cl intake.Claim) (in
 // commit trusts only an explicit {committed: true}: a Worker bound to
 // another script's class (ledger-front) may meet another version of it,
 // and no receipt may be handed out on an answer it cannot read.
-func (c *Client) commit(ctx context.Context, key intake.Key, cl intake.Claim, r intake.Receipt) error {
-	res, err := c.call(ctx, key, "commit", cl.Token, string(r.Body), r.Fingerprint, r.TTL.Milliseconds())
+func (c *Client) commit(ctx context.Context, key intake.Key, cl intake.Claim, r intake.Result) error {
+	res, err := c.call(ctx, key, "commit", cl.Token, string(r.Body), r.Fingerprint, r.TTL.Milliseconds(), r.Rejected)
 	switch {
 	case err != nil:
 		return err
@@ -74,7 +75,7 @@ func (c *Client) commit(ctx context.Context, key intake.Key, cl intake.Claim, r 
 }
 
 func (c *Client) release(ctx context.Context, key intake.Key, cl intake.Claim) error {
-	_, err := c.call(ctx, key, "release", cl.Token)
+	_, err := c.call(ctx, key, "release", cl.Token, cl.Sent, cl.OrderID, cl.AcceptedAt.UnixMilli())
 	return err
 }
 

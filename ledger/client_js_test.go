@@ -14,12 +14,12 @@ import (
 	"github.com/edge-orders/edge-orders/workers"
 )
 
-// ledgerNamespace returns the LEDGER binding that e2e/conformance's entry
+// ledgerNamespace returns the LEDGER binding that test/conformance's entry
 // publishes, or skips: elsewhere there is no Durable Object.
 func ledgerNamespace(t *testing.T) js.Value {
 	ns := js.Global().Get("LEDGER")
 	if ns.Type() != js.TypeObject {
-		t.Skip("no Durable Object namespace: run through e2e/conformance in wrangler dev")
+		t.Skip("no Durable Object namespace: run through test/conformance in wrangler dev")
 	}
 	return ns
 }
@@ -58,7 +58,7 @@ func TestClientSweepRunsInWorkerd(t *testing.T) {
 			t.Fatalf("Begin(%s) = %v, %v; want Claimed", c.id, rec.State, err)
 		}
 	}
-	if err := client.Commit(ctx, key("staying"), long, intake.Receipt{Body: []byte("r"), TTL: time.Hour}); err != nil {
+	if err := client.Commit(ctx, key("staying"), long, intake.Result{Body: []byte("r"), TTL: time.Hour}); err != nil {
 		t.Fatal(err)
 	}
 	now := time.Now().UnixMilli()
@@ -76,7 +76,7 @@ func TestClientSweepRunsInWorkerd(t *testing.T) {
 	if rows != 1 || next <= time.Now().UnixMilli() {
 		t.Fatalf("after the sweep: %d rows, next sweep %d; want the receipt's row and a sweep still set", rows, next)
 	}
-	if rec, err := client.Lookup(ctx, key("staying")); err != nil || rec.State != intake.Stored || string(rec.Receipt) != "r" {
-		t.Fatalf("the live receipt after the sweep: %v %q %v", rec.State, rec.Receipt, err)
+	if rec, err := client.Lookup(ctx, key("staying")); err != nil || rec.State != intake.Stored || string(rec.Body) != "r" {
+		t.Fatalf("the live receipt after the sweep: %v %q %v", rec.State, rec.Body, err)
 	}
 }

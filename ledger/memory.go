@@ -14,7 +14,7 @@ import (
 // Durable Object it runs one call at a time, and like a round trip each call
 // first lets other goroutines run.
 type Memory struct {
-	store
+	adapter
 	// Now is the clock; tests replace it to move time.
 	Now func() time.Time
 
@@ -27,7 +27,7 @@ type Memory struct {
 // NewMemory returns an empty ledger on the wall clock.
 func NewMemory() *Memory {
 	m := &Memory{Now: time.Now}
-	m.store = store{calls: m}
+	m.adapter = adapter{calls: m}
 	m.obj = Object{
 		rows:     &memTable{rows: make(map[string]row)},
 		now:      func() time.Time { return m.Now() },
@@ -53,7 +53,7 @@ func (m *Memory) claim(ctx context.Context, key intake.Key, c intake.Claim) (rec
 	return rec, err
 }
 
-func (m *Memory) commit(ctx context.Context, key intake.Key, c intake.Claim, r intake.Receipt) (err error) {
+func (m *Memory) commit(ctx context.Context, key intake.Key, c intake.Claim, r intake.Result) (err error) {
 	if derr := m.do(ctx, func() { err = m.obj.Commit(key.String(), c, r) }); derr != nil {
 		return derr
 	}

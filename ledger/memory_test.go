@@ -52,7 +52,7 @@ func TestSweepDeletesExpiredRows(t *testing.T) {
 	if m.Alarm != first {
 		t.Fatalf("a second claim moved the alarm from %v to %v", first, m.Alarm)
 	}
-	if err := m.Commit(ctx, intake.Key{ID: "long"}, long, intake.Receipt{Body: []byte("r"), TTL: 24 * time.Hour}); err != nil {
+	if err := m.Commit(ctx, intake.Key{ID: "long"}, long, intake.Result{Body: []byte("r"), TTL: 24 * time.Hour}); err != nil {
 		t.Fatal(err)
 	}
 

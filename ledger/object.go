@@ -19,13 +19,50 @@ import (
 // batches deletes: one alarm, many rows.
 const sweepEvery = 10 * time.Minute
 
-// row is one key's entry: a claim (no receipt yet) or a receipt.
+// row is one key's entry: a claim, an open key (a claim released with its
+// order id kept), or an outcome.
 type row struct {
 	key         string
-	token       string
+	token       string // the claim's; empty once the key is open
 	fingerprint string
-	receipt     []byte // nil while the row is a claim
-	expires     time.Time
+	orderID     string
+	acceptedAt  time.Time
+	receipt     []byte // the outcome; nil while the row is a claim or open
+	rejected    bool
+	// leaseUntil is when a claim stops holding the key; zero in rows
+	// written before claims had leases of their own, whose claims hold
+	// until the row expires.
+	leaseUntil time.Time
+	expires    time.Time
+}
+
+// holds reports whether r is a claim that holds its key at now.
+func (r row) holds(now time.Time) bool {
+	if r.token == "" || r.receipt != nil {
+		return false
+	}
+	if r.leaseUntil.IsZero() {
+		return now.Before(r.expires)
+	}
+	return now.Before(r.leaseUntil)
+}
+
+// record is r as intake sees it at now.
+func (r row) record(now time.Time) intake.Record {
+	rec := intake.Record{Fingerprint: r.fingerprint, OrderID: r.orderID, AcceptedAt: r.acceptedAt}
+	switch {
+	case !now.Before(r.expires):
+		return intake.Record{State: intake.Absent}
+	case r.receipt != nil:
+		rec.State, rec.Body, rec.Rejected, rec.Expires = intake.Stored, r.receipt, r.rejected, r.expires
+	case r.holds(now):
+		rec.State = intake.Held
+	case r.orderID != "":
+		rec.State = intake.Open
+	default:
+		return intake.Record{State: intake.Absent}
+	}
+	return rec
 }
 
 // table is an object's storage: SQLite in a Durable Object, a map in
@@ -55,33 +92,51 @@ type Object struct {
 	setAlarm func(at time.Time)
 }
 
-// Claim claims key for c unless a live receipt or another live claim holds
-// it. An expired row is treated as absent and replaced: that is how a key
-// whose holder died is taken over. A claim with c's own token is Claimed
-// again, its lease renewed, so a call retried after its answer was lost
-// does no harm.
+// Claim claims key for c unless a live outcome or another live claim
+// holds it. An expired row is treated as absent and replaced. An open key,
+// or one whose claim's lease ran out, is taken over with the order id it
+// keeps (returned with Claimed), unless it is another order's: then it is
+// returned as it is. A claim with c's own token is Claimed again, its lease
+// renewed, so a call retried after its answer was lost does no harm.
 func (o *Object) Claim(key string, c intake.Claim) intake.Record {
 	now := o.now()
 	r, ok := o.rows.get(key)
-	switch {
-	case ok && now.Before(r.expires) && r.receipt != nil:
-		return intake.Record{State: intake.Stored, Receipt: r.receipt, Fingerprint: r.fingerprint, Expires: r.expires}
-	case ok && now.Before(r.expires) && r.token != c.Token:
-		return intake.Record{State: intake.Held, Fingerprint: r.fingerprint}
+	rec := intake.Record{State: intake.Absent}
+	if ok {
+		rec = r.record(now)
 	}
-	// Absent, expired, or this token's own claim retried: (re)claim, which
-	// renews a retried claim's lease.
-	o.rows.put(row{key: key, token: c.Token, fingerprint: c.Fingerprint, expires: now.Add(c.Lease)})
+	switch {
+	case rec.State == intake.Stored:
+		return rec
+	case rec.State == intake.Held && r.token != c.Token:
+		return rec
+	case rec.State == intake.Absent:
+		r = row{key: key, fingerprint: c.Fingerprint, orderID: c.OrderID, acceptedAt: c.AcceptedAt,
+			expires: now.Add(max(c.Lease, c.Keep))}
+	case c.Fingerprint != "" && r.fingerprint != "" && c.Fingerprint != r.fingerprint:
+		return rec // open, and another order's
+	}
+	// Absent, open, or this token's own claim retried: (re)claim, keeping
+	// the order id the row has.
+	r.token, r.leaseUntil = c.Token, now.Add(c.Lease)
+	if r.fingerprint == "" {
+		r.fingerprint = c.Fingerprint
+	}
+	o.rows.put(r)
 	o.scheduleSweep(now)
-	return intake.Record{State: intake.Claimed}
+	claimed := intake.Record{State: intake.Claimed, Fingerprint: r.fingerprint}
+	if r.orderID != c.OrderID {
+		claimed.OrderID, claimed.AcceptedAt = r.orderID, r.acceptedAt
+	}
+	return claimed
 }
 
 // Commit stores r under key if c's claim still holds it, even past its
 // lease as long as no other request took the key over. Otherwise it
 // returns intake.ErrLostClaim and stores nothing: a slow request never
-// overwrites another's receipt. A commit repeated with the same token is a
+// overwrites another's outcome. A commit repeated with the same token is a
 // success that changes nothing.
-func (o *Object) Commit(key string, c intake.Claim, r intake.Receipt) error {
+func (o *Object) Commit(key string, c intake.Claim, r intake.Result) error {
 	cur, ok := o.rows.get(key)
 	switch {
 	case !ok || cur.token != c.Token:
@@ -89,13 +144,29 @@ func (o *Object) Commit(key string, c intake.Claim, r intake.Receipt) error {
 	case cur.receipt != nil:
 		return nil
 	}
-	o.rows.put(row{key: key, token: c.Token, fingerprint: r.Fingerprint, receipt: r.Body, expires: o.now().Add(r.TTL)})
+	cur.fingerprint, cur.receipt, cur.rejected = r.Fingerprint, r.Body, r.Rejected
+	cur.leaseUntil, cur.expires = time.Time{}, o.now().Add(r.TTL)
+	o.rows.put(cur)
 	return nil
 }
 
-// Release deletes c's claim on key; a receipt, or another's claim, stays.
+// Release ends c's claim on key; an outcome, or another's claim, stays.
+// The key is left open with c's order id if the order may have reached the
+// gateway: c says so, or the row kept its order id from an earlier claim
+// (this claim's answer may have been lost before the Worker learnt it).
+// Otherwise the row goes.
 func (o *Object) Release(key string, c intake.Claim) {
-	if cur, ok := o.rows.get(key); ok && cur.token == c.Token && cur.receipt == nil {
+	cur, ok := o.rows.get(key)
+	switch {
+	case !ok || cur.token != c.Token || cur.receipt != nil:
+		return
+	case c.Sent:
+		cur.orderID, cur.acceptedAt = c.OrderID, c.AcceptedAt
+		fallthrough
+	case cur.orderID != c.OrderID:
+		cur.token, cur.leaseUntil = "", time.Time{}
+		o.rows.put(cur)
+	default:
 		o.rows.delete(key)
 	}
 }
@@ -103,13 +174,10 @@ func (o *Object) Release(key string, c intake.Claim) {
 // Lookup returns what is live under key, changing nothing.
 func (o *Object) Lookup(key string) intake.Record {
 	r, ok := o.rows.get(key)
-	switch {
-	case !ok || !o.now().Before(r.expires):
+	if !ok {
 		return intake.Record{State: intake.Absent}
-	case r.receipt != nil:
-		return intake.Record{State: intake.Stored, Receipt: r.receipt, Fingerprint: r.fingerprint, Expires: r.expires}
 	}
-	return intake.Record{State: intake.Held, Fingerprint: r.fingerprint}
+	return r.record(o.now())
 }
 
 // Sweep deletes the expired rows and sets the next sweep while rows

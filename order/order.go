@@ -6,11 +6,11 @@ import (
 	"math"
 	"strconv"
 	"time"
+	"unicode/utf8"
 
 	"github.com/edge-orders/edge-orders/internal/errs"
 	"github.com/edge-orders/edge-orders/internal/jsjson"
 	"github.com/edge-orders/edge-orders/internal/sha256"
-	"github.com/edge-orders/edge-orders/internal/uuid"
 )
 
 // ErrInvalid is returned by Parse for every body the reference's validate()
@@ -27,14 +27,21 @@ const (
 	Sell Side = "sell"
 )
 
-// StatusAccepted is the status of every receipt Place mints.
-const StatusAccepted = "accepted"
+// A receipt's status: the order-management system accepted the order, or
+// refused it for good.
+const (
+	StatusAccepted = "accepted"
+	StatusRejected = "rejected"
+)
+
+// MaxReasonBytes bounds a rejection's reason as a receipt keeps it.
+const MaxReasonBytes = 256
 
 // Order is a validated order request. Symbol is a JavaScript string in
 // WTF-8: valid UTF-8 except that lone surrogates from \uXXXX escapes are
 // kept, in the generalized 3-byte form, so they are printed back as the
-// original would print them. Quantity is a JavaScript number, a positive
-// integer but possibly beyond 2**53, where it is already rounded.
+// original would print them. Quantity is a positive integer of at most
+// MaxQuantity, so exactly the number the client's JSON denotes.
 type Order struct {
 	Symbol   string
 	Side     Side
@@ -45,8 +52,9 @@ type Order struct {
 // validate() does. It returns an error wrapping ErrInvalid when body is not
 // JSON, nests deeper than jsjson.MaxDepth, is not an object, or its own symbol,
 // side or quantity member is not a non-empty string, "buy" or "sell", and a
-// positive integer respectively. Other members are ignored; duplicate
-// members count only at their last occurrence.
+// positive integer respectively. Unlike validate(), it also refuses a
+// quantity over MaxQuantity. Other members are ignored; duplicate members
+// count only at their last occurrence.
 func Parse(body []byte) (Order, error) {
 	top, err := jsjson.Parse(body, "symbol", "side", "quantity")
 	if err != nil {
@@ -62,9 +70,19 @@ func Parse(body []byte) (Order, error) {
 		return Order{}, errs.Detail(ErrInvalid, "side must be "+strconv.Quote(string(Buy))+" or "+strconv.Quote(string(Sell)))
 	case quantity.Kind != jsjson.Number || !isPositiveInteger(quantity.Num):
 		return Order{}, errs.Detail(ErrInvalid, "quantity must be a positive integer")
+	case quantity.Num > MaxQuantity:
+		return Order{}, errs.Detail(ErrInvalid, "quantity must be at most "+jsjson.FormatNumber(MaxQuantity)+
+			" (2^53 - 1): a larger one cannot be read exactly")
 	}
 	return Order{Symbol: symbol.Str, Side: Side(side.Str), Quantity: quantity.Num}, nil
 }
+
+// MaxQuantity is the largest quantity accepted: Number.MAX_SAFE_INTEGER.
+// Above it JavaScript's JSON.parse, and so the reference, silently rounds
+// (9007199254740993 becomes 9007199254740992); for a trading desk a changed
+// quantity is worse than a refusal, so this is the one place where Parse
+// refuses what the reference accepts.
+const MaxQuantity = 1<<53 - 1
 
 // isPositiveInteger is Number.isInteger(x) && x > 0.
 func isPositiveInteger(x float64) bool {
@@ -97,29 +115,26 @@ func appendMembers(b []byte, o Order) []byte {
 	return jsjson.AppendNumber(b, o.Quantity)
 }
 
-// Receipt is what placing an order returns to the client.
+// Receipt is what placing an order returns to the client, and what is
+// stored and replayed for its key.
 type Receipt struct {
 	OrderID    string // a lowercase random (version 4) UUID
-	Status     string // StatusAccepted
+	Status     string // StatusAccepted or StatusRejected
 	Order      Order
 	AcceptedAt time.Time
-}
-
-// Place mints the receipt for o, accepted at now, with a fresh random
-// order ID from internal/uuid's New, whose random source does not fail. It
-// does not validate o.
-func Place(o Order, now time.Time) Receipt {
-	return Receipt{OrderID: uuid.New(), Status: StatusAccepted, Order: o, AcceptedAt: now}
+	// Reason is why the order was rejected; only a rejected receipt has one.
+	Reason string
 }
 
 // JSON returns the receipt exactly as the original's
 // JSON.stringify({orderId, status, symbol, side, quantity, acceptedAt})
 // wrote it: those members in that order, no spaces, acceptedAt as
-// toISOString() prints it. Receipt deliberately has no MarshalJSON method:
-// encoding/json would re-escape its output (<, >, &, U+2028, U+2029) and it
-// would no longer match.
+// toISOString() prints it. A rejected receipt adds its reason, cut to
+// MaxReasonBytes at a character boundary. Receipt deliberately has no
+// MarshalJSON method: encoding/json would re-escape its output (<, >, &,
+// U+2028, U+2029) and it would no longer match.
 func (r Receipt) JSON() []byte {
-	b := make([]byte, 0, 128+len(r.Order.Symbol))
+	b := make([]byte, 0, 128+len(r.Order.Symbol)+len(r.Reason))
 	b = append(b, `{"orderId":`...)
 	b = jsjson.AppendString(b, r.OrderID)
 	b = append(b, `,"status":`...)
@@ -128,5 +143,34 @@ func (r Receipt) JSON() []byte {
 	b = appendMembers(b, r.Order)
 	b = append(b, `,"acceptedAt":"`...)
 	b = jsjson.AppendISOTime(b, r.AcceptedAt)
-	return append(b, `"}`...)
+	b = append(b, '"')
+	if r.Status == StatusRejected {
+		b = append(b, `,"reason":`...)
+		b = jsjson.AppendString(b, TruncateReason(r.Reason))
+	}
+	return append(b, '}')
+}
+
+// TruncateReason cuts reason to at most MaxReasonBytes, at a character
+// boundary: a gateway's reason is stored and replayed for every retry.
+func TruncateReason(reason string) string {
+	if len(reason) <= MaxReasonBytes {
+		return reason
+	}
+	cut := MaxReasonBytes
+	for cut > 0 && !utf8.RuneStart(reason[cut]) {
+		cut--
+	}
+	return reason[:cut]
+}
+
+// ReceiptFields reads a stored receipt's order id, status and reason, for
+// logs and for answering a replayed rejection; a member it cannot read is
+// empty.
+func ReceiptFields(receipt []byte) (orderID, status, reason string) {
+	doc, err := jsjson.Parse(receipt, "orderId", "status", "reason")
+	if err != nil {
+		return "", "", ""
+	}
+	return doc.Get("orderId").Str, doc.Get("status").Str, doc.Get("reason").Str
 }

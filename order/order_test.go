@@ -9,8 +9,6 @@ import (
 	"time"
 
 	"github.com/edge-orders/edge-orders/order"
-
-	"github.com/google/uuid"
 )
 
 // parseCase is one body and what the reference's
@@ -72,9 +70,13 @@ var parseCases = []parseCase{
 	{name: "quantity 1E+2 accepted", body: withQuantity(`1E+2`), want: aapl(order.Buy, 100)},
 	{name: "quantity 0.5e1 accepted", body: withQuantity(`0.5e1`), want: aapl(order.Buy, 5)},
 	{name: "quantity 1.000000000000000000001 rounds to 1", body: withQuantity(`1.000000000000000000001`), want: aapl(order.Buy, 1)},
-	{name: "quantity 1e21 accepted", body: withQuantity(`1e21`), want: aapl(order.Buy, 1e21)},
-	{name: "quantity 2**53+1 rounds to 2**53", body: withQuantity(`9007199254740993`), want: aapl(order.Buy, 9007199254740992)},
-	{name: "quantity largest double accepted", body: withQuantity(`1.7976931348623158e308`), want: aapl(order.Buy, math.MaxFloat64)},
+	// The one deliberate difference from validate(), which accepts these
+	// and, from 2**53 + 1 on, rounds them.
+	{name: "quantity 2**53-1 accepted", body: withQuantity(`9007199254740991`), want: aapl(order.Buy, order.MaxQuantity)},
+	{name: "quantity 2**53 refused", body: withQuantity(`9007199254740992`), reject: true},
+	{name: "quantity 2**53+1 refused, not rounded", body: withQuantity(`9007199254740993`), reject: true},
+	{name: "quantity 1e21 refused", body: withQuantity(`1e21`), reject: true},
+	{name: "quantity largest double refused", body: withQuantity(`1.7976931348623158e308`), reject: true},
 	{name: "quantity 1.5 rejected", body: withQuantity(`1.5`), reject: true},
 	{name: "quantity 0 rejected", body: withQuantity(`0`), reject: true},
 	{name: "quantity -0 rejected", body: withQuantity(`-0`), reject: true},
@@ -249,9 +251,7 @@ func TestReceiptJSON(t *testing.T) {
 		{"escaped side", `{"symbol":"AAPL","side":"\u0073ell","quantity":1}`, `"symbol":"AAPL","side":"sell","quantity":1`},
 		{"quantity 1.0 printed as 1", withQuantity(`1.0`), `"symbol":"AAPL","side":"buy","quantity":1`},
 		{"quantity 1e2 printed as 100", withQuantity(`1e2`), `"symbol":"AAPL","side":"buy","quantity":100`},
-		{"quantity 1e21 printed as 1e+21", withQuantity(`1e21`), `"symbol":"AAPL","side":"buy","quantity":1e+21`},
-		{"quantity 2**53+1 printed rounded", withQuantity(`9007199254740993`), `"symbol":"AAPL","side":"buy","quantity":9007199254740992`},
-		{"quantity largest double", withQuantity(`1.7976931348623157e308`), `"symbol":"AAPL","side":"buy","quantity":1.7976931348623157e+308`},
+		{"quantity 2**53-1 printed exactly", withQuantity(`9007199254740991`), `"symbol":"AAPL","side":"buy","quantity":9007199254740991`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -293,32 +293,36 @@ func TestReceiptJSONOfConstructedOrders(t *testing.T) {
 	}
 }
 
-func TestPlace(t *testing.T) {
-	o := aapl(order.Buy, 10)
-	now := time.Date(2024, 5, 6, 7, 8, 9, 10, time.UTC)
-	seen := map[string]bool{}
-	for range 100 {
-		r := order.Place(o, now)
-		id, err := uuid.Parse(r.OrderID)
-		if err != nil {
-			t.Fatalf("uuid.Parse(%q) = %v", r.OrderID, err)
-		}
-		if got, want := id.Version(), uuid.Version(4); got != want {
-			t.Errorf("version of %q = %v, want %v", r.OrderID, got, want)
-		}
-		if got, want := id.Variant(), uuid.RFC4122; got != want {
-			t.Errorf("variant of %q = %v, want %v", r.OrderID, got, want)
-		}
-		if got, want := r.OrderID, strings.ToLower(id.String()); got != want {
-			t.Errorf("OrderID = %q, want canonical lowercase %q", got, want)
-		}
-		if seen[r.OrderID] {
-			t.Errorf("OrderID %q minted twice", r.OrderID)
-		}
-		seen[r.OrderID] = true
-		if r.Status != "accepted" || r.Order != o || !r.AcceptedAt.Equal(now) {
-			t.Errorf("Place(%s, %v) = %+v, want status accepted, the same order and time", show(o), now, r)
-		}
+// TestRejectedReceipt checks a rejected receipt: the accepted one's
+// members, then the reason, cut to MaxReasonBytes at a character boundary.
+func TestRejectedReceipt(t *testing.T) {
+	base := fixedReceipt(aapl(order.Buy, 10))
+	accepted := string(base.JSON())
+	long := strings.Repeat("x", order.MaxReasonBytes-1) + "é" // é straddles the limit
+	tests := []struct {
+		name, reason, wantReason string
+	}{
+		{"short reason kept", "insufficient buying power", `"insufficient buying power"`},
+		{"reason escaped as JSON.stringify does", "a \"b\"\n", `"a \"b\"\n"`},
+		{"long reason cut before a split character", long, `"` + strings.Repeat("x", order.MaxReasonBytes-1) + `"`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			r := base
+			r.Status, r.Reason = order.StatusRejected, tc.reason
+			got := string(r.JSON())
+			want := strings.Replace(accepted[:len(accepted)-1], `"status":"accepted"`, `"status":"rejected"`, 1) + `,"reason":` + tc.wantReason + "}"
+			if got != want {
+				t.Errorf("JSON() =\n %s\nwant\n %s", got, want)
+			}
+			id, status, reason := order.ReceiptFields([]byte(got))
+			if id != r.OrderID || status != order.StatusRejected || reason != order.TruncateReason(tc.reason) {
+				t.Errorf("ReceiptFields = %q, %q, %q; want the receipt's", id, status, reason)
+			}
+		})
+	}
+	if got := string(base.JSON()); strings.Contains(got, "reason") {
+		t.Errorf("accepted receipt %s has a reason", got)
 	}
 }
 

@@ -23,13 +23,28 @@ const bridge = {
   // respond resolves a fetch event with a Response. headers is one string of
   // "name: value" lines: Go writes header names and values without newlines.
   respond(resolve, status, headers, body) {
-    const pairs = [];
-    for (const line of headers.split("\n")) {
-      const colon = line.indexOf(": ");
-      if (colon > 0) pairs.push([line.slice(0, colon), line.slice(colon + 2)]);
-    }
-    resolve(new Response(body, { status, headers: pairs }));
+    resolve(new Response(body, { status, headers: headerPairs(headers) }));
+  },
+
+  // fetch sends a request with target.fetch (the global scope, or a
+  // service binding) and resolves to [status, body text]; a timeoutMs over
+  // 0 aborts the request, its answer's body included, after that long.
+  async fetch(target, method, url, headers, body, timeoutMs) {
+    const init = { method, headers: headerPairs(headers), body };
+    if (timeoutMs > 0) init.signal = AbortSignal.timeout(timeoutMs);
+    const response = await target.fetch(url, init);
+    return [response.status, await response.text()];
   },
 };
+
+// headerPairs reads "name: value" lines into [name, value] pairs.
+function headerPairs(lines) {
+  const pairs = [];
+  for (const line of lines.split("\n")) {
+    const colon = line.indexOf(": ");
+    if (colon > 0) pairs.push([line.slice(0, colon), line.slice(colon + 2)]);
+  }
+  return pairs;
+}
 
 globalThis.__goBridge = bridge;

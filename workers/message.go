@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"time"
 )
 
 // Request is what a Handler reads of an incoming request. The types here are
@@ -71,4 +72,29 @@ type Field struct {
 // schedules work after the response.
 type Handler interface {
 	ServeWorker(ctx context.Context, r *Request) *Response
+}
+
+// PanicHandler is a Handler that answers, and reports, a panic that
+// escaped it or the bridge around it; Serve answers a plain 500 for a
+// Handler that is not one.
+type PanicHandler interface {
+	Handler
+	ServePanic(p any) *Response
+}
+
+// OutgoingRequest is a request the Worker sends (see Fetcher).
+type OutgoingRequest struct {
+	Method string
+	URL    string
+	Header []Field
+	Body   []byte
+	// Timeout bounds the whole exchange, the answer's body included; zero
+	// means none but the runtime's.
+	Timeout time.Duration
+}
+
+// OutgoingResponse is the whole answer to an OutgoingRequest.
+type OutgoingResponse struct {
+	Status int
+	Body   []byte
 }

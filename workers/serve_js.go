@@ -30,7 +30,11 @@ func Serve(newHandler func(Env) Handler) {
 			// bridge's, which would otherwise end the Go instance that every
 			// request and Durable Object call of the isolate shares.
 			defer func() {
-				if recover() != nil {
+				if p := recover(); p != nil {
+					if ph, ok := handler.(PanicHandler); ok {
+						respond(resolve, ph.ServePanic(p))
+						return
+					}
 					resolve.Invoke(jsResponse.New("internal error", map[string]any{"status": 500}))
 				}
 			}()
@@ -133,15 +137,20 @@ func copyBytes(u8 js.Value) []byte {
 // over as a string, one conversion where bytes would take two calls;
 // handlers write UTF-8.
 func respond(resolve js.Value, r *Response) {
-	var headers []byte
-	for _, f := range r.Header {
-		headers = append(append(append(append(headers, f.Name...), ": "...), f.Value...), '\n')
-	}
 	var body any
 	if len(r.Body) > 0 {
 		body = string(r.Body)
 	}
-	jsBridge.Call("respond", resolve, r.Status, string(headers), body)
+	jsBridge.Call("respond", resolve, r.Status, headerLines(r.Header), body)
+}
+
+// headerLines writes fields as bridge.mjs reads them: "name: value" lines.
+func headerLines(fields []Field) string {
+	var b []byte
+	for _, f := range fields {
+		b = append(append(append(append(b, f.Name...), ": "...), f.Value...), '\n')
+	}
+	return string(b)
 }
 
 type executionContextKey struct{}

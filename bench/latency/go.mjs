@@ -3,7 +3,7 @@
 // sets it), so that local KV and Durable Object calls take about as long as
 // real ones. Nothing in the shipped Worker changes. See bench/README.md.
 import worker, { Ledger } from "../../worker.mjs";
-import { wrap } from "../../e2e/wrapped/wrap.mjs";
+import { wrap } from "../../test/wrapped/wrap.mjs";
 
 export { Ledger };
 export default wrap(worker);

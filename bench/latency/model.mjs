@@ -6,7 +6,7 @@
 //   node bench/latency/model.mjs [-kv-read p50,p95,p99] [-kv-write ...] [-do-rtt ...] [-do-write ...]
 //
 // The defaults are bench's (bench/delays.go).
-import { sampleDelay } from "../../e2e/wrapped/wrap.mjs";
+import { sampleDelay } from "../../test/wrapped/wrap.mjs";
 
 const spec = (s) => {
   const [p50, p95 = p50, p99 = p95] = s.split(",").map(Number);

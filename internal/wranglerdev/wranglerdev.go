@@ -37,6 +37,8 @@ type Options struct {
 	StateDir string
 	// Vars are extra --var NAME:VALUE overrides.
 	Vars map[string]string
+	// CompatibilityFlags are added to the config's (--compatibility-flags).
+	CompatibilityFlags []string
 	// EnvFile, if set, is passed as --env-file: secrets such as API_TOKENS,
 	// as .dev.vars would hold them.
 	EnvFile string
@@ -99,6 +101,9 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 	}
 	for name, value := range opts.Vars {
 		args = append(args, "--var", name+":"+value)
+	}
+	for _, flag := range opts.CompatibilityFlags {
+		args = append(args, "--compatibility-flags", flag)
 	}
 	cmd, err := Command(opts.Dir, args...)
 	if err != nil {

@@ -10,15 +10,15 @@ import (
 	"github.com/edge-orders/edge-orders/kv"
 )
 
-// The doubles below wrap any kv.Store, the way testing/fstest ships MapFS
+// The doubles below wrap any kv.Namespace, the way testing/fstest ships MapFS
 // beside TestFS: the store behind them stays a real one (kv.Memory, or a
 // namespace), and they only watch, stall or fail the calls that pass. Their
-// zero values pass every call through to Store, which must be set.
+// zero values pass every call through to Namespace, which must be set.
 
-// Op names a kv.Store method.
+// Op names a kv.Namespace method.
 type Op uint8
 
-// The kv.Store methods.
+// The kv.Namespace methods.
 const (
 	OpGet Op = iota + 1
 	OpPut
@@ -37,26 +37,26 @@ func (o Op) String() string {
 	return fmt.Sprintf("Op(%d)", uint8(o))
 }
 
-// Call is one call that reached the Store behind a Recording.
+// Call is one call that reached the Namespace behind a Recording.
 type Call struct {
 	Op  Op
 	Key string
 	// Entry and Options are what a Put stored; zero for Get and Delete.
 	Entry   kv.Entry
 	Options kv.PutOptions
-	// Err is what the Store returned.
+	// Err is what the Namespace returned.
 	Err error
 }
 
 // String is the call as "Put result:k", for messages.
 func (c Call) String() string { return c.Op.String() + " " + c.Key }
 
-// Recording is a kv.Store that records every call it passes to Store, with
-// the Store's answer, so a test can tell which calls a request made and
+// Recording is a kv.Namespace that records every call it passes to Namespace, with
+// the Namespace's answer, so a test can tell which calls a request made and
 // prove that it made none. Calls are recorded as they return, so calls that
 // overlap are recorded in the order they ended.
 type Recording struct {
-	Store kv.Store
+	Namespace kv.Namespace
 
 	mu    sync.Mutex
 	calls []Call
@@ -68,23 +68,23 @@ func (r *Recording) record(c Call) {
 	r.calls = append(r.calls, c)
 }
 
-// Get implements kv.Store.
+// Get implements kv.Namespace.
 func (r *Recording) Get(ctx context.Context, key string) (kv.Entry, error) {
-	e, err := r.Store.Get(ctx, key)
+	e, err := r.Namespace.Get(ctx, key)
 	r.record(Call{Op: OpGet, Key: key, Err: err})
 	return e, err
 }
 
-// Put implements kv.Store.
+// Put implements kv.Namespace.
 func (r *Recording) Put(ctx context.Context, key string, e kv.Entry, opts kv.PutOptions) error {
-	err := r.Store.Put(ctx, key, e, opts)
+	err := r.Namespace.Put(ctx, key, e, opts)
 	r.record(Call{Op: OpPut, Key: key, Entry: e, Options: opts, Err: err})
 	return err
 }
 
-// Delete implements kv.Store.
+// Delete implements kv.Namespace.
 func (r *Recording) Delete(ctx context.Context, key string) error {
-	err := r.Store.Delete(ctx, key)
+	err := r.Namespace.Delete(ctx, key)
 	r.record(Call{Op: OpDelete, Key: key, Err: err})
 	return err
 }
@@ -141,11 +141,11 @@ type Fault struct {
 	Applied bool
 }
 
-// Faulty is a kv.Store that fails the calls its faults select and passes
-// every other call to Store. A failed call returns an error wrapping Err
+// Faulty is a kv.Namespace that fails the calls its faults select and passes
+// every other call to Namespace. A failed call returns an error wrapping Err
 // (ErrFault when nil) and naming the method and key.
 type Faulty struct {
-	Store kv.Store
+	Namespace kv.Namespace
 	// Err stands for what a real failure carries, such as the internal
 	// details a KV error holds and clients must never see.
 	Err error
@@ -189,49 +189,49 @@ func (f *Faulty) fail(op Op, key string) error {
 	return fmt.Errorf("%v %q: %w", op, key, err)
 }
 
-// Get implements kv.Store.
+// Get implements kv.Namespace.
 func (f *Faulty) Get(ctx context.Context, key string) (kv.Entry, error) {
 	if fail, _ := f.trip(OpGet, key); fail {
 		return kv.Entry{}, f.fail(OpGet, key)
 	}
-	return f.Store.Get(ctx, key)
+	return f.Namespace.Get(ctx, key)
 }
 
-// Put implements kv.Store.
+// Put implements kv.Namespace.
 func (f *Faulty) Put(ctx context.Context, key string, e kv.Entry, opts kv.PutOptions) error {
 	fail, applied := f.trip(OpPut, key)
 	if !fail {
-		return f.Store.Put(ctx, key, e, opts)
+		return f.Namespace.Put(ctx, key, e, opts)
 	}
 	if applied {
-		if err := f.Store.Put(ctx, key, e, opts); err != nil {
+		if err := f.Namespace.Put(ctx, key, e, opts); err != nil {
 			return err
 		}
 	}
 	return f.fail(OpPut, key)
 }
 
-// Delete implements kv.Store.
+// Delete implements kv.Namespace.
 func (f *Faulty) Delete(ctx context.Context, key string) error {
 	fail, applied := f.trip(OpDelete, key)
 	if !fail {
-		return f.Store.Delete(ctx, key)
+		return f.Namespace.Delete(ctx, key)
 	}
 	if applied {
-		if err := f.Store.Delete(ctx, key); err != nil {
+		if err := f.Namespace.Delete(ctx, key); err != nil {
 			return err
 		}
 	}
 	return f.fail(OpDelete, key)
 }
 
-// Hooked is a kv.Store that runs hooks around the calls it passes to Store,
+// Hooked is a kv.Namespace that runs hooks around the calls it passes to Namespace,
 // for what Faulty cannot say: hold a call until another request catches up,
 // cancel a request once a call has landed, or panic as a broken binding
 // would. Hooks run on the caller's goroutine and must be safe for the
 // concurrent calls the test makes; a nil hook does nothing.
 type Hooked struct {
-	Store kv.Store
+	Namespace kv.Namespace
 	// Before runs ahead of each call; if it returns an error, the call is
 	// not made and the error is returned.
 	Before func(op Op, key string) error
@@ -254,30 +254,30 @@ func (h *Hooked) after(op Op, key string, err error) error {
 	return h.After(op, key, err)
 }
 
-// Get implements kv.Store.
+// Get implements kv.Namespace.
 func (h *Hooked) Get(ctx context.Context, key string) (kv.Entry, error) {
 	if err := h.before(OpGet, key); err != nil {
 		return kv.Entry{}, err
 	}
-	e, err := h.Store.Get(ctx, key)
+	e, err := h.Namespace.Get(ctx, key)
 	if err = h.after(OpGet, key, err); err != nil {
 		return kv.Entry{}, err
 	}
 	return e, nil
 }
 
-// Put implements kv.Store.
+// Put implements kv.Namespace.
 func (h *Hooked) Put(ctx context.Context, key string, e kv.Entry, opts kv.PutOptions) error {
 	if err := h.before(OpPut, key); err != nil {
 		return err
 	}
-	return h.after(OpPut, key, h.Store.Put(ctx, key, e, opts))
+	return h.after(OpPut, key, h.Namespace.Put(ctx, key, e, opts))
 }
 
-// Delete implements kv.Store.
+// Delete implements kv.Namespace.
 func (h *Hooked) Delete(ctx context.Context, key string) error {
 	if err := h.before(OpDelete, key); err != nil {
 		return err
 	}
-	return h.after(OpDelete, key, h.Store.Delete(ctx, key))
+	return h.after(OpDelete, key, h.Namespace.Delete(ctx, key))
 }

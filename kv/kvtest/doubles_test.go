@@ -12,22 +12,22 @@ import (
 )
 
 // TestDoublesConform checks that each double, with nothing armed, is a
-// kv.Store that behaves like the Memory it wraps.
+// kv.Namespace that behaves like the Memory it wraps.
 func TestDoublesConform(t *testing.T) {
 	t.Run("Recording passes every call through", func(t *testing.T) {
-		kvtest.Run(t, &kvtest.Recording{Store: kv.NewMemory()}, "conformance:")
+		kvtest.Run(t, &kvtest.Recording{Namespace: kv.NewMemory()}, "conformance:")
 	})
 	t.Run("Faulty without faults passes every call through", func(t *testing.T) {
-		kvtest.Run(t, &kvtest.Faulty{Store: kv.NewMemory()}, "conformance:")
+		kvtest.Run(t, &kvtest.Faulty{Namespace: kv.NewMemory()}, "conformance:")
 	})
 	t.Run("Hooked without hooks passes every call through", func(t *testing.T) {
-		kvtest.Run(t, &kvtest.Hooked{Store: kv.NewMemory()}, "conformance:")
+		kvtest.Run(t, &kvtest.Hooked{Namespace: kv.NewMemory()}, "conformance:")
 	})
 }
 
 func TestRecording(t *testing.T) {
 	ctx := context.Background()
-	rec := &kvtest.Recording{Store: kv.NewMemory()}
+	rec := &kvtest.Recording{Namespace: kv.NewMemory()}
 	entry := kv.Entry{Value: "v", Metadata: []byte(`{"m":1}`)}
 	if err := rec.Put(ctx, "a:1", entry, kv.PutOptions{TTL: kv.MinTTL}); err != nil {
 		t.Fatal(err)
@@ -105,7 +105,7 @@ func TestFaulty(t *testing.T) {
 		name    string
 		err     error // Faulty.Err
 		fault   kvtest.Fault
-		call    func(s kv.Store) error
+		call    func(s kv.Namespace) error
 		wantErr error
 		// wantStored is whether k:1 holds a value afterwards.
 		wantStored bool
@@ -113,34 +113,34 @@ func TestFaulty(t *testing.T) {
 		{
 			name:    "failed Get returns ErrFault",
 			fault:   kvtest.Fault{Op: kvtest.OpGet},
-			call:    func(s kv.Store) error { _, err := s.Get(ctx, "k:1"); return err },
+			call:    func(s kv.Namespace) error { _, err := s.Get(ctx, "k:1"); return err },
 			wantErr: kvtest.ErrFault,
 		},
 		{
 			name:    "failed Put wraps Err and stores nothing",
 			err:     errUpstream,
 			fault:   kvtest.Fault{Op: kvtest.OpPut, Prefix: "k:"},
-			call:    func(s kv.Store) error { return s.Put(ctx, "k:1", kv.Entry{Value: "v"}, kv.PutOptions{}) },
+			call:    func(s kv.Namespace) error { return s.Put(ctx, "k:1", kv.Entry{Value: "v"}, kv.PutOptions{}) },
 			wantErr: errUpstream,
 		},
 		{
 			name:       "applied Put fails but lands",
 			fault:      kvtest.Fault{Op: kvtest.OpPut, Applied: true},
-			call:       func(s kv.Store) error { return s.Put(ctx, "k:1", kv.Entry{Value: "v"}, kv.PutOptions{}) },
+			call:       func(s kv.Namespace) error { return s.Put(ctx, "k:1", kv.Entry{Value: "v"}, kv.PutOptions{}) },
 			wantErr:    kvtest.ErrFault,
 			wantStored: true,
 		},
 		{
 			name:  "fault on another prefix passes the call",
 			fault: kvtest.Fault{Op: kvtest.OpPut, Prefix: "other:"},
-			call:  func(s kv.Store) error { return s.Put(ctx, "k:1", kv.Entry{Value: "v"}, kv.PutOptions{}) },
+			call:  func(s kv.Namespace) error { return s.Put(ctx, "k:1", kv.Entry{Value: "v"}, kv.PutOptions{}) },
 			// The Put goes through.
 			wantStored: true,
 		},
 		{
 			name:  "fault on another method passes the call",
 			fault: kvtest.Fault{Op: kvtest.OpDelete},
-			call:  func(s kv.Store) error { return s.Put(ctx, "k:1", kv.Entry{Value: "v"}, kv.PutOptions{}) },
+			call:  func(s kv.Namespace) error { return s.Put(ctx, "k:1", kv.Entry{Value: "v"}, kv.PutOptions{}) },
 			// The Put goes through.
 			wantStored: true,
 		},
@@ -148,7 +148,7 @@ func TestFaulty(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			mem := kv.NewMemory()
-			f := &kvtest.Faulty{Store: mem, Err: tc.err}
+			f := &kvtest.Faulty{Namespace: mem, Err: tc.err}
 			f.Set(tc.fault)
 			err := tc.call(f)
 			if !errors.Is(err, tc.wantErr) || (tc.wantErr == nil) != (err == nil) {
@@ -161,7 +161,7 @@ func TestFaulty(t *testing.T) {
 	}
 
 	t.Run("Nth fails only that call and Set restarts the count", func(t *testing.T) {
-		f := &kvtest.Faulty{Store: kv.NewMemory()}
+		f := &kvtest.Faulty{Namespace: kv.NewMemory()}
 		f.Set(kvtest.Fault{Op: kvtest.OpDelete, Nth: 2})
 		var got []bool
 		for range 3 {
@@ -180,7 +180,7 @@ func TestFaulty(t *testing.T) {
 		}
 	})
 	t.Run("error names the method and key", func(t *testing.T) {
-		f := &kvtest.Faulty{Store: kv.NewMemory()}
+		f := &kvtest.Faulty{Namespace: kv.NewMemory()}
 		f.Set(kvtest.Fault{Op: kvtest.OpGet})
 		_, err := f.Get(ctx, "k:1")
 		if got, want := err.Error(), `Get "k:1": `+kvtest.ErrFault.Error(); got != want {
@@ -193,8 +193,8 @@ func TestHooked(t *testing.T) {
 	ctx := context.Background()
 	errRefused := errors.New("refused")
 	t.Run("Before's error is returned without the call", func(t *testing.T) {
-		rec := &kvtest.Recording{Store: kv.NewMemory()}
-		h := &kvtest.Hooked{Store: rec, Before: func(op kvtest.Op, key string) error {
+		rec := &kvtest.Recording{Namespace: kv.NewMemory()}
+		h := &kvtest.Hooked{Namespace: rec, Before: func(op kvtest.Op, key string) error {
 			if op == kvtest.OpPut {
 				return errRefused
 			}
@@ -213,7 +213,7 @@ func TestHooked(t *testing.T) {
 	t.Run("After sees the call's result and decides the error", func(t *testing.T) {
 		mem := kv.NewMemory()
 		var seen []string
-		h := &kvtest.Hooked{Store: mem, After: func(op kvtest.Op, key string, err error) error {
+		h := &kvtest.Hooked{Namespace: mem, After: func(op kvtest.Op, key string, err error) error {
 			seen = append(seen, op.String()+" "+key)
 			if op == kvtest.OpDelete {
 				return errRefused

@@ -1,5 +1,5 @@
-// Package kvtest checks that a kv.Store behaves like Workers KV, and wraps
-// any kv.Store in test doubles that record, fail or hook its calls.
+// Package kvtest checks that a kv.Namespace behaves like Workers KV, and wraps
+// any kv.Namespace in test doubles that record, fail or hook its calls.
 package kvtest
 
 import (
@@ -12,11 +12,11 @@ import (
 	"github.com/edge-orders/edge-orders/kv"
 )
 
-// Run checks s against the behaviour every kv.Store must share with Workers KV:
+// Run checks s against the behaviour every kv.Namespace must share with Workers KV:
 // missing keys, round trips with metadata, overwrites, deletes, and the limits
 // KV enforces. Keys it writes start with prefix, so that runs against a
 // persistent store do not collide.
-func Run(t *testing.T, s kv.Store, prefix string) {
+func Run(t *testing.T, s kv.Namespace, prefix string) {
 	ctx := context.Background()
 	key := func(name string) string { return prefix + name }
 

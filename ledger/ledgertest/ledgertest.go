@@ -36,8 +36,8 @@ func Run(t *testing.T, s intake.Store, prefix string, advance func(d time.Durati
 	claim := func(token, fp string) intake.Claim {
 		return intake.Claim{Token: token, Fingerprint: fp, Lease: time.Minute}
 	}
-	receipt := func(body, fp string) intake.Receipt {
-		return intake.Receipt{Body: []byte(body), Fingerprint: fp, TTL: time.Hour}
+	receipt := func(body, fp string) intake.Result {
+		return intake.Result{Body: []byte(body), Fingerprint: fp, TTL: time.Hour}
 	}
 	mustBegin := func(t *testing.T, key intake.Key, c intake.Claim, want intake.State) intake.Record {
 		t.Helper()
@@ -61,7 +61,7 @@ func Run(t *testing.T, s intake.Store, prefix string, advance func(d time.Durati
 		}
 		return rec
 	}
-	mustCommit := func(t *testing.T, key intake.Key, c intake.Claim, r intake.Receipt) {
+	mustCommit := func(t *testing.T, key intake.Key, c intake.Claim, r intake.Result) {
 		t.Helper()
 		if err := s.Commit(ctx, key, c, r); err != nil {
 			t.Fatalf("Commit(%s): %v", c.Token, err)
@@ -95,8 +95,8 @@ func Run(t *testing.T, s intake.Store, prefix string, advance func(d time.Durati
 		body := `{"orderId":"1","symbol":"ü 😀 \u2028"}`
 		mustCommit(t, key, c, receipt(body, "fp-a"))
 		for _, rec := range []intake.Record{mustLookup(t, key, intake.Stored), mustBegin(t, key, claim("b", "fp-b"), intake.Stored)} {
-			if string(rec.Receipt) != body || rec.Fingerprint != "fp-a" {
-				t.Fatalf("got %q %q, want %q fp-a", rec.Receipt, rec.Fingerprint, body)
+			if string(rec.Body) != body || rec.Fingerprint != "fp-a" {
+				t.Fatalf("got %q %q, want %q fp-a", rec.Body, rec.Fingerprint, body)
 			}
 		}
 	})
@@ -107,8 +107,8 @@ func Run(t *testing.T, s intake.Store, prefix string, advance func(d time.Durati
 		mustBegin(t, key, c, intake.Claimed)
 		mustCommit(t, key, c, receipt("first", "fp"))
 		mustCommit(t, key, c, receipt("second", "fp"))
-		if rec := mustLookup(t, key, intake.Stored); string(rec.Receipt) != "first" {
-			t.Fatalf("receipt = %q, want the first commit's", rec.Receipt)
+		if rec := mustLookup(t, key, intake.Stored); string(rec.Body) != "first" {
+			t.Fatalf("receipt = %q, want the first commit's", rec.Body)
 		}
 	})
 
@@ -195,7 +195,7 @@ func Run(t *testing.T, s intake.Store, prefix string, advance func(d time.Durati
 		mustBegin(t, taken, short, intake.Claimed)
 		mustBegin(t, slow, short, intake.Claimed)
 		mustBegin(t, expiring, claim("a", "fp"), intake.Claimed)
-		mustCommit(t, expiring, claim("a", "fp"), intake.Receipt{Body: []byte("old"), Fingerprint: "fp", TTL: ShortTTL})
+		mustCommit(t, expiring, claim("a", "fp"), intake.Result{Body: []byte("old"), Fingerprint: "fp", TTL: ShortTTL})
 		advance(pastShort)
 
 		t.Run("an expired claim is taken over and its holder's commit refused", func(t *testing.T) {
@@ -205,8 +205,8 @@ func Run(t *testing.T, s intake.Store, prefix string, advance func(d time.Durati
 				t.Fatalf("commit after the takeover = %v, want ErrLostClaim", err)
 			}
 			mustCommit(t, taken, claim("b", "fp"), receipt("new", "fp"))
-			if rec := mustLookup(t, taken, intake.Stored); string(rec.Receipt) != "new" {
-				t.Fatalf("receipt = %q, want the new holder's", rec.Receipt)
+			if rec := mustLookup(t, taken, intake.Stored); string(rec.Body) != "new" {
+				t.Fatalf("receipt = %q, want the new holder's", rec.Body)
 			}
 		})
 
@@ -218,8 +218,8 @@ func Run(t *testing.T, s intake.Store, prefix string, advance func(d time.Durati
 		t.Run("an expired receipt is never served and its key is new again", func(t *testing.T) {
 			mustLookup(t, expiring, intake.Absent)
 			rec := mustBegin(t, expiring, claim("b", "fp"), intake.Claimed)
-			if rec.Receipt != nil {
-				t.Fatalf("Begin after expiry returned receipt %q", rec.Receipt)
+			if rec.Body != nil {
+				t.Fatalf("Begin after expiry returned receipt %q", rec.Body)
 			}
 		})
 	})

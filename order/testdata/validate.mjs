@@ -1,6 +1,6 @@
 // The TypeScript reference Worker's validate(), as JavaScript: the one copy
 // of the oracle that order/testdata/parity.mjs (under node, for go test
-// ./order/) and bench/reference/worker.js (bundled by wrangler) both import.
+// ./order/) and test/reference/port/worker.js (bundled by wrangler) both import.
 //
 // It returns {symbol, side, quantity} for a body that is a valid order and
 // null for anything else, with JavaScript's typeof and Number.isInteger.

@@ -11,13 +11,13 @@ import (
 )
 
 // TestParityWithJavaScriptInWorkerd sends the same tricky bodies to the Go
-// Worker and to bench/reference, a JavaScript Worker with the reference's
+// Worker and to test/reference/port, a JavaScript Worker with the reference's
 // validation, both in workerd, and checks they accept the same bodies and
 // write the same receipts (apart from orderId and acceptedAt).
 func TestParityWithJavaScriptInWorkerd(t *testing.T) {
 	requireWorker(t)
 	w := kvWorker
-	js := startWorker(t, "reference", wranglerdev.Options{Config: "bench/reference/wrangler.toml"})
+	js := startWorker(t, "reference", wranglerdev.Options{Config: "test/reference/port/wrangler.toml"})
 	bodies := []string{
 		validOrder,
 		"\xef\xbb\xbf" + validOrder, // a BOM: kept by workerd at the compatibility date, so JSON.parse fails

@@ -11,11 +11,18 @@ import (
 	"github.com/edge-orders/edge-orders/internal/wranglerdev"
 )
 
-// startWrapped serves the Worker in mode through e2e/wrapped/entry.mjs,
+// startWrapped serves the Worker in mode through test/wrapped/entry.mjs,
 // whose bindings delay or fail calls as vars say.
 func startWrapped(t *testing.T, mode string, vars map[string]string) *target {
 	t.Helper()
-	return startWorker(t, mode, wranglerdev.Options{Script: "e2e/wrapped/entry.mjs", Vars: vars})
+	return startWorker(t, mode, wrappedOptions(wranglerdev.Options{Vars: vars}))
+}
+
+// wrappedOptions serves opts's Worker through test/wrapped/entry.mjs.
+func wrappedOptions(opts wranglerdev.Options) wranglerdev.Options {
+	opts.Script = "test/wrapped/entry.mjs"
+	opts.CompatibilityFlags = append(opts.CompatibilityFlags, "nodejs_als")
+	return opts
 }
 
 // TestInFlightDuplicate holds a key in flight for about 3 s, by slowing

@@ -16,12 +16,12 @@ import (
 	"github.com/edge-orders/edge-orders/order"
 )
 
-// TestKVStoreLayout checks a stored order in the reference's layout:
+// TestKVLifecycleLayout checks a stored order in the reference's layout:
 // result:<key> holds exactly the receipt, its metadata exactly the
 // fingerprint, and the claim under pending:<key> is left to expire with its
 // lease: no delete.
-func TestKVStoreLayout(t *testing.T) {
-	h := newHarness(t, intake.Options{}, intake.KVOptions{})
+func TestKVLifecycleLayout(t *testing.T) {
+	h := newHarness(t, intake.Options{})
 	out, err := h.submit("k", validBody)
 	if err != nil {
 		t.Fatal(err)
@@ -48,10 +48,10 @@ func TestKVStoreLayout(t *testing.T) {
 	}
 }
 
-// TestKVStoreMetadata checks the fingerprint's round trip through a
+// TestKVLifecycleMetadata checks the fingerprint's round trip through a
 // receipt's metadata, and that metadata that is not ours means no
 // fingerprint.
-func TestKVStoreMetadata(t *testing.T) {
+func TestKVLifecycleMetadata(t *testing.T) {
 	ctx := context.Background()
 	t.Run("fingerprints round trip", func(t *testing.T) {
 		for _, fp := range []string{
@@ -60,8 +60,8 @@ func TestKVStoreMetadata(t *testing.T) {
 			"é\u2028<&>",
 		} {
 			mem := kv.NewMemory()
-			s := intake.NewKVStore(mem, nil)
-			r := intake.Receipt{Body: []byte(`{"orderId":"x"}`), Fingerprint: fp, TTL: time.Hour}
+			s := kv.NewStore(mem, nil)
+			r := intake.Result{Body: []byte(`{"orderId":"x"}`), Fingerprint: fp, TTL: time.Hour}
 			if err := s.Commit(ctx, key("k"), intake.Claim{}, r); err != nil {
 				t.Fatalf("Commit: %v", err)
 			}
@@ -69,15 +69,15 @@ func TestKVStoreMetadata(t *testing.T) {
 			if err != nil {
 				t.Fatalf("Lookup: %v", err)
 			}
-			if rec.State != intake.Stored || rec.Fingerprint != fp || !bytes.Equal(rec.Receipt, r.Body) {
+			if rec.State != intake.Stored || rec.Fingerprint != fp || !bytes.Equal(rec.Body, r.Body) {
 				t.Errorf("Lookup after storing fingerprint %q = %+v, want Stored with the fingerprint and receipt", fp, rec)
 			}
 		}
 	})
 	t.Run("an empty fingerprint is stored without metadata", func(t *testing.T) {
 		mem := kv.NewMemory()
-		s := intake.NewKVStore(mem, nil)
-		if err := s.Commit(ctx, key("k"), intake.Claim{}, intake.Receipt{Body: []byte(`{}`), TTL: time.Hour}); err != nil {
+		s := kv.NewStore(mem, nil)
+		if err := s.Commit(ctx, key("k"), intake.Claim{}, intake.Result{Body: []byte(`{}`), TTL: time.Hour}); err != nil {
 			t.Fatalf("Commit: %v", err)
 		}
 		e, err := mem.Get(ctx, "result:k")
@@ -112,20 +112,20 @@ func TestKVStoreMetadata(t *testing.T) {
 			if err := mem.Put(ctx, "result:k", e, kv.PutOptions{}); err != nil {
 				t.Fatal(err)
 			}
-			rec, err := intake.NewKVStore(mem, nil).Lookup(ctx, key("k"))
+			rec, err := kv.NewStore(mem, nil).Lookup(ctx, key("k"))
 			if err != nil {
 				t.Fatalf("Lookup: %v", err)
 			}
-			if rec.State != intake.Stored || rec.Fingerprint != tc.want || string(rec.Receipt) != e.Value {
+			if rec.State != intake.Stored || rec.Fingerprint != tc.want || string(rec.Body) != e.Value {
 				t.Errorf("Lookup = %+v, want Stored %s with fingerprint %q", rec, e.Value, tc.want)
 			}
 		})
 	}
 }
 
-// TestKVStoreStates checks what Begin and Lookup find in each state, and
+// TestKVLifecycleStates checks what Begin and Lookup find in each state, and
 // that Begin alone writes, and only when it claims.
-func TestKVStoreStates(t *testing.T) {
+func TestKVLifecycleStates(t *testing.T) {
 	ctx := context.Background()
 	claim := intake.Claim{Token: "t1", Lease: 90 * time.Second}
 	tests := []struct {
@@ -146,7 +146,7 @@ func TestKVStoreStates(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			h := newHarness(t, intake.Options{}, intake.KVOptions{})
+			h := newHarness(t, intake.Options{})
 			tc.setup(t, h)
 			found, err := h.store.Lookup(ctx, key("k"))
 			if err != nil || found.State != tc.wantFound {
@@ -157,7 +157,7 @@ func TestKVStoreStates(t *testing.T) {
 			if err != nil || rec.State != tc.wantBegin {
 				t.Fatalf("Begin = %+v, %v; want state %v", rec, err, tc.wantBegin)
 			}
-			if tc.wantBegin == intake.Stored && (string(rec.Receipt) != "r" || rec.Fingerprint != "f") {
+			if tc.wantBegin == intake.Stored && (string(rec.Body) != "r" || rec.Fingerprint != "f") {
 				t.Errorf("Begin = %+v, want the stored receipt r with fingerprint f", rec)
 			}
 			puts := h.rec.Filter(kvtest.OpPut, "")
@@ -183,11 +183,11 @@ func TestKVStoreStates(t *testing.T) {
 	}
 }
 
-// TestKVStoreLookupPanic checks that a panic in the claim lookup, which
+// TestKVLifecycleLookupPanic checks that a panic in the claim lookup, which
 // runs on its own goroutine, reaches the caller's goroutine, where the
 // HTTP layer recovers it, instead of killing the instance.
-func TestKVStoreLookupPanic(t *testing.T) {
-	h := newHarness(t, intake.Options{}, intake.KVOptions{})
+func TestKVLifecycleLookupPanic(t *testing.T) {
+	h := newHarness(t, intake.Options{})
 	h.hooks.Before = func(op kvtest.Op, k string) error {
 		if strings.HasPrefix(k, "pending:") {
 			panic("kv: binding exploded")
@@ -203,7 +203,7 @@ func TestKVStoreLookupPanic(t *testing.T) {
 	t.Errorf("Lookup returned, want it to panic")
 }
 
-func TestKVStoreClaimTTL(t *testing.T) {
+func TestKVLifecycleClaimTTL(t *testing.T) {
 	tests := []struct {
 		name       string
 		pendingTTL time.Duration
@@ -217,7 +217,7 @@ func TestKVStoreClaimTTL(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			h := newHarness(t, intake.Options{PendingTTL: tc.pendingTTL}, intake.KVOptions{})
+			h := newHarness(t, intake.Options{PendingTTL: tc.pendingTTL})
 			out, err := h.submit("k", validBody)
 			if !errors.Is(err, tc.wantErr) {
 				t.Fatalf("Submit error = %v, want %v", err, tc.wantErr)
@@ -253,11 +253,11 @@ func TestKVStoreClaimTTL(t *testing.T) {
 	}
 }
 
-// TestKVStoreClaimExpires shows the claim really carries its TTL: a request
+// TestKVLifecycleClaimExpires shows the claim really carries its TTL: a request
 // that died after claiming blocks its key for PendingTTL and no longer.
-func TestKVStoreClaimExpires(t *testing.T) {
+func TestKVLifecycleClaimExpires(t *testing.T) {
 	// The receipt is deleted below, from KV only; the claim stays.
-	h := newHarness(t, intake.Options{CachedReceipts: -1}, intake.KVOptions{})
+	h := newHarness(t, intake.Options{CachedReceipts: -1})
 	if _, err := h.submit("k", validBody); err != nil {
 		t.Fatalf("Submit: %v", err)
 	}
@@ -274,11 +274,12 @@ func TestKVStoreClaimExpires(t *testing.T) {
 	}
 }
 
-// TestKVStoreDefer checks that Commit leaves a claim to expire when its
-// lease ends before the receipt's TTL, releases it through KVOptions.Defer,
-// with the request's context, when it would outlive the receipt, and that
-// every other release happens before Submit returns.
-func TestKVStoreDefer(t *testing.T) {
+// TestKVLifecycleReleasesAfterCommit checks the reference's check, claim,
+// write, release: with ReleaseAfterCommit the claim is deleted through
+// Options.Defer, with the request's context, after the response; every
+// other release happens before Submit returns; and without it the claim is
+// left to expire.
+func TestKVLifecycleReleasesAfterCommit(t *testing.T) {
 	type deferred struct {
 		ctx  context.Context
 		task func(context.Context)
@@ -287,21 +288,34 @@ func TestKVStoreDefer(t *testing.T) {
 	deferTask := func(ctx context.Context, task func(context.Context)) {
 		tasks = append(tasks, deferred{ctx, task})
 	}
-	h := newHarness(t, intake.Options{}, intake.KVOptions{Defer: deferTask})
+	h := newHarness(t, intake.Options{ReleaseAfterCommit: true, Defer: deferTask})
 	type ctxKey struct{}
 	ctx := context.WithValue(context.Background(), ctxKey{}, "request")
 
-	t.Run("success leaves the claim to expire", func(t *testing.T) {
+	t.Run("success releases the claim after the response", func(t *testing.T) {
 		out, err := h.svc.Submit(ctx, key("ok"), []byte(validBody))
 		if err != nil {
 			t.Fatalf("Submit: %v", err)
 		}
 		h.wantReceiptStored(t, "ok", out.Receipt)
-		if len(tasks) != 0 {
-			t.Errorf("deferred tasks = %d, want 0", len(tasks))
+		if got, want := len(tasks), 1; got != want {
+			t.Fatalf("deferred tasks = %d, want %d", got, want)
+		}
+		if got := tasks[0].ctx.Value(ctxKey{}); got != "request" {
+			t.Errorf("Defer ctx value = %v, want the request's context", got)
 		}
 		if _, ok := h.stored(t, "pending:ok"); !ok {
-			t.Errorf("pending:ok gone, want it left to expire")
+			t.Fatalf("pending:ok gone before the deferred task ran; want the release deferred, not inline")
+		}
+		h.faulty.Set(kvtest.Fault{Op: kvtest.OpDelete, Prefix: "pending:", Nth: 1})
+		tasks[0].task(context.Background())
+		if got := h.releaseErrors(); len(got) != 1 || !errors.Is(got[0].err, errStorage) {
+			t.Errorf("OnReleaseError calls = %v, want 1 with the storage error", got)
+		}
+		h.faulty.Set()
+		tasks[0].task(context.Background())
+		if _, ok := h.stored(t, "pending:ok"); ok {
+			t.Errorf("pending:ok still stored after the deferred task ran")
 		}
 	})
 	t.Run("replay defers nothing", func(t *testing.T) {
@@ -325,50 +339,25 @@ func TestKVStoreDefer(t *testing.T) {
 			t.Errorf("pending:bad still stored; want it released before Submit returns")
 		}
 	})
-	t.Run("a claim that expires with the receipt is left to expire", func(t *testing.T) {
+	t.Run("without ReleaseAfterCommit the claim is left to expire", func(t *testing.T) {
 		tasks = nil
-		h := newHarness(t, intake.Options{ResultTTL: time.Hour, PendingTTL: time.Hour}, intake.KVOptions{Defer: deferTask})
-		if _, err := h.svc.Submit(ctx, key("same"), []byte(validBody)); err != nil {
+		h := newHarness(t, intake.Options{Defer: deferTask})
+		if _, err := h.svc.Submit(ctx, key("kept"), []byte(validBody)); err != nil {
 			t.Fatalf("Submit: %v", err)
 		}
 		if len(tasks) != 0 {
 			t.Errorf("deferred tasks = %d, want 0", len(tasks))
 		}
-	})
-	t.Run("a claim that would outlive the receipt is released after the response", func(t *testing.T) {
-		tasks = nil
-		h := newHarness(t, intake.Options{ResultTTL: time.Minute, PendingTTL: time.Hour}, intake.KVOptions{Defer: deferTask})
-		out, err := h.svc.Submit(ctx, key("long"), []byte(validBody))
-		if err != nil {
-			t.Fatalf("Submit: %v", err)
-		}
-		h.wantReceiptStored(t, "long", out.Receipt)
-		if got, want := len(tasks), 1; got != want {
-			t.Fatalf("deferred tasks = %d, want %d", got, want)
-		}
-		if got := tasks[0].ctx.Value(ctxKey{}); got != "request" {
-			t.Errorf("Defer ctx value = %v, want the request's context", got)
-		}
-		if _, ok := h.stored(t, "pending:long"); !ok {
-			t.Fatalf("pending:long gone before the deferred task ran; want the release deferred, not inline")
-		}
-		h.faulty.Set(kvtest.Fault{Op: kvtest.OpDelete, Prefix: "pending:", Nth: 1})
-		tasks[0].task(context.Background())
-		if got := h.releaseErrors(); len(got) != 1 || !errors.Is(got[0].err, errStorage) {
-			t.Errorf("OnReleaseError calls = %v, want 1 with the storage error", got)
-		}
-		h.faulty.Set()
-		tasks[0].task(context.Background())
-		if _, ok := h.stored(t, "pending:long"); ok {
-			t.Errorf("pending:long still stored after the deferred task ran")
+		if _, ok := h.stored(t, "pending:kept"); !ok {
+			t.Errorf("pending:kept gone, want it left to expire")
 		}
 	})
 }
 
-// TestKVStoreReplaysReferenceReceipt checks that receipts the TypeScript
+// TestKVLifecycleReplaysReferenceReceipt checks that receipts the TypeScript
 // Worker stored in a shared namespace (a bare JSON value, no metadata) are
 // replayed as they are, byte for byte.
-func TestKVStoreReplaysReferenceReceipt(t *testing.T) {
+func TestKVLifecycleReplaysReferenceReceipt(t *testing.T) {
 	tests := []struct {
 		name        string
 		stored      string
@@ -381,7 +370,7 @@ func TestKVStoreReplaysReferenceReceipt(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			h := newHarness(t, intake.Options{}, intake.KVOptions{})
+			h := newHarness(t, intake.Options{})
 			h.put(t, "result:ts", kv.Entry{Value: tc.stored}, 24*time.Hour)
 			out, err := h.submit("ts", validBody)
 			if err != nil {
@@ -398,10 +387,10 @@ func TestKVStoreReplaysReferenceReceipt(t *testing.T) {
 	}
 }
 
-// TestKVStoreReferenceReceiptIgnoresBody checks that receipts stored without
+// TestKVLifecycleReferenceReceiptIgnoresBody checks that receipts stored without
 // a fingerprint, as the TypeScript Worker stores them, replay as they did.
-func TestKVStoreReferenceReceiptIgnoresBody(t *testing.T) {
-	h := newHarness(t, intake.Options{}, intake.KVOptions{})
+func TestKVLifecycleReferenceReceiptIgnoresBody(t *testing.T) {
+	h := newHarness(t, intake.Options{})
 	stored := `{"orderId":"r1","status":"accepted","symbol":"AAPL","side":"buy","quantity":10,"acceptedAt":"2024-01-02T03:04:05.678Z"}`
 	h.put(t, "result:k", kv.Entry{Value: stored}, 0)
 	for _, body := range []string{validBody, `{"symbol":"MSFT","side":"sell","quantity":1}`, `not json`} {
@@ -412,19 +401,19 @@ func TestKVStoreReferenceReceiptIgnoresBody(t *testing.T) {
 	}
 }
 
-// TestKVStoreTwoInstancesCanBothPlace documents the limit of the claim over
+// TestKVLifecycleTwoInstancesCanBothPlace documents the limit of the claim over
 // KV: it is exclusive within one Service, but two instances (two isolates)
 // that both check the claim before either writes it both place an order,
 // as KV has no compare-and-swap. The later receipt wins; the earlier client
 // holds a receipt that is no longer stored. If this test starts failing,
 // the claim has become atomic across instances: update it and the package
 // docs.
-func TestKVStoreTwoInstancesCanBothPlace(t *testing.T) {
+func TestKVLifecycleTwoInstancesCanBothPlace(t *testing.T) {
 	mem := kv.NewMemory()
 	// Each instance holds its claim until the other has reached its claim
 	// too, that is until both have looked the key up and found it free.
-	gate := func(mine, theirs chan struct{}) kv.Store {
-		return &kvtest.Hooked{Store: mem, Before: func(op kvtest.Op, k string) error {
+	gate := func(mine, theirs chan struct{}) kv.Namespace {
+		return &kvtest.Hooked{Namespace: mem, Before: func(op kvtest.Op, k string) error {
 			if op == kvtest.OpPut && strings.HasPrefix(k, "pending:") {
 				close(mine)
 				<-theirs
@@ -434,8 +423,8 @@ func TestKVStoreTwoInstancesCanBothPlace(t *testing.T) {
 	}
 	a, b := make(chan struct{}), make(chan struct{})
 	opts := intake.Options{ResultTTL: config.DefaultResultTTL, PendingTTL: config.DefaultPendingTTL}
-	svcA := intake.New(intake.NewKVStore(gate(a, b), nil), opts)
-	svcB := intake.New(intake.NewKVStore(gate(b, a), nil), opts)
+	svcA := intake.New(kv.NewStore(gate(a, b), nil), opts)
+	svcB := intake.New(kv.NewStore(gate(b, a), nil), opts)
 	var outA, outB intake.Outcome
 	var errA, errB error
 	var wg sync.WaitGroup

@@ -17,7 +17,7 @@ import (
 
 // TestConformanceInWorkerd runs the store packages' checks, compiled to
 // wasm, inside workerd: kv's against its local KV, ledger's against the
-// real Ledger Durable Object (see e2e/conformance).
+// real Ledger Durable Object (see test/conformance).
 func TestConformanceInWorkerd(t *testing.T) {
 	requireWorker(t)
 	for _, pkg := range []string{"kv", "ledger"} {
@@ -34,7 +34,7 @@ func TestConformanceInWorkerd(t *testing.T) {
 	}
 	srv, err := wranglerdev.Start(context.Background(), wranglerdev.Options{
 		Dir:    root,
-		Config: filepath.Join("e2e", "conformance", "wrangler.toml"),
+		Config: filepath.Join("test", "conformance", "wrangler.toml"),
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -13,14 +13,14 @@ import (
 // (Client).
 type calls interface {
 	claim(ctx context.Context, key intake.Key, c intake.Claim) (intake.Record, error)
-	commit(ctx context.Context, key intake.Key, c intake.Claim, r intake.Receipt) error
+	commit(ctx context.Context, key intake.Key, c intake.Claim, r intake.Result) error
 	release(ctx context.Context, key intake.Key, c intake.Claim) error
 	lookup(ctx context.Context, key intake.Key) (intake.Record, error)
 }
 
-// store is the intake.Store over calls, with what every way of reaching
+// adapter is the intake.Store over calls, with what every way of reaching
 // the object shares.
-type store struct{ calls calls }
+type adapter struct{ calls calls }
 
 // Begin implements intake.Store. A claim whose answer was lost may still
 // have been taken, and would block the key for its whole lease: on an
@@ -28,7 +28,7 @@ type store struct{ calls calls }
 // (unless the object said it is overloaded: then nothing was taken, and
 // another call only adds load). A claim the rate limit refuses is
 // released too.
-func (s store) Begin(ctx context.Context, key intake.Key, c intake.Claim) (intake.Record, error) {
+func (s adapter) Begin(ctx context.Context, key intake.Key, c intake.Claim) (intake.Record, error) {
 	rec, err := s.calls.claim(ctx, key, c)
 	if err != nil {
 		var jsErr *workers.Error
@@ -47,7 +47,7 @@ func (s store) Begin(ctx context.Context, key intake.Key, c intake.Claim) (intak
 
 // releaseAfter releases c after err, and returns err with the release's own
 // failure, if any, said too.
-func (s store) releaseAfter(ctx context.Context, key intake.Key, c intake.Claim, err error) error {
+func (s adapter) releaseAfter(ctx context.Context, key intake.Key, c intake.Claim, err error) error {
 	if rerr := s.calls.release(context.WithoutCancel(ctx), key, c); rerr != nil {
 		return errs.Wrap(err, err.Error()+" (and releasing the claim: "+rerr.Error()+")")
 	}
@@ -55,16 +55,16 @@ func (s store) releaseAfter(ctx context.Context, key intake.Key, c intake.Claim,
 }
 
 // Commit implements intake.Store.
-func (s store) Commit(ctx context.Context, key intake.Key, c intake.Claim, r intake.Receipt) error {
+func (s adapter) Commit(ctx context.Context, key intake.Key, c intake.Claim, r intake.Result) error {
 	return s.calls.commit(ctx, key, c, r)
 }
 
 // Release implements intake.Store.
-func (s store) Release(ctx context.Context, key intake.Key, c intake.Claim) error {
+func (s adapter) Release(ctx context.Context, key intake.Key, c intake.Claim) error {
 	return s.calls.release(ctx, key, c)
 }
 
 // Lookup implements intake.Store.
-func (s store) Lookup(ctx context.Context, key intake.Key) (intake.Record, error) {
+func (s adapter) Lookup(ctx context.Context, key intake.Key) (intake.Record, error) {
 	return s.calls.lookup(ctx, key)
 }

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -33,12 +34,28 @@ func chaosSetting(name, def string) string {
 	return def
 }
 
-// wrappedStats is what e2e/wrapped's stats path answers.
+// wrappedStats is what test/wrapped's stats path answers.
 type wrappedStats struct {
-	Calls        int   `json:"calls"`
-	FaultsBefore int   `json:"faultsBefore"`
-	FaultsAfter  int   `json:"faultsAfter"`
-	MemoryBytes  int64 `json:"memoryBytes"`
+	Calls             int   `json:"calls"`
+	FaultsBefore      int   `json:"faultsBefore"`
+	FaultsAfter       int   `json:"faultsAfter"`
+	Disconnects       int   `json:"disconnects"`
+	CancelledRequests int   `json:"cancelledRequests"`
+	MemoryBytes       int64 `json:"memoryBytes"`
+}
+
+// setFaultRate changes the share of storage calls that fail, as
+// WRAP_FAULT_RATE sets it at the start.
+func (w *target) setFaultRate(t *testing.T, rate float64) {
+	t.Helper()
+	resp, err := httpClient.Post(w.URL()+"/__wrapped/settings", "application/json", strings.NewReader(fmt.Sprintf(`{"faultRate":%v}`, rate)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Fatalf("setting the fault rate: %s", resp.Status)
+	}
 }
 
 func (w *target) wrappedStats(t *testing.T) wrappedStats {

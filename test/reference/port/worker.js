@@ -6,7 +6,7 @@
 // console line costs about as much as a KV read, so a yardstick that skipped
 // it would measure logging, not the Workers.
 // validate() is the reference's own, shared with the Go parity test (one copy).
-import { validate } from "../../order/testdata/validate.mjs";
+import { validate } from "../../../order/testdata/validate.mjs";
 
 const RESULT_TTL = 86400;
 const PENDING_TTL = 60; // KV's minimum

@@ -14,14 +14,14 @@ import (
 )
 
 // TestNamespaceConformance runs the store checks against a real KV namespace.
-// It runs inside workerd (e2e/conformance), whose entry publishes the
+// It runs inside workerd (test/conformance), whose entry publishes the
 // ORDERS binding as globalThis.ORDERS; elsewhere there is no namespace.
 func TestNamespaceConformance(t *testing.T) {
 	ns := js.Global().Get("ORDERS")
 	if ns.Type() != js.TypeObject {
-		t.Skip("no KV namespace: run through e2e/conformance in wrangler dev")
+		t.Skip("no KV namespace: run through test/conformance in wrangler dev")
 	}
-	kvtest.Run(t, kv.NewNamespace(ns), "conformance:")
+	kvtest.Run(t, kv.NewBinding(ns), "conformance:")
 }
 
 // TestNamespaceKVRefusesWhatStoresRefuse pins the KV facts the stores model, by
@@ -30,7 +30,7 @@ func TestNamespaceConformance(t *testing.T) {
 func TestNamespaceKVRefusesWhatStoresRefuse(t *testing.T) {
 	ns := js.Global().Get("ORDERS")
 	if ns.Type() != js.TypeObject {
-		t.Skip("no KV namespace: run through e2e/conformance in wrangler dev")
+		t.Skip("no KV namespace: run through test/conformance in wrangler dev")
 	}
 	short := workers.NewObject()
 	short.Set("expirationTtl", 59)

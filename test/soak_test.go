@@ -46,7 +46,7 @@ func TestSoak(t *testing.T) {
 	}
 	for _, mode := range []string{"kv", "ledger"} {
 		t.Run(mode, func(t *testing.T) {
-			w := startWorker(t, mode, wranglerdev.Options{Script: "e2e/wrapped/entry.mjs", EnvFile: env})
+			w := startWorker(t, mode, wrappedOptions(wranglerdev.Options{EnvFile: env}))
 			auth := []string{"Authorization", "Bearer " + token}
 			post := func(key, body string, header ...string) response {
 				return w.send(t, "POST", body, append([]string{"Idempotency-Key", key}, header...)...)

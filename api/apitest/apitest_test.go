@@ -1,4 +1,4 @@
-package api_test
+package apitest_test
 
 import (
 	"errors"
@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/edge-orders/edge-orders/api"
+	"github.com/edge-orders/edge-orders/api/apitest"
 )
 
 const receipt = `{"orderId":"0b9c3e8e-6f4a-4d2b-9c1e-3a5f7d9b1c2e","status":"accepted","symbol":"MSFT","side":"buy","quantity":100,"acceptedAt":"2026-01-02T03:04:05.678Z"}`
@@ -51,9 +52,9 @@ func request(method, path string) *http.Request {
 	return httptest.NewRequest(method, "http://127.0.0.1:8787"+path, nil)
 }
 
-func load(t *testing.T) *api.Validator {
+func load(t *testing.T) *apitest.Validator {
 	t.Helper()
-	v, err := api.Load()
+	v, err := apitest.Load()
 	if err != nil {
 		t.Fatalf("Load: %v", err)
 	}
@@ -187,7 +188,7 @@ func TestValidateResponseUnknownMethod(t *testing.T) {
 	for _, method := range []string{"HEAD", "TRACE"} {
 		t.Run(method, func(t *testing.T) {
 			err := v.ValidateResponse(request(method, "/"), 405, problemHeader("Allow", "GET, POST"), []byte(problem("method_not_allowed", 405)))
-			if !errors.Is(err, api.ErrNoOperation) {
+			if !errors.Is(err, apitest.ErrNoOperation) {
 				t.Errorf("ValidateResponse = %v, want ErrNoOperation", err)
 			}
 		})
@@ -294,7 +295,7 @@ func TestCheckHTTPResponse(t *testing.T) {
 			defer resp.Body.Close()
 
 			rec := &recorder{TB: t}
-			body := api.CheckHTTPResponse(rec, resp)
+			body := apitest.CheckHTTPResponse(rec, resp)
 			if rec.failed != tc.wantFailed {
 				t.Errorf("CheckHTTPResponse failed = %v (%s), want %v", rec.failed, rec.msg, tc.wantFailed)
 			}
@@ -312,14 +313,14 @@ func TestCheckRequest(t *testing.T) {
 	r := httptest.NewRequest("POST", "http://127.0.0.1:8787/", strings.NewReader(`{"symbol":"MSFT","side":"buy","quantity":100}`))
 	r.Header.Set("Content-Type", "application/json")
 	rec := &recorder{TB: t}
-	api.CheckRequest(rec, r)
+	apitest.CheckRequest(rec, r)
 	if !rec.failed || !strings.Contains(rec.msg, "Idempotency-Key") {
 		t.Errorf("CheckRequest of an order without a key: failed %v (%s), want a failure naming Idempotency-Key", rec.failed, rec.msg)
 	}
 	r.Header.Set("Idempotency-Key", "k")
 	r.Body = io.NopCloser(strings.NewReader(`{"symbol":"MSFT","side":"buy","quantity":100}`))
 	rec = &recorder{TB: t}
-	api.CheckRequest(rec, r)
+	apitest.CheckRequest(rec, r)
 	if rec.failed {
 		t.Errorf("CheckRequest of a good order failed: %s", rec.msg)
 	}

@@ -11,14 +11,14 @@ import (
 )
 
 // TestRateLimit runs the Worker with a Rate Limiting binding of 3 new
-// orders a minute (e2e/ratelimit), as wrangler dev simulates it: the
+// orders a minute (test/ratelimit), as wrangler dev simulates it: the
 // fourth new order is a 429 with Retry-After, while replays and lookups of
 // the orders placed go on working.
 func TestRateLimit(t *testing.T) {
 	requireWorker(t)
 	for _, mode := range []string{"kv", "ledger"} {
 		t.Run(mode, func(t *testing.T) {
-			w := startWorker(t, mode, wranglerdev.Options{Config: filepath.Join("e2e", "ratelimit", "wrangler.toml")})
+			w := startWorker(t, mode, wranglerdev.Options{Config: filepath.Join("test", "ratelimit", "wrangler.toml")})
 			base := newKey(t)
 			var first response
 			for i := 0; i < 3; i++ {

@@ -11,22 +11,22 @@ import (
 	"github.com/edge-orders/edge-orders/workers"
 )
 
-// Namespace is a Store over a Workers KV namespace binding (env.ORDERS).
-type Namespace struct {
+// Binding is a Namespace over a Workers KV namespace binding (env.ORDERS).
+type Binding struct {
 	ns js.Value
 }
 
-// NewNamespace wraps the KV namespace binding ns.
-func NewNamespace(ns js.Value) *Namespace {
-	return &Namespace{ns: ns}
+// NewBinding wraps the KV namespace binding ns.
+func NewBinding(ns js.Value) *Binding {
+	return &Binding{ns: ns}
 }
 
-// Get implements Store with one getWithMetadata call. KV answers a missing key
+// Get implements Namespace with one getWithMetadata call. KV answers a missing key
 // with a null value, which becomes ErrNotFound, never a string.
 //
 // Metadata crosses as one JSON.stringify call: KV hands it over as an
 // object, and reading its members one by one would take more crossings.
-func (n *Namespace) Get(ctx context.Context, key string) (Entry, error) {
+func (n *Binding) Get(ctx context.Context, key string) (Entry, error) {
 	if err := CheckKey(key); err != nil {
 		return Entry{}, err
 	}
@@ -45,9 +45,9 @@ func (n *Namespace) Get(ctx context.Context, key string) (Entry, error) {
 	return e, nil
 }
 
-// Put implements Store. Metadata crosses as one JSON.parse call, for the
+// Put implements Namespace. Metadata crosses as one JSON.parse call, for the
 // same reason as in Get.
-func (n *Namespace) Put(ctx context.Context, key string, e Entry, opts PutOptions) error {
+func (n *Binding) Put(ctx context.Context, key string, e Entry, opts PutOptions) error {
 	if err := checkPut(key, e, opts); err != nil {
 		return err
 	}
@@ -68,8 +68,8 @@ func (n *Namespace) Put(ctx context.Context, key string, e Entry, opts PutOption
 	return nil
 }
 
-// Delete implements Store.
-func (n *Namespace) Delete(ctx context.Context, key string) error {
+// Delete implements Namespace.
+func (n *Binding) Delete(ctx context.Context, key string) error {
 	if err := CheckKey(key); err != nil {
 		return err
 	}

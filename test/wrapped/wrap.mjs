@@ -1,5 +1,5 @@
 // Wraps any Worker so that its bindings' calls are delayed or fail, for
-// tests (e2e/wrapped/entry.mjs) and for the benchmark's production-latency
+// tests (test/wrapped/entry.mjs) and for the benchmark's production-latency
 // mode (bench/latency/*.mjs). Only the bindings are wrapped; the Worker's own
 // code runs unchanged.
 //
@@ -21,9 +21,19 @@
 // Bindings wrapped: ORDERS (KV: get, getWithMetadata, put, delete, list) and
 // LEDGER (a Durable Object namespace: every method of getByName's stubs).
 
-// Counters of the calls made and the faults injected, for tests that read
-// them back.
-export const stats = { calls: 0, faultsBefore: 0, faultsAfter: 0 };
+// Counters of the calls made, the faults injected and the simulated
+// disconnects (test/wrapped/entry.mjs), for tests that read them back.
+export const stats = { calls: 0, faultsBefore: 0, faultsAfter: 0, disconnects: 0, cancelledRequests: 0 };
+
+// Settings a test may change while the Worker runs; faultRate, once set,
+// replaces WRAP_FAULT_RATE.
+export const settings = {};
+
+// cancelled.now() tells whether the request making a call has been
+// cancelled; the entry that simulates disconnects sets it. A cancelled
+// request's calls never settle, as the runtime drops them.
+export const cancelled = { now: () => false };
+const never = new Promise(() => {});
 
 // wrap returns a Worker that serves worker with its env's bindings wrapped.
 // The env is wrapped once and kept: the Go program keeps the bindings of the
@@ -43,12 +53,14 @@ export function wrap(worker) {
 
 // wrapEnv returns a copy of env whose ORDERS and LEDGER bindings wait
 // delays[...] before each call and fail a faultRate share of calls.
-export function wrapEnv(env, { delays = {}, faultRate = 0 } = {}) {
+export function wrapEnv(env, { delays = {}, faultRate: initialFaultRate = 0 } = {}) {
   const around = (binding, method, call) => async (...args) => {
     const spec = delays[`${binding}.${method}`] ?? delays[`${binding}.*`] ?? delays["*"] ?? 0;
     const ms = sampleDelay(spec);
     if (ms > 0) await scheduler.wait(ms);
+    if (cancelled.now()) return never;
     stats.calls++;
+    const faultRate = settings.faultRate ?? initialFaultRate;
     // crypto, not Math.random: retries of one key kept failing with it,
     // as if its draws repeated.
     const roll = crypto.getRandomValues(new Uint32Array(1))[0] / 2 ** 32;
@@ -57,6 +69,7 @@ export function wrapEnv(env, { delays = {}, faultRate = 0 } = {}) {
       throw new Error(`injected fault before ${binding}.${method}`);
     }
     const result = await call(...args);
+    if (cancelled.now()) return never;
     if (roll < faultRate) {
       stats.faultsAfter++;
       throw new Error(`injected fault after ${binding}.${method}`);
@@ -64,6 +77,10 @@ export function wrapEnv(env, { delays = {}, faultRate = 0 } = {}) {
     return result;
   };
   const out = { ...env };
+  if (env.OMS) {
+    const oms = env.OMS;
+    out.OMS = { fetch: (...a) => cancellable(oms.fetch(...a)) };
+  }
   if (env.ORDERS) {
     const kv = env.ORDERS;
     out.ORDERS = {};
@@ -110,4 +127,18 @@ export function sampleDelay(spec, random = Math.random) {
     }
   }
   return p50;
+}
+
+// Global fetch, which reaches the OMS by its URL, is cancelled with its
+// request too.
+const fetchOnline = globalThis.fetch;
+globalThis.fetch = (...args) => cancellable(fetchOnline(...args));
+
+// cancellable settles as promise does, unless the request that made it has
+// been cancelled by then: then never.
+async function cancellable(promise) {
+  if (cancelled.now()) return never;
+  const result = await promise;
+  if (cancelled.now()) return never;
+  return result;
 }

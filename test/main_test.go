@@ -1,6 +1,7 @@
 //go:build !js
 
-// Package e2e tests the compiled Worker end to end: the wasm that build.sh
+// Package e2e, in the folder test/ as the design card names it, tests the
+// compiled Worker end to end: the wasm that build.sh
 // makes, running in workerd under `wrangler dev`, in both storage modes:
 // KV (the top-level wrangler.toml) and the Durable Object ledger
 // (--env ledger), each with its local state.
@@ -22,7 +23,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/edge-orders/edge-orders/api"
+	"github.com/edge-orders/edge-orders/api/apitest"
 	"github.com/edge-orders/edge-orders/internal/wranglerdev"
 )
 
@@ -55,6 +56,7 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	code := m.Run()
+	stopGateway(code != 0)
 	for _, w := range []*target{kvWorker, ledgerWorker} {
 		w.srv.Stop()
 		if code != 0 {
@@ -183,7 +185,7 @@ func (w *target) send(t *testing.T, method, body string, header ...string) respo
 		return response{}
 	}
 	if w.mode != "reference" {
-		api.CheckResponse(t, req, resp.StatusCode, resp.Header, b)
+		apitest.CheckResponse(t, req, resp.StatusCode, resp.Header, b)
 	}
 	return response{status: resp.StatusCode, header: resp.Header, body: string(b)}
 }

@@ -1,0 +1,120 @@
+// Package oms is the gateway to the order-management system (OMS): each
+// order goes out as one JSON POST, to a URL or to a service binding (a
+// Worker in front of the OMS), and the answer is read as accepted,
+// rejected, or unknown.
+package oms
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"time"
+
+	"github.com/edge-orders/edge-orders/intake"
+	"github.com/edge-orders/edge-orders/internal/errs"
+	"github.com/edge-orders/edge-orders/internal/jsjson"
+	"github.com/edge-orders/edge-orders/workers"
+)
+
+// Send makes one HTTP request and returns the whole answer; a request
+// that got no answer (a timeout, a lost connection) is an error. In the
+// Worker it is workers.Fetcher's fetch.
+type Send func(ctx context.Context, r *workers.OutgoingRequest) (*workers.OutgoingResponse, error)
+
+// Gateway is an intake.Gateway over HTTP.
+type Gateway struct {
+	opts Options
+}
+
+// Options configures a Gateway; URL and Send are required.
+type Options struct {
+	// URL is where orders are POSTed; with a service binding, the URL its
+	// Worker sees.
+	URL string
+	// Token, if set, is sent as Authorization: Bearer.
+	Token string
+	// Timeout bounds each call, answer included; zero means no bound.
+	Timeout time.Duration
+	Send    Send
+}
+
+// New returns a Gateway.
+func New(opts Options) *Gateway { return &Gateway{opts: opts} }
+
+// Errors for answers that leave the outcome unknown. Neither is a
+// rejection: a 4xx counts as one only when the gateway says which order it
+// refuses, so that a misrouted URL or a wrong token (a proxy's 404, a 401)
+// never turns into orders refused for good.
+var (
+	// ErrUnavailable is an answer that says to try again: 408, 429 or 5xx.
+	ErrUnavailable = errors.New("oms: gateway unavailable")
+	// ErrMalformed is an answer that does not follow the gateway contract:
+	// a body that is not a JSON object naming the order.
+	ErrMalformed = errors.New("oms: malformed gateway answer")
+)
+
+// Place implements intake.Gateway: it POSTs p as JSON with Idempotency-Key
+// set to p.OrderID. A 2xx accepts and a 4xx other than 408 and 429 rejects
+// the order, each only with a JSON object body whose orderId is p's (a
+// rejection's reason is its "reason" member); every other answer, and no
+// answer, is an unknown outcome.
+func (g *Gateway) Place(ctx context.Context, p intake.Placement) error {
+	req := &workers.OutgoingRequest{
+		Method: "POST",
+		URL:    g.opts.URL,
+		Header: []workers.Field{
+			{Name: "Content-Type", Value: "application/json"},
+			{Name: "Idempotency-Key", Value: p.OrderID},
+		},
+		Body:    Body(p),
+		Timeout: g.opts.Timeout,
+	}
+	if g.opts.Token != "" {
+		req.Header = append(req.Header, workers.Field{Name: "Authorization", Value: "Bearer " + g.opts.Token})
+	}
+	resp, err := g.opts.Send(ctx, req)
+	if err != nil {
+		return errs.Prefix("oms: no answer", err)
+	}
+	return Outcome(p.OrderID, resp.Status, resp.Body)
+}
+
+// Body is the JSON the gateway receives for p: orderId, clientId (only
+// with API tokens), symbol, side, quantity and acceptedAt, written as the
+// Worker's receipts are.
+func Body(p intake.Placement) []byte {
+	b := append([]byte(`{"orderId":`), jsjson.AppendString(nil, p.OrderID)...)
+	if p.Client != "" {
+		b = jsjson.AppendString(append(b, `,"clientId":`...), p.Client)
+	}
+	b = jsjson.AppendString(append(b, `,"symbol":`...), p.Order.Symbol)
+	b = jsjson.AppendString(append(b, `,"side":`...), string(p.Order.Side))
+	b = jsjson.AppendNumber(append(b, `,"quantity":`...), p.Order.Quantity)
+	b = jsjson.AppendISOTime(append(b, `,"acceptedAt":"`...), p.AcceptedAt)
+	return append(b, `"}`...)
+}
+
+// Outcome reads the gateway's answer for orderID: nil when accepted, an
+// *intake.Rejection when refused, or an error wrapping ErrUnavailable or
+// ErrMalformed when the outcome is unknown.
+func Outcome(orderID string, status int, body []byte) error {
+	accepted := status >= 200 && status < 300
+	rejected := status >= 400 && status < 500 && status != 408 && status != 429
+	if !accepted && !rejected {
+		return errs.Detail(ErrUnavailable, "HTTP "+strconv.Itoa(status))
+	}
+	doc, err := jsjson.Parse(body, "orderId", "reason")
+	switch {
+	case err != nil || !doc.IsObject():
+		return errs.Detail(ErrMalformed, "HTTP "+strconv.Itoa(status)+" without a JSON object body")
+	case doc.Get("orderId").Kind != jsjson.String || doc.Get("orderId").Str != orderID:
+		return errs.Detail(ErrMalformed, "HTTP "+strconv.Itoa(status)+" for another order, or none: orderId "+strconv.Quote(doc.Get("orderId").Str))
+	case accepted:
+		return nil
+	}
+	reason := doc.Get("reason").Str
+	if reason == "" {
+		reason = "refused with HTTP " + strconv.Itoa(status)
+	}
+	return &intake.Rejection{Reason: reason}
+}

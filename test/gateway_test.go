@@ -1,0 +1,336 @@
+//go:build !js
+
+package e2e
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// gatewayOrder is an order for symbol: each test, or each key of a test,
+// has a symbol of its own, by which the fake OMS scripts and counts.
+func gatewayOrder(symbol string) string {
+	return fmt.Sprintf(`{"symbol":%q,"side":"buy","quantity":100}`, symbol)
+}
+
+// newSymbol returns a symbol no other test uses.
+func newSymbol(t *testing.T) string {
+	return strings.NewReplacer("/", "-", " ", "_").Replace(newKey(t))
+}
+
+// forEachGatewayMode runs test against the KV and the ledger gateway
+// Workers.
+func forEachGatewayMode(t *testing.T, test func(t *testing.T, g *gatewayWorkers, w *target)) {
+	t.Helper()
+	g := startGateway(t)
+	for _, w := range []*target{g.kv, g.ledger} {
+		t.Run(w.mode, func(t *testing.T) { test(t, g, w) })
+	}
+}
+
+// wantOneOrderID fails t unless every gateway call for symbol carried the
+// receipt's order id: however many calls there were, the OMS saw one order.
+func wantOneOrderID(t *testing.T, oms *fakeOMS, symbol string, r receipt) {
+	t.Helper()
+	ids := oms.orderIDs(symbol)
+	if len(ids) == 0 {
+		t.Fatalf("the gateway saw no call for %s", symbol)
+	}
+	for _, id := range ids {
+		if id != r.OrderID {
+			t.Fatalf("the gateway saw order ids %v for one key, want only the receipt's %s", ids, r.OrderID)
+		}
+	}
+}
+
+// TestGatewayPlacesEachOrderOnce checks the call itself: a new order
+// reaches the gateway once, with the receipt's order id, and its replays
+// and lookups never reach it.
+func TestGatewayPlacesEachOrderOnce(t *testing.T) {
+	forEachGatewayMode(t, func(t *testing.T, g *gatewayWorkers, w *target) {
+		symbol, key := newSymbol(t), newKey(t)
+		first := w.post(t, key, gatewayOrder(symbol))
+		if first.status != 201 {
+			t.Fatalf("first = %d %s, want 201", first.status, first.body)
+		}
+		r := decodeReceipt(t, first.body)
+		for _, again := range []response{w.post(t, key, gatewayOrder(symbol)), w.lookup(t, key)} {
+			if again.status != 200 || again.body != first.body {
+				t.Fatalf("retry = %d %s, want the 200 replay of %s", again.status, again.body, first.body)
+			}
+		}
+		wantOneOrderID(t, g.oms, symbol, r)
+		if n := len(g.oms.orderIDs(symbol)); n != 1 {
+			t.Fatalf("gateway calls = %d, want 1: replays and lookups never reach it", n)
+		}
+	})
+}
+
+// TestConcurrentDuplicatesReachTheGatewayOnce sends one key's requests at
+// once while the gateway holds its first call: within one instance in KV
+// mode, and over two processes in ledger mode (ledger and ledger-front).
+func TestConcurrentDuplicatesReachTheGatewayOnce(t *testing.T) {
+	g := startGateway(t)
+	for _, c := range []struct {
+		name     string
+		into     []*target
+		tolerate int // answers other than the one receipt that may come back: none
+	}{
+		{"kv, one instance", []*target{g.kv}, 0},
+		{"ledger, two locations", []*target{g.ledger, g.front}, 0},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			symbol, key := newSymbol(t), newKey(t)
+			g.oms.script(symbol, gated)
+			const duplicates = 8
+			got := make([]response, duplicates)
+			var wg sync.WaitGroup
+			for i := range got {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					got[i] = c.into[i%len(c.into)].post(t, key, gatewayOrder(symbol))
+				}()
+			}
+			g.oms.waitArrival(t, symbol)
+			g.oms.open(symbol)
+			wg.Wait()
+			bodies, created := map[string]bool{}, 0
+			for _, r := range got {
+				switch r.status {
+				case 201:
+					created++
+					bodies[r.body] = true
+				case 200:
+					bodies[r.body] = true
+				default:
+					t.Errorf("answer %d %s, want only the receipt (the duplicates wait out the first)", r.status, r.body)
+				}
+			}
+			if created != 1 || len(bodies) != 1 {
+				t.Fatalf("%d created and %d distinct receipts, want one of each", created, len(bodies))
+			}
+			var body string
+			for b := range bodies {
+				body = b
+			}
+			wantOneOrderID(t, g.oms, symbol, decodeReceipt(t, body))
+			if n := len(g.oms.orderIDs(symbol)); n != 1 {
+				t.Fatalf("gateway calls = %d, want 1", n)
+			}
+		})
+	}
+}
+
+// TestUnknownOutcomeIsRetriable makes the gateway fail in each way that
+// leaves the order's fate unknown. The first attempt must answer a
+// retriable 503 within the timeout and a little; an immediate retry must
+// end with a receipt; and the gateway must have seen only the receipt's
+// order id, whether or not the first call had placed the order.
+func TestUnknownOutcomeIsRetriable(t *testing.T) {
+	forEachGatewayMode(t, func(t *testing.T, g *gatewayWorkers, w *target) {
+		for _, fault := range []step{failBefore, failAfter, hang, drop} {
+			t.Run(fault.String(), func(t *testing.T) {
+				symbol, key := newSymbol(t), newKey(t)
+				g.oms.script(symbol, fault)
+				began := time.Now()
+				first := w.post(t, key, gatewayOrder(symbol))
+				if took, limit := time.Since(began), omsTimeout+3*time.Second; took > limit {
+					t.Errorf("the first attempt took %v, want under %v (the gateway timeout and a little)", took, limit)
+				}
+				wantProblem(t, first, 503, "outcome_unknown")
+				if first.header.Get("Retry-After") == "" {
+					t.Errorf("503 without Retry-After")
+				}
+				if lookup := w.lookup(t, key); lookup.status != 503 {
+					t.Errorf("lookup after the unknown outcome = %d %s, want 503 outcome_unknown", lookup.status, lookup.body)
+				} else {
+					wantProblem(t, lookup, 503, "outcome_unknown")
+				}
+				retry := w.post(t, key, gatewayOrder(symbol))
+				if retry.status != 201 {
+					t.Fatalf("the immediate retry = %d %s, want 201", retry.status, retry.body)
+				}
+				wantOneOrderID(t, g.oms, symbol, decodeReceipt(t, retry.body))
+				if n := len(g.oms.orderIDs(symbol)); n != 2 {
+					t.Fatalf("gateway calls = %d, want 2: the failed one and the retry's", n)
+				}
+				if again := w.post(t, key, gatewayOrder(symbol)); again.status != 200 || again.body != retry.body {
+					t.Fatalf("replay = %d %s, want %s", again.status, again.body, retry.body)
+				}
+			})
+		}
+	})
+}
+
+// TestRejectionIsFinal checks that a gateway's rejection is the key's
+// outcome: a 422 naming the order and the reason, replayed byte for byte
+// to every retry and lookup without calling the gateway again.
+func TestRejectionIsFinal(t *testing.T) {
+	forEachGatewayMode(t, func(t *testing.T, g *gatewayWorkers, w *target) {
+		symbol, key := newSymbol(t), newKey(t)
+		g.oms.script(symbol, reject)
+		first := w.post(t, key, gatewayOrder(symbol))
+		p := wantProblem(t, first, 422, "order_rejected")
+		if p.Detail != rejectReason {
+			t.Errorf("detail = %q, want the gateway's reason %q", p.Detail, rejectReason)
+		}
+		var named struct{ OrderID string }
+		json.Unmarshal([]byte(first.body), &named)
+		ids := g.oms.orderIDs(symbol)
+		if len(ids) != 1 || named.OrderID != ids[0] {
+			t.Fatalf("the rejection names order %q; the gateway saw %v", named.OrderID, ids)
+		}
+		if first.header.Get("Idempotent-Replay") != "" {
+			t.Errorf("the first rejection says it is a replay")
+		}
+		for _, again := range []response{w.post(t, key, gatewayOrder(symbol)), w.lookup(t, key)} {
+			if again.status != 422 || again.body != first.body || again.header.Get("Idempotent-Replay") != "true" {
+				t.Fatalf("retry = %d %s (replay %q), want the same 422 body, byte for byte, as a replay", again.status, again.body, again.header.Get("Idempotent-Replay"))
+			}
+		}
+		if n := len(g.oms.orderIDs(symbol)); n != 1 {
+			t.Fatalf("gateway calls = %d, want 1", n)
+		}
+	})
+}
+
+// TestLookupTellsEveryState checks that a lookup tells apart an order in
+// flight, one whose outcome is unknown, a rejection and a receipt.
+func TestLookupTellsEveryState(t *testing.T) {
+	forEachGatewayMode(t, func(t *testing.T, g *gatewayWorkers, w *target) {
+		symbol, key := newSymbol(t), newKey(t)
+		g.oms.script(symbol, gated)
+		placed := make(chan response, 1)
+		go func() { placed <- w.post(t, key, gatewayOrder(symbol)) }()
+		g.oms.waitArrival(t, symbol)
+		wantProblem(t, w.lookup(t, key), 409, "in_progress")
+		g.oms.open(symbol)
+		first := <-placed
+		if first.status != 201 {
+			t.Fatalf("the gated order = %d %s, want 201", first.status, first.body)
+		}
+		if got := w.lookup(t, key); got.status != 200 || got.body != first.body {
+			t.Fatalf("lookup of the receipt = %d %s", got.status, got.body)
+		}
+		wantProblem(t, w.lookup(t, newKey(t)), 404, "not_found")
+		// Outcome unknown and rejected are checked after their own failures
+		// in TestUnknownOutcomeIsRetriable and TestRejectionIsFinal.
+	})
+}
+
+// TestClientGoneStillStoresTheOrder lets the client disconnect while the
+// gateway holds the call. test/wrapped/entry.mjs cancels the request's
+// pending work, as production does, unless the Worker handed it to
+// waitUntil. The gateway's late answer must still be stored, and the
+// client's retry replays it without a second gateway call.
+func TestClientGoneStillStoresTheOrder(t *testing.T) {
+	forEachGatewayMode(t, func(t *testing.T, g *gatewayWorkers, w *target) {
+		symbol, key := newSymbol(t), newKey(t)
+		g.oms.script(symbol, gated)
+		before := w.wrappedStats(t)
+		// Not w.send: the entry's 499 stands for no answer, which the
+		// contract does not describe.
+		req, _ := http.NewRequest(http.MethodPost, w.URL()+"/orders", strings.NewReader(gatewayOrder(symbol)))
+		req.Header.Set("Idempotency-Key", key)
+		req.Header.Set("X-Test-Disconnect-After-Ms", "200")
+		gone, err := httpClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		gone.Body.Close()
+		if gone.StatusCode != 499 {
+			t.Fatalf("the disconnected request = %s, want the entry's 499 (the client left)", gone.Status)
+		}
+		g.oms.waitArrival(t, symbol)
+		g.oms.open(symbol)
+		deadline := time.Now().Add(15 * time.Second)
+		var stored response
+		for stored = w.lookup(t, key); stored.status != 200; stored = w.lookup(t, key) {
+			if time.Now().After(deadline) {
+				t.Fatalf("no receipt stored 15 s after the gateway answered: lookup = %d %s", stored.status, stored.body)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		retry := w.post(t, key, gatewayOrder(symbol))
+		if retry.status != 200 || retry.body != stored.body {
+			t.Fatalf("the client's retry = %d %s, want the replay of %s", retry.status, retry.body, stored.body)
+		}
+		wantOneOrderID(t, g.oms, symbol, decodeReceipt(t, retry.body))
+		if n := len(g.oms.orderIDs(symbol)); n != 1 {
+			t.Fatalf("gateway calls = %d, want 1", n)
+		}
+		after := w.wrappedStats(t)
+		if after.Disconnects != before.Disconnects+1 || after.CancelledRequests != before.CancelledRequests {
+			t.Fatalf("disconnects %d → %d, cancelled requests %d → %d: want one disconnect whose work waitUntil kept",
+				before.Disconnects, after.Disconnects, before.CancelledRequests, after.CancelledRequests)
+		}
+	})
+}
+
+// TestGatewayChaos fails storage calls and gateway calls at random
+// together, with clients retrying each key until it has an outcome. Every
+// key must end with one order id at the gateway and a receipt naming it,
+// and the only failures clients see are the retriable ones.
+func TestGatewayChaos(t *testing.T) {
+	const keys, rate = 12, 0.2
+	forEachGatewayMode(t, func(t *testing.T, g *gatewayWorkers, w *target) {
+		before := w.wrappedStats(t)
+		w.setFaultRate(t, rate)
+		g.oms.setChaos(0.3)
+		t.Cleanup(func() { w.setFaultRate(t, 0); g.oms.setChaos(0) })
+		var wg sync.WaitGroup
+		var mu sync.Mutex
+		failures := map[string]int{}
+		for k := range keys {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				symbol, key := fmt.Sprintf("%s-%d", newSymbol(t), k), fmt.Sprintf("%s-%d", newKey(t), k)
+				giveUp := time.Now().Add(faultPatience)
+				var receipts []response
+				for len(receipts) == 0 {
+					if time.Now().After(giveUp) {
+						t.Errorf("key %d: no receipt in %v", k, faultPatience)
+						return
+					}
+					got := w.post(t, key, gatewayOrder(symbol))
+					switch got.status {
+					case 200, 201:
+						receipts = append(receipts, got)
+					case 409, 503:
+						var p problemBody
+						json.Unmarshal([]byte(got.body), &p)
+						mu.Lock()
+						failures[fmt.Sprint(got.status, " ", p.Error)]++
+						mu.Unlock()
+						time.Sleep(faultRetryWait)
+					default:
+						t.Errorf("key %d: %d %s, want only receipts, 409 and 503", k, got.status, got.body)
+						return
+					}
+				}
+				r := decodeReceipt(t, receipts[0].body)
+				for _, id := range g.oms.orderIDs(symbol) {
+					if id != r.OrderID {
+						t.Errorf("key %d: the gateway saw order ids %v, want only the receipt's %s", k, g.oms.orderIDs(symbol), r.OrderID)
+						break
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		s := w.wrappedStats(t)
+		calls, faults := s.Calls-before.Calls, s.FaultsBefore+s.FaultsAfter-before.FaultsBefore-before.FaultsAfter
+		t.Logf("%s: %d keys, storage fault rate %v, gateway chaos 0.3: failures seen %v; %d storage calls, %d failed",
+			w.mode, keys, rate, failures, calls, faults)
+		if failures["503 outcome_unknown"] == 0 || faults == 0 {
+			t.Errorf("%d unknown outcomes and %d storage faults: the run needs both kinds of failure to show anything", failures["503 outcome_unknown"], faults)
+		}
+	})
+}

@@ -1,0 +1,91 @@
+// A test-only entry: the shipped Worker (worker.mjs) with its bindings
+// wrapped, so that chosen calls are delayed or fail, and with what
+// production does and `wrangler dev` does not: a client that goes away.
+// Served with `wrangler dev test/wrapped/entry.mjs` over the project's own
+// wrangler.toml, so bindings and environments are the shipped ones, and
+// with the compatibility flag nodejs_als. Set by vars:
+//   WRAP_DELAYS      JSON, {"ORDERS.put": 30, "LEDGER.commit": 3000}: ms
+//                    before each call of that binding's method ("*" for any)
+//   WRAP_FAULT_RATE  share of calls, 0 to 1, that fail: half of them before
+//                    the call is made, half after it took effect
+// The wrapping lives in wrap.mjs, which also takes delay distributions.
+//
+// Paths of its own:
+//   GET  /__wrapped/stats     the calls made, the faults injected, the
+//                             simulated disconnects, and the Go instance's
+//                             linear memory in bytes, as JSON
+//   POST /__wrapped/settings  {"faultRate": 0.2} changes the fault rate
+//
+// A request with the header X-Test-Disconnect-After-Ms: N is served as in
+// production when its client disconnects after N ms: the client gets
+// nothing more, and the request's pending work, every binding call and
+// fetch it makes or is waiting for, is cancelled (it never settles),
+// unless the request handed its work to ctx.waitUntil by then.
+import { AsyncLocalStorage } from "node:async_hooks";
+import worker, { Ledger } from "../../worker.mjs";
+import { wrap, stats, settings, cancelled } from "./wrap.mjs";
+
+export { Ledger };
+
+// The Go program's linear memory: exported as mem by Go, memory by TinyGo.
+// Read from the instance as worker.mjs makes it, so the shipped entry keeps
+// no test hook.
+// A Proxy, so that instanceof WebAssembly.Instance, which wasm_exec.js
+// checks, still holds.
+let goMemory;
+WebAssembly.Instance = new Proxy(WebAssembly.Instance, {
+  construct(target, args) {
+    const instance = Reflect.construct(target, args);
+    goMemory = instance.exports.mem ?? instance.exports.memory;
+    return instance;
+  },
+});
+
+// Each disconnecting request's state, found from any call its work makes.
+const requests = new AsyncLocalStorage();
+cancelled.now = () => requests.getStore()?.cancelled === true;
+
+const wrapped = wrap(worker);
+
+export default {
+  async fetch(request, env, ctx) {
+    const path = new URL(request.url).pathname;
+    if (path === "/__wrapped/stats") {
+      return Response.json({ ...stats, memoryBytes: goMemory?.buffer.byteLength ?? 0 });
+    }
+    if (path === "/__wrapped/settings" && request.method === "POST") {
+      Object.assign(settings, await request.json());
+      return Response.json(settings);
+    }
+    const after = Number(request.headers.get("X-Test-Disconnect-After-Ms") || 0);
+    if (after > 0) return disconnecting(request, env, ctx, after);
+    return wrapped.fetch(request, env, ctx);
+  },
+};
+
+// disconnecting serves request, whose client goes away after ms.
+function disconnecting(request, env, ctx, ms) {
+  const state = { cancelled: false, kept: 0 };
+  const keep = {
+    waitUntil(promise) {
+      state.kept++;
+      ctx.waitUntil(promise);
+    },
+    passThroughOnException() {
+      ctx.passThroughOnException();
+    },
+  };
+  return requests.run(state, () => {
+    const served = wrapped.fetch(request, env, keep);
+    const gone = scheduler.wait(ms).then(() => {
+      stats.disconnects++;
+      if (state.kept === 0) {
+        state.cancelled = true;
+        stats.cancelledRequests++;
+      }
+      // Nobody reads this: the client is gone.
+      return new Response(null, { status: 499 });
+    });
+    return Promise.race([served, gone]);
+  });
+}
