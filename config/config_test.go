@@ -203,3 +203,60 @@ func TestLoadRefusesTokens(t *testing.T) {
 		})
 	}
 }
+
+// TestPendingTTLOverResultTTLIsRefused: a claim must not outlive the
+// receipt it guards, or the key would be blocked after its receipt is gone.
+func TestPendingTTLOverResultTTLIsRefused(t *testing.T) {
+	_, err := config.Load(env(map[string]string{resultVar: "120", pendingVar: "121"}))
+	var cerr *config.Error
+	if !errors.As(err, &cerr) || cerr.Var != pendingVar || !strings.Contains(cerr.Reason, "RESULT_TTL_SECONDS") {
+		t.Fatalf("Load = %v, want an error naming %s and RESULT_TTL_SECONDS", err, pendingVar)
+	}
+	if _, err := config.Load(env(map[string]string{resultVar: "120", pendingVar: "120"})); err != nil {
+		t.Fatalf("equal TTLs: %v", err)
+	}
+}
+
+func TestGatewayAndClaimSettings(t *testing.T) {
+	tests := []struct {
+		name    string
+		vars    map[string]string
+		want    func(c config.Config) bool
+		wantVar string // the variable refused; "" for none
+	}{
+		{"defaults: the stand-in, 5 s, claims released", nil,
+			func(c config.Config) bool { return c.OMSURL == "" && c.OMSTimeout == 5*time.Second && c.ReleaseClaims && c.OMSToken == "" }, ""},
+		{"an https URL is read", map[string]string{"OMS_URL": " https://oms.example/orders "},
+			func(c config.Config) bool { return c.OMSURL == "https://oms.example/orders" }, ""},
+		{"an http URL on loopback is read", map[string]string{"OMS_URL": "http://127.0.0.1:9000/orders"},
+			func(c config.Config) bool { return c.OMSURL == "http://127.0.0.1:9000/orders" }, ""},
+		{"a URL without a scheme is refused", map[string]string{"OMS_URL": "oms.example/orders"}, nil, "OMS_URL"},
+		{"a URL without a host is refused", map[string]string{"OMS_URL": "https:///orders"}, nil, "OMS_URL"},
+		{"a ftp URL is refused", map[string]string{"OMS_URL": "ftp://oms.example"}, nil, "OMS_URL"},
+		{"a timeout is read in ms", map[string]string{"OMS_TIMEOUT_MS": "250"},
+			func(c config.Config) bool { return c.OMSTimeout == 250*time.Millisecond }, ""},
+		{"a zero timeout is refused", map[string]string{"OMS_TIMEOUT_MS": "0"}, nil, "OMS_TIMEOUT_MS"},
+		{"a timeout past waitUntil's reach is refused", map[string]string{"OMS_TIMEOUT_MS": "20001"}, nil, "OMS_TIMEOUT_MS"},
+		{"a token is read", map[string]string{"OMS_TOKEN": "t0k"}, func(c config.Config) bool { return c.OMSToken == "t0k" }, ""},
+		{"claims left to expire", map[string]string{"KV_CLAIM_AFTER_RECEIPT": "expire"},
+			func(c config.Config) bool { return !c.ReleaseClaims }, ""},
+		{"claims released", map[string]string{"KV_CLAIM_AFTER_RECEIPT": "release"},
+			func(c config.Config) bool { return c.ReleaseClaims }, ""},
+		{"another claim setting is refused", map[string]string{"KV_CLAIM_AFTER_RECEIPT": "delete"}, nil, "KV_CLAIM_AFTER_RECEIPT"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := config.Load(env(tc.vars))
+			if tc.wantVar != "" {
+				var cerr *config.Error
+				if !errors.As(err, &cerr) || cerr.Var != tc.wantVar {
+					t.Fatalf("Load = %v, want an error naming %s", err, tc.wantVar)
+				}
+				return
+			}
+			if err != nil || !tc.want(c) {
+				t.Fatalf("Load = %+v, %v", c, err)
+			}
+		})
+	}
+}

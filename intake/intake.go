@@ -359,17 +359,25 @@ func (s *Service) attempt(ctx context.Context, sub *submission, now time.Time) (
 
 	// The claim is ours: from here on every way out commits or releases it.
 	if rec.OrderID != "" {
-		// An earlier attempt may have reached the gateway: its order id is
-		// the key's for good.
+		// An earlier attempt may have reached the gateway: its order id,
+		// and the order it is for, are the key's for good.
 		claim.OrderID, claim.AcceptedAt, claim.Sent = rec.OrderID, rec.AcceptedAt, true
+		if rec.Fingerprint != "" {
+			claim.Fingerprint = rec.Fingerprint
+		}
 	}
 	if err := sub.parse(); err != nil {
 		s.release(ctx, sub.key, claim)
 		return Outcome{}, err
 	}
-	if claim.Sent && rec.Fingerprint != "" && rec.Fingerprint != sub.order.Fingerprint() {
-		s.release(ctx, sub.key, claim)
-		return Outcome{}, ErrKeyReused
+	if fp := sub.order.Fingerprint(); claim.Fingerprint != fp {
+		if claim.Sent && claim.Fingerprint != "" {
+			s.release(ctx, sub.key, claim)
+			return Outcome{}, ErrKeyReused
+		}
+		// Over KV the claim was made before the body was read; a release
+		// from here on must name the order.
+		claim.Fingerprint = fp
 	}
 	if s.fallback() {
 		if out, done, err := s.adopt(ctx, sub, &claim); done {

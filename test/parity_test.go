@@ -45,11 +45,23 @@ func TestParityWithJavaScriptInWorkerd(t *testing.T) {
 		`null`,
 		``,
 	}
+	// The one deliberate difference: JavaScript rounds a quantity beyond
+	// 2^53 - 1, which the Go Worker refuses instead.
+	beyondSafe := map[string]bool{
+		`{"symbol":"MSFT","side":"buy","quantity":1e21}`:             true,
+		`{"symbol":"MSFT","side":"buy","quantity":9007199254740993}`: true,
+	}
 	receiptMiddle := regexp.MustCompile(`^\{"orderId":"[^"]+","status":"accepted",(.*),"acceptedAt":"[^"]+"\}$`)
 	for i, body := range bodies {
 		key := newKey(t) + "-" + strings.Repeat("p", i)
 		goResp := w.post(t, key, body)
 		jsResp := js.send(t, "POST", body, "Idempotency-Key", key)
+		if beyondSafe[body] {
+			if goResp.status != 422 || jsResp.status != 201 {
+				t.Errorf("body %q: Go %d, JavaScript %d; want Go to refuse (422) the quantity JavaScript rounds (201)", body, goResp.status, jsResp.status)
+			}
+			continue
+		}
 		if goResp.status != jsResp.status {
 			t.Errorf("body %q: Go %d %s, JavaScript %d %s", body, goResp.status, goResp.body, jsResp.status, jsResp.body)
 			continue

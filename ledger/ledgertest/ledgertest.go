@@ -188,15 +188,90 @@ func Run(t *testing.T, s intake.Store, prefix string, advance func(d time.Durati
 		}
 	})
 
+	// Claims for orders that reach a gateway keep their order id (Keep).
+	accepted := time.UnixMilli(1_767_323_045_678)
+	sent := func(token, fp, orderID string) intake.Claim {
+		return intake.Claim{Token: token, Fingerprint: fp, OrderID: orderID, AcceptedAt: accepted, Lease: time.Minute, Keep: time.Hour}
+	}
+	wantOrderID := func(t *testing.T, rec intake.Record, orderID string) {
+		t.Helper()
+		if rec.OrderID != orderID || (orderID != "" && !rec.AcceptedAt.Equal(accepted)) {
+			t.Fatalf("order id %q at %v, want %q at %v", rec.OrderID, rec.AcceptedAt, orderID, accepted)
+		}
+	}
+
+	t.Run("a released sent claim leaves the key open with its order id", func(t *testing.T) {
+		key := newKey()
+		c := sent("a", "fp", "order-1")
+		if rec := mustBegin(t, key, c, intake.Claimed); rec.OrderID != "" {
+			t.Fatalf("a new claim came back with order id %q, want its own (none returned)", rec.OrderID)
+		}
+		wantOrderID(t, mustLookup(t, key, intake.Held), "order-1")
+		c.Sent = true
+		if err := s.Release(ctx, key, c); err != nil {
+			t.Fatalf("Release: %v", err)
+		}
+		wantOrderID(t, mustLookup(t, key, intake.Open), "order-1")
+
+		t.Run("another order cannot take it", func(t *testing.T) {
+			wantOrderID(t, mustBegin(t, key, sent("b", "fp-other", "order-2"), intake.Open), "order-1")
+		})
+		t.Run("the same order takes it over with the order id", func(t *testing.T) {
+			retry := sent("c", "fp", "order-3")
+			wantOrderID(t, mustBegin(t, key, retry, intake.Claimed), "order-1")
+			mustLookup(t, key, intake.Held)
+			mustCommit(t, key, retry, intake.Result{Body: []byte("rejected"), Rejected: true, Fingerprint: "fp", TTL: time.Hour})
+			if rec := mustLookup(t, key, intake.Stored); !rec.Rejected || string(rec.Body) != "rejected" {
+				t.Fatalf("stored %q rejected %v, want the rejection", rec.Body, rec.Rejected)
+			}
+		})
+	})
+
+	t.Run("a released claim that was never sent frees the key", func(t *testing.T) {
+		key := newKey()
+		c := sent("a", "fp", "order-1")
+		mustBegin(t, key, c, intake.Claimed)
+		if err := s.Release(ctx, key, c); err != nil {
+			t.Fatalf("Release: %v", err)
+		}
+		mustLookup(t, key, intake.Absent)
+	})
+
+	t.Run("a taken-over claim released unsent keeps the earlier order id", func(t *testing.T) {
+		// The takeover's answer was lost, so its holder never learnt the
+		// order id it must use; its release must not forget it.
+		key := newKey()
+		first := sent("a", "fp", "order-1")
+		mustBegin(t, key, first, intake.Claimed)
+		first.Sent = true
+		if err := s.Release(ctx, key, first); err != nil {
+			t.Fatalf("Release: %v", err)
+		}
+		lost := sent("b", "fp", "order-2")
+		mustBegin(t, key, lost, intake.Claimed)
+		if err := s.Release(ctx, key, lost); err != nil {
+			t.Fatalf("Release: %v", err)
+		}
+		wantOrderID(t, mustLookup(t, key, intake.Open), "order-1")
+	})
+
 	t.Run("leases and expiry", func(t *testing.T) {
 		// One wait serves every key here, so a real clock waits once.
-		taken, slow, expiring := newKey(), newKey(), newKey()
+		taken, slow, expiring, kept := newKey(), newKey(), newKey(), newKey()
 		short := intake.Claim{Token: "a", Fingerprint: "fp", Lease: ShortLease}
 		mustBegin(t, taken, short, intake.Claimed)
 		mustBegin(t, slow, short, intake.Claimed)
 		mustBegin(t, expiring, claim("a", "fp"), intake.Claimed)
 		mustCommit(t, expiring, claim("a", "fp"), intake.Result{Body: []byte("old"), Fingerprint: "fp", TTL: ShortTTL})
+		dead := sent("a", "fp", "order-1")
+		dead.Lease = ShortLease
+		mustBegin(t, kept, dead, intake.Claimed)
 		advance(pastShort)
+
+		t.Run("a dead holder's sent order keeps its id past the lease", func(t *testing.T) {
+			wantOrderID(t, mustLookup(t, kept, intake.Open), "order-1")
+			wantOrderID(t, mustBegin(t, kept, sent("b", "fp", "order-2"), intake.Claimed), "order-1")
+		})
 
 		t.Run("an expired claim is taken over and its holder's commit refused", func(t *testing.T) {
 			mustLookup(t, taken, intake.Absent)
