@@ -225,7 +225,9 @@ func TestGatewayAndClaimSettings(t *testing.T) {
 		wantVar string // the variable refused; "" for none
 	}{
 		{"defaults: the stand-in, 5 s, claims released", nil,
-			func(c config.Config) bool { return c.OMSURL == "" && c.OMSTimeout == 5*time.Second && c.ReleaseClaims && c.OMSToken == "" }, ""},
+			func(c config.Config) bool {
+				return c.OMSURL == "" && c.OMSTimeout == 5*time.Second && c.ReleaseClaims && c.OMSToken == ""
+			}, ""},
 		{"an https URL is read", map[string]string{"OMS_URL": " https://oms.example/orders "},
 			func(c config.Config) bool { return c.OMSURL == "https://oms.example/orders" }, ""},
 		{"an http URL on loopback is read", map[string]string{"OMS_URL": "http://127.0.0.1:9000/orders"},
