@@ -287,6 +287,7 @@ func TestGatewayChaos(t *testing.T) {
 		var wg sync.WaitGroup
 		var mu sync.Mutex
 		failures := map[string]int{}
+		callsPerKey := map[int]int{} // gateway calls a key needed → keys
 		for k := range keys {
 			wg.Add(1)
 			go func() {
@@ -316,6 +317,9 @@ func TestGatewayChaos(t *testing.T) {
 					}
 				}
 				r := decodeReceipt(t, receipts[0].body)
+				mu.Lock()
+				callsPerKey[len(g.oms.orderIDs(symbol))]++
+				mu.Unlock()
 				for _, id := range g.oms.orderIDs(symbol) {
 					if id != r.OrderID {
 						t.Errorf("key %d: the gateway saw order ids %v, want only the receipt's %s", k, g.oms.orderIDs(symbol), r.OrderID)
@@ -327,8 +331,8 @@ func TestGatewayChaos(t *testing.T) {
 		wg.Wait()
 		s := w.wrappedStats(t)
 		calls, faults := s.Calls-before.Calls, s.FaultsBefore+s.FaultsAfter-before.FaultsBefore-before.FaultsAfter
-		t.Logf("%s: %d keys, storage fault rate %v, gateway chaos 0.3: failures seen %v; %d storage calls, %d failed",
-			w.mode, keys, rate, failures, calls, faults)
+		t.Logf("%s: %d keys, storage fault rate %v, gateway chaos 0.3: failures seen %v; %d storage calls, %d failed; keys by gateway calls (all with one order id): %v",
+			w.mode, keys, rate, failures, calls, faults, callsPerKey)
 		if failures["503 outcome_unknown"] == 0 || faults == 0 {
 			t.Errorf("%d unknown outcomes and %d storage faults: the run needs both kinds of failure to show anything", failures["503 outcome_unknown"], faults)
 		}
