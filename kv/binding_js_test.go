@@ -8,6 +8,7 @@ import (
 	"syscall/js"
 	"testing"
 
+	"github.com/edge-orders/edge-orders/intake/storetest"
 	"github.com/edge-orders/edge-orders/kv"
 	"github.com/edge-orders/edge-orders/kv/kvtest"
 	"github.com/edge-orders/edge-orders/workers"
@@ -22,6 +23,18 @@ func TestNamespaceConformance(t *testing.T) {
 		t.Skip("no KV namespace: run through test/conformance in wrangler dev")
 	}
 	kvtest.Run(t, kv.NewBinding(ns), "conformance:")
+}
+
+// TestStoreConformanceInWorkerd runs the checks every intake.Store passes
+// against the reference's KV lifecycle over the real namespace. Time
+// passes for real there and KV's shortest TTL is a minute, so the checks
+// that let time pass run only over Memory (store_test.go).
+func TestStoreConformanceInWorkerd(t *testing.T) {
+	ns := js.Global().Get("ORDERS")
+	if ns.Type() != js.TypeObject {
+		t.Skip("no KV namespace: run through test/conformance in wrangler dev")
+	}
+	storetest.Run(t, kv.NewStore(kv.NewBinding(ns), nil), "store-conformance:", storetest.Options{Short: kv.MinTTL})
 }
 
 // TestNamespaceKVRefusesWhatStoresRefuse pins the KV facts the stores model, by

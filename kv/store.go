@@ -144,15 +144,18 @@ func (k *Store) takeOver(ctx context.Context, key intake.Key, c intake.Claim, op
 	return open, nil
 }
 
-// putClaim writes c under pending:<key>: held for its lease, or open.
+// putClaim writes c under pending:<key>: held for its lease, or open. A
+// claim made before the body is read, as the reference makes it, and
+// without a gateway, is exactly the reference's: "1" and no metadata.
 func (k *Store) putClaim(ctx context.Context, key intake.Key, c intake.Claim, open bool) error {
 	e := Entry{Value: pendingValue}
 	ttl := c.Lease
+	m := metadata{fingerprint: c.Fingerprint}
 	if c.Keep > 0 {
 		ttl = max(c.Lease, c.Keep)
-		e.Metadata = metadata{fingerprint: c.Fingerprint, orderID: c.OrderID, acceptedAt: c.AcceptedAt,
-			leaseUntil: k.now().Add(c.Lease), open: open}.encode()
+		m.orderID, m.acceptedAt, m.leaseUntil, m.open = c.OrderID, c.AcceptedAt, k.now().Add(c.Lease), open
 	}
+	e.Metadata = m.encode()
 	return k.ns.Put(ctx, pendingPrefix+key.String(), e, PutOptions{TTL: ttl})
 }
 

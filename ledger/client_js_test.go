@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/edge-orders/edge-orders/intake"
+	"github.com/edge-orders/edge-orders/intake/storetest"
 	"github.com/edge-orders/edge-orders/ledger"
-	"github.com/edge-orders/edge-orders/ledger/ledgertest"
 	"github.com/edge-orders/edge-orders/workers"
 )
 
@@ -27,7 +27,8 @@ func ledgerNamespace(t *testing.T) js.Value {
 // TestClientConformance runs the ledger checks against the real Ledger
 // Durable Object in workerd, where time passes for real.
 func TestClientConformance(t *testing.T) {
-	ledgertest.Run(t, ledger.NewClient(ledgerNamespace(t), 4), "workerd:", func(d time.Duration) { time.Sleep(d) })
+	storetest.Run(t, ledger.NewClient(ledgerNamespace(t), 4), "workerd:", storetest.Options{Fenced: true, Atomic: true, Short: time.Second,
+		Advance: func(d time.Duration) { time.Sleep(d) }})
 }
 
 // TestClientSweepRunsInWorkerd runs the object's expiry path, the sweep
@@ -48,7 +49,7 @@ func TestClientSweepRunsInWorkerd(t *testing.T) {
 		return res.Get("rows").Int(), int64(res.Get("nextSweep").Float())
 	}
 
-	short := intake.Claim{Token: "a", Lease: ledgertest.ShortLease}
+	short := intake.Claim{Token: "a", Lease: time.Second}
 	long := intake.Claim{Token: "b", Lease: time.Minute}
 	for _, c := range []struct {
 		id    string

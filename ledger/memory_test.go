@@ -6,8 +6,8 @@ import (
 	"time"
 
 	"github.com/edge-orders/edge-orders/intake"
+	"github.com/edge-orders/edge-orders/intake/storetest"
 	"github.com/edge-orders/edge-orders/ledger"
-	"github.com/edge-orders/edge-orders/ledger/ledgertest"
 )
 
 // clock is a fake clock that tests move by hand.
@@ -25,7 +25,7 @@ func newMemory() (*ledger.Memory, *clock) {
 
 func TestMemoryConformance(t *testing.T) {
 	m, c := newMemory()
-	ledgertest.Run(t, m, "memory:", c.Advance)
+	storetest.Run(t, m, "memory:", storetest.Options{Fenced: true, Atomic: true, Short: time.Second, Advance: c.Advance})
 }
 
 // TestSweepDeletesExpiredRows checks the alarm path: the first claim sets

@@ -45,7 +45,7 @@ func TestConformanceInWorkerd(t *testing.T) {
 		pkg  string
 		want []string
 	}{
-		{"kv", []string{"--- PASS: TestNamespaceConformance", "--- PASS: TestNamespaceKVRefusesWhatStoresRefuse"}},
+		{"kv", []string{"--- PASS: TestNamespaceConformance", "--- PASS: TestNamespaceKVRefusesWhatStoresRefuse", "--- PASS: TestStoreConformanceInWorkerd"}},
 		{"ledger", []string{"--- PASS: TestClientConformance", "--- PASS: TestClientSweepRunsInWorkerd"}},
 	} {
 		t.Run(tc.pkg, func(t *testing.T) {

@@ -10,7 +10,7 @@ import ledgerTests from "../../build/ledger.test.wasm";
 export { Ledger } from "../../worker.mjs";
 
 const binaries = {
-  "/kv": { module: kvTests, run: "^TestNamespace" },
+  "/kv": { module: kvTests, run: "^(TestNamespace|TestStoreConformanceInWorkerd)" },
   "/ledger": { module: ledgerTests, run: "^TestClient" },
 };
 

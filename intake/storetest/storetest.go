@@ -1,7 +1,11 @@
-// Package ledgertest checks that an intake.Store keeps the ledger's
-// promises: claims that are atomic, fenced by their token and leased, and
-// receipts that expire and are then never served.
-package ledgertest
+// Package storetest checks that an intake.Store keeps the promises the
+// lifecycle relies on: outcomes returned byte for byte, claims that hold
+// their key for their lease, order ids kept once an order may have reached
+// the gateway, and outcomes that expire and are then never served. Every
+// Store runs it: the ledger in memory and in workerd, KV's in memory.
+// Stores that can do more say so in Options and are checked for it too:
+// claims fenced by their token, and claims granted atomically.
+package storetest
 
 import (
 	"context"
@@ -14,19 +18,35 @@ import (
 	"github.com/edge-orders/edge-orders/intake"
 )
 
-// Lease and TTL used by the checks that let time pass: short, so that a run
-// against a real Durable Object, where time passes for real, stays quick.
-const (
-	ShortLease = time.Second
-	ShortTTL   = time.Second
-	// pastShort is how far advance moves to be clearly past them.
-	pastShort = 1200 * time.Millisecond
-)
+// Options says what the Store under test can do beyond what every Store
+// must, and how its time passes.
+type Options struct {
+	// Fenced: the Store tells claims apart by their token. It refuses a
+	// Commit whose claim no longer holds the key, lets only a claim's
+	// holder release it, and treats a call repeated with a token as done.
+	// KV cannot: a claim there is a marker anyone may overwrite.
+	Fenced bool
+	// Atomic: of concurrent claims on one key exactly one is granted.
+	Atomic bool
+	// Short is the shortest lease and TTL the Store accepts; the checks
+	// that let time pass use it, so a real clock waits as little as it can.
+	Short time.Duration
+	// Advance lets d pass: a fake clock's step, or a real sleep. Nil skips
+	// the checks that let time pass.
+	Advance func(d time.Duration)
+}
 
-// Run checks s against the behaviour every ledger shares. Keys it uses
-// start with prefix, so that runs against a persistent store do not
-// collide. advance lets d pass: a fake clock's step, or a real sleep.
-func Run(t *testing.T, s intake.Store, prefix string, advance func(d time.Duration)) {
+// Run checks s. Keys it uses start with prefix, so that runs against a
+// persistent store do not collide.
+func Run(t *testing.T, s intake.Store, prefix string, opts Options) {
+	advance := opts.Advance
+	pastShort := opts.Short + opts.Short/5
+	fenced := func(t *testing.T) {
+		t.Helper()
+		if !opts.Fenced {
+			t.Skip("the Store does not fence claims")
+		}
+	}
 	ctx := context.Background()
 	n := 0
 	newKey := func() intake.Key {
@@ -83,6 +103,7 @@ func Run(t *testing.T, s intake.Store, prefix string, advance func(d time.Durati
 	})
 
 	t.Run("a claim retried with its own token is still claimed", func(t *testing.T) {
+		fenced(t)
 		key := newKey()
 		mustBegin(t, key, claim("a", "fp"), intake.Claimed)
 		mustBegin(t, key, claim("a", "fp"), intake.Claimed)
@@ -102,6 +123,7 @@ func Run(t *testing.T, s intake.Store, prefix string, advance func(d time.Durati
 	})
 
 	t.Run("a commit retried with its token changes nothing", func(t *testing.T) {
+		fenced(t)
 		key := newKey()
 		c := claim("a", "fp")
 		mustBegin(t, key, c, intake.Claimed)
@@ -113,6 +135,7 @@ func Run(t *testing.T, s intake.Store, prefix string, advance func(d time.Durati
 	})
 
 	t.Run("a commit without the claim is refused", func(t *testing.T) {
+		fenced(t)
 		key := newKey()
 		if err := s.Commit(ctx, key, claim("nobody", "fp"), receipt("x", "fp")); !errors.Is(err, intake.ErrLostClaim) {
 			t.Fatalf("Commit on an unclaimed key = %v, want ErrLostClaim", err)
@@ -125,6 +148,7 @@ func Run(t *testing.T, s intake.Store, prefix string, advance func(d time.Durati
 	})
 
 	t.Run("release frees the key only for its holder", func(t *testing.T) {
+		fenced(t)
 		key := newKey()
 		mustBegin(t, key, claim("a", "fp"), intake.Claimed)
 		if err := s.Release(ctx, key, claim("b", "fp")); err != nil {
@@ -157,6 +181,9 @@ func Run(t *testing.T, s intake.Store, prefix string, advance func(d time.Durati
 	})
 
 	t.Run("concurrent claims on one key: exactly one is claimed", func(t *testing.T) {
+		if !opts.Atomic {
+			t.Skip("the Store does not claim atomically")
+		}
 		key := newKey()
 		const n = 16
 		states := make([]intake.State, n)
@@ -238,6 +265,7 @@ func Run(t *testing.T, s intake.Store, prefix string, advance func(d time.Durati
 	})
 
 	t.Run("a taken-over claim released unsent keeps the earlier order id", func(t *testing.T) {
+		fenced(t)
 		// The takeover's answer was lost, so its holder never learnt the
 		// order id it must use; its release must not forget it.
 		key := newKey()
@@ -256,15 +284,18 @@ func Run(t *testing.T, s intake.Store, prefix string, advance func(d time.Durati
 	})
 
 	t.Run("leases and expiry", func(t *testing.T) {
+		if advance == nil {
+			t.Skip("time cannot pass here")
+		}
 		// One wait serves every key here, so a real clock waits once.
 		taken, slow, expiring, kept := newKey(), newKey(), newKey(), newKey()
-		short := intake.Claim{Token: "a", Fingerprint: "fp", Lease: ShortLease}
+		short := intake.Claim{Token: "a", Fingerprint: "fp", Lease: opts.Short}
 		mustBegin(t, taken, short, intake.Claimed)
 		mustBegin(t, slow, short, intake.Claimed)
 		mustBegin(t, expiring, claim("a", "fp"), intake.Claimed)
-		mustCommit(t, expiring, claim("a", "fp"), intake.Result{Body: []byte("old"), Fingerprint: "fp", TTL: ShortTTL})
+		mustCommit(t, expiring, claim("a", "fp"), intake.Result{Body: []byte("old"), Fingerprint: "fp", TTL: opts.Short})
 		dead := sent("a", "fp", "order-1")
-		dead.Lease = ShortLease
+		dead.Lease = opts.Short
 		mustBegin(t, kept, dead, intake.Claimed)
 		advance(pastShort)
 
@@ -276,7 +307,7 @@ func Run(t *testing.T, s intake.Store, prefix string, advance func(d time.Durati
 		t.Run("an expired claim is taken over and its holder's commit refused", func(t *testing.T) {
 			mustLookup(t, taken, intake.Absent)
 			mustBegin(t, taken, claim("b", "fp"), intake.Claimed)
-			if err := s.Commit(ctx, taken, short, receipt("late", "fp")); !errors.Is(err, intake.ErrLostClaim) {
+			if err := s.Commit(ctx, taken, short, receipt("late", "fp")); opts.Fenced && !errors.Is(err, intake.ErrLostClaim) {
 				t.Fatalf("commit after the takeover = %v, want ErrLostClaim", err)
 			}
 			mustCommit(t, taken, claim("b", "fp"), receipt("new", "fp"))
