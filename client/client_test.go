@@ -15,6 +15,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/edge-orders/edge-orders/client"
+	"github.com/edge-orders/edge-orders/intake"
 )
 
 // msft is the order most tests place.
@@ -85,7 +86,7 @@ func TestSubmitPlacesOrder(t *testing.T) {
 		wantAuth string
 	}{
 		{"open Worker gets no Authorization", "", ""},
-		{"token is sent as a bearer token", "tok-123", "Bearer tok-123"},
+		{"token is sent as a bearer token", "tok-0123456789abcdef", "Bearer tok-0123456789abcdef"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -337,7 +338,7 @@ func TestWorkerBehavioursComeBackTyped(t *testing.T) {
 		}
 	})
 	t.Run("a missing token is ErrUnauthorized with its challenge", func(t *testing.T) {
-		w := newWorker(t, "secret")
+		w := newWorker(t, "secret-0123456789abcdef")
 		c, _ := newClient(w, nil)
 		_, err := c.Submit(t.Context(), msft)
 		if !errors.Is(err, client.ErrUnauthorized) {
@@ -351,7 +352,8 @@ func TestWorkerBehavioursComeBackTyped(t *testing.T) {
 
 func TestConcurrentSubmitsPlaceOneOrder(t *testing.T) {
 	w := newWorker(t, "")
-	w.hold, w.placing = make(chan struct{}), make(chan struct{})
+	hold, placing := make(chan struct{}), make(chan struct{})
+	w.gateway.hold, w.gateway.placing = hold, placing
 	first := make(chan *client.Result, 1)
 	go func() {
 		c, _ := newClient(w, nil)
@@ -361,13 +363,13 @@ func TestConcurrentSubmitsPlaceOneOrder(t *testing.T) {
 		}
 		first <- res
 	}()
-	<-w.placing
+	<-placing
 	// The second submission meets the first's claim (409); its wait lets the
 	// first finish, and its retry replays the first's receipt.
 	var firstRes *client.Result
 	c := client.New(w.srv.URL, &client.Options{Sleep: func(ctx context.Context, d time.Duration) error {
 		if firstRes == nil {
-			close(w.hold)
+			close(hold)
 			firstRes = <-first
 		}
 		return nil
@@ -678,8 +680,8 @@ func TestLookup(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			w := newWorker(t, "tok")
-			c, _ := newClient(w, &client.Options{Token: "tok", MaxAttempts: 3})
+			w := newWorker(t, "tok-0123456789abcdef")
+			c, _ := newClient(w, &client.Options{Token: "tok-0123456789abcdef", MaxAttempts: 3})
 			var placed *client.Result
 			if tc.place {
 				var err error
@@ -706,12 +708,12 @@ func TestLookup(t *testing.T) {
 				}
 			}
 			for _, r := range w.requests()[len(w.requests())-tc.wantAttempts:] {
-				if r.method != http.MethodGet || r.body != "" || r.key != "k-look" || r.authorization != "Bearer tok" {
+				if r.method != http.MethodGet || r.body != "" || r.key != "k-look" || r.authorization != "Bearer tok-0123456789abcdef" {
 					t.Errorf("lookup request = %+v, want GET with no body, the key and the token", r)
 				}
 			}
-			if n, want := len(w.receipts), btoi(tc.place); n != want {
-				t.Errorf("worker holds %d receipts, want %d: a lookup creates nothing", n, want)
+			if n, want := w.gateway.orders(), btoi(tc.place); n != want {
+				t.Errorf("the worker placed %d orders, want %d: a lookup creates nothing", n, want)
 			}
 		})
 	}
@@ -722,4 +724,41 @@ func btoi(b bool) int {
 		return 1
 	}
 	return 0
+}
+
+// TestGatewayOutcomes drives the real handler's answers for what the
+// order-management system says: an unknown outcome is retried under the
+// same key until it settles, and a rejection is final, ErrRejected, with
+// the refused order and the reason.
+func TestGatewayOutcomes(t *testing.T) {
+	t.Run("an unknown outcome is retried under the same key", func(t *testing.T) {
+		w := newWorker(t, "")
+		w.gateway.answers = []error{errors.New("oms: no answer"), errors.New("oms: no answer")}
+		c, _ := newClient(w, nil)
+		res, err := c.SubmitWithKey(t.Context(), "unknown", msft)
+		if err != nil {
+			t.Fatalf("SubmitWithKey: %v", err)
+		}
+		if res.Attempts != 3 || res.StatusCode != 201 || w.gateway.orders() != 1 {
+			t.Errorf("attempts %d status %d orders %d, want 3 201 1", res.Attempts, res.StatusCode, w.gateway.orders())
+		}
+		wantSameKey(t, w, 3, "unknown")
+	})
+	t.Run("a rejection is final and names the order", func(t *testing.T) {
+		w := newWorker(t, "")
+		w.gateway.answers = []error{&intake.Rejection{Reason: "symbol halted"}}
+		c, _ := newClient(w, nil)
+		_, err := c.SubmitWithKey(t.Context(), "refused", msft)
+		e := asError(t, err)
+		if !errors.Is(err, client.ErrRejected) || client.IsRetryable(err) || e.Attempts != 1 {
+			t.Fatalf("error = %v (retryable %v, attempts %d), want a final ErrRejected after one attempt", err, client.IsRetryable(err), e.Attempts)
+		}
+		if e.Problem.Detail != "symbol halted" || e.Problem.OrderID == "" {
+			t.Errorf("problem = %+v, want the reason and the refused order's id", e.Problem)
+		}
+		_, again := c.SubmitWithKey(t.Context(), "refused", msft)
+		if !errors.Is(again, client.ErrRejected) || asError(t, again).Problem.OrderID != e.Problem.OrderID {
+			t.Errorf("retry = %v, want the same rejection", again)
+		}
+	})
 }

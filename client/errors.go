@@ -32,6 +32,14 @@ var (
 	// ErrUnavailable: the Worker's storage failed (storage_unavailable).
 	// Retryable under the same key.
 	ErrUnavailable = errors.New("client: storage unavailable")
+	// ErrOutcomeUnknown: the order-management system did not confirm the
+	// order (outcome_unknown), so it may or may not exist. Retryable under
+	// the same key, which settles it without placing a second order.
+	ErrOutcomeUnknown = errors.New("client: order outcome unknown")
+	// ErrRejected: the order-management system refused the order for good
+	// (order_rejected). Final for the key; Problem.Detail is the reason and
+	// Problem.OrderID the refused order.
+	ErrRejected = errors.New("client: order rejected")
 	// ErrInvalidKey: the key is not 1 to MaxKeyBytes printable ASCII
 	// characters, found by the client before sending or by the Worker
 	// (missing_idempotency_key, invalid_idempotency_key).
@@ -56,6 +64,8 @@ var codes = map[string]error{
 	"unauthorized":            ErrUnauthorized,
 	"rate_limited":            ErrRateLimited,
 	"storage_unavailable":     ErrUnavailable,
+	"outcome_unknown":         ErrOutcomeUnknown,
+	"order_rejected":          ErrRejected,
 	"missing_idempotency_key": ErrInvalidKey,
 	"invalid_idempotency_key": ErrInvalidKey,
 }
@@ -72,6 +82,9 @@ type Problem struct {
 	// RetryAfter is the "retryAfter" member, in seconds, sent with 409
 	// in_progress; 0 when absent.
 	RetryAfter int `json:"retryAfter"`
+	// OrderID is the "orderId" member, sent with order_rejected: the
+	// order the order-management system refused.
+	OrderID string `json:"orderId"`
 }
 
 // Error is a request that failed: the Worker's problem, a response the
@@ -128,8 +141,8 @@ func (e *Error) Is(target error) bool {
 
 // Retryable reports whether sending the same order under the same key
 // again may still succeed: the outcome is unknown (no response), or the
-// Worker answered 409 (a request holds the key) or 503 (storage failed,
-// nothing placed). Every other status is final: 4xx, and 5xx such as 500,
+// Worker answered 409 (a request holds the key) or 503 (storage failed, or
+// the order-management system's answer was lost). Every other status is final: 4xx, and 5xx such as 500,
 // which the client does not retry either.
 func (e *Error) Retryable() bool {
 	switch e.StatusCode {

@@ -1,7 +1,8 @@
 package client_test
 
 import (
-	"encoding/json"
+	"bytes"
+	"context"
 	"fmt"
 	"io"
 	"net/http"
@@ -9,36 +10,29 @@ import (
 	"strconv"
 	"sync"
 	"testing"
+	"time"
 
-	"github.com/google/uuid"
+	"github.com/edge-orders/edge-orders/auth"
+	"github.com/edge-orders/edge-orders/config"
+	"github.com/edge-orders/edge-orders/httpapi"
+	"github.com/edge-orders/edge-orders/intake"
+	"github.com/edge-orders/edge-orders/internal/httpserve"
+	"github.com/edge-orders/edge-orders/ledger"
 )
 
-// worker is an in-memory stand-in for the edge-orders Worker that plays
-// its HTTP contract: receipts stored per key, replays byte for byte, key
-// reuse, in-progress keys, lookups, bearer tokens and problem bodies. Steps
-// queued in script answer the first requests instead, to inject failures.
+// worker is the real Worker's HTTP handler (httpapi over intake over the
+// in-memory ledger), served on loopback. Steps queued in script answer the
+// first requests instead, to inject what the real handler never does: a
+// storm of 503s, a dropped connection, a proxy's page.
 type worker struct {
 	srv *httptest.Server
 	// token, if set, must be sent as a bearer token.
-	token string
+	token   string
+	gateway *holdingGateway
 
-	mu       sync.Mutex
-	receipts map[string]stored
-	// holding marks keys a request is working on: others get in_progress.
-	holding map[string]bool
-	// hold, if set, keeps a placing request working until it is closed, so
-	// that a test can send a second request meanwhile.
-	hold chan struct{}
-	// placing is closed when a request starts working on a key under hold.
-	placing chan struct{}
-	script  []step
-	seen    []seenRequest
-}
-
-// stored is a receipt and the order it was placed for.
-type stored struct {
-	order string
-	raw   []byte
+	mu     sync.Mutex
+	script []step
+	seen   []seenRequest
 }
 
 // seenRequest is what the worker received.
@@ -46,7 +40,7 @@ type seenRequest struct {
 	method, key, contentType, authorization, body string
 }
 
-// step answers one request in place of the contract.
+// step answers one request in place of the handler.
 type step func(w http.ResponseWriter, r *http.Request)
 
 // acceptedAt stamps every receipt the worker mints.
@@ -55,8 +49,37 @@ const acceptedAt = "2026-01-02T03:04:05.678Z"
 // newWorker starts a worker; token "" runs it open.
 func newWorker(t *testing.T, token string, script ...step) *worker {
 	t.Helper()
-	w := &worker{token: token, receipts: map[string]stored{}, holding: map[string]bool{}, script: script}
-	w.srv = httptest.NewServer(http.HandlerFunc(w.serve))
+	w := &worker{token: token, script: script, gateway: &holdingGateway{}}
+	stamp, _ := time.Parse(time.RFC3339Nano, acceptedAt)
+	svc := intake.New(ledger.NewMemory(), intake.Options{
+		ResultTTL: config.DefaultResultTTL, PendingTTL: config.DefaultPendingTTL, Wait: 0,
+		ValidateFirst: true, Gateway: w.gateway, Now: func() time.Time { return stamp },
+	})
+	var opts httpapi.Options
+	if token != "" {
+		clients, err := auth.Parse("test-client:" + token)
+		if err != nil {
+			t.Fatal(err)
+		}
+		opts.Clients = clients
+	}
+	handler := httpserve.Handler(httpapi.New(svc, opts))
+	w.srv = httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		w.mu.Lock()
+		w.seen = append(w.seen, seenRequest{r.Method, r.Header.Get("Idempotency-Key"), r.Header.Get("Content-Type"), r.Header.Get("Authorization"), string(body)})
+		var next step
+		if len(w.script) > 0 {
+			next, w.script = w.script[0], w.script[1:]
+		}
+		w.mu.Unlock()
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		if next != nil {
+			next(rw, r)
+			return
+		}
+		handler.ServeHTTP(rw, r)
+	}))
 	t.Cleanup(w.srv.Close)
 	return w
 }
@@ -77,123 +100,45 @@ func (w *worker) keys() []string {
 	return keys
 }
 
-func (w *worker) serve(rw http.ResponseWriter, r *http.Request) {
-	body, _ := io.ReadAll(r.Body)
-	key := r.Header.Get("Idempotency-Key")
-	w.mu.Lock()
-	w.seen = append(w.seen, seenRequest{r.Method, key, r.Header.Get("Content-Type"), r.Header.Get("Authorization"), string(body)})
-	var next step
-	if len(w.script) > 0 {
-		next, w.script = w.script[0], w.script[1:]
-	}
-	w.mu.Unlock()
-	if next != nil {
-		next(rw, r)
-		return
-	}
-
-	if w.token != "" && r.Header.Get("Authorization") != "Bearer "+w.token {
-		rw.Header().Set("WWW-Authenticate", `Bearer realm="edge-orders"`)
-		writeProblem(rw, 401, "unauthorized", 0)
-		return
-	}
-	switch {
-	case r.Method == http.MethodGet && key != "":
-		w.lookup(rw, key)
-	case r.Method != http.MethodPost:
-		rw.Header().Set("Allow", "GET, POST")
-		writeProblem(rw, 405, "method_not_allowed", 0)
-	case key == "":
-		writeProblem(rw, 400, "missing_idempotency_key", 0)
-	default:
-		w.place(rw, key, body)
-	}
+// holdingGateway stands for the order-management system: it counts the
+// orders placed, answers with the next of its answers (then accepts), and,
+// with hold set, keeps each call waiting until hold is closed, closing
+// placing when one starts, so that a test can send a second request
+// meanwhile.
+type holdingGateway struct {
+	mu      sync.Mutex
+	placed  int
+	answers []error
+	hold    chan struct{}
+	placing chan struct{}
 }
 
-func (w *worker) lookup(rw http.ResponseWriter, key string) {
-	w.mu.Lock()
-	s, ok := w.receipts[key]
-	held := w.holding[key]
-	w.mu.Unlock()
-	switch {
-	case ok:
-		writeReceipt(rw, http.StatusOK, s.raw)
-	case held:
-		writeInProgress(rw)
-	default:
-		writeProblem(rw, 404, "not_found", 0)
+func (g *holdingGateway) Place(ctx context.Context, p intake.Placement) error {
+	g.mu.Lock()
+	hold, placing := g.hold, g.placing
+	g.hold = nil
+	var answer error
+	if len(g.answers) > 0 {
+		answer, g.answers = g.answers[0], g.answers[1:]
 	}
-}
-
-func (w *worker) place(rw http.ResponseWriter, key string, body []byte) {
-	var o struct {
-		Symbol   *string          `json:"symbol"`
-		Side     *string          `json:"side"`
-		Quantity *json.RawMessage `json:"quantity"`
-	}
-	_ = json.Unmarshal(body, &o)
-	fingerprint := fmt.Sprint(deref(o.Symbol), "|", deref(o.Side), "|", string(deref(o.Quantity)))
-
-	w.mu.Lock()
-	if s, ok := w.receipts[key]; ok {
-		w.mu.Unlock()
-		if s.order != fingerprint {
-			writeProblem(rw, 422, "idempotency_key_reused", 0)
-			return
-		}
-		writeReceipt(rw, http.StatusOK, s.raw)
-		return
-	}
-	if w.holding[key] {
-		w.mu.Unlock()
-		writeInProgress(rw)
-		return
-	}
-	w.holding[key] = true
-	hold, placing := w.hold, w.placing
-	w.mu.Unlock()
-	defer func() {
-		w.mu.Lock()
-		delete(w.holding, key)
-		w.mu.Unlock()
-	}()
+	g.mu.Unlock()
 	if hold != nil {
 		close(placing)
 		<-hold
 	}
-
-	quantity, err := strconv.ParseInt(string(deref(o.Quantity)), 10, 64)
-	if deref(o.Symbol) == "" || (deref(o.Side) != "buy" && deref(o.Side) != "sell") || err != nil || quantity <= 0 {
-		writeProblem(rw, 422, "invalid_order", 0)
-		return
+	if answer == nil {
+		g.mu.Lock()
+		g.placed++
+		g.mu.Unlock()
 	}
-	raw, _ := json.Marshal(map[string]any{
-		"orderId": uuid.NewString(), "status": "accepted", "symbol": *o.Symbol,
-		"side": *o.Side, "quantity": quantity, "acceptedAt": acceptedAt,
-	})
-	w.mu.Lock()
-	w.receipts[key] = stored{order: fingerprint, raw: raw}
-	w.mu.Unlock()
-	writeReceipt(rw, http.StatusCreated, raw)
+	return answer
 }
 
-func deref[T any](p *T) T {
-	var zero T
-	if p == nil {
-		return zero
-	}
-	return *p
-}
-
-// writeReceipt answers with a receipt; 200 is a replay.
-func writeReceipt(rw http.ResponseWriter, status int, raw []byte) {
-	rw.Header().Set("Content-Type", "application/json")
-	rw.Header().Set("Cache-Control", "no-store")
-	if status == http.StatusOK {
-		rw.Header().Set("Idempotent-Replay", "true")
-	}
-	rw.WriteHeader(status)
-	rw.Write(raw)
+// orders is how many orders the gateway accepted.
+func (g *holdingGateway) orders() int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.placed
 }
 
 // writeInProgress answers 409 as the Worker does with its default 60 s claim.

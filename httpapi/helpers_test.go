@@ -17,6 +17,7 @@ import (
 	"github.com/edge-orders/edge-orders/eventlog"
 	"github.com/edge-orders/edge-orders/httpapi"
 	"github.com/edge-orders/edge-orders/intake"
+	"github.com/edge-orders/edge-orders/internal/httpserve"
 	"github.com/edge-orders/edge-orders/kv"
 	"github.com/edge-orders/edge-orders/kv/kvtest"
 	"github.com/edge-orders/edge-orders/workers"
@@ -53,16 +54,7 @@ func panicky(s kv.Namespace, panics *atomic.Bool) kv.Namespace {
 }
 
 // asHTTP serves h as a net/http handler, so tests can use httptest.
-func asHTTP(h workers.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		resp := h.ServeWorker(r.Context(), &workers.Request{Method: r.Method, Header: r.Header, Body: workers.ReaderBody(r.Body)})
-		for _, f := range resp.Header {
-			w.Header().Add(f.Name, f.Value)
-		}
-		w.WriteHeader(resp.Status)
-		w.Write(resp.Body)
-	})
-}
+func asHTTP(h workers.Handler) http.Handler { return httpserve.Handler(h) }
 
 // serviceOptions are the Worker's defaults with a fixed receipt clock; a
 // duplicate of a request in flight is answered at once.
