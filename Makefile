@@ -28,11 +28,15 @@ build:
 dev: tools
 	wrangler dev --ip 127.0.0.1 --port $(PORT) --persist-to .wrangler/state $(if $(ENV),--env $(ENV))
 
+# gotestsum (a Go tool dependency in go.mod) runs go test and sums up; its
+# post-run command prints the closing line: N passed, N failed, N skipped.
 test: tools
 	go vet ./...
 	GOOS=js GOARCH=wasm go vet ./...
 	./build.sh
-	EDGE_ORDERS_E2E=1 go test -count=1 ./...
+	EDGE_ORDERS_E2E=1 go tool gotestsum --format pkgname-and-test-fails \
+		--post-run-command 'sh -c "echo $$((TESTS_TOTAL - TESTS_FAILED - TESTS_SKIPPED)) passed, $$TESTS_FAILED failed, $$TESTS_SKIPPED skipped"' \
+		-- -count=1 ./...
 
 # The Go Worker (KV and ledger mode) against the seed's TypeScript Worker and
 # the JavaScript port, under wrangler dev: production latency (simulated

@@ -5,6 +5,7 @@ package eventlog
 import (
 	"io"
 	"strconv"
+	"unicode/utf8"
 
 	"github.com/edge-orders/edge-orders/internal/jsjson"
 )
@@ -28,14 +29,22 @@ type Line struct {
 	Millis int64
 }
 
+// MaxFieldBytes bounds each field of a line as it is written: a client may
+// send an invalid Idempotency-Key of any length (up to the request's header
+// limit), and Workers Logs bills by volume. Every valid key, client id and
+// order id is far shorter.
+const MaxFieldBytes = 512
+
 // AppendJSON appends l as one line of JSON, empty fields and a zero status
-// (lines about the Worker rather than a request) left out.
+// (lines about the Worker rather than a request) left out. A field longer
+// than MaxFieldBytes is cut at a character boundary and says how long it
+// was.
 func (l Line) AppendJSON(b []byte) []byte {
 	b = jsjson.AppendString(append(b, `{"outcome":`...), l.Outcome)
 	for _, f := range []struct{ name, value string }{{"client", l.Client}, {"key", l.Key}, {"orderId", l.OrderID}, {"error", l.Error}} {
 		if f.value != "" {
 			b = append(b, `,"`+f.name+`":`...)
-			b = jsjson.AppendString(b, f.value)
+			b = jsjson.AppendString(b, bounded(f.value))
 		}
 	}
 	if l.Status != 0 {
@@ -43,6 +52,19 @@ func (l Line) AppendJSON(b []byte) []byte {
 	}
 	b = strconv.AppendInt(append(b, `,"ms":`...), l.Millis, 10)
 	return append(b, '}')
+}
+
+// bounded returns s, or its first MaxFieldBytes at most, cut before a
+// character that would not fit, with a note of s's length.
+func bounded(s string) string {
+	if len(s) <= MaxFieldBytes {
+		return s
+	}
+	cut := MaxFieldBytes
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "...(" + strconv.Itoa(len(s)) + " bytes)"
 }
 
 // Level says which lines a Sink keeps. Lines about the Worker itself

@@ -3,6 +3,8 @@ package eventlog_test
 import (
 	"bytes"
 	"encoding/json"
+	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/edge-orders/edge-orders/eventlog"
@@ -90,5 +92,38 @@ func TestLevels(t *testing.T) {
 				t.Fatalf("level %d kept %v, want %v", tc.level, got, tc.want)
 			}
 		}
+	}
+}
+
+// TestLongFieldsAreBounded: a 100,000-byte invalid key once made a 100 KB
+// log line. Every field is cut to MaxFieldBytes at a character boundary.
+func TestLongFieldsAreBounded(t *testing.T) {
+	tests := []struct {
+		name, value string
+		wantPrefix  string
+	}{
+		{"a huge ASCII key", strings.Repeat("k", 100_000), strings.Repeat("k", eventlog.MaxFieldBytes)},
+		{"a multibyte character across the limit", strings.Repeat("k", eventlog.MaxFieldBytes-1) + "é" + strings.Repeat("k", 10), strings.Repeat("k", eventlog.MaxFieldBytes-1)},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			line := eventlog.Line{Outcome: "invalid_idempotency_key", Key: tc.value, Error: tc.value, Status: 400}
+			b := line.AppendJSON(nil)
+			if len(b) > 3*eventlog.MaxFieldBytes {
+				t.Fatalf("line is %d bytes, want about two bounded fields", len(b))
+			}
+			var got struct{ Key, Error string }
+			if err := json.Unmarshal(b, &got); err != nil {
+				t.Fatalf("line %s: %v", b, err)
+			}
+			want := tc.wantPrefix + "...(" + strconv.Itoa(len(tc.value)) + " bytes)"
+			if got.Key != want || got.Error != want {
+				t.Errorf("key = %q, want %q", got.Key, want)
+			}
+		})
+	}
+	short := eventlog.Line{Outcome: "created", Key: strings.Repeat("k", 255)}
+	if b := short.AppendJSON(nil); !strings.Contains(string(b), strings.Repeat("k", 255)+`"`) {
+		t.Errorf("a valid 255-byte key was cut: %s", b)
 	}
 }
