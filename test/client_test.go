@@ -78,7 +78,7 @@ func TestGoClient(t *testing.T) {
 			if !res.Replay || res.Attempts < 2 || forwarded.Load() < 2 {
 				t.Fatalf("result replay=%v after %d attempts, %d forwarded; want a replay after the lost first answer", res.Replay, res.Attempts, forwarded.Load())
 			}
-			placed := w.waitForLog(t, fmt.Sprintf(`"outcome":"created","key":%q`, res.Key), 2*time.Second)
+			placed := w.countLog(t, fmt.Sprintf(`"outcome":"created","key":%q`, res.Key), 10*time.Second)
 			if placed != 1 {
 				t.Fatalf("the Worker logged %d orders for the key, want 1", placed)
 			}

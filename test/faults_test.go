@@ -36,6 +36,7 @@ func chaosSetting(name, def string) string {
 
 // wrappedStats is what test/wrapped's stats path answers.
 type wrappedStats struct {
+	Entered           int   `json:"entered"`
 	Calls             int   `json:"calls"`
 	FaultsBefore      int   `json:"faultsBefore"`
 	FaultsAfter       int   `json:"faultsAfter"`
@@ -55,6 +56,19 @@ func (w *target) setFaultRate(t *testing.T, rate float64) {
 	resp.Body.Close()
 	if resp.StatusCode != 200 {
 		t.Fatalf("setting the fault rate: %s", resp.Status)
+	}
+}
+
+// waitEntered waits until n binding calls have started since before, as
+// a gate on a request's progress through storage.
+func (w *target) waitEntered(t *testing.T, before wrappedStats, n int) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for w.wrappedStats(t).Entered < before.Entered+n {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d binding calls did not start within 20 s", n)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }
 
@@ -130,7 +144,12 @@ func TestFaultsNeverDuplicate(t *testing.T) {
 					for _, a := range answers {
 						switch {
 						case a.status == 201 || a.status == 200:
-							orders[decodeReceipt(t, a.body).OrderID] = true
+							r, err := parseReceipt(a.body)
+							if err != nil {
+								t.Errorf("key %d: %v", k, err)
+								continue
+							}
+							orders[r.OrderID] = true
 							bodies[a.body] = true
 						case a.status == 409 || a.status == 503:
 							mu.Lock()

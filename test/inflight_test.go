@@ -4,9 +4,7 @@ package e2e
 
 import (
 	"encoding/json"
-	"sync"
 	"testing"
-	"time"
 
 	"github.com/edge-orders/edge-orders/internal/wranglerdev"
 )
@@ -25,35 +23,38 @@ func wrappedOptions(opts wranglerdev.Options) wranglerdev.Options {
 	return opts
 }
 
-// TestInFlightDuplicate holds a key in flight for about 3 s, by slowing
-// the storage writes of its first request, and sends two duplicates: one
-// that gives up waiting after the 2 s wait (409 with Retry-After), and one
-// that sees the first finish within its wait (the replay).
+// TestInFlightDuplicate holds a key in flight for 3 s, by slowing the
+// storage writes of its first request, and sends two duplicates: one as
+// soon as the first has reached storage, which gives up after its 2 s wait
+// (409 with Retry-After), and one once the first has started its last
+// write, 1.5 s from its end, which sees it finish within its wait (the
+// replay). The duplicates are gated on the calls the first has started,
+// not on sleeps.
 func TestInFlightDuplicate(t *testing.T) {
 	requireWorker(t)
-	slow := map[string]map[string]int{
-		"kv":     {"ORDERS.put": 1500}, // the claim and the receipt: 3 s
-		"ledger": {"LEDGER.commit": 3000},
-	}
-	for _, mode := range []string{"kv", "ledger"} {
-		t.Run(mode, func(t *testing.T) {
-			delays, _ := json.Marshal(slow[mode])
-			w := startWrapped(t, mode, map[string]string{"WRAP_DELAYS": string(delays)})
+	for _, c := range []struct {
+		mode   string
+		delays map[string]int
+		// lastWrite is how many binding calls the first request has
+		// started once it has started its last write.
+		lastWrite int
+	}{
+		{"kv", map[string]int{"ORDERS.put": 1500}, 4},                              // 2 reads, the claim, the receipt
+		{"ledger", map[string]int{"LEDGER.claim": 1500, "LEDGER.commit": 1500}, 2}, // the claim, the commit
+	} {
+		t.Run(c.mode, func(t *testing.T) {
+			delays, _ := json.Marshal(c.delays)
+			w := startWrapped(t, c.mode, map[string]string{"WRAP_DELAYS": string(delays)})
 			key := newKey(t)
-			var first, gaveUp, waited response
-			var wg sync.WaitGroup
-			for _, c := range []struct {
-				after time.Duration
-				into  *response
-			}{{0, &first}, {200 * time.Millisecond, &gaveUp}, {2 * time.Second, &waited}} {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					time.Sleep(c.after)
-					*c.into = w.post(t, key, validOrder)
-				}()
-			}
-			wg.Wait()
+			before := w.wrappedStats(t)
+			firstDone := make(chan response, 1)
+			go func() { firstDone <- w.post(t, key, validOrder) }()
+			w.waitEntered(t, before, 1)
+			gaveUpDone := make(chan response, 1)
+			go func() { gaveUpDone <- w.post(t, key, validOrder) }()
+			w.waitEntered(t, before, c.lastWrite)
+			waited := w.post(t, key, validOrder)
+			first, gaveUp := <-firstDone, <-gaveUpDone
 			if first.status != 201 {
 				t.Fatalf("first = %d %s, want 201", first.status, first.body)
 			}

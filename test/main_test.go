@@ -219,13 +219,24 @@ type receipt struct {
 	AcceptedAt string  `json:"acceptedAt"`
 }
 
+// decodeReceipt decodes a receipt, failing t if body is none. It calls
+// t.Fatalf, so only from the test's own goroutine: elsewhere, parseReceipt.
 func decodeReceipt(t *testing.T, body string) receipt {
 	t.Helper()
-	var r receipt
-	if err := json.Unmarshal([]byte(body), &r); err != nil {
-		t.Fatalf("receipt %q: %v", body, err)
+	r, err := parseReceipt(body)
+	if err != nil {
+		t.Fatal(err)
 	}
 	return r
+}
+
+// parseReceipt decodes a receipt; one without an order id is an error.
+func parseReceipt(body string) (receipt, error) {
+	var r receipt
+	if err := json.Unmarshal([]byte(body), &r); err != nil || r.OrderID == "" {
+		return r, fmt.Errorf("not a receipt: %q (%v)", body, err)
+	}
+	return r, nil
 }
 
 // wrangler runs the wrangler CLI against local state.
@@ -268,18 +279,29 @@ func (w *target) kvList(t *testing.T, prefix string) []storedKey {
 	return keys
 }
 
-// waitForLog counts the Worker's log lines containing s, waiting up to wait
-// for wrangler to print them.
-func (w *target) waitForLog(t *testing.T, s string, wait time.Duration) int {
+// logQuiet is how long the Worker's log must stay unchanged before a count:
+// a request a client abandoned still runs to its end in the Worker, and its
+// line, a late second "created" say, comes well within this.
+const logQuiet = time.Second
+
+// countLog counts the Worker's log lines containing s once the log has gone
+// quiet (nothing new for logQuiet), or after wait at most, which fails t:
+// a count taken at the first match could miss a later line.
+func (w *target) countLog(t *testing.T, s string, wait time.Duration) int {
 	t.Helper()
 	deadline := time.Now().Add(wait)
-	for {
-		n := strings.Count(w.Logs(), s)
-		if n > 0 || time.Now().After(deadline) {
-			return n
+	last, since := w.Logs(), time.Now()
+	for time.Since(since) < logQuiet {
+		if time.Now().After(deadline) {
+			t.Errorf("the log did not go quiet for %v within %v", logQuiet, wait)
+			break
 		}
 		time.Sleep(50 * time.Millisecond)
+		if now := w.Logs(); now != last {
+			last, since = now, time.Now()
+		}
 	}
+	return strings.Count(last, s)
 }
 
 // problemTypePrefix starts every problem's type (README, Errors).

@@ -71,7 +71,7 @@ func TestRetriesUnderClientTimeouts(t *testing.T) {
 		}
 		// An attempt the client abandoned still ran to the end in the Worker, so
 		// count the orders the Worker says it placed, not the 201s seen.
-		placed := w.waitForLog(t, fmt.Sprintf(`"outcome":"created","key":%q`, key), time.Second)
+		placed := w.countLog(t, fmt.Sprintf(`"outcome":"created","key":%q`, key), 10*time.Second)
 		if placed != 1 {
 			t.Fatalf("the Worker logged %d orders placed for the key, want 1", placed)
 		}

@@ -23,7 +23,9 @@
 
 // Counters of the calls made, the faults injected and the simulated
 // disconnects (test/wrapped/entry.mjs), for tests that read them back.
-export const stats = { calls: 0, faultsBefore: 0, faultsAfter: 0, disconnects: 0, cancelledRequests: 0 };
+// entered counts calls as they start, before their delay, so a test can
+// wait for a request to reach storage.
+export const stats = { entered: 0, calls: 0, faultsBefore: 0, faultsAfter: 0, disconnects: 0, cancelledRequests: 0 };
 
 // Settings a test may change while the Worker runs; faultRate, once set,
 // replaces WRAP_FAULT_RATE.
@@ -55,6 +57,7 @@ export function wrap(worker) {
 // delays[...] before each call and fail a faultRate share of calls.
 export function wrapEnv(env, { delays = {}, faultRate: initialFaultRate = 0 } = {}) {
   const around = (binding, method, call) => async (...args) => {
+    stats.entered++;
     const spec = delays[`${binding}.${method}`] ?? delays[`${binding}.*`] ?? delays["*"] ?? 0;
     const ms = sampleDelay(spec);
     if (ms > 0) await scheduler.wait(ms);
