@@ -297,7 +297,7 @@ func TestGatewayChaos(t *testing.T) {
 				var receipts []response
 				for len(receipts) == 0 {
 					if time.Now().After(giveUp) {
-						t.Errorf("key %d: no receipt in %v", k, faultPatience)
+						t.Errorf("key %d: no receipt in %v; its log lines:\n%s", k, faultPatience, linesWith(w.Logs(), key))
 						return
 					}
 					got := w.post(t, key, gatewayOrder(symbol))
@@ -341,4 +341,15 @@ func TestGatewayChaos(t *testing.T) {
 			t.Errorf("%d unknown outcomes and %d storage faults: the run needs both kinds of failure to show anything", failures["503 outcome_unknown"], faults)
 		}
 	})
+}
+
+// linesWith returns the lines of logs that contain s.
+func linesWith(logs, s string) string {
+	var out []string
+	for _, line := range strings.Split(logs, "\n") {
+		if strings.Contains(line, s) {
+			out = append(out, line)
+		}
+	}
+	return strings.Join(out, "\n")
 }
