@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 )
@@ -107,43 +106,5 @@ console.log(JSON.stringify({
 	}
 	if got.Fixed != 30 || got.Sum != 8 || got.None != 0 {
 		t.Errorf("fixed 30 drew %v, [5, p50 3] drew %v, no delay drew %v; want 30, 8, 0", got.Fixed, got.Sum, got.None)
-	}
-}
-
-// TestModelScript runs bench/latency/model.mjs and checks that it uses the
-// benchmark's own default delays and predicts what the call sequences imply.
-func TestModelScript(t *testing.T) {
-	node, err := exec.LookPath("node")
-	if err != nil {
-		t.Skip("node not found in PATH")
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	fixed := []string{"-kv-read", "7", "-kv-write", "30", "-do-rtt", "10", "-do-write", "5"}
-	for _, tt := range []struct {
-		name string
-		args []string
-		want []string
-	}{
-		{"defaults are bench's", nil, []string{
-			"delays: KV read " + defaultKVRead + ", KV write " + defaultKVWrite + ", DO round trip " + defaultDORoundTrip + ", DO durability " + defaultDOWrite,
-		}},
-		{"fixed delays add up along each path", fixed, []string{
-			"| Go KV | 67.0 | 67.0 | 0.64× | 0.64× |",                   // 7 + 30 + 30
-			"| Go ledger | 30.0 | 30.0 | 0.29× | 0.29× |",               // 2 × (10 + 5)
-			"| seed TS (and JS port) | 104.0 | 104.0 | 1.00× | 1.00× |", // 7 + 7 + 3 × 30
-		}},
-	} {
-		t.Run(tt.name, func(t *testing.T) {
-			out, err := exec.CommandContext(ctx, node, append([]string{filepath.Join("latency", "model.mjs")}, tt.args...)...).CombinedOutput()
-			if err != nil {
-				t.Fatalf("node: %v\n%s", err, out)
-			}
-			for _, w := range tt.want {
-				if !strings.Contains(string(out), w) {
-					t.Errorf("output lacks %q:\n%s", w, out)
-				}
-			}
-		})
 	}
 }
