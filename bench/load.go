@@ -38,18 +38,15 @@ func (l load) perSecond() float64 {
 }
 
 // autocannon runs the autocannon load generator (npm, installed with the
-// project's tools) against url: conns connections, closed-loop, for d. Its
-// [<id>] replacement gives every request of a new-key run a key of its own;
+// project's tools) against url through bench/load.mjs: conns connections,
+// closed-loop, for d. Every request of a new-key run has a key of its own;
 // a replay run sends key on every request.
 func autocannon(ctx context.Context, url string, conns int, d time.Duration, key string) (load, error) {
-	args := []string{"--json", "--connections", strconv.Itoa(conns), "--duration", strconv.Itoa(int(d.Seconds())),
-		"--method", "POST", "--headers", "content-type=application/json", "--body", order}
-	if key == "" {
-		args = append(args, "--idReplacement", "--headers", "Idempotency-Key=bench-[<id>]")
-	} else {
-		args = append(args, "--headers", "Idempotency-Key="+key)
+	args := []string{filepath.Join("bench", "load.mjs"), url, strconv.Itoa(conns), strconv.Itoa(int(d.Seconds())), order}
+	if key != "" {
+		args = append(args, key)
 	}
-	cmd := exec.CommandContext(ctx, filepath.Join("node_modules", ".bin", "autocannon"), append(args, url)...)
+	cmd := exec.CommandContext(ctx, filepath.Join("node_modules", ".bin", "node"), args...)
 	out, err := cmd.Output()
 	if err != nil {
 		return load{}, fmt.Errorf("autocannon: %w", err)
