@@ -279,11 +279,17 @@ func TestClientGoneStillStoresTheOrder(t *testing.T) {
 // and the only failures clients see are the retriable ones.
 func TestGatewayChaos(t *testing.T) {
 	const keys, rate = 12, 0.2
+	// Mostly waiting, as TestFaultsNeverDuplicate: run beside it, each mode
+	// at once. The gateway Workers' other tests are serial, so done by now.
+	t.Parallel()
+	g := startGateway(t)
+	g.oms.setChaos(0.3)
+	t.Cleanup(func() { g.oms.setChaos(0) }) // once both modes are done
 	forEachGatewayMode(t, func(t *testing.T, g *gatewayWorkers, w *target) {
+		t.Parallel()
 		before := w.wrappedStats(t)
 		w.setFaultRate(t, rate)
-		g.oms.setChaos(0.3)
-		t.Cleanup(func() { w.setFaultRate(t, 0); g.oms.setChaos(0) })
+		t.Cleanup(func() { w.setFaultRate(t, 0) })
 		var wg sync.WaitGroup
 		var mu sync.Mutex
 		failures := map[string]int{}
