@@ -30,13 +30,15 @@ dev: tools
 
 # gotestsum (a Go tool dependency in go.mod) runs go test and sums up; its
 # post-run command prints the closing line: N passed, N failed, N skipped.
+# -parallel 8: the end-to-end tests that start Workers of their own mostly
+# wait for them, so more of them run at once than the 2 cores.
 test: tools
 	go vet ./...
 	GOOS=js GOARCH=wasm go vet ./...
 	./build.sh
 	EDGE_ORDERS_E2E=1 go tool gotestsum --format pkgname-and-test-fails \
 		--post-run-command 'sh -c "echo $$((TESTS_TOTAL - TESTS_FAILED - TESTS_SKIPPED)) passed, $$TESTS_FAILED failed, $$TESTS_SKIPPED skipped"' \
-		-- -count=1 ./...
+		-- -count=1 -parallel 8 ./...
 
 # The Go Worker (KV and ledger mode) against the seed's TypeScript Worker and
 # the JavaScript port, under wrangler dev: production latency (simulated

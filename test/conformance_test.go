@@ -20,6 +20,7 @@ import (
 // real Ledger Durable Object (see test/conformance).
 func TestConformanceInWorkerd(t *testing.T) {
 	requireWorker(t)
+	t.Parallel() // its own Workers: waits beside the others (go test -parallel, make test)
 	for _, pkg := range []string{"kv", "ledger"} {
 		testBinary, err := filepath.Abs(filepath.Join(root, "build", pkg+".test.wasm"))
 		if err != nil {

@@ -94,6 +94,7 @@ func hitFromBoth(t *testing.T, a, b *target) []keyOutcome {
 // the dev registry, and checks that every key placed exactly one order.
 func TestTwoLocationsLedgerPlacesOneOrderPerKey(t *testing.T) {
 	requireWorker(t)
+	t.Parallel() // its own Workers: waits beside the others (go test -parallel, make test)
 	registry := filepath.Join(t.TempDir(), "registry")
 	owner := startWorker(t, "ledger", wranglerdev.Options{Registry: registry})
 	front := startWorker(t, "ledger", wranglerdev.Options{Registry: registry, Environment: "ledger-front"})
@@ -132,6 +133,7 @@ func TestTwoLocationsLedgerPlacesOneOrderPerKey(t *testing.T) {
 // through, an order placed that each location then replays consistently.
 func TestTwoLocationsKVReportsDuplicates(t *testing.T) {
 	requireWorker(t)
+	t.Parallel() // its own Workers: waits beside the others (go test -parallel, make test)
 	state, err := os.MkdirTemp("", "edge-orders-e2e-kv-shared-")
 	if err != nil {
 		t.Fatal(err)

@@ -19,6 +19,7 @@ import (
 // production), and checks authentication and per-client keys, in both modes.
 func TestAuthenticatedClients(t *testing.T) {
 	requireWorker(t)
+	t.Parallel() // its own Workers: waits beside the others (go test -parallel, make test)
 	const aliceToken, bobToken = "alice-token-0123456789abcdef", "bob-token-0123456789abcdef"
 	env := filepath.Join(t.TempDir(), "secrets.env")
 	if err := os.WriteFile(env, []byte("API_TOKENS=alice:"+aliceToken+",bob:"+bobToken+"\n"), 0o600); err != nil {
@@ -124,6 +125,7 @@ func TestOpenModeSaysSoOnce(t *testing.T) {
 // storage call.
 func TestBadConfigurationIsRefused(t *testing.T) {
 	requireWorker(t)
+	t.Parallel() // its own Workers: waits beside the others (go test -parallel, make test)
 	cases := []struct {
 		mode, name, value string
 	}{

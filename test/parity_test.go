@@ -16,6 +16,7 @@ import (
 // write the same receipts (apart from orderId and acceptedAt).
 func TestParityWithJavaScriptInWorkerd(t *testing.T) {
 	requireWorker(t)
+	t.Parallel() // its own Workers: waits beside the others (go test -parallel, make test)
 	w := kvWorker
 	js := startWorker(t, "reference", wranglerdev.Options{Config: "test/reference/port/wrangler.toml"})
 	bodies := []string{

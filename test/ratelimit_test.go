@@ -16,6 +16,7 @@ import (
 // the orders placed go on working.
 func TestRateLimit(t *testing.T) {
 	requireWorker(t)
+	t.Parallel() // its own Workers: waits beside the others (go test -parallel, make test)
 	for _, mode := range []string{"kv", "ledger"} {
 		t.Run(mode, func(t *testing.T) {
 			w := startWorker(t, mode, wranglerdev.Options{Config: filepath.Join("test", "ratelimit", "wrangler.toml")})
