@@ -6,10 +6,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/edge-orders/edge-orders/internal/wranglerdev"
 )
 
 // gatewayOrder is an order for symbol: each test, or each key of a test,
@@ -358,4 +361,27 @@ func linesWith(logs, s string) string {
 		}
 	}
 	return strings.Join(out, "\n")
+}
+
+// TestServiceBindingWinsOverURL serves a gateway Worker (test/omsbinding)
+// bound to the edge-orders Worker as the service OMS, with OMS_URL set
+// too: the order must go through the binding, carrying the token, and
+// the receipt name the order the gateway saw.
+func TestServiceBindingWinsOverURL(t *testing.T) {
+	g := startGateway(t)
+	t.Parallel() // Workers of its own
+	registry := filepath.Join(t.TempDir(), "registry")
+	startWorker(t, "reference", wranglerdev.Options{Config: "test/omsbinding/gateway.toml", Registry: registry,
+		Vars: map[string]string{"UPSTREAM": g.oms.URL}})
+	w := startWorker(t, "kv", wranglerdev.Options{Config: "test/omsbinding/wrangler.toml", Registry: registry,
+		Vars: map[string]string{"OMS_URL": g.oms.URL + "/direct-calls-are-wrong", "OMS_TOKEN": omsToken}})
+	symbol, key := newSymbol(t), newKey(t)
+	got := w.post(t, key, gatewayOrder(symbol))
+	if got.status != 201 {
+		t.Fatalf("order through the binding = %d %s, want 201", got.status, got.body)
+	}
+	wantOneOrderID(t, g.oms, symbol, decodeReceipt(t, got.body))
+	if calls, via := len(g.oms.orderIDs(symbol)), g.oms.viaBinding(symbol); calls != 1 || via != 1 {
+		t.Fatalf("%d gateway calls, %d through the binding; want the one call through it", calls, via)
+	}
 }

@@ -58,10 +58,12 @@ type fakeOMS struct {
 	URL string
 	srv *http.Server
 
-	mu      sync.Mutex
-	calls   map[string][]string // symbol → the order id of each call
-	acted   map[string]int      // order id → the status it was given for good
-	scripts map[string][]step   // symbol → the steps of its next calls; then accept
+	mu    sync.Mutex
+	calls map[string][]string // symbol → the order id of each call
+	// via counts the calls that came through a service binding (X-Via).
+	via     map[string]int
+	acted   map[string]int    // order id → the status it was given for good
+	scripts map[string][]step // symbol → the steps of its next calls; then accept
 	gates   map[string]chan struct{}
 	arrived map[string]chan struct{} // closed at a gated call's arrival
 	chaos   float64                  // share of unscripted calls that fail at random
@@ -72,7 +74,7 @@ func startFakeOMS() (*fakeOMS, error) {
 	if err != nil {
 		return nil, err
 	}
-	f := &fakeOMS{URL: "http://" + l.Addr().String() + "/orders", calls: map[string][]string{}, acted: map[string]int{},
+	f := &fakeOMS{URL: "http://" + l.Addr().String() + "/orders", calls: map[string][]string{}, acted: map[string]int{}, via: map[string]int{},
 		scripts: map[string][]step{}, gates: map[string]chan struct{}{}, arrived: map[string]chan struct{}{}}
 	f.srv = &http.Server{Handler: http.HandlerFunc(f.serve)}
 	go f.srv.Serve(l)
@@ -137,6 +139,13 @@ func (f *fakeOMS) orderIDs(symbol string) []string {
 	return append([]string(nil), f.calls[symbol]...)
 }
 
+// viaBinding is how many calls for symbol came through a service binding.
+func (f *fakeOMS) viaBinding(symbol string) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.via[symbol]
+}
+
 // placement is the body the gateway receives.
 type placement struct {
 	OrderID    string  `json:"orderId"`
@@ -158,6 +167,9 @@ func (f *fakeOMS) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	f.mu.Lock()
 	f.calls[p.Symbol] = append(f.calls[p.Symbol], p.OrderID)
+	if r.Header.Get("X-Via") == "service-binding" {
+		f.via[p.Symbol]++
+	}
 	s := accept
 	if steps := f.scripts[p.Symbol]; len(steps) > 0 {
 		s, f.scripts[p.Symbol] = steps[0], steps[1:]
