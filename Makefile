@@ -4,6 +4,9 @@
 # make bench - load benchmark against wrangler dev (not part of make test)
 SHELL := /bin/bash
 PORT ?= 8787
+# COMPILER is go, or tinygo for TinyGo's smaller module (build.sh: not yet
+# for production, it leaks under TinyGo 0.40); wrangler's build inherits it.
+export COMPILER ?= go
 # ENV is a wrangler environment of wrangler.toml: empty (KV mode), ledger,
 # or ledger-front (start ENV=ledger first, then this on another PORT).
 ENV ?=
