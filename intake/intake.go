@@ -529,11 +529,17 @@ func replayed(rec Record) (Outcome, error) {
 	return Outcome{Receipt: rec.Body, Replayed: true, OrderID: id}, nil
 }
 
-// release ends claim, reporting a failure to OnReleaseError. It ignores
-// ctx's cancellation: a request that is abandoned midway must still free
-// its key.
+// release ends claim, reporting a failure to OnReleaseError. A claim left
+// behind blocks its key for the whole lease, and Release is idempotent for
+// its claim, so a failed release is tried once more. It ignores ctx's
+// cancellation: a request that is abandoned midway must still free its key.
 func (s *Service) release(ctx context.Context, key Key, claim Claim) {
-	if err := s.store.Release(context.WithoutCancel(ctx), key, claim); err != nil {
+	ctx = context.WithoutCancel(ctx)
+	err := s.store.Release(ctx, key, claim)
+	if err != nil {
+		err = s.store.Release(ctx, key, claim)
+	}
+	if err != nil {
 		s.opts.OnReleaseError(key, err)
 	}
 }

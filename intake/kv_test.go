@@ -307,7 +307,7 @@ func TestKVLifecycleReleasesAfterCommit(t *testing.T) {
 		if _, ok := h.stored(t, "pending:ok"); !ok {
 			t.Fatalf("pending:ok gone before the deferred task ran; want the release deferred, not inline")
 		}
-		h.faulty.Set(kvtest.Fault{Op: kvtest.OpDelete, Prefix: "pending:", Nth: 1})
+		h.faulty.Set(kvtest.Fault{Op: kvtest.OpDelete, Prefix: "pending:", Nth: 1}, kvtest.Fault{Op: kvtest.OpDelete, Prefix: "pending:", Nth: 2})
 		tasks[0].task(context.Background())
 		if got := h.releaseErrors(); len(got) != 1 || !errors.Is(got[0].err, errStorage) {
 			t.Errorf("OnReleaseError calls = %v, want 1 with the storage error", got)

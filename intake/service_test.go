@@ -292,10 +292,11 @@ func TestSubmitStorageFailure(t *testing.T) {
 		},
 		{
 			// The release's failure is in the error, which the log line shows.
-			name: "put pending fails but lands and release fails: unavailable, claim left",
+			name: "put pending fails but lands and release fails twice: unavailable, claim left",
 			faults: []kvtest.Fault{
 				{Op: kvtest.OpPut, Prefix: "pending:", Nth: 1, Applied: true},
 				{Op: kvtest.OpDelete, Prefix: "pending:", Nth: 1},
+				{Op: kvtest.OpDelete, Prefix: "pending:", Nth: 2},
 			},
 			wantErr:   intake.ErrUnavailable,
 			wantClaim: true,
@@ -312,19 +313,31 @@ func TestSubmitStorageFailure(t *testing.T) {
 			wantStored: true,
 		},
 		{
-			name: "put result and release fail: unavailable, claim left",
+			name: "put result fails and release fails once: unavailable, the second release frees the key",
 			faults: []kvtest.Fault{
 				{Op: kvtest.OpPut, Prefix: "result:", Nth: 1},
 				{Op: kvtest.OpDelete, Prefix: "pending:", Nth: 1},
+			},
+			wantErr: intake.ErrUnavailable,
+		},
+		{
+			name: "put result and release fail twice: unavailable, claim left",
+			faults: []kvtest.Fault{
+				{Op: kvtest.OpPut, Prefix: "result:", Nth: 1},
+				{Op: kvtest.OpDelete, Prefix: "pending:", Nth: 1},
+				{Op: kvtest.OpDelete, Prefix: "pending:", Nth: 2},
 			},
 			wantErr:         intake.ErrUnavailable,
 			wantReleaseErrs: 1,
 			wantClaim:       true,
 		},
 		{
-			name:            "release after invalid order fails: invalid, claim left",
-			body:            `{"symbol":"AAPL","side":"hold","quantity":10}`,
-			faults:          []kvtest.Fault{{Op: kvtest.OpDelete, Prefix: "pending:", Nth: 1}},
+			name: "release after invalid order fails twice: invalid, claim left",
+			body: `{"symbol":"AAPL","side":"hold","quantity":10}`,
+			faults: []kvtest.Fault{
+				{Op: kvtest.OpDelete, Prefix: "pending:", Nth: 1},
+				{Op: kvtest.OpDelete, Prefix: "pending:", Nth: 2},
+			},
 			wantErr:         order.ErrInvalid,
 			wantReleaseErrs: 1,
 			wantClaim:       true,

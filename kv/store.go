@@ -117,8 +117,13 @@ func (k *Store) Begin(ctx context.Context, key intake.Key, c intake.Claim) (inta
 		}
 	}
 	if err := k.putClaim(ctx, key, c, false); err != nil {
-		// A failed put may still have landed: release it so retries are not blocked.
-		if rerr := k.Release(ctx, key, c); rerr != nil {
+		// A failed put may still have landed: release it so retries are not
+		// blocked for its lease, trying twice.
+		rerr := k.Release(ctx, key, c)
+		if rerr != nil {
+			rerr = k.Release(ctx, key, c)
+		}
+		if rerr != nil {
 			err = errs.Wrap(err, err.Error()+" (and releasing the claim: "+rerr.Error()+")")
 		}
 		return intake.Record{}, err

@@ -45,10 +45,16 @@ func (s adapter) Begin(ctx context.Context, key intake.Key, c intake.Claim) (int
 	return rec, nil
 }
 
-// releaseAfter releases c after err, and returns err with the release's own
-// failure, if any, said too.
+// releaseAfter releases c after err, trying once more if the release
+// fails (a claim left behind blocks its key for its lease), and returns err
+// with the release's own failure, if any, said too.
 func (s adapter) releaseAfter(ctx context.Context, key intake.Key, c intake.Claim, err error) error {
-	if rerr := s.calls.release(context.WithoutCancel(ctx), key, c); rerr != nil {
+	ctx = context.WithoutCancel(ctx)
+	rerr := s.calls.release(ctx, key, c)
+	if rerr != nil {
+		rerr = s.calls.release(ctx, key, c)
+	}
+	if rerr != nil {
 		return errs.Wrap(err, err.Error()+" (and releasing the claim: "+rerr.Error()+")")
 	}
 	return err

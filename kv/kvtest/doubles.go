@@ -169,16 +169,18 @@ func (f *Faulty) Set(faults ...Fault) {
 func (f *Faulty) trip(op Op, key string) (fail, applied bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	// Every fault counts every call it selects, so that faults with Nth 1
+	// and Nth 2 fail the first two calls.
 	for i, ft := range f.faults {
 		if ft.Op != op || !strings.HasPrefix(key, ft.Prefix) {
 			continue
 		}
 		f.seen[i]++
-		if ft.Nth == 0 || ft.Nth == f.seen[i] {
-			return true, ft.Applied
+		if !fail && (ft.Nth == 0 || ft.Nth == f.seen[i]) {
+			fail, applied = true, ft.Applied
 		}
 	}
-	return false, false
+	return fail, applied
 }
 
 func (f *Faulty) fail(op Op, key string) error {
