@@ -43,6 +43,7 @@ type wrappedStats struct {
 	Disconnects       int   `json:"disconnects"`
 	CancelledRequests int   `json:"cancelledRequests"`
 	MemoryBytes       int64 `json:"memoryBytes"`
+	GoValues          int   `json:"goValues"`
 }
 
 // setFaultRate changes the share of storage calls that fail, as

@@ -25,6 +25,7 @@ type soakMinute struct {
 	statuses  map[int]int
 	latencies []time.Duration
 	memory    int64
+	goValues  int
 }
 
 // TestSoak runs several minutes of mixed load against the Worker in each
@@ -94,16 +95,17 @@ func TestSoak(t *testing.T) {
 			}
 			for m := range report { // one memory reading a minute
 				time.Sleep(time.Until(start.Add(time.Duration(m+1) * time.Minute).Add(-time.Second)))
-				report[m].memory = w.wrappedStats(t).MemoryBytes
+				st := w.wrappedStats(t)
+				report[m].memory, report[m].goValues = st.MemoryBytes, st.GoValues
 			}
 			wg.Wait()
 
 			var b strings.Builder
-			fmt.Fprintf(&b, "| minute | requests | statuses | p50 ms | p99 ms | Go memory MB |\n|--:|--:|---|--:|--:|--:|\n")
+			fmt.Fprintf(&b, "| minute | requests | statuses | p50 ms | p99 ms | Go memory MB | JS values Go holds |\n|--:|--:|---|--:|--:|--:|--:|\n")
 			for m, r := range report {
 				slices.Sort(r.latencies)
-				fmt.Fprintf(&b, "| %d | %d | %v | %.1f | %.1f | %.1f |\n", m+1, len(r.latencies), r.statuses,
-					ms(percentile(r.latencies, 0.50)), ms(percentile(r.latencies, 0.99)), float64(r.memory)/(1<<20))
+				fmt.Fprintf(&b, "| %d | %d | %v | %.1f | %.1f | %.1f | %d |\n", m+1, len(r.latencies), r.statuses,
+					ms(percentile(r.latencies, 0.50)), ms(percentile(r.latencies, 0.99)), float64(r.memory)/(1<<20), r.goValues)
 				for s := range r.statuses {
 					if !slices.Contains([]int{200, 201, 401, 409, 422}, s) {
 						t.Errorf("minute %d: status %d is not one this load should get", m+1, s)
@@ -118,9 +120,22 @@ func TestSoak(t *testing.T) {
 			if warm == 0 || last > warm+warm/20 || last > 64<<20 {
 				t.Errorf("Go memory went from %d to %d bytes over the last minute: not flat after warm-up, or not far under 128 MB", warm, last)
 			}
+			// The values Go holds must stay bounded too: a table that grows
+			// with every request is a leak (about 43 values a new order under
+			// TinyGo 0.40), which memory shows only later. Go's own table
+			// rises and falls with its garbage collector, up to about 17,000.
+			warmValues, lastValues := report[max(len(report)-2, 0)].goValues, report[len(report)-1].goValues
+			if lastValues > max(2*warmValues, soakMaxGoValues) {
+				t.Errorf("the JavaScript values Go holds went from %d to %d over the last minute: a leak", warmValues, lastValues)
+			}
 		})
 	}
 }
+
+// soakMaxGoValues bounds the JavaScript values a Go instance may hold
+// after warm-up: well above what Go's collector lets pile up, well below
+// what a leak reaches in a minute of the soak's load.
+const soakMaxGoValues = 40_000
 
 func percentile(sorted []time.Duration, p float64) time.Duration {
 	if len(sorted) == 0 {

@@ -12,8 +12,9 @@
 //
 // Paths of its own:
 //   GET  /__wrapped/stats     the calls made, the faults injected, the
-//                             simulated disconnects, and the Go instance's
-//                             linear memory in bytes, as JSON
+//                             simulated disconnects, the Go instance's
+//                             linear memory in bytes and the JavaScript
+//                             values it holds (goValues), as JSON
 //   POST /__wrapped/settings  {"faultRate": 0.2} changes the fault rate
 //
 // A request with the header X-Test-Disconnect-After-Ms: N is served as in
@@ -41,6 +42,17 @@ WebAssembly.Instance = new Proxy(WebAssembly.Instance, {
   },
 });
 
+// The Go program's wasm_exec.js instance, whose table of the JavaScript
+// values Go holds shows whether the bridge releases them: a table that
+// grows with every request is a leak (TinyGo 0.40 never finalizes one).
+let goProgram;
+globalThis.Go = new Proxy(globalThis.Go, {
+  construct(target, args) {
+    goProgram = Reflect.construct(target, args);
+    return goProgram;
+  },
+});
+
 // Each disconnecting request's state, found from any call its work makes.
 const requests = new AsyncLocalStorage();
 cancelled.now = () => requests.getStore()?.cancelled === true;
@@ -51,7 +63,8 @@ export default {
   async fetch(request, env, ctx) {
     const path = new URL(request.url).pathname;
     if (path === "/__wrapped/stats") {
-      return Response.json({ ...stats, memoryBytes: goMemory?.buffer.byteLength ?? 0 });
+      const goValues = goProgram ? goProgram._values.length - goProgram._idPool.length : 0;
+      return Response.json({ ...stats, memoryBytes: goMemory?.buffer.byteLength ?? 0, goValues });
     }
     if (path === "/__wrapped/settings" && request.method === "POST") {
       Object.assign(settings, await request.json());
