@@ -108,7 +108,8 @@ func TestFaultsNeverDuplicate(t *testing.T) {
 			var mu sync.Mutex
 			var wg sync.WaitGroup
 			sem := make(chan struct{}, 4)
-			for k := 0; k < keys; k++ {
+			// drive sends key k's burst and retries, at most 4 keys at once.
+			drive := func(k int) {
 				sem <- struct{}{}
 				wg.Add(1)
 				go func() {
@@ -169,7 +170,19 @@ func TestFaultsNeverDuplicate(t *testing.T) {
 					}
 				}()
 			}
+			for k := range keys {
+				drive(k)
+			}
 			wg.Wait()
+			// A few ledger keys make few calls: more keys are driven until
+			// both kinds of fault have been injected, up to 4 times as many.
+			bothKinds := func() bool { s := w.wrappedStats(t); return s.FaultsBefore > 0 && s.FaultsAfter > 0 }
+			for k := keys; k < 4*keys && !bothKinds(); k += 4 {
+				for j := k; j < k+4; j++ {
+					drive(j)
+				}
+				wg.Wait()
+			}
 			s := w.wrappedStats(t)
 			if s.FaultsBefore == 0 || s.FaultsAfter == 0 {
 				t.Fatalf("faults injected: %d before, %d after, in %d calls; the check needs both", s.FaultsBefore, s.FaultsAfter, s.Calls)
