@@ -160,7 +160,12 @@ func (s *Server) waitReady(ctx context.Context, timeout time.Duration) error {
 		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, s.URL, nil)
 		if resp, err := client.Do(req); err == nil {
 			resp.Body.Close()
-			return nil
+			// Something answers on the port: make sure it is this server,
+			// not another that took the port first.
+			if strings.Contains(s.Logs(), "Ready on "+s.URL) {
+				return nil
+			}
+			return fmt.Errorf("wranglerdev: %s answers, but this wrangler dev does not say it serves there", s.URL)
 		}
 		select {
 		case <-s.done:
@@ -187,13 +192,31 @@ func (s *Server) Stop() {
 	}
 }
 
+// handedOut holds the ports freePort gave this process: the kernel may
+// hand a port it just freed to the next listener, and two servers started
+// at once must not both be given it.
+var handedOut = struct {
+	sync.Mutex
+	ports map[int]bool
+}{ports: map[int]bool{}}
+
+// freePort returns a loopback port free now and not handed out before.
 func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
+	handedOut.Lock()
+	defer handedOut.Unlock()
+	for range 100 {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return 0, err
+		}
+		port := l.Addr().(*net.TCPAddr).Port
+		l.Close()
+		if !handedOut.ports[port] {
+			handedOut.ports[port] = true
+			return port, nil
+		}
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
+	return 0, errors.New("wranglerdev: no free port not handed out already")
 }
 
 // syncBuffer is a bytes.Buffer safe for a writer and concurrent readers.
