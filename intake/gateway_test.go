@@ -246,3 +246,27 @@ func TestStaleInFlightEntryDoesNotHideAReceipt(t *testing.T) {
 type gatewayFunc func(ctx context.Context, p intake.Placement) error
 
 func (f gatewayFunc) Place(ctx context.Context, p intake.Placement) error { return f(ctx, p) }
+
+// TestKVTakeoverThatFailsReopensTheKey: retrying after an unknown outcome,
+// the takeover's claim write fails after landing; the key must be open
+// again at once, not held for the lease, and keep its order id.
+func TestKVTakeoverThatFailsReopensTheKey(t *testing.T) {
+	g := &gatewayDouble{answers: []error{errLost}}
+	h := newHarness(t, intake.Options{Gateway: g})
+	if _, err := h.submit("k", validBody); !errors.Is(err, intake.ErrOutcomeUnknown) {
+		t.Fatalf("Submit = %v, want ErrOutcomeUnknown", err)
+	}
+	// The claim, its release as open, then the takeover: the third put.
+	h.faulty.Set(kvtest.Fault{Op: kvtest.OpPut, Prefix: "pending:", Nth: 1, Applied: true})
+	if _, err := h.submit("k", validBody); !errors.Is(err, intake.ErrUnavailable) {
+		t.Fatalf("retry with the takeover failing = %v, want ErrUnavailable", err)
+	}
+	h.faulty.Set()
+	out, err := h.submit("k", validBody)
+	if err != nil {
+		t.Fatalf("the next retry = %v, want the key open at once", err)
+	}
+	if id := g.placements()[0].OrderID; out.OrderID != id {
+		t.Fatalf("receipt order %s, want the kept %s", out.OrderID, id)
+	}
+}

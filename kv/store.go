@@ -132,8 +132,9 @@ func (k *Store) Begin(ctx context.Context, key intake.Key, c intake.Claim) (inta
 }
 
 // takeOver claims an Open key for c with the order id it keeps, unless it
-// is another order's. A failed write is not undone: whether it landed or
-// not, the key keeps its order id.
+// is another order's. A failed write may still have landed and would hold
+// the key for its lease: the key is written back open, with its order id,
+// trying twice.
 func (k *Store) takeOver(ctx context.Context, key intake.Key, c intake.Claim, open intake.Record) (intake.Record, error) {
 	if c.Fingerprint != "" && open.Fingerprint != "" && c.Fingerprint != open.Fingerprint {
 		return open, nil
@@ -143,6 +144,12 @@ func (k *Store) takeOver(ctx context.Context, key intake.Key, c intake.Claim, op
 		c.Fingerprint = open.Fingerprint
 	}
 	if err := k.putClaim(ctx, key, c, false); err != nil {
+		ctx = context.WithoutCancel(ctx)
+		if rerr := k.putClaim(ctx, key, c, true); rerr != nil {
+			if rerr = k.putClaim(ctx, key, c, true); rerr != nil {
+				err = errs.Wrap(err, err.Error()+" (and reopening the key: "+rerr.Error()+")")
+			}
+		}
 		return intake.Record{}, err
 	}
 	open.State = intake.Claimed
