@@ -280,11 +280,13 @@ func (s *Service) inProgress(ctx context.Context, sub *submission, err error) (O
 	return s.replay(rec, sub)
 }
 
-// submission is one Submit call's request, parsed at most once.
+// submission is one Submit call's request, parsed, and its fingerprint
+// hashed, at most once however many times the request polls.
 type submission struct {
 	key    Key
 	body   []byte
 	order  order.Order
+	fp     string // the order's fingerprint, once parsed
 	parsed bool
 }
 
@@ -296,17 +298,12 @@ func (sub *submission) parse() error {
 	if err != nil {
 		return err
 	}
-	sub.order, sub.parsed = o, true
+	sub.order, sub.fp, sub.parsed = o, o.Fingerprint(), true
 	return nil
 }
 
 // fingerprint is the order's, or "" before the body is parsed.
-func (sub *submission) fingerprint() string {
-	if !sub.parsed {
-		return ""
-	}
-	return sub.order.Fingerprint()
-}
+func (sub *submission) fingerprint() string { return sub.fp }
 
 // attempt runs the lifecycle once, starting at now; ErrInProgress means
 // another request holds the key now.
@@ -370,7 +367,7 @@ func (s *Service) attempt(ctx context.Context, sub *submission, now time.Time) (
 		s.release(ctx, sub.key, claim)
 		return Outcome{}, err
 	}
-	if fp := sub.order.Fingerprint(); claim.Fingerprint != fp {
+	if fp := sub.fingerprint(); claim.Fingerprint != fp {
 		if claim.Sent && claim.Fingerprint != "" {
 			s.release(ctx, sub.key, claim)
 			return Outcome{}, ErrKeyReused
@@ -409,7 +406,7 @@ func (s *Service) place(ctx context.Context, sub *submission, claim Claim) (Outc
 		return Outcome{}, errs.Detail(ErrOutcomeUnknown, err.Error())
 	}
 	result := Result{Body: receipt.JSON(), Rejected: receipt.Status == order.StatusRejected,
-		Fingerprint: sub.order.Fingerprint(), TTL: s.opts.ResultTTL}
+		Fingerprint: sub.fingerprint(), TTL: s.opts.ResultTTL}
 	if err := s.commit(ctx, sub.key, claim, result, s.opts.Now()); err != nil {
 		return Outcome{}, err
 	}
@@ -512,7 +509,7 @@ func (s *Service) replay(rec Record, sub *submission) (Outcome, error) {
 		if err := sub.parse(); err != nil {
 			return Outcome{}, err
 		}
-		if sub.order.Fingerprint() != rec.Fingerprint {
+		if sub.fingerprint() != rec.Fingerprint {
 			return Outcome{}, ErrKeyReused
 		}
 	}
