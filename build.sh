@@ -27,6 +27,7 @@ tinygo)
   # global.require and then call into forever at start-up (tinygo#5370,
   # fixed after 0.40.1); the Worker needs none of what it loads with it.
   sed 's/typeof require !== "undefined"/false/' "$(tinygo env TINYGOROOT)/targets/wasm_exec.js" > "$tmp/wasm_exec.js"
+  cat workers/wasm_exec_tinygo.js >> "$tmp/wasm_exec.js"
   ;;
 *)
   echo "build.sh: COMPILER=${COMPILER} is neither go nor tinygo" >&2

@@ -34,12 +34,15 @@ func (n *Binding) Get(ctx context.Context, key string) (Entry, error) {
 	if err != nil {
 		return Entry{}, errs.Prefix("kv: get "+strconv.Quote(key), err)
 	}
-	value := res.Get("value")
-	if value.Type() != js.TypeString {
+	defer workers.Release(res)
+	value, ok := workers.StringField(res, "value")
+	if !ok {
 		return Entry{}, ErrNotFound
 	}
-	e := Entry{Value: value.String()}
-	if meta := res.Get("metadata"); meta.Type() != js.TypeNull && meta.Type() != js.TypeUndefined {
+	e := Entry{Value: value}
+	meta := res.Get("metadata")
+	defer workers.Release(meta)
+	if meta.Type() != js.TypeNull && meta.Type() != js.TypeUndefined {
 		e.Metadata = []byte(workers.StringifyJSON(meta))
 	}
 	return e, nil
@@ -51,20 +54,25 @@ func (n *Binding) Put(ctx context.Context, key string, e Entry, opts PutOptions)
 	if err := checkPut(key, e, opts); err != nil {
 		return err
 	}
-	jsOpts := workers.NewObject()
+	var options []any
 	if opts.TTL > 0 {
-		jsOpts.Set("expirationTtl", int(opts.TTL.Seconds()))
+		options = append(options, "expirationTtl", int(opts.TTL.Seconds()))
 	}
 	if e.Metadata != nil {
 		meta, err := workers.ParseJSON(string(e.Metadata))
 		if err != nil {
 			return errs.Detail(ErrInvalid, "metadata: "+err.Error())
 		}
-		jsOpts.Set("metadata", meta)
+		defer workers.Release(meta)
+		options = append(options, "metadata", meta)
 	}
-	if _, err := workers.CallAwait(ctx, n.ns, "put", key, e.Value, jsOpts); err != nil {
+	jsOpts := workers.Object(options...)
+	defer workers.Release(jsOpts)
+	res, err := workers.CallAwait(ctx, n.ns, "put", key, e.Value, jsOpts)
+	if err != nil {
 		return errs.Prefix("kv: put "+strconv.Quote(key), err)
 	}
+	workers.Release(res)
 	return nil
 }
 
@@ -73,8 +81,10 @@ func (n *Binding) Delete(ctx context.Context, key string) error {
 	if err := CheckKey(key); err != nil {
 		return err
 	}
-	if _, err := workers.CallAwait(ctx, n.ns, "delete", key); err != nil {
+	res, err := workers.CallAwait(ctx, n.ns, "delete", key)
+	if err != nil {
 		return errs.Prefix("kv: delete "+strconv.Quote(key), err)
 	}
+	workers.Release(res)
 	return nil
 }

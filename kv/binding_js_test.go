@@ -45,8 +45,7 @@ func TestNamespaceKVRefusesWhatStoresRefuse(t *testing.T) {
 	if ns.Type() != js.TypeObject {
 		t.Skip("no KV namespace: run through test/conformance in wrangler dev")
 	}
-	short := workers.NewObject()
-	short.Set("expirationTtl", 59)
+	short := workers.Object("expirationTtl", 59)
 	cases := []struct {
 		name string
 		args []any

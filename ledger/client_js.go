@@ -36,17 +36,27 @@ func NewClient(ns js.Value, shards int) *Client {
 // retrying then only adds load.
 func (c *Client) call(ctx context.Context, key intake.Key, method string, args ...any) (js.Value, error) {
 	args = append([]any{key.String()}, args...)
-	name := ObjectName(key, c.shards)
-	// A stub belongs to the request that made it, so none is kept.
-	res, err := workers.CallAwait(ctx, c.ns.Call("getByName", name), method, args...)
+	res, err := c.callObject(ctx, ObjectName(key, c.shards), method, args)
 	var jsErr *workers.Error
 	if errors.As(err, &jsErr) && jsErr.Retryable && !jsErr.Overloaded {
-		res, err = workers.CallAwait(ctx, c.ns.Call("getByName", name), method, args...)
+		res, err = c.callObject(ctx, ObjectName(key, c.shards), method, args)
 	}
 	if err != nil {
 		return js.Undefined(), errs.Prefix("ledger: "+method, err)
 	}
 	return res, nil
+}
+
+// callObject calls method on the object name through a stub of its own:
+// a stub belongs to the request that made it, so none is kept. The result
+// is the caller's to release.
+func (c *Client) callObject(ctx context.Context, name, method string, args []any) (js.Value, error) {
+	stub, err := workers.Call(c.ns, "getByName", name)
+	if err != nil {
+		return js.Undefined(), err
+	}
+	defer workers.Release(stub)
+	return workers.CallAwait(ctx, stub, method, args...)
 }
 
 func (c *Client) claim(ctx context.Context, key intake.Key, cl intake.Claim) (intake.Record, error) {
@@ -55,6 +65,7 @@ func (c *Client) claim(ctx context.Context, key intake.Key, cl intake.Claim) (in
 	if err != nil {
 		return intake.Record{}, err
 	}
+	defer workers.Release(res)
 	return recordFromJS(res)
 }
 
@@ -63,6 +74,7 @@ func (c *Client) claim(ctx context.Context, key intake.Key, cl intake.Claim) (in
 // and no receipt may be handed out on an answer it cannot read.
 func (c *Client) commit(ctx context.Context, key intake.Key, cl intake.Claim, r intake.Result) error {
 	res, err := c.call(ctx, key, "commit", cl.Token, string(r.Body), r.Fingerprint, r.TTL.Milliseconds(), r.Rejected)
+	defer workers.Release(res)
 	switch {
 	case err != nil:
 		return err
@@ -75,7 +87,8 @@ func (c *Client) commit(ctx context.Context, key intake.Key, cl intake.Claim, r 
 }
 
 func (c *Client) release(ctx context.Context, key intake.Key, cl intake.Claim) error {
-	_, err := c.call(ctx, key, "release", cl.Token, cl.Sent, cl.OrderID, cl.AcceptedAt.UnixMilli())
+	res, err := c.call(ctx, key, "release", cl.Token, cl.Sent, cl.OrderID, cl.AcceptedAt.UnixMilli())
+	workers.Release(res)
 	return err
 }
 
@@ -84,5 +97,6 @@ func (c *Client) lookup(ctx context.Context, key intake.Key) (intake.Record, err
 	if err != nil {
 		return intake.Record{}, err
 	}
+	defer workers.Release(res)
 	return recordFromJS(res)
 }

@@ -27,6 +27,7 @@ func Export() {
 func serveObject(state js.Value, method string, args []js.Value) (js.Value, error) {
 	storage := state.Get("storage")
 	rows := sqlTable{sql: storage.Get("sql")}
+	defer workers.Release(storage, rows.sql)
 	if method == "open" {
 		rows.create()
 		return js.Undefined(), nil
@@ -34,7 +35,7 @@ func serveObject(state js.Value, method string, args []js.Value) (js.Value, erro
 	o := &Object{rows: rows, now: time.Now, setAlarm: func(at time.Time) {
 		// The returned promise needs no await: the output gate holds the
 		// reply until the alarm is stored.
-		storage.Call("setAlarm", at.UnixMilli())
+		workers.Release(storage.Call("setAlarm", at.UnixMilli()))
 	}}
 	str := func(i int) string { return args[i].String() }
 	ms := func(i int) time.Duration { return time.Duration(args[i].Int()) * time.Millisecond }
@@ -46,10 +47,7 @@ func serveObject(state js.Value, method string, args []js.Value) (js.Value, erro
 	case "commit":
 		err := o.Commit(str(0), intake.Claim{Token: str(1)}, intake.Result{Body: []byte(str(2)), Fingerprint: str(3), TTL: ms(4),
 			Rejected: args[5].Truthy()})
-		res := workers.NewObject()
-		res.Set("committed", err == nil)
-		res.Set("lost", err != nil)
-		return res, nil
+		return workers.Object("committed", err == nil, "lost", err != nil), nil
 	case "release":
 		o.Release(str(0), intake.Claim{Token: str(1), Sent: args[2].Truthy(), OrderID: str(3), AcceptedAt: at(4)})
 		return js.Undefined(), nil
@@ -60,13 +58,11 @@ func serveObject(state js.Value, method string, args []js.Value) (js.Value, erro
 		return js.Undefined(), nil
 	case "stats":
 		rows, next := o.Stats()
-		res := workers.NewObject()
-		res.Set("rows", rows)
-		res.Set("nextSweep", 0) // none
+		nextSweep := int64(0) // none
 		if !next.IsZero() {
-			res.Set("nextSweep", next.UnixMilli())
+			nextSweep = next.UnixMilli()
 		}
-		return res, nil
+		return workers.Object("rows", rows, "nextSweep", nextSweep), nil
 	}
 	return js.Undefined(), errors.New("ledger: no method " + strconv.Quote(method))
 }
@@ -74,21 +70,17 @@ func serveObject(state js.Value, method string, args []js.Value) (js.Value, erro
 // recordToJS and recordFromJS carry an intake.Record over RPC as
 // {state, receipt, rejected, fingerprint, expires, orderId, acceptedAt}.
 func recordToJS(r intake.Record) js.Value {
-	v := workers.NewObject()
-	v.Set("state", int(r.State))
+	fields := []any{"state", int(r.State), "fingerprint", r.Fingerprint}
 	if r.Body != nil {
-		v.Set("receipt", string(r.Body))
-		v.Set("rejected", r.Rejected)
+		fields = append(fields, "receipt", string(r.Body), "rejected", r.Rejected)
 	}
-	v.Set("fingerprint", r.Fingerprint)
 	if !r.Expires.IsZero() {
-		v.Set("expires", r.Expires.UnixMilli())
+		fields = append(fields, "expires", r.Expires.UnixMilli())
 	}
 	if r.OrderID != "" {
-		v.Set("orderId", r.OrderID)
-		v.Set("acceptedAt", r.AcceptedAt.UnixMilli())
+		fields = append(fields, "orderId", r.OrderID, "acceptedAt", r.AcceptedAt.UnixMilli())
 	}
-	return v
+	return workers.Object(fields...)
 }
 
 // errNotRecord is an object's answer recordFromJS cannot read.
@@ -97,19 +89,23 @@ var errNotRecord = errors.New("ledger: an answer that is not a record")
 // recordFromJS refuses an answer it cannot read, rather than guess: a
 // Stored record must carry its receipt.
 func recordFromJS(v js.Value) (intake.Record, error) {
-	if v.Type() != js.TypeObject || v.Get("state").Type() != js.TypeNumber || v.Get("fingerprint").Type() != js.TypeString {
+	if v.Type() != js.TypeObject || v.Get("state").Type() != js.TypeNumber {
 		return intake.Record{}, errNotRecord
 	}
-	r := intake.Record{State: intake.State(v.Get("state").Int()), Fingerprint: v.Get("fingerprint").String()}
-	if receipt := v.Get("receipt"); receipt.Type() == js.TypeString {
-		r.Body = []byte(receipt.String())
+	fingerprint, ok := workers.StringField(v, "fingerprint")
+	if !ok {
+		return intake.Record{}, errNotRecord
+	}
+	r := intake.Record{State: intake.State(v.Get("state").Int()), Fingerprint: fingerprint}
+	if receipt, ok := workers.StringField(v, "receipt"); ok {
+		r.Body = []byte(receipt)
 		r.Rejected = v.Get("rejected").Truthy()
 	}
 	if expires := v.Get("expires"); expires.Type() == js.TypeNumber {
 		r.Expires = time.UnixMilli(int64(expires.Float()))
 	}
-	if id := v.Get("orderId"); id.Type() == js.TypeString {
-		r.OrderID = id.String()
+	if id, ok := workers.StringField(v, "orderId"); ok {
+		r.OrderID = id
 		r.AcceptedAt = time.UnixMilli(int64(v.Get("acceptedAt").Float()))
 	}
 	switch {
@@ -124,23 +120,48 @@ func recordFromJS(v js.Value) (intake.Record, error) {
 // and an index. Times are Unix milliseconds.
 type sqlTable struct{ sql js.Value }
 
+// run executes query, with params bound to its placeholders, for its
+// effect. An SQL error panics, and the object's call throws it.
+func (t sqlTable) run(query string, params ...any) {
+	workers.Release(t.exec(query, params...))
+}
+
+// rows executes query and returns its rows, an array the caller releases.
+func (t sqlTable) rows(query string, params ...any) js.Value {
+	cursor := t.exec(query, params...)
+	defer workers.Release(cursor)
+	return cursor.Call("toArray")
+}
+
+func (t sqlTable) exec(query string, params ...any) js.Value {
+	cursor, err := workers.Call(t.sql, "exec", append([]any{query}, params...)...)
+	if err != nil {
+		panic(err)
+	}
+	return cursor
+}
+
 // create makes the tables, and adds to an entries table made by an older
 // version the columns it lacks: their defaults read as the old rows meant.
 func (t sqlTable) create() {
-	t.sql.Call("exec", `CREATE TABLE IF NOT EXISTS entries (
+	t.run(`CREATE TABLE IF NOT EXISTS entries (
 		key TEXT PRIMARY KEY, token TEXT NOT NULL, fingerprint TEXT NOT NULL,
 		receipt TEXT, expires INTEGER NOT NULL) WITHOUT ROWID`)
-	columns := t.sql.Call("exec", `PRAGMA table_info(entries)`).Call("toArray")
+	columns := t.rows(`PRAGMA table_info(entries)`)
+	defer workers.Release(columns)
 	have := map[string]bool{}
 	for i := range columns.Length() {
-		have[columns.Index(i).Get("name").String()] = true
+		column := columns.Index(i)
+		name, _ := workers.StringField(column, "name")
+		workers.Release(column)
+		have[name] = true
 	}
 	for _, c := range addedColumns {
 		if !have[c.name] {
-			t.sql.Call("exec", `ALTER TABLE entries ADD COLUMN `+c.name+` `+c.decl)
+			t.run(`ALTER TABLE entries ADD COLUMN ` + c.name + ` ` + c.decl)
 		}
 	}
-	t.sql.Call("exec", `CREATE TABLE IF NOT EXISTS sweep (
+	t.run(`CREATE TABLE IF NOT EXISTS sweep (
 		id INTEGER PRIMARY KEY CHECK (id = 1), next INTEGER NOT NULL)`)
 }
 
@@ -153,23 +174,29 @@ var addedColumns = []struct{ name, decl string }{
 }
 
 func (t sqlTable) get(key string) (row, bool) {
-	rows := t.sql.Call("exec", `SELECT token, fingerprint, order_id, accepted_at, receipt, rejected, lease_until, expires
-		FROM entries WHERE key = ?`, key).Call("toArray")
+	rows := t.rows(`SELECT token, fingerprint, order_id, accepted_at, receipt, rejected, lease_until, expires
+		FROM entries WHERE key = ?`, key)
+	defer workers.Release(rows)
 	if rows.Length() == 0 {
 		return row{}, false
 	}
 	v := rows.Index(0)
+	defer workers.Release(v)
 	ms := func(name string) time.Time {
 		if n := int64(v.Get(name).Float()); n != 0 {
 			return time.UnixMilli(n)
 		}
 		return time.Time{}
 	}
-	r := row{key: key, token: v.Get("token").String(), fingerprint: v.Get("fingerprint").String(),
-		orderID: v.Get("order_id").String(), acceptedAt: ms("accepted_at"), rejected: v.Get("rejected").Int() != 0,
+	text := func(name string) string {
+		s, _ := workers.StringField(v, name)
+		return s
+	}
+	r := row{key: key, token: text("token"), fingerprint: text("fingerprint"),
+		orderID: text("order_id"), acceptedAt: ms("accepted_at"), rejected: v.Get("rejected").Int() != 0,
 		leaseUntil: ms("lease_until"), expires: ms("expires")}
-	if receipt := v.Get("receipt"); receipt.Type() == js.TypeString {
-		r.receipt = []byte(receipt.String())
+	if receipt, ok := workers.StringField(v, "receipt"); ok {
+		r.receipt = []byte(receipt)
 	}
 	return r, true
 }
@@ -189,36 +216,45 @@ func (t sqlTable) put(r row) {
 	if r.rejected {
 		rejected = 1
 	}
-	t.sql.Call("exec", `INSERT OR REPLACE INTO entries
+	t.run(`INSERT OR REPLACE INTO entries
 		(key, token, fingerprint, order_id, accepted_at, receipt, rejected, lease_until, expires) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		r.key, r.token, r.fingerprint, r.orderID, millis(r.acceptedAt), receipt, rejected, millis(r.leaseUntil), r.expires.UnixMilli())
 }
 
 func (t sqlTable) delete(key string) {
-	t.sql.Call("exec", `DELETE FROM entries WHERE key = ?`, key)
+	t.run(`DELETE FROM entries WHERE key = ?`, key)
 }
 
 func (t sqlTable) deleteExpired(now time.Time) bool {
-	t.sql.Call("exec", `DELETE FROM entries WHERE expires <= ?`, now.UnixMilli())
-	return t.sql.Call("exec", `SELECT 1 FROM entries LIMIT 1`).Call("toArray").Length() > 0
+	t.run(`DELETE FROM entries WHERE expires <= ?`, now.UnixMilli())
+	rows := t.rows(`SELECT 1 FROM entries LIMIT 1`)
+	defer workers.Release(rows)
+	return rows.Length() > 0
 }
 
 func (t sqlTable) nextSweep() time.Time {
-	rows := t.sql.Call("exec", `SELECT next FROM sweep WHERE id = 1`).Call("toArray")
+	rows := t.rows(`SELECT next FROM sweep WHERE id = 1`)
+	defer workers.Release(rows)
 	if rows.Length() == 0 {
 		return time.Time{}
 	}
-	return time.UnixMilli(int64(rows.Index(0).Get("next").Float()))
+	first := rows.Index(0)
+	defer workers.Release(first)
+	return time.UnixMilli(int64(first.Get("next").Float()))
 }
 
 func (t sqlTable) count() int {
-	return t.sql.Call("exec", `SELECT COUNT(*) AS n FROM entries`).Call("one").Get("n").Int()
+	rows := t.rows(`SELECT COUNT(*) AS n FROM entries`)
+	defer workers.Release(rows)
+	first := rows.Index(0)
+	defer workers.Release(first)
+	return first.Get("n").Int()
 }
 
 func (t sqlTable) setNextSweep(at time.Time) {
 	if at.IsZero() {
-		t.sql.Call("exec", `DELETE FROM sweep`)
+		t.run(`DELETE FROM sweep`)
 		return
 	}
-	t.sql.Call("exec", `INSERT OR REPLACE INTO sweep (id, next) VALUES (1, ?)`, at.UnixMilli())
+	t.run(`INSERT OR REPLACE INTO sweep (id, next) VALUES (1, ?)`, at.UnixMilli())
 }

@@ -19,11 +19,12 @@ func New(b js.Value) *Binding { return &Binding{b: b} }
 // Allow counts one event against key's budget and reports whether it was
 // within it.
 func (l *Binding) Allow(ctx context.Context, key string) (bool, error) {
-	opts := workers.NewObject()
-	opts.Set("key", key)
+	opts := workers.Object("key", key)
+	defer workers.Release(opts)
 	res, err := workers.CallAwait(ctx, l.b, "limit", opts)
 	if err != nil {
 		return false, errs.Prefix("ratelimit", err)
 	}
+	defer workers.Release(res)
 	return res.Get("success").Bool(), nil
 }

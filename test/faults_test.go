@@ -44,6 +44,8 @@ type wrappedStats struct {
 	CancelledRequests int   `json:"cancelledRequests"`
 	MemoryBytes       int64 `json:"memoryBytes"`
 	GoValues          int   `json:"goValues"`
+	// Compiler built the Worker: "go" or "tinygo".
+	Compiler string `json:"compiler"`
 }
 
 // setFaultRate changes the share of storage calls that fail, as

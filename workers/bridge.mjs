@@ -26,6 +26,25 @@ const bridge = {
     resolve(new Response(body, { status, headers: headerPairs(headers) }));
   },
 
+  // waitUntil keeps the Worker alive after the response (ctx.waitUntil)
+  // until Go calls the function it returns: with nothing once its task is
+  // done, or with a message if the task panicked. One function to release,
+  // where a promise executor made in Go would be one more callback per call.
+  waitUntil(ctx) {
+    let settle;
+    ctx.waitUntil(new Promise((resolve, reject) => {
+      settle = (failure) => (failure === undefined ? resolve() : reject(new Error(failure)));
+    }));
+    return settle;
+  },
+
+  // object makes {name: value, ...} from name, value pairs.
+  object(...pairs) {
+    const o = {};
+    for (let i = 0; i < pairs.length; i += 2) o[pairs[i]] = pairs[i + 1];
+    return o;
+  },
+
   // fetch sends a request with target.fetch (the global scope, or a
   // service binding) and resolves to [status, body text]; a timeoutMs over
   // 0 aborts the request, its answer's body included, after that long.

@@ -14,6 +14,6 @@ type consoleWriter struct{}
 
 // Write logs p, less one trailing newline, as one line.
 func (consoleWriter) Write(p []byte) (int, error) {
-	jsBridge.Call("log", string(bytes.TrimSuffix(p, []byte("\n"))))
+	callBridge("log", string(bytes.TrimSuffix(p, []byte("\n"))))
 	return len(p), nil
 }

@@ -11,18 +11,23 @@ type Env struct{ v js.Value }
 // numbers and booleans, which read as JavaScript prints them) and whether it
 // is set.
 func (e Env) Var(name string) (string, bool) {
-	switch v := e.v.Get(name); v.Type() {
+	v := e.v.Get(name)
+	defer Release(v)
+	switch v.Type() {
 	case js.TypeUndefined, js.TypeNull:
 		return "", false
 	case js.TypeString:
 		return v.String(), true
 	default:
-		return jsString.Invoke(v).String(), true
+		text := jsString.Invoke(v)
+		defer Release(text)
+		return text.String(), true
 	}
 }
 
 // Binding returns the binding name (a KV namespace, a Durable Object
-// namespace) and whether the environment has one.
+// namespace) and whether the environment has one. A binding is kept for
+// the life of the Go program: it is never released.
 func (e Env) Binding(name string) (js.Value, bool) {
 	v := e.v.Get(name)
 	return v, v.Type() == js.TypeObject
@@ -30,22 +35,27 @@ func (e Env) Binding(name string) (js.Value, bool) {
 
 // JavaScript globals, looked up once per instance.
 var (
-	jsObject     = js.Global().Get("Object")
 	jsJSON       = js.Global().Get("JSON")
 	jsString     = js.Global().Get("String")
-	jsResponse   = js.Global().Get("Response")
 	jsUint8Array = js.Global().Get("Uint8Array")
-	jsPromise    = js.Global().Get("Promise")
 	jsError      = js.Global().Get("Error")
 	jsScheduler  = js.Global().Get("scheduler")
 	jsBridge     = js.Global().Get("__goBridge") // bridge.mjs
 )
 
-// NewObject returns an empty JavaScript object, for bindings' option bags.
-func NewObject() js.Value { return jsObject.New() }
+// Object returns a new JavaScript object with the given properties, as
+// name, value pairs: {name: value, ...}. It is the caller's to release.
+// One call, where setting each property would take one more, and a string
+// set by v.Set would make a JavaScript value nobody releases.
+func Object(pairs ...any) js.Value { return callBridge("object", pairs...) }
 
-// ParseJSON is JSON.parse(text), with a syntax error as an error.
+// ParseJSON is JSON.parse(text), with a syntax error as an error; the
+// value is the caller's to release.
 func ParseJSON(text string) (js.Value, error) { return Call(jsJSON, "parse", text) }
 
 // StringifyJSON is JSON.stringify(v).
-func StringifyJSON(v js.Value) string { return jsJSON.Call("stringify", v).String() }
+func StringifyJSON(v js.Value) string {
+	text := jsJSON.Call("stringify", v)
+	defer Release(text)
+	return text.String()
+}

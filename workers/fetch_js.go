@@ -13,11 +13,13 @@ import (
 // bridge.mjs's fetch, which aborts at the request's Timeout.
 func Fetcher(target js.Value) func(ctx context.Context, r *OutgoingRequest) (*OutgoingResponse, error) {
 	return func(ctx context.Context, r *OutgoingRequest) (*OutgoingResponse, error) {
-		res, err := Await(ctx, jsBridge.Call("fetch", target, r.Method, r.URL, headerLines(r.Header), string(r.Body), r.Timeout.Milliseconds()))
+		res, err := Await(ctx, callBridge("fetch", target, r.Method, r.URL, headerLines(r.Header), string(r.Body), r.Timeout.Milliseconds()))
 		if err != nil {
 			return nil, err
 		}
-		return &OutgoingResponse{Status: res.Index(0).Int(), Body: []byte(res.Index(1).String())}, nil
+		body := res.Index(1)
+		defer Release(res, body)
+		return &OutgoingResponse{Status: res.Index(0).Int(), Body: []byte(body.String())}, nil
 	}
 }
 

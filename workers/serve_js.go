@@ -23,9 +23,12 @@ func Serve(newHandler func(Env) Handler) {
 	fetch := js.FuncOf(func(_ js.Value, args []js.Value) any {
 		req, env, wctx, resolve := args[0], args[1], args[2], args[3]
 		if handler == nil {
-			handler = newHandler(Env{env})
+			handler = newHandler(Env{env}) // keeps env, and the bindings it reads
+		} else {
+			Release(env)
 		}
 		go func() {
+			defer Release(req, wctx, resolve)
 			// The handler recovers its own panics; this catches the
 			// bridge's, which would otherwise end the Go instance that every
 			// request and Durable Object call of the isolate shares.
@@ -35,7 +38,7 @@ func Serve(newHandler func(Env) Handler) {
 						respond(resolve, ph.ServePanic(p))
 						return
 					}
-					resolve.Invoke(jsResponse.New("internal error", map[string]any{"status": 500}))
+					respond(resolve, &Response{Status: 500, Body: []byte("internal error")})
 				}
 			}()
 			respond(resolve, serve(handler, req, wctx))
@@ -50,10 +53,12 @@ func Serve(newHandler func(Env) Handler) {
 func serve(handler Handler, jsReq, wctx js.Value) *Response {
 	ctx := context.WithValue(context.Background(), executionContextKey{}, wctx)
 	header := jsHeader{jsReq.Get("headers")}
+	defer Release(header.headers)
+	method, _ := StringField(jsReq, "method")
 	body := &jsBody{ctx: ctx, req: jsReq, header: header}
 	defer body.close()
 	return handler.ServeWorker(ctx, &Request{
-		Method: jsReq.Get("method").String(),
+		Method: method,
 		Header: header,
 		Body:   body,
 	})
@@ -64,8 +69,9 @@ func serve(handler Handler, jsReq, wctx js.Value) *Response {
 type jsHeader struct{ headers js.Value }
 
 func (h jsHeader) Get(name string) string {
-	v := h.headers.Call("get", name)
-	if v.Type() != js.TypeString {
+	v, err := Call(h.headers, "get", name)
+	defer Release(v)
+	if err != nil || v.Type() != js.TypeString {
 		return ""
 	}
 	return v.String()
@@ -84,6 +90,7 @@ type jsBody struct {
 
 func (b *jsBody) ReadAll(max int64) ([]byte, error) {
 	stream := b.req.Get("body")
+	defer Release(stream)
 	if !stream.Truthy() {
 		return nil, nil
 	}
@@ -91,27 +98,36 @@ func (b *jsBody) ReadAll(max int64) ([]byte, error) {
 		if n > max {
 			return nil, ErrTooLarge
 		}
-		ab, err := Await(b.ctx, b.req.Call("arrayBuffer"))
+		ab, err := CallAwait(b.ctx, b.req, "arrayBuffer")
 		if err != nil {
 			return nil, err
 		}
+		defer Release(ab)
 		if int64(ab.Get("byteLength").Int()) > max {
 			return nil, ErrTooLarge
 		}
-		return copyBytes(jsUint8Array.New(ab)), nil
+		u8 := jsUint8Array.New(ab)
+		defer Release(u8)
+		return copyBytes(u8), nil
 	}
 	b.reader = stream.Call("getReader")
 	var body []byte
 	for {
-		res, err := Await(b.ctx, b.reader.Call("read"))
+		res, err := CallAwait(b.ctx, b.reader, "read")
 		if err != nil {
 			return nil, err
 		}
-		if res.Get("done").Bool() {
+		chunk := res.Get("value")
+		done := res.Get("done").Bool()
+		if !done {
+			body = append(body, copyBytes(chunk)...)
+		}
+		Release(res, chunk)
+		if done {
+			Release(b.reader)
 			b.reader = js.Value{}
 			return body, nil
 		}
-		body = append(body, copyBytes(res.Get("value"))...)
 		if int64(len(body)) > max {
 			return nil, ErrTooLarge
 		}
@@ -121,7 +137,7 @@ func (b *jsBody) ReadAll(max int64) ([]byte, error) {
 // close releases a stream left unread.
 func (b *jsBody) close() {
 	if b.reader.Truthy() {
-		b.reader.Call("cancel")
+		Release(b.reader.Call("cancel"), b.reader)
 	}
 }
 
@@ -141,7 +157,7 @@ func respond(resolve js.Value, r *Response) {
 	if len(r.Body) > 0 {
 		body = string(r.Body)
 	}
-	jsBridge.Call("respond", resolve, r.Status, headerLines(r.Header), body)
+	callBridge("respond", resolve, r.Status, headerLines(r.Header), body)
 }
 
 // headerLines writes fields as bridge.mjs reads them: "name: value" lines.
@@ -156,30 +172,27 @@ func headerLines(fields []Field) string {
 type executionContextKey struct{}
 
 // WaitUntil runs task after the response is sent, keeping the Worker alive
-// until it finishes (ExecutionContext.waitUntil). Outside a Worker request it
-// runs task before returning.
+// until it finishes (ExecutionContext.waitUntil). Outside a Worker request,
+// or inside such a task, it runs task before returning.
 func WaitUntil(ctx context.Context, task func(context.Context)) {
 	wctx, ok := ctx.Value(executionContextKey{}).(js.Value)
 	if !ok || !wctx.Truthy() {
 		task(ctx)
 		return
 	}
-	var executor js.Func
-	executor = js.FuncOf(func(_ js.Value, args []js.Value) any {
-		resolve, reject := args[0], args[1]
-		go func() {
-			// A panicking task must not take down the Go instance that
-			// every request of the isolate shares.
-			defer func() {
-				if recover() != nil {
-					reject.Invoke(jsError.New("workers: panic in a task after the response"))
-				}
-			}()
-			task(context.WithoutCancel(ctx))
-			resolve.Invoke()
+	done := callBridge("waitUntil", wctx)
+	go func() {
+		defer Release(done)
+		// A panicking task must not take down the Go instance that every
+		// request of the isolate shares.
+		defer func() {
+			if recover() != nil {
+				Release(done.Invoke("workers: panic in a task after the response"))
+			}
 		}()
-		return nil
-	})
-	defer executor.Release()
-	wctx.Call("waitUntil", jsPromise.New(executor))
+		// The request's ExecutionContext is released once it is served, so
+		// the task must not reach it: a WaitUntil inside runs inline.
+		task(context.WithValue(context.WithoutCancel(ctx), executionContextKey{}, js.Undefined()))
+		Release(done.Invoke())
+	}()
 }

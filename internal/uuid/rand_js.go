@@ -5,6 +5,8 @@ package uuid
 import (
 	"sync"
 	"syscall/js"
+
+	"github.com/edge-orders/edge-orders/workers"
 )
 
 // On js/wasm crypto/rand.Read ends in this same crypto.getRandomValues
@@ -23,6 +25,6 @@ var random = struct {
 func read(b []byte) {
 	random.Lock()
 	defer random.Unlock()
-	random.crypto.Call("getRandomValues", random.buf)
+	workers.Release(random.crypto.Call("getRandomValues", random.buf)) // buf itself
 	js.CopyBytesToGo(b, random.buf)
 }

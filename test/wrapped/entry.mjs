@@ -13,8 +13,9 @@
 // Paths of its own:
 //   GET  /__wrapped/stats     the calls made, the faults injected, the
 //                             simulated disconnects, the Go instance's
-//                             linear memory in bytes and the JavaScript
-//                             values it holds (goValues), as JSON
+//                             linear memory in bytes, the JavaScript
+//                             values it holds (goValues) and the compiler
+//                             that built it ("go" or "tinygo"), as JSON
 //   POST /__wrapped/settings  {"faultRate": 0.2} changes the fault rate
 //
 // A request with the header X-Test-Disconnect-After-Ms: N is served as in
@@ -33,12 +34,12 @@ export { Ledger };
 // no test hook.
 // A Proxy, so that instanceof WebAssembly.Instance, which wasm_exec.js
 // checks, still holds.
-let goMemory;
+let goInstance, goMemory;
 WebAssembly.Instance = new Proxy(WebAssembly.Instance, {
   construct(target, args) {
-    const instance = Reflect.construct(target, args);
-    goMemory = instance.exports.mem ?? instance.exports.memory;
-    return instance;
+    goInstance = Reflect.construct(target, args);
+    goMemory = goInstance.exports.mem ?? goInstance.exports.memory;
+    return goInstance;
   },
 });
 
@@ -64,7 +65,8 @@ export default {
     const path = new URL(request.url).pathname;
     if (path === "/__wrapped/stats") {
       const goValues = goProgram ? goProgram._values.length - goProgram._idPool.length : 0;
-      return Response.json({ ...stats, memoryBytes: goMemory?.buffer.byteLength ?? 0, goValues });
+      const compiler = goMemory ? (goInstance.exports.mem ? "go" : "tinygo") : "";
+      return Response.json({ ...stats, memoryBytes: goMemory?.buffer.byteLength ?? 0, goValues, compiler });
     }
     if (path === "/__wrapped/settings" && request.method === "POST") {
       Object.assign(settings, await request.json());
