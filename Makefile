@@ -4,9 +4,10 @@
 # make bench - load benchmark against wrangler dev (not part of make test)
 SHELL := /bin/bash
 PORT ?= 8787
-# COMPILER is go, or tinygo for TinyGo's smaller module (build.sh: not yet
-# for production, it leaks under TinyGo 0.40); wrangler's build inherits it.
-export COMPILER ?= go
+# COMPILER is auto (TinyGo if it can build the Worker, else standard Go),
+# tinygo or go: see build.sh. wrangler's build inherits it, and the tests
+# build their wasm test binaries with what built the Worker.
+export COMPILER ?= auto
 # ENV is a wrangler environment of wrangler.toml: empty (KV mode), ledger,
 # or ledger-front (start ENV=ledger first, then this on another PORT).
 ENV ?=
