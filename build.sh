@@ -20,8 +20,26 @@ mkdir -p build
 tmp=$(mktemp -d build/.tmp.XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
 
-# build_tinygo builds with TinyGo, its errors in $tmp/tinygo.log.
+# tinygo_inputs names what a TinyGo build reads, by hash: TinyGo takes
+# about 20 s of CPU to link even when nothing changed, and the tests start
+# several Workers at once, each running this script, so the build is
+# reused while its inputs are the same.
+tinygo_inputs() {
+  {
+    tinygo version
+    sha256sum go.mod go.sum workers/wasm_exec_tinygo.js "$(tinygo env TINYGOROOT)/targets/wasm_exec.js"
+    find . -name '*.go' ! -name '*_test.go' ! -path './node_modules/*' ! -path './build/*' -print0 | sort -z | xargs -0 sha256sum
+  } | sha256sum | cut -d' ' -f1
+}
+
+# build_tinygo builds with TinyGo, its errors in $tmp/tinygo.log, or
+# reuses the last TinyGo build if its inputs are the same.
 build_tinygo() {
+  tinygo_inputs > "$tmp/tinygo.inputs"
+  if [[ "$(cat build/compiler 2> /dev/null)" == tinygo ]] && cmp -s "$tmp/tinygo.inputs" build/tinygo.inputs; then
+    cp build/edge-orders.wasm build/wasm_exec.js "$tmp/"
+    return
+  fi
   # LLVM 19 warns that it does not know two wasm features TinyGo 0.40
   # names for LLVM 20; the module is the same without them.
   tinygo build -target wasm -no-debug -o "$tmp/edge-orders.wasm" . 2>&1 |
@@ -38,6 +56,12 @@ build_go() {
   GOOS=js GOARCH=wasm go build -trimpath -ldflags="-s -w" -o "$tmp/edge-orders.wasm" .
   cp "$(go env GOROOT)/lib/wasm/wasm_exec.js" "$tmp/wasm_exec.js"
 }
+
+# One build at a time: the others then find TinyGo's build up to date.
+if command -v flock > /dev/null; then
+  exec 9> build/.lock
+  flock 9
+fi
 
 compiler=${COMPILER:-auto}
 case "$compiler" in
@@ -66,7 +90,8 @@ go)
   ;;
 esac
 echo "$compiler" > "$tmp/compiler"
-for f in edge-orders.wasm wasm_exec.js compiler; do
+[[ $compiler == tinygo ]] || : > "$tmp/tinygo.inputs"
+for f in edge-orders.wasm wasm_exec.js tinygo.inputs compiler; do
   cmp -s "$tmp/$f" "build/$f" || mv -f "$tmp/$f" "build/$f"
 done
 echo "build.sh: build/edge-orders.wasm $(wc -c < build/edge-orders.wasm) bytes ($compiler)"

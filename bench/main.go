@@ -18,6 +18,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"runtime"
@@ -44,10 +45,15 @@ type options struct {
 // subject is one Worker under test, with its own wrangler dev and state.
 type subject struct {
 	name string
+	// compiler builds a Go subject (build.sh's COMPILER): go or tinygo;
+	// empty for the JavaScript ones.
+	compiler string
 	// yardstick marks the seed's Worker, which every ratio divides by.
 	yardstick bool
 	// withGateway marks a Go Worker that calls the bench's OMS gateway.
 	withGateway bool
+	// placedTwice is how many keys of the contention check got two 201s.
+	placedTwice *int
 	opts        wranglerdev.Options
 	srv         *wranglerdev.Server
 }
@@ -170,20 +176,28 @@ func latencySubjects(o options, gatewayURL string) []*subject {
 	}
 	gw := []string{"OMS_URL", gatewayURL, "OMS_TIMEOUT_MS", "5000"}
 	return []*subject{
-		{name: "Go KV", opts: wranglerdev.Options{Script: "bench/latency/go.mjs", Vars: vars()}},
-		{name: "Go ledger", opts: wranglerdev.Options{Script: "bench/latency/go.mjs", Environment: "ledger", Vars: vars()}},
+		{name: "Go KV", compiler: "go", opts: wranglerdev.Options{Script: "bench/latency/go.mjs", Vars: vars()}},
+		{name: "Go ledger", compiler: "go", opts: wranglerdev.Options{Script: "bench/latency/go.mjs", Environment: "ledger", Vars: vars()}},
 		{name: "JS port", opts: wranglerdev.Options{Script: "bench/latency/reference.mjs", Config: "test/reference/port/wrangler.toml", Vars: vars()}},
 		{name: "seed TS", yardstick: true, opts: wranglerdev.Options{Script: "bench/latency/seed.mjs", Config: "test/reference/seed/wrangler.toml", Vars: vars()}},
-		{name: "Go KV + OMS", withGateway: true, opts: wranglerdev.Options{Script: "bench/latency/go.mjs", Vars: vars(gw...)}},
-		{name: "Go ledger + OMS", withGateway: true, opts: wranglerdev.Options{Script: "bench/latency/go.mjs", Environment: "ledger", Vars: vars(gw...)}},
+		{name: "Go KV + OMS", compiler: "go", withGateway: true, opts: wranglerdev.Options{Script: "bench/latency/go.mjs", Vars: vars(gw...)}},
+		{name: "Go ledger + OMS", compiler: "go", withGateway: true, opts: wranglerdev.Options{Script: "bench/latency/go.mjs", Environment: "ledger", Vars: vars(gw...)}},
 	}
 }
 
-// saturationSubjects are served as shipped.
-func saturationSubjects() []*subject {
+// saturationSubjects are served as shipped, the Go Worker built by
+// compiler; the JS port only beside the standard build.
+func saturationSubjects(compiler string) []*subject {
+	if compiler == "tinygo" {
+		return []*subject{
+			{name: "TinyGo KV", compiler: compiler},
+			{name: "TinyGo ledger", compiler: compiler, opts: wranglerdev.Options{Environment: "ledger"}},
+			{name: "seed TS", yardstick: true, opts: wranglerdev.Options{Config: "test/reference/seed/wrangler.toml"}},
+		}
+	}
 	return []*subject{
-		{name: "Go KV"},
-		{name: "Go ledger", opts: wranglerdev.Options{Environment: "ledger"}},
+		{name: "Go KV", compiler: "go"},
+		{name: "Go ledger", compiler: "go", opts: wranglerdev.Options{Environment: "ledger"}},
 		{name: "JS port", opts: wranglerdev.Options{Config: "test/reference/port/wrangler.toml"}},
 		{name: "seed TS", yardstick: true, opts: wranglerdev.Options{Config: "test/reference/seed/wrangler.toml"}},
 	}
@@ -199,6 +213,9 @@ func start(ctx context.Context, subjects []*subject) error {
 			return err
 		}
 		s.opts.Dir, s.opts.StateDir = ".", dir
+		if s.compiler != "" {
+			s.opts.Env = append(s.opts.Env, "COMPILER="+s.compiler)
+		}
 		srv, err := wranglerdev.Start(ctx, s.opts)
 		if err != nil {
 			return fmt.Errorf("%s: %w", s.name, err)
@@ -301,14 +318,13 @@ func runPhase(ctx context.Context, p *phase, rounds int, d time.Duration, gw *ga
 type report struct {
 	opts         options
 	date         time.Time
-	wasmRaw      int64
+	builds       []build // the standard build's, then TinyGo's if it ran
 	phases       []*phase
-	contention   map[string]int // subject → keys placed twice
 	goDuplicates int
 }
 
 func measure(ctx context.Context, o options) (*report, error) {
-	rep := &report{opts: o, date: time.Now().UTC(), contention: map[string]int{}}
+	rep := &report{opts: o, date: time.Now().UTC()}
 	gw, err := startGateway(o.gateway)
 	if err != nil {
 		return nil, err
@@ -320,35 +336,64 @@ func measure(ctx context.Context, o options) (*report, error) {
 	if err := start(ctx, lat.subjects); err != nil {
 		return nil, err
 	}
-	if fi, err := os.Stat(filepath.Join("build", "edge-orders.wasm")); err == nil {
-		rep.wasmRaw = fi.Size()
-	}
 	if err := runPhase(ctx, lat, o.rounds, o.latencyDuration, gw); err != nil {
 		return nil, err
 	}
 	stopAll(lat.subjects)
 	rep.phases = append(rep.phases, lat)
 
-	sat := &phase{name: "local saturation", subjects: saturationSubjects(), conns: o.saturationConns}
-	defer stopAll(sat.subjects)
-	if err := start(ctx, sat.subjects); err != nil {
-		return nil, err
+	compilers := []string{"go"}
+	if _, err := exec.LookPath("tinygo"); err == nil {
+		compilers = append(compilers, "tinygo")
+	} else {
+		fmt.Fprintln(os.Stderr, "bench: no tinygo on PATH: the TinyGo build is left out")
 	}
-	if err := runPhase(ctx, sat, o.rounds, o.satDuration, nil); err != nil {
-		return nil, err
-	}
-	for _, s := range sat.subjects {
-		dup, err := contention(ctx, s.srv.URL, fmt.Sprintf("bench-contention-%d-", time.Now().UnixNano()), o.contentionKeys, o.contentionConn)
-		if err != nil {
-			return nil, fmt.Errorf("%s, contention: %w", s.name, err)
+	for _, compiler := range compilers {
+		name := "local saturation"
+		if compiler == "tinygo" {
+			name = "local saturation, TinyGo build"
 		}
-		rep.contention[s.name] = dup
-		if strings.HasPrefix(s.name, "Go") {
+		sat := &phase{name: name, subjects: saturationSubjects(compiler), conns: o.saturationConns}
+		if err := saturate(ctx, rep, sat, compiler); err != nil {
+			return nil, err
+		}
+	}
+	return rep, nil
+}
+
+// saturate runs phase p and the contention check with the Go Worker built
+// by compiler, and measures that build.
+func saturate(ctx context.Context, rep *report, p *phase, compiler string) error {
+	defer stopAll(p.subjects)
+	if err := start(ctx, p.subjects); err != nil {
+		return err
+	}
+	b, err := measureBuild(compiler)
+	if err != nil {
+		return err
+	}
+	if err := runPhase(ctx, p, rep.opts.rounds, rep.opts.satDuration, nil); err != nil {
+		return err
+	}
+	for _, s := range p.subjects {
+		dup, err := contention(ctx, s.srv.URL, fmt.Sprintf("bench-contention-%d-", time.Now().UnixNano()), rep.opts.contentionKeys, rep.opts.contentionConn)
+		if err != nil {
+			return fmt.Errorf("%s, contention: %w", s.name, err)
+		}
+		s.placedTwice = &dup
+		if s.compiler != "" {
 			rep.goDuplicates += dup
 		}
 	}
-	rep.phases = append(rep.phases, sat)
-	return rep, nil
+	for _, s := range p.subjects {
+		if s.compiler != "" {
+			b.starts = append(b.starts, goStarts(s.srv.Logs())...)
+		}
+	}
+	b.phase = p
+	rep.builds = append(rep.builds, b)
+	rep.phases = append(rep.phases, p)
+	return nil
 }
 
 // summary is a cell's figures: medians over its runs.
@@ -403,8 +448,8 @@ func (r *report) String() string {
 	var b strings.Builder
 	o := r.opts
 	fmt.Fprintf(&b, "# make bench, %s\n\n", r.date.Format("2006-01-02 15:04 MST"))
-	fmt.Fprintf(&b, "%d CPUs, %s; wasm %d bytes raw; %d measured rounds (latency runs %v, saturation runs %v); load from autocannon.\n\n",
-		runtime.NumCPU(), runtime.Version(), r.wasmRaw, o.rounds, o.latencyDuration, o.satDuration)
+	fmt.Fprintf(&b, "%d CPUs, %s; %d measured rounds (latency runs %v, saturation runs %v); load from autocannon.\n\n",
+		runtime.NumCPU(), runtime.Version(), o.rounds, o.latencyDuration, o.satDuration)
 	fmt.Fprintf(&b, "Delay model: KV read %v, KV write %v, Durable Object round trip %v plus %v for a write; OMS gateway %v.\n\n",
 		o.delays.KVRead, o.delays.KVWrite, o.delays.DORoundTrip, o.delays.DOWrite, o.gateway)
 	for _, p := range r.phases {
@@ -430,12 +475,13 @@ func (r *report) String() string {
 			r.gatewayTable(&b, p)
 		}
 	}
+	r.buildsTable(&b)
 	b.WriteString("## Contention\n\n")
 	fmt.Fprintf(&b, "%d keys, each sent %d times at once, as shipped:\n\n| Worker | keys placed twice |\n|---|---|\n", o.contentionKeys, o.contentionConn)
 	for _, p := range r.phases {
 		for _, s := range p.subjects {
-			if n, ok := r.contention[s.name]; ok && p.name == "local saturation" {
-				fmt.Fprintf(&b, "| %s | %d |\n", s.name, n)
+			if s.placedTwice != nil {
+				fmt.Fprintf(&b, "| %s (%s) | %d |\n", s.name, p.name, *s.placedTwice)
 			}
 		}
 	}
