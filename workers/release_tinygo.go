@@ -24,9 +24,24 @@ type valueLayout struct {
 //go:wasmimport gojs syscall/js.finalizeRef
 func finalizeRef(ref uint64)
 
+// layoutKnown says syscall/js.Value is laid out as valueLayout says: a
+// value made here must carry its own id behind its finalizer's pointer,
+// as makeValue sets it. If not (a TinyGo whose syscall/js changed),
+// Release does nothing: a leak, but never a slot freed wrongly.
+var layoutKnown = func() bool {
+	v := js.ValueOf("workers: layout probe")
+	l := (*valueLayout)(unsafe.Pointer(&v))
+	known := unsafe.Sizeof(v) == unsafe.Sizeof(valueLayout{}) && l.gcPtr != nil && *l.gcPtr == l.ref
+	if known {
+		runtime.SetFinalizer(l.gcPtr, nil)
+		finalizeRef(l.ref)
+	}
+	return known
+}()
+
 func init() {
-	if unsafe.Sizeof(js.Value{}) != unsafe.Sizeof(valueLayout{}) {
-		panic("workers: syscall/js.Value is not laid out as Release expects; this TinyGo needs a newer bridge")
+	if !layoutKnown {
+		println("workers: syscall/js.Value is not laid out as this bridge knows; JavaScript values will not be released")
 	}
 }
 
@@ -34,6 +49,9 @@ func init() {
 // It first clears the value's finalizer, so that a TinyGo whose finalizers
 // run (later than 0.40) never frees the slot a second time.
 func Release(values ...js.Value) {
+	if !layoutKnown {
+		return
+	}
 	for i := range values {
 		l := (*valueLayout)(unsafe.Pointer(&values[i]))
 		if l.gcPtr == nil {
