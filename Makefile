@@ -46,7 +46,7 @@ test: tools
 
 # The Go Worker (KV and ledger mode) against the seed's TypeScript Worker and
 # the JavaScript port, under wrangler dev: production latency (simulated
-# binding delays) and local saturation; about 10 minutes. BENCH_FLAGS=-quick
+# binding delays) and local saturation; about 10 minutes, and a TinyGo phase when tinygo is on PATH. BENCH_FLAGS=-quick
 # for a short look; bench/README.md has the rest.
 bench: tools
 	go run ./bench $(BENCH_FLAGS)
