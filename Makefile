@@ -46,8 +46,9 @@ test: tools
 
 # The Go Worker (KV and ledger mode) against the seed's TypeScript Worker and
 # the JavaScript port, under wrangler dev: production latency (simulated
-# binding delays) and local saturation; about 10 minutes, and a TinyGo phase when tinygo is on PATH. BENCH_FLAGS=-quick
-# for a short look; bench/README.md has the rest.
+# binding delays) and local saturation, and a TinyGo build's saturation
+# when tinygo is on PATH; 10 to 15 minutes. BENCH_FLAGS=-quick for a short
+# look; bench/README.md has the rest.
 bench: tools
 	go run ./bench $(BENCH_FLAGS)
 
