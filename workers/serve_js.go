@@ -187,7 +187,9 @@ func WaitUntil(ctx context.Context, task func(context.Context)) {
 		// request of the isolate shares.
 		defer func() {
 			if recover() != nil {
-				Release(done.Invoke("workers: panic in a task after the response"))
+				message, made := crossing([]any{"workers: panic in a task after the response"})
+				Release(done.Invoke(message...))
+				Release(made...)
 			}
 		}()
 		// The request's ExecutionContext is released once it is served, so
