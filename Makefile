@@ -4,8 +4,8 @@
 # make bench - load benchmark against wrangler dev (not part of make test)
 SHELL := /bin/bash
 PORT ?= 8787
-# COMPILER is auto (TinyGo if it can build the Worker, else standard Go),
-# tinygo or go: see build.sh. wrangler's build inherits it, and the tests
+# COMPILER is auto (standard Go, until TinyGo measures as well), tinygo or
+# go: see build.sh. wrangler's build inherits it, and the tests
 # build their wasm test binaries with what built the Worker.
 export COMPILER ?= auto
 # ENV is a wrangler environment of wrangler.toml: empty (KV mode), ledger,
