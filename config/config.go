@@ -13,6 +13,7 @@ import (
 
 	"github.com/edge-orders/edge-orders/auth"
 	"github.com/edge-orders/edge-orders/eventlog"
+	"github.com/edge-orders/edge-orders/intake"
 	"github.com/edge-orders/edge-orders/kv"
 )
 
@@ -32,6 +33,9 @@ const (
 	OMSURLVar            = "OMS_URL"
 	OMSTimeoutVar        = "OMS_TIMEOUT_MS"
 	OMSTokenVar          = "OMS_TOKEN"
+	// SettleMaxAgeVar is how long the settler calls the gateway for an
+	// order whose outcome is unknown, in seconds from its acceptance.
+	SettleMaxAgeVar = "SETTLE_MAX_AGE_SECONDS"
 )
 
 // Values of KV_CLAIM_AFTER_RECEIPT.
@@ -90,6 +94,9 @@ type Config struct {
 	Storage    string
 	ResultTTL  time.Duration
 	PendingTTL time.Duration
+	// SettleMaxAge is how long the settler tries an order whose outcome
+	// is unknown before it leaves the key unresolved.
+	SettleMaxAge time.Duration
 	// Wait is how long a duplicate waits for a request in flight.
 	Wait time.Duration
 	// LedgerShards is how many ledger objects each client's keys spread over.
@@ -137,6 +144,7 @@ func Load(lookup func(name string) (string, bool)) (Config, error) {
 		LogLevel:      DefaultLogLevel,
 		ReleaseClaims: true,
 		OMSTimeout:    DefaultOMSTimeout,
+		SettleMaxAge:  intake.DefaultSettleMaxAge,
 	}
 	settings := []struct {
 		name  string
@@ -159,6 +167,7 @@ func Load(lookup func(name string) (string, bool)) (Config, error) {
 		{OMSURLVar, func(v string) (err error) { c.OMSURL, err = parseURL(v); return }},
 		{OMSTimeoutVar, func(v string) (err error) { c.OMSTimeout, err = parseOMSTimeout(v); return }},
 		{OMSTokenVar, func(v string) error { c.OMSToken = strings.TrimSpace(v); return nil }},
+		{SettleMaxAgeVar, func(v string) (err error) { c.SettleMaxAge, err = parseTTL(v); return }},
 	}
 	for _, s := range settings {
 		if v, ok := lookup(s.name); ok {

@@ -27,6 +27,13 @@ type Line struct {
 	// Millis is the time spent; in a deployed Worker the clock only moves
 	// during I/O, so this is mostly storage time.
 	Millis int64
+	// Attempts is how many gateway calls for the order ended without an
+	// answer, on the settler's lines.
+	Attempts int
+	// Alert marks a line someone must act on, such as an order the settler
+	// gave up on: it is written with "level":"error", which Workers Logs
+	// can alert on.
+	Alert bool
 }
 
 // MaxFieldBytes bounds each field of a line as it is written: a client may
@@ -49,6 +56,12 @@ func (l Line) AppendJSON(b []byte) []byte {
 	}
 	if l.Status != 0 {
 		b = strconv.AppendInt(append(b, `,"status":`...), int64(l.Status), 10)
+	}
+	if l.Attempts != 0 {
+		b = strconv.AppendInt(append(b, `,"attempts":`...), int64(l.Attempts), 10)
+	}
+	if l.Alert {
+		b = append(b, `,"level":"error"`...)
 	}
 	b = strconv.AppendInt(append(b, `,"ms":`...), l.Millis, 10)
 	return append(b, '}')

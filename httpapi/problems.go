@@ -104,7 +104,7 @@ var problems = []struct {
 		"The order-management system refused this order for good; every retry under this key gets this answer.", "rejected"}},
 	{intake.ErrOutcomeUnknown, problem{statusServiceUnavailable, "outcome_unknown", "Order outcome unknown",
 		"The order-management system did not confirm this order, so it may or may not exist. Retry under the same Idempotency-Key: the retry settles it and never places a second order.", ""}},
-	{intake.ErrUnavailable, problem{statusServiceUnavailable, "storage_unavailable", "Storage unavailable",
+	{intake.ErrStorageUnavailable, problem{statusServiceUnavailable, "storage_unavailable", "Storage unavailable",
 		"The order store failed before this order's outcome was stored. Retry under the same Idempotency-Key: the retry places the order at most once.", "storage_error"}},
 	{errMisconfigured, problem{statusInternalServerError, "misconfigured", "Worker misconfigured", "", ""}},
 }

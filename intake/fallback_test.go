@@ -100,7 +100,7 @@ func TestFallback(t *testing.T) {
 		m := newMigration(t, acceptedAt)
 		m.old.Set(kvtest.Fault{Op: kvtest.OpGet})
 		_, err := m.svc.Submit(ctx, key("k"), []byte(validBody))
-		if !errors.Is(err, intake.ErrUnavailable) {
+		if !errors.Is(err, intake.ErrStorageUnavailable) {
 			t.Fatalf("Submit error = %v, want ErrUnavailable", err)
 		}
 		if got, want := m.spy.Calls(), map[string]int{"Begin": 1, "Release": 1}; !maps.Equal(got, want) {

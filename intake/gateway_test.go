@@ -170,7 +170,7 @@ func TestGatewayAcceptedButNotStored(t *testing.T) {
 	g := &gatewayDouble{}
 	h := newHarness(t, intake.Options{Gateway: g, ReleaseAfterCommit: true})
 	h.faulty.Set(kvtest.Fault{Op: kvtest.OpPut, Prefix: "result:", Nth: 1})
-	if _, err := h.submit("k", validBody); !errors.Is(err, intake.ErrUnavailable) {
+	if _, err := h.submit("k", validBody); !errors.Is(err, intake.ErrStorageUnavailable) {
 		t.Fatalf("Submit = %v, want ErrUnavailable", err)
 	}
 	out, err := h.submit("k", validBody)
@@ -186,8 +186,9 @@ func TestGatewayAcceptedButNotStored(t *testing.T) {
 
 // TestGatewayKVClaimKeepsTheOrderID checks the KV layout once orders reach
 // a gateway: the claim's value stays the reference's "1", its metadata
-// holds the order id, and it lives as long as a receipt would, so a dead
-// request's order id survives its lease.
+// holds the order id, and it lives as long as the settler may try and a
+// receipt's TTL after that, so a dead request's order id survives its
+// lease.
 func TestGatewayKVClaimKeepsTheOrderID(t *testing.T) {
 	g := &gatewayDouble{answers: []error{errLost}}
 	h := newHarness(t, intake.Options{Gateway: g})
@@ -199,8 +200,8 @@ func TestGatewayKVClaimKeepsTheOrderID(t *testing.T) {
 		t.Fatalf("claim writes %v, want the claim and its release as open", claims)
 	}
 	for _, c := range claims {
-		if c.Entry.Value != "1" || c.Options.TTL != config.DefaultResultTTL {
-			t.Errorf("claim write %+v, want the value 1 kept as long as a receipt", c)
+		if c.Entry.Value != "1" || c.Options.TTL < intake.DefaultSettleMaxAge+config.DefaultResultTTL {
+			t.Errorf("claim write %+v, want the value 1 kept past the settler's last attempt and a receipt's TTL", c)
 		}
 	}
 	id := g.placements()[0].OrderID
@@ -258,7 +259,7 @@ func TestKVTakeoverThatFailsReopensTheKey(t *testing.T) {
 	}
 	// The claim, its release as open, then the takeover: the third put.
 	h.faulty.Set(kvtest.Fault{Op: kvtest.OpPut, Prefix: "pending:", Nth: 1, Applied: true})
-	if _, err := h.submit("k", validBody); !errors.Is(err, intake.ErrUnavailable) {
+	if _, err := h.submit("k", validBody); !errors.Is(err, intake.ErrStorageUnavailable) {
 		t.Fatalf("retry with the takeover failing = %v, want ErrUnavailable", err)
 	}
 	h.faulty.Set()

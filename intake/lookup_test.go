@@ -96,14 +96,14 @@ func TestLookup(t *testing.T) {
 			setup:   func(t *testing.T, h *harness) { h.put(t, "result:k", kv.Entry{Value: reference}, 0) },
 			key:     key("k"),
 			faults:  []kvtest.Fault{{Op: kvtest.OpGet, Prefix: "result:"}},
-			wantErr: intake.ErrUnavailable,
+			wantErr: intake.ErrStorageUnavailable,
 		},
 		{
 			name:    "failed claim read is unavailable",
 			setup:   func(*testing.T, *harness) {},
 			key:     key("k"),
 			faults:  []kvtest.Fault{{Op: kvtest.OpGet, Prefix: "pending:"}},
-			wantErr: intake.ErrUnavailable,
+			wantErr: intake.ErrStorageUnavailable,
 		},
 	}
 	for _, tc := range tests {
@@ -120,7 +120,7 @@ func TestLookup(t *testing.T) {
 				if out.Receipt != nil || out.OrderID != "" {
 					t.Errorf("Lookup = %s / %q with an error, want nothing", out.Receipt, out.OrderID)
 				}
-				if errors.Is(err, intake.ErrUnavailable) && !strings.Contains(err.Error(), "secret detail") {
+				if errors.Is(err, intake.ErrStorageUnavailable) && !strings.Contains(err.Error(), "secret detail") {
 					t.Errorf("ErrUnavailable error %q dropped the storage detail, want it kept for logs", err)
 				}
 			} else {

@@ -273,22 +273,22 @@ func TestSubmitStorageFailure(t *testing.T) {
 		{
 			name:    "get result fails: unavailable",
 			faults:  []kvtest.Fault{{Op: kvtest.OpGet, Prefix: "result:", Nth: 1}},
-			wantErr: intake.ErrUnavailable,
+			wantErr: intake.ErrStorageUnavailable,
 		},
 		{
 			name:    "get pending fails: unavailable",
 			faults:  []kvtest.Fault{{Op: kvtest.OpGet, Prefix: "pending:", Nth: 1}},
-			wantErr: intake.ErrUnavailable,
+			wantErr: intake.ErrStorageUnavailable,
 		},
 		{
 			name:    "put pending fails: unavailable",
 			faults:  []kvtest.Fault{{Op: kvtest.OpPut, Prefix: "pending:", Nth: 1}},
-			wantErr: intake.ErrUnavailable,
+			wantErr: intake.ErrStorageUnavailable,
 		},
 		{
 			name:    "put pending fails but lands: unavailable, claim released",
 			faults:  []kvtest.Fault{{Op: kvtest.OpPut, Prefix: "pending:", Nth: 1, Applied: true}},
-			wantErr: intake.ErrUnavailable,
+			wantErr: intake.ErrStorageUnavailable,
 		},
 		{
 			// The release's failure is in the error, which the log line shows.
@@ -298,18 +298,18 @@ func TestSubmitStorageFailure(t *testing.T) {
 				{Op: kvtest.OpDelete, Prefix: "pending:", Nth: 1},
 				{Op: kvtest.OpDelete, Prefix: "pending:", Nth: 2},
 			},
-			wantErr:   intake.ErrUnavailable,
+			wantErr:   intake.ErrStorageUnavailable,
 			wantClaim: true,
 		},
 		{
 			name:    "put result fails: unavailable, claim released",
 			faults:  []kvtest.Fault{{Op: kvtest.OpPut, Prefix: "result:", Nth: 1}},
-			wantErr: intake.ErrUnavailable,
+			wantErr: intake.ErrStorageUnavailable,
 		},
 		{
 			name:       "put result fails but lands: unavailable, retry replays",
 			faults:     []kvtest.Fault{{Op: kvtest.OpPut, Prefix: "result:", Nth: 1, Applied: true}},
-			wantErr:    intake.ErrUnavailable,
+			wantErr:    intake.ErrStorageUnavailable,
 			wantStored: true,
 		},
 		{
@@ -318,7 +318,7 @@ func TestSubmitStorageFailure(t *testing.T) {
 				{Op: kvtest.OpPut, Prefix: "result:", Nth: 1},
 				{Op: kvtest.OpDelete, Prefix: "pending:", Nth: 1},
 			},
-			wantErr: intake.ErrUnavailable,
+			wantErr: intake.ErrStorageUnavailable,
 		},
 		{
 			name: "put result and release fail twice: unavailable, claim left",
@@ -327,7 +327,7 @@ func TestSubmitStorageFailure(t *testing.T) {
 				{Op: kvtest.OpDelete, Prefix: "pending:", Nth: 1},
 				{Op: kvtest.OpDelete, Prefix: "pending:", Nth: 2},
 			},
-			wantErr:         intake.ErrUnavailable,
+			wantErr:         intake.ErrStorageUnavailable,
 			wantReleaseErrs: 1,
 			wantClaim:       true,
 		},
@@ -368,7 +368,7 @@ func TestSubmitStorageFailure(t *testing.T) {
 				h.wantReceiptStored(t, id, out.Receipt)
 				handedOut = append(handedOut, out.Receipt)
 			}
-			if errors.Is(err, intake.ErrUnavailable) && !strings.Contains(err.Error(), "secret detail") {
+			if errors.Is(err, intake.ErrStorageUnavailable) && !strings.Contains(err.Error(), "secret detail") {
 				// The storage error text belongs in logs; the HTTP layer hides it.
 				t.Errorf("ErrUnavailable error %q dropped the storage detail, want it kept for logs", err)
 			}
@@ -439,7 +439,7 @@ func TestSubmitLostClaim(t *testing.T) {
 	if !errors.Is(err, intake.ErrInProgress) {
 		t.Fatalf("Submit error = %v, want ErrInProgress", err)
 	}
-	if errors.Is(err, intake.ErrUnavailable) {
+	if errors.Is(err, intake.ErrStorageUnavailable) {
 		t.Errorf("Submit error = %v, want no ErrUnavailable: storage did not fail", err)
 	}
 	if out.Receipt != nil || out.OrderID != "" {
@@ -552,7 +552,7 @@ func TestCancelledRequestReleasesClaim(t *testing.T) {
 		return err
 	}
 	_, err := h.svc.Submit(ctx, key("k"), []byte(validBody))
-	if !errors.Is(err, intake.ErrUnavailable) {
+	if !errors.Is(err, intake.ErrStorageUnavailable) {
 		t.Fatalf("Submit error = %v, want ErrUnavailable", err)
 	}
 	if _, ok := h.stored(t, "pending:k"); ok {

@@ -55,7 +55,7 @@ type Record struct {
 	Rejected bool
 	// Fingerprint identifies the order a receipt or claim is for; empty when
 	// unknown (receipts stored by the TypeScript Worker, claims in KV
-	// without a gateway).
+	// without a gateway or for a body that is not an order).
 	Fingerprint string
 	// Expires is when a stored outcome stops being served; zero when the
 	// Store cannot tell (KV does not say).
@@ -65,16 +65,33 @@ type Record struct {
 	// key, whose order id the claim must then use.
 	OrderID    string
 	AcceptedAt time.Time
+	// Order is the order the key's claim is for, kept with the claim so
+	// that the settler can call the gateway again without the client; set
+	// with OrderID once the claim carried it (HasOrder).
+	Order    order.Order
+	HasOrder bool
+	// Attempts counts the gateway calls for the key that ended without an
+	// answer; NextAttempt is when the settler is due to call again (zero
+	// when no call is due); Unresolved is true once the settler gave up
+	// (Options.SettleMaxAge). Set for Held, Open and a Claimed takeover.
+	Attempts    int
+	NextAttempt time.Time
+	Unresolved  bool
 }
 
-// Claim is a request's claim on a key.
+// Claim is a request's claim on a key, or the settler's.
 type Claim struct {
 	// Token tells this claim's holder apart from any later one; a Store that
 	// fences refuses a Commit whose token no longer holds the key.
 	Token string
-	// Fingerprint is the order's, or empty when it is not known yet (the KV
-	// lifecycle, like the reference, validates the body after claiming).
+	// Fingerprint is the order's, or empty for a body that is not an order
+	// (the KV lifecycle, like the reference, claims before it answers an
+	// invalid body) and for the settler's claim, which takes the key's.
 	Fingerprint string
+	// Order is the order itself, stored with the claim from the first
+	// write on so that the key can be settled without the client; zero
+	// with an empty Fingerprint.
+	Order order.Order
 	// OrderID and AcceptedAt are minted before the claim and stored with
 	// it, so that every gateway call for the key carries the same order id,
 	// even one made after this request died.
@@ -82,19 +99,32 @@ type Claim struct {
 	AcceptedAt time.Time
 	// Lease is how long the claim blocks the key if its holder dies.
 	Lease time.Duration
-	// Keep is how long the key keeps OrderID, from the claim on, once the
-	// order may have reached the gateway; zero keeps it only for the Lease,
-	// which is enough when placing an order reaches nothing outside (the
-	// stand-in gateway).
-	Keep time.Duration
+	// KeepUntil is how long the key keeps OrderID and its order at least,
+	// once the order may reach the gateway: past every settle attempt and
+	// then a receipt's TTL, so a key never expires while its outcome is
+	// unknown. Zero keeps the claim only for the Lease, which is enough when
+	// placing an order reaches nothing outside (the stand-in gateway). A
+	// Store never shortens what an earlier claim kept.
+	KeepUntil time.Time
 	// Sent is true once the order may have reached the gateway under
 	// OrderID: Release then keeps the order id and leaves the key Open.
 	Sent bool
+	// Attempts and NextAttempt are what Release stores with an Open key:
+	// the gateway calls that ended without an answer, and when the settler
+	// is due to call again. Unresolved marks a key the settler gave up on.
+	Attempts    int
+	NextAttempt time.Time
+	Unresolved  bool
+	// Settling marks the settler's claim: Begin takes over an Open key that
+	// is not Unresolved, and otherwise returns what it found, claiming
+	// nothing (an Absent key stays absent).
+	Settling bool
 	// Admit, if set, decides whether a new order may be placed (the rate
-	// limit); replays never reach it. Begin calls it once it knows the key is
-	// new: before writing anything where it can (KV), or right after the
-	// claim when claiming is one atomic step (the ledger), releasing the
-	// claim if Admit refuses. Begin returns Admit's error as it is.
+	// limit); replays and takeovers of an Open key never reach it. Begin
+	// calls it once it knows the key is new: before writing anything where
+	// it can (KV), or right after the claim when claiming is one atomic step
+	// (the ledger), releasing the claim if Admit refuses. Begin returns
+	// Admit's error as it is.
 	Admit func(context.Context) error
 }
 
@@ -125,17 +155,20 @@ var ErrLostClaim = errors.New("intake: claim lost to another request")
 type Store interface {
 	// Begin claims key for c, unless an outcome is stored (Stored, with the
 	// body) or another request's live claim holds it (Held). An Open key is
-	// taken over, keeping its order id (Claimed, with OrderID set), unless
-	// both it and c have fingerprints and they differ: then it stays Open
-	// and Begin returns it. It returns Claimed when c now holds the key.
+	// taken over, keeping its order id, order and attempts (Claimed, with
+	// them set), unless both it and c have fingerprints and they differ:
+	// then it stays Open and Begin returns it. The settler's claim
+	// (c.Settling) takes over only an Open key that is not Unresolved. It
+	// returns Claimed when c now holds the key.
 	Begin(ctx context.Context, key Key, c Claim) (Record, error)
 	// Commit stores r under key and ends c. It returns ErrLostClaim if c no
 	// longer holds the key, where a Store can tell.
 	Commit(ctx context.Context, key Key, c Claim, r Result) error
 	// Release ends c without an outcome, so a retry can claim the key at
-	// once. If c.Sent, the key is left Open with c's order id; otherwise
-	// the claim is removed. A claim that no longer holds the key is left
-	// alone.
+	// once. If c.Sent, the key is left Open with c's order id and order,
+	// its Attempts, NextAttempt and Unresolved, kept until c.KeepUntil at
+	// least; otherwise the claim is removed. A claim that no longer holds
+	// the key is left alone.
 	Release(ctx context.Context, key Key, c Claim) error
 	// Lookup returns what is stored under key (Absent, Held, Open or
 	// Stored), changing nothing.
@@ -143,7 +176,7 @@ type Store interface {
 }
 
 // Placement is an order as the gateway receives it: the same for every
-// call made for one key.
+// call made for one key, the settler's included.
 type Placement struct {
 	// OrderID is minted once per key; the gateway dedupes by it.
 	OrderID string

@@ -88,3 +88,37 @@ func (n *Binding) Delete(ctx context.Context, key string) error {
 	workers.Release(res)
 	return nil
 }
+
+// List implements Lister with one list call per page. Only the sweep of
+// overdue keys lists, every few minutes, so the page is read member by
+// member.
+func (n *Binding) List(ctx context.Context, prefix, cursor string, limit int) ([]Listed, string, error) {
+	fields := []any{"prefix", prefix, "limit", limit}
+	if cursor != "" {
+		fields = append(fields, "cursor", cursor)
+	}
+	opts := workers.Object(fields...)
+	defer workers.Release(opts)
+	res, err := workers.CallAwait(ctx, n.ns, "list", opts)
+	if err != nil {
+		return nil, "", errs.Prefix("kv: list "+strconv.Quote(prefix), err)
+	}
+	defer workers.Release(res)
+	keys := res.Get("keys")
+	defer workers.Release(keys)
+	page := make([]Listed, keys.Length())
+	for i := range page {
+		k := keys.Index(i)
+		page[i].Name, _ = workers.StringField(k, "name")
+		if meta := k.Get("metadata"); meta.Type() != js.TypeUndefined && meta.Type() != js.TypeNull {
+			page[i].Metadata = []byte(workers.StringifyJSON(meta))
+			workers.Release(meta)
+		}
+		workers.Release(k)
+	}
+	next := ""
+	if !res.Get("list_complete").Truthy() {
+		next, _ = workers.StringField(res, "cursor")
+	}
+	return page, next, nil
+}

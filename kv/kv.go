@@ -104,3 +104,19 @@ func checkPut(key string, e Entry, opts PutOptions) error {
 func overLimit(what string, n, limit int) string {
 	return what + " is " + strconv.Itoa(n) + " bytes, over the " + strconv.Itoa(limit) + "-byte limit"
 }
+
+// Listed is one key of a List page, with the metadata stored beside it.
+type Listed struct {
+	Name     string
+	Metadata []byte
+}
+
+// Lister lists a namespace's keys, as Workers KV's list does: in key
+// order, with their metadata, a page at a time. Like KV's it may lag
+// behind writes. The in-memory namespace and the binding implement it.
+type Lister interface {
+	// List returns up to limit keys that start with prefix, after the
+	// key cursor names ("" for the first page), and the cursor of the next
+	// page: "" when this one is the last.
+	List(ctx context.Context, prefix, cursor string, limit int) (keys []Listed, next string, err error)
+}

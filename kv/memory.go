@@ -3,6 +3,8 @@ package kv
 import (
 	"context"
 	"runtime"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 )
@@ -108,4 +110,31 @@ func (m *Memory) Len() int {
 func enter(ctx context.Context) error {
 	runtime.Gosched()
 	return ctx.Err()
+}
+
+// List implements Lister; a cursor is the last key of the page before.
+func (m *Memory) List(ctx context.Context, prefix, cursor string, limit int) ([]Listed, string, error) {
+	if err := enter(ctx); err != nil {
+		return nil, "", err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	now := m.Now()
+	var names []string
+	for k, e := range m.entries {
+		if strings.HasPrefix(k, prefix) && k > cursor && (e.expires.IsZero() || now.Before(e.expires)) {
+			names = append(names, k)
+		}
+	}
+	slices.Sort(names)
+	var next string
+	if len(names) > limit {
+		names = names[:limit]
+		next = names[limit-1]
+	}
+	keys := make([]Listed, len(names))
+	for i, k := range names {
+		keys[i] = Listed{Name: k, Metadata: m.entries[k].Metadata}
+	}
+	return keys, next, nil
 }

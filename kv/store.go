@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/edge-orders/edge-orders/intake"
 	"github.com/edge-orders/edge-orders/internal/errs"
 	"github.com/edge-orders/edge-orders/internal/jsjson"
+	"github.com/edge-orders/edge-orders/order"
 )
 
 // Key prefixes and the claim marker, as the TypeScript reference writes
@@ -74,7 +76,7 @@ func (k *Store) Lookup(ctx context.Context, key intake.Key) (intake.Record, erro
 	case !errors.Is(err, ErrNotFound):
 		return intake.Record{}, err
 	case pending.err == nil:
-		return k.claimRecord(pending.e.Metadata), nil
+		return k.claimRecord(pending.e), nil
 	case !errors.Is(pending.err, ErrNotFound):
 		return intake.Record{}, pending.err
 	}
@@ -82,10 +84,17 @@ func (k *Store) Lookup(ctx context.Context, key intake.Key) (intake.Record, erro
 }
 
 // claimRecord reads a claim. The reference's, and one made without a
-// gateway, have no metadata: they hold the key until they expire.
-func (k *Store) claimRecord(meta []byte) intake.Record {
-	m := decodeMetadata(meta)
-	rec := intake.Record{State: intake.Held, Fingerprint: m.fingerprint, OrderID: m.orderID, AcceptedAt: m.acceptedAt}
+// gateway, have no metadata: they hold the key until they expire. The
+// claim's order is in its metadata, or in its value where it did not fit.
+func (k *Store) claimRecord(e Entry) intake.Record {
+	m := decodeMetadata(e.Metadata)
+	rec := intake.Record{State: intake.Held, Fingerprint: m.fingerprint, OrderID: m.orderID, AcceptedAt: m.acceptedAt,
+		Order: m.order, HasOrder: m.hasOrder, Attempts: m.attempts, NextAttempt: m.due, Unresolved: m.unresolved}
+	if !rec.HasOrder && e.Value != pendingValue {
+		if o, err := order.Parse([]byte(e.Value)); err == nil {
+			rec.Order, rec.HasOrder = o, true
+		}
+	}
 	if m.orderID != "" && (m.open || !k.now().Before(m.leaseUntil)) {
 		rec.State = intake.Open
 	}
@@ -99,16 +108,17 @@ func (panicked) Error() string { return "panic in a KV lookup" }
 
 // Begin implements intake.Store as the reference does: look up, then write
 // the claim marker with the lease as its TTL. Once an order may reach a
-// gateway (c.Keep), the claim also keeps its order id for that long, with
-// the lease in its metadata.
+// gateway (c.KeepUntil), the claim also keeps its order id and order until
+// then, with the lease in its metadata. The settler's claim takes over an
+// Open key only.
 func (k *Store) Begin(ctx context.Context, key intake.Key, c intake.Claim) (intake.Record, error) {
 	rec, err := k.Lookup(ctx, key)
 	switch {
 	case err != nil:
 		return intake.Record{}, err
-	case rec.State == intake.Open:
+	case rec.State == intake.Open && !(c.Settling && rec.Unresolved):
 		return k.takeOver(ctx, key, c, rec)
-	case rec.State != intake.Absent:
+	case rec.State != intake.Absent || c.Settling:
 		return rec, nil
 	}
 	if c.Admit != nil {
@@ -119,11 +129,7 @@ func (k *Store) Begin(ctx context.Context, key intake.Key, c intake.Claim) (inta
 	if err := k.putClaim(ctx, key, c, false); err != nil {
 		// A failed put may still have landed: release it so retries are not
 		// blocked for its lease, trying twice.
-		rerr := k.Release(ctx, key, c)
-		if rerr != nil {
-			rerr = k.Release(ctx, key, c)
-		}
-		if rerr != nil {
+		if rerr := intake.ReleaseTwice(ctx, k, key, c); rerr != nil {
 			err = errs.Wrap(err, err.Error()+" (and releasing the claim: "+rerr.Error()+")")
 		}
 		return intake.Record{}, err
@@ -131,24 +137,23 @@ func (k *Store) Begin(ctx context.Context, key intake.Key, c intake.Claim) (inta
 	return intake.Record{State: intake.Claimed}, nil
 }
 
-// takeOver claims an Open key for c with the order id it keeps, unless it
-// is another order's. A failed write may still have landed and would hold
-// the key for its lease: the key is written back open, with its order id,
-// trying twice.
+// takeOver claims an Open key for c with the order id, order and attempts
+// it keeps, unless it is another order's. A failed write may still have
+// landed and would hold the key for its lease: the key is written back
+// open, as it was, trying twice.
 func (k *Store) takeOver(ctx context.Context, key intake.Key, c intake.Claim, open intake.Record) (intake.Record, error) {
 	if c.Fingerprint != "" && open.Fingerprint != "" && c.Fingerprint != open.Fingerprint {
 		return open, nil
 	}
-	c.OrderID, c.AcceptedAt = open.OrderID, open.AcceptedAt
-	if c.Fingerprint == "" {
-		c.Fingerprint = open.Fingerprint
+	c.OrderID, c.AcceptedAt, c.Attempts, c.Unresolved = open.OrderID, open.AcceptedAt, open.Attempts, open.Unresolved
+	if open.Fingerprint != "" || c.Fingerprint == "" {
+		c.Fingerprint, c.Order = open.Fingerprint, open.Order
 	}
 	if err := k.putClaim(ctx, key, c, false); err != nil {
-		ctx = context.WithoutCancel(ctx)
-		if rerr := k.putClaim(ctx, key, c, true); rerr != nil {
-			if rerr = k.putClaim(ctx, key, c, true); rerr != nil {
-				err = errs.Wrap(err, err.Error()+" (and reopening the key: "+rerr.Error()+")")
-			}
+		back := c
+		back.Sent, back.NextAttempt = true, open.NextAttempt
+		if rerr := intake.ReleaseTwice(ctx, k, key, back); rerr != nil {
+			err = errs.Wrap(err, err.Error()+" (and reopening the key: "+rerr.Error()+")")
 		}
 		return intake.Record{}, err
 	}
@@ -157,17 +162,37 @@ func (k *Store) takeOver(ctx context.Context, key intake.Key, c intake.Claim, op
 }
 
 // putClaim writes c under pending:<key>: held for its lease, or open. A
-// claim made before the body is read, as the reference makes it, and
-// without a gateway, is exactly the reference's: "1" and no metadata.
+// claim made without a gateway is the reference's: "1" for the lease, with
+// at most the order's fingerprint in its metadata. With one, it keeps the order id and the
+// order until c.KeepUntil, and says when the settler is due: when the
+// lease ends, for a held claim whose holder may die, or c.NextAttempt.
 func (k *Store) putClaim(ctx context.Context, key intake.Key, c intake.Claim, open bool) error {
 	e := Entry{Value: pendingValue}
-	ttl := c.Lease
-	m := metadata{fingerprint: c.Fingerprint}
-	if c.Keep > 0 {
-		ttl = max(c.Lease, c.Keep)
-		m.orderID, m.acceptedAt, m.leaseUntil, m.open = c.OrderID, c.AcceptedAt, k.now().Add(c.Lease), open
+	if c.KeepUntil.IsZero() {
+		e.Metadata = metadata{fingerprint: c.Fingerprint}.encode()
+		return k.ns.Put(ctx, pendingPrefix+key.String(), e, PutOptions{TTL: c.Lease})
+	}
+	now := k.now()
+	// KV counts a TTL in whole seconds: rounded up, the key outlives
+	// KeepUntil rather than expire before it.
+	ttl := max(c.Lease, c.KeepUntil.Sub(now).Truncate(time.Second)+time.Second)
+	m := metadata{fingerprint: c.Fingerprint, orderID: c.OrderID, acceptedAt: c.AcceptedAt, client: key.Client,
+		order: c.Order, hasOrder: c.Fingerprint != "", leaseUntil: now.Add(c.Lease), open: open,
+		attempts: c.Attempts, unresolved: c.Unresolved}
+	switch {
+	case !m.hasOrder || c.Unresolved:
+	case open:
+		m.due = c.NextAttempt
+	default:
+		m.due = m.leaseUntil
 	}
 	e.Metadata = m.encode()
+	if len(e.Metadata) > MaxMetadataBytes {
+		// A long symbol: the order goes in the value instead.
+		e.Value = string(m.order.JSON())
+		m.hasOrder = false
+		e.Metadata = m.encode()
+	}
 	return k.ns.Put(ctx, pendingPrefix+key.String(), e, PutOptions{TTL: ttl})
 }
 
@@ -183,13 +208,14 @@ func (k *Store) Commit(ctx context.Context, key intake.Key, _ intake.Claim, r in
 
 // Release implements intake.Store by deleting pending:<key>, or, once the
 // order may have reached the gateway (c.Sent), by leaving it open with its
-// order id. KV cannot tell whose claim it is, so this is only called by
-// the claim's holder. It ignores ctx's cancellation: a request abandoned
-// midway must still free its key.
+// order id and order, due for the settler at c.NextAttempt. KV cannot tell
+// whose claim it is, so this is only called by the claim's holder. It
+// ignores ctx's cancellation: a request abandoned midway must still free
+// its key.
 func (k *Store) Release(ctx context.Context, key intake.Key, c intake.Claim) error {
 	ctx = context.WithoutCancel(ctx)
 	var err error
-	if c.Sent && c.Keep > 0 {
+	if c.Sent && !c.KeepUntil.IsZero() {
 		err = k.putClaim(ctx, key, c, true)
 	} else {
 		err = k.ns.Delete(ctx, pendingPrefix+key.String())
@@ -208,13 +234,24 @@ type metadata struct {
 	// rejected marks a receipt that records the OMS's rejection.
 	rejected bool
 	// orderID and acceptedAt are a claim's order id and time, kept so that
-	// every gateway call for the key carries them.
+	// every gateway call for the key carries them; client is the key's
+	// client, so that a key listed by the sweep can be named.
 	orderID    string
 	acceptedAt time.Time
+	client     string
+	// order is the claim's order (hasOrder), for the settler.
+	order    order.Order
+	hasOrder bool
 	// leaseUntil is when the claim stops holding the key; open means it
 	// no longer does.
 	leaseUntil time.Time
 	open       bool
+	// attempts counts the gateway calls without an answer; due is when
+	// the settler is next due (zero: never); unresolved marks a key the
+	// settler gave up on.
+	attempts   int
+	due        time.Time
+	unresolved bool
 }
 
 // Metadata members, and the values that stand for true.
@@ -223,10 +260,17 @@ const (
 	outcomeMember     = "outcome"
 	orderIDMember     = "orderId"
 	acceptedAtMember  = "acceptedAt"
+	clientMember      = "client"
+	symbolMember      = "symbol"
+	sideMember        = "side"
+	quantityMember    = "quantity"
 	leaseUntilMember  = "leaseUntil"
 	stateMember       = "state"
+	attemptsMember    = "attempts"
+	dueMember         = "due"
 	rejectedValue     = "rejected"
 	openValue         = "open"
+	unresolvedValue   = "unresolved"
 )
 
 // encode writes m as a JSON object with only the members that are set, in
@@ -241,25 +285,46 @@ func (m metadata) encode() []byte {
 		}
 		b = append(jsjson.AppendString(b, name), ':')
 	}
+	str := func(name, value string) {
+		member(name)
+		b = jsjson.AppendString(b, value)
+	}
+	millis := func(name string, at time.Time) {
+		member(name)
+		b = strconv.AppendInt(b, at.UnixMilli(), 10)
+	}
 	if m.fingerprint != "" {
-		member(fingerprintMember)
-		b = jsjson.AppendString(b, m.fingerprint)
+		str(fingerprintMember, m.fingerprint)
 	}
 	if m.rejected {
-		member(outcomeMember)
-		b = jsjson.AppendString(b, rejectedValue)
+		str(outcomeMember, rejectedValue)
 	}
 	if m.orderID != "" {
-		member(orderIDMember)
-		b = jsjson.AppendString(b, m.orderID)
-		member(acceptedAtMember)
-		b = strconv.AppendInt(b, m.acceptedAt.UnixMilli(), 10)
-		member(leaseUntilMember)
-		b = strconv.AppendInt(b, m.leaseUntil.UnixMilli(), 10)
+		str(orderIDMember, m.orderID)
+		millis(acceptedAtMember, m.acceptedAt)
+		millis(leaseUntilMember, m.leaseUntil)
+		if m.client != "" {
+			str(clientMember, m.client)
+		}
+		if m.attempts > 0 {
+			member(attemptsMember)
+			b = strconv.AppendInt(b, int64(m.attempts), 10)
+		}
+		if !m.due.IsZero() {
+			millis(dueMember, m.due)
+		}
 	}
-	if m.open {
-		member(stateMember)
-		b = jsjson.AppendString(b, openValue)
+	if m.hasOrder {
+		str(symbolMember, m.order.Symbol)
+		str(sideMember, string(m.order.Side))
+		member(quantityMember)
+		b = jsjson.AppendNumber(b, m.order.Quantity)
+	}
+	switch {
+	case m.unresolved:
+		str(stateMember, unresolvedValue)
+	case m.open:
+		str(stateMember, openValue)
 	}
 	if b == nil {
 		return nil
@@ -274,7 +339,8 @@ func decodeMetadata(b []byte) metadata {
 	if b == nil {
 		return metadata{}
 	}
-	doc, err := jsjson.Parse(b, fingerprintMember, outcomeMember, orderIDMember, acceptedAtMember, leaseUntilMember, stateMember)
+	doc, err := jsjson.Parse(b, fingerprintMember, outcomeMember, orderIDMember, acceptedAtMember, clientMember,
+		symbolMember, sideMember, quantityMember, leaseUntilMember, stateMember, attemptsMember, dueMember)
 	if err != nil {
 		return metadata{}
 	}
@@ -284,18 +350,74 @@ func decodeMetadata(b []byte) metadata {
 		}
 		return ""
 	}
-	ms := func(name string) time.Time {
+	num := func(name string) float64 {
 		if v := doc.Get(name); v.Kind == jsjson.Number {
-			return time.UnixMilli(int64(v.Num))
+			return v.Num
+		}
+		return 0
+	}
+	ms := func(name string) time.Time {
+		if n := num(name); n != 0 {
+			return time.UnixMilli(int64(n))
 		}
 		return time.Time{}
 	}
-	return metadata{
+	m := metadata{
 		fingerprint: str(fingerprintMember),
 		rejected:    str(outcomeMember) == rejectedValue,
 		orderID:     str(orderIDMember),
 		acceptedAt:  ms(acceptedAtMember),
+		client:      str(clientMember),
 		leaseUntil:  ms(leaseUntilMember),
-		open:        str(stateMember) == openValue,
+		open:        str(stateMember) == openValue || str(stateMember) == unresolvedValue,
+		unresolved:  str(stateMember) == unresolvedValue,
+		attempts:    int(num(attemptsMember)),
+		due:         ms(dueMember),
+	}
+	o := order.Order{Symbol: str(symbolMember), Side: order.Side(str(sideMember)), Quantity: num(quantityMember)}
+	if o.Symbol != "" && (o.Side == order.Buy || o.Side == order.Sell) && o.Quantity > 0 {
+		m.order, m.hasOrder = o, true
+	}
+	return m
+}
+
+// Overdue returns up to limit keys whose settler was due before before:
+// open keys, and claims whose holder did not come back by the end of its
+// lease. It lists pending:<key> with its metadata, a page at a time, and
+// needs a namespace that lists (Lister). The list may lag behind writes,
+// as KV's does: a key is listed again on a later sweep.
+func (k *Store) Overdue(ctx context.Context, before time.Time, limit int) ([]intake.Key, error) {
+	lister, ok := k.ns.(Lister)
+	if !ok {
+		return nil, errors.New("kv: the namespace cannot list its keys")
+	}
+	var keys []intake.Key
+	cursor := ""
+	for {
+		page, next, err := lister.List(ctx, pendingPrefix, cursor, listPage)
+		if err != nil {
+			return keys, errs.Prefix("kv: list", err)
+		}
+		for _, l := range page {
+			m := decodeMetadata(l.Metadata)
+			if m.due.IsZero() || !m.due.Before(before) || m.unresolved {
+				continue
+			}
+			id := strings.TrimPrefix(l.Name, pendingPrefix)
+			if m.client != "" {
+				id = strings.TrimPrefix(id, m.client+":")
+			}
+			keys = append(keys, intake.Key{Client: m.client, ID: id})
+			if len(keys) == limit {
+				return keys, nil
+			}
+		}
+		if next == "" {
+			return keys, nil
+		}
+		cursor = next
 	}
 }
+
+// listPage is how many keys a KV list call returns at most.
+const listPage = 1000

@@ -19,6 +19,7 @@ func TestStoreConformance(t *testing.T) {
 	mem.Now = clock
 	storetest.Run(t, kv.NewStore(mem, clock), "memory:", storetest.Options{
 		Short:   kv.MinTTL,
+		Now:     clock,
 		Advance: func(d time.Duration) { now = now.Add(d) },
 	})
 }

@@ -27,7 +27,8 @@ type adapter struct{ calls calls }
 // error Begin releases it, which removes only a claim with this token
 // (unless the object said it is overloaded: then nothing was taken, and
 // another call only adds load). A claim the rate limit refuses is
-// released too.
+// released too. Only a new claim asks the rate limit: taking over an Open
+// key is the same order again, as in KV mode.
 func (s adapter) Begin(ctx context.Context, key intake.Key, c intake.Claim) (intake.Record, error) {
 	rec, err := s.calls.claim(ctx, key, c)
 	if err != nil {
@@ -37,7 +38,7 @@ func (s adapter) Begin(ctx context.Context, key intake.Key, c intake.Claim) (int
 		}
 		return intake.Record{}, err
 	}
-	if rec.State == intake.Claimed && c.Admit != nil {
+	if rec.State == intake.Claimed && rec.OrderID == "" && c.Admit != nil {
 		if err := c.Admit(ctx); err != nil {
 			return intake.Record{}, s.releaseAfter(ctx, key, c, err)
 		}
@@ -49,12 +50,7 @@ func (s adapter) Begin(ctx context.Context, key intake.Key, c intake.Claim) (int
 // fails (a claim left behind blocks its key for its lease), and returns err
 // with the release's own failure, if any, said too.
 func (s adapter) releaseAfter(ctx context.Context, key intake.Key, c intake.Claim, err error) error {
-	ctx = context.WithoutCancel(ctx)
-	rerr := s.calls.release(ctx, key, c)
-	if rerr != nil {
-		rerr = s.calls.release(ctx, key, c)
-	}
-	if rerr != nil {
+	if rerr := intake.ReleaseTwice(ctx, s, key, c); rerr != nil {
 		return errs.Wrap(err, err.Error()+" (and releasing the claim: "+rerr.Error()+")")
 	}
 	return err
@@ -73,4 +69,30 @@ func (s adapter) Release(ctx context.Context, key intake.Key, c intake.Claim) er
 // Lookup implements intake.Store.
 func (s adapter) Lookup(ctx context.Context, key intake.Key) (intake.Record, error) {
 	return s.calls.lookup(ctx, key)
+}
+
+// local reaches an Object in the caller's own call stack: the Durable
+// Object's alarm handler, which settles keys of its own object. Each call
+// is one synchronous step, as over RPC.
+type local struct{ obj *Object }
+
+// NewLocal returns an intake.Store over obj, for code running inside the
+// object: the settler in its alarm.
+func NewLocal(obj *Object) intake.Store { return adapter{calls: local{obj}} }
+
+func (l local) claim(_ context.Context, key intake.Key, c intake.Claim) (intake.Record, error) {
+	return l.obj.Claim(key, c), nil
+}
+
+func (l local) commit(_ context.Context, key intake.Key, c intake.Claim, r intake.Result) error {
+	return l.obj.Commit(key, c, r)
+}
+
+func (l local) release(_ context.Context, key intake.Key, c intake.Claim) error {
+	l.obj.Release(key, c)
+	return nil
+}
+
+func (l local) lookup(_ context.Context, key intake.Key) (intake.Record, error) {
+	return l.obj.Lookup(key), nil
 }

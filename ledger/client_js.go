@@ -29,74 +29,68 @@ func NewClient(ns js.Value, shards int) *Client {
 	return c
 }
 
-// call invokes method on key's object. Every ledger method is idempotent
-// for a claim's token, so an error the runtime marks retryable is retried
-// once, on a new stub as Cloudflare advises (on top of the retries the
-// runtime makes itself), unless it also says the object is overloaded:
-// retrying then only adds load.
-func (c *Client) call(ctx context.Context, key intake.Key, method string, args ...any) (js.Value, error) {
-	args = append([]any{key.String()}, args...)
-	res, err := c.callObject(ctx, ObjectName(key, c.shards), method, args)
+// call invokes method on key's object with one JSON argument, and
+// returns its JSON answer. Every ledger method is idempotent for a claim's
+// token, so an error the runtime marks retryable is retried once, on a new
+// stub as Cloudflare advises (on top of the retries the runtime makes
+// itself), unless it also says the object is overloaded: retrying then
+// only adds load.
+func (c *Client) call(ctx context.Context, key intake.Key, method string, arg []byte) ([]byte, error) {
+	res, err := c.callObject(ctx, ObjectName(key, c.shards), method, arg)
 	var jsErr *workers.Error
 	if errors.As(err, &jsErr) && jsErr.Retryable && !jsErr.Overloaded {
-		res, err = c.callObject(ctx, ObjectName(key, c.shards), method, args)
+		res, err = c.callObject(ctx, ObjectName(key, c.shards), method, arg)
 	}
 	if err != nil {
-		return js.Undefined(), errs.Prefix("ledger: "+method, err)
+		return nil, errs.Prefix("ledger: "+method, err)
 	}
 	return res, nil
 }
 
 // callObject calls method on the object name through a stub of its own:
-// a stub belongs to the request that made it, so none is kept. The result
-// is the caller's to release.
-func (c *Client) callObject(ctx context.Context, name, method string, args []any) (js.Value, error) {
+// a stub belongs to the request that made it, so none is kept.
+func (c *Client) callObject(ctx context.Context, name, method string, arg []byte) ([]byte, error) {
 	stub, err := workers.Call(c.ns, "getByName", name)
 	if err != nil {
-		return js.Undefined(), err
+		return nil, err
 	}
 	defer workers.Release(stub)
-	return workers.CallAwait(ctx, stub, method, args...)
+	res, err := workers.CallAwait(ctx, stub, method, string(arg))
+	if err != nil {
+		return nil, err
+	}
+	defer workers.Release(res)
+	if res.Type() != js.TypeString {
+		return nil, errNotRecord
+	}
+	return []byte(res.String()), nil
 }
 
 func (c *Client) claim(ctx context.Context, key intake.Key, cl intake.Claim) (intake.Record, error) {
-	res, err := c.call(ctx, key, "claim", cl.Token, cl.Fingerprint, cl.Lease.Milliseconds(),
-		cl.OrderID, cl.AcceptedAt.UnixMilli(), cl.Keep.Milliseconds())
+	res, err := c.call(ctx, key, "claim", encodeClaim(key, cl))
 	if err != nil {
 		return intake.Record{}, err
 	}
-	defer workers.Release(res)
-	return recordFromJS(res)
+	return decodeRecord(res)
 }
 
-// commit trusts only an explicit {committed: true}: a Worker bound to
-// another script's class (ledger-front) may meet another version of it,
-// and no receipt may be handed out on an answer it cannot read.
 func (c *Client) commit(ctx context.Context, key intake.Key, cl intake.Claim, r intake.Result) error {
-	res, err := c.call(ctx, key, "commit", cl.Token, string(r.Body), r.Fingerprint, r.TTL.Milliseconds(), r.Rejected)
-	defer workers.Release(res)
-	switch {
-	case err != nil:
+	res, err := c.call(ctx, key, "commit", encodeCommit(key, cl, r))
+	if err != nil {
 		return err
-	case res.Type() == js.TypeObject && res.Get("lost").Equal(js.ValueOf(true)):
-		return intake.ErrLostClaim
-	case res.Type() != js.TypeObject || !res.Get("committed").Equal(js.ValueOf(true)):
-		return errors.New("ledger: commit: an answer that says neither committed nor lost")
 	}
-	return nil
+	return decodeCommitted(res)
 }
 
 func (c *Client) release(ctx context.Context, key intake.Key, cl intake.Claim) error {
-	res, err := c.call(ctx, key, "release", cl.Token, cl.Sent, cl.OrderID, cl.AcceptedAt.UnixMilli())
-	workers.Release(res)
+	_, err := c.call(ctx, key, "release", encodeClaim(key, cl))
 	return err
 }
 
 func (c *Client) lookup(ctx context.Context, key intake.Key) (intake.Record, error) {
-	res, err := c.call(ctx, key, "lookup")
+	res, err := c.call(ctx, key, "lookup", encodeKey(key))
 	if err != nil {
 		return intake.Record{}, err
 	}
-	defer workers.Release(res)
-	return recordFromJS(res)
+	return decodeRecord(res)
 }

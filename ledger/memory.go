@@ -3,6 +3,7 @@ package ledger
 import (
 	"context"
 	"runtime"
+	"slices"
 	"sync"
 	"time"
 
@@ -20,7 +21,7 @@ type Memory struct {
 
 	mu  sync.Mutex
 	obj Object
-	// Alarm is when the object's sweep alarm is set for; zero for none.
+	// Alarm is when the object's alarm is set for; zero for none.
 	Alarm time.Time
 }
 
@@ -49,23 +50,23 @@ func (m *Memory) do(ctx context.Context, f func()) error {
 }
 
 func (m *Memory) claim(ctx context.Context, key intake.Key, c intake.Claim) (rec intake.Record, err error) {
-	err = m.do(ctx, func() { rec = m.obj.Claim(key.String(), c) })
+	err = m.do(ctx, func() { rec = m.obj.Claim(key, c) })
 	return rec, err
 }
 
 func (m *Memory) commit(ctx context.Context, key intake.Key, c intake.Claim, r intake.Result) (err error) {
-	if derr := m.do(ctx, func() { err = m.obj.Commit(key.String(), c, r) }); derr != nil {
+	if derr := m.do(ctx, func() { err = m.obj.Commit(key, c, r) }); derr != nil {
 		return derr
 	}
 	return err
 }
 
 func (m *Memory) release(ctx context.Context, key intake.Key, c intake.Claim) error {
-	return m.do(ctx, func() { m.obj.Release(key.String(), c) })
+	return m.do(ctx, func() { m.obj.Release(key, c) })
 }
 
 func (m *Memory) lookup(ctx context.Context, key intake.Key) (rec intake.Record, err error) {
-	err = m.do(ctx, func() { rec = m.obj.Lookup(key.String()) })
+	err = m.do(ctx, func() { rec = m.obj.Lookup(key) })
 	return rec, err
 }
 
@@ -78,18 +79,35 @@ func (m *Memory) Sweep() {
 	m.obj.Sweep()
 }
 
+// DueKeys begins the object's alarm, as the runtime does when Alarm is
+// due: it sweeps if the sweep is due and returns the keys due for the
+// settler, at most limit. Settle them, then call AlarmDone.
+func (m *Memory) DueKeys(limit int) []intake.Key {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.Alarm = time.Time{} // the alarm fired
+	return m.obj.Alarm(limit)
+}
+
+// AlarmDone ends the alarm DueKeys began (Object.AlarmDone).
+func (m *Memory) AlarmDone(retryDue time.Duration) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.obj.AlarmDone(retryDue)
+}
+
 // Rows reports how many rows the object stores, expired ones included.
 func (m *Memory) Rows() int {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	rows, _ := m.obj.Stats()
+	rows, _, _ := m.obj.Stats()
 	return rows
 }
 
 // memTable is a table in a map.
 type memTable struct {
-	rows  map[string]row
-	sweep time.Time
+	rows         map[string]row
+	sweep, alarmAt time.Time
 }
 
 func (t *memTable) get(key string) (row, bool) {
@@ -115,3 +133,28 @@ func (t *memTable) nextSweep() time.Time { return t.sweep }
 func (t *memTable) count() int { return len(t.rows) }
 
 func (t *memTable) setNextSweep(at time.Time) { t.sweep = at }
+
+func (t *memTable) dueRows(now time.Time, limit int) []row {
+	var due []row
+	for _, r := range t.rows {
+		if !r.due.IsZero() && !now.Before(r.due) {
+			due = append(due, r)
+		}
+	}
+	slices.SortFunc(due, func(a, b row) int { return a.due.Compare(b.due) })
+	return due[:min(len(due), limit)]
+}
+
+func (t *memTable) nextDue() time.Time {
+	var next time.Time
+	for _, r := range t.rows {
+		if !r.due.IsZero() && (next.IsZero() || r.due.Before(next)) {
+			next = r.due
+		}
+	}
+	return next
+}
+
+func (t *memTable) alarm() time.Time { return t.alarmAt }
+
+func (t *memTable) setAlarm(at time.Time) { t.alarmAt = at }

@@ -25,7 +25,7 @@ func newMemory() (*ledger.Memory, *clock) {
 
 func TestMemoryConformance(t *testing.T) {
 	m, c := newMemory()
-	storetest.Run(t, m, "memory:", storetest.Options{Fenced: true, Atomic: true, Short: time.Second, Advance: c.Advance})
+	storetest.Run(t, m, "memory:", storetest.Options{Fenced: true, Atomic: true, Short: time.Second, Now: c.Now, Advance: c.Advance})
 }
 
 // TestSweepDeletesExpiredRows checks the alarm path: the first claim sets

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/edge-orders/edge-orders/intake"
+	"github.com/edge-orders/edge-orders/order"
 )
 
 // sweepEvery is how often an object deletes its expired rows. Expired rows
@@ -23,16 +24,28 @@ const sweepEvery = 10 * time.Minute
 // order id kept), or an outcome.
 type row struct {
 	key         string
+	client      string // the key's client, so a due row can be named
 	token       string // the claim's; empty once the key is open
 	fingerprint string
 	orderID     string
 	acceptedAt  time.Time
-	receipt     []byte // the outcome; nil while the row is a claim or open
-	rejected    bool
+	// order is the claim's order (hasOrder), kept for the settler.
+	order    order.Order
+	hasOrder bool
+	receipt  []byte // the outcome; nil while the row is a claim or open
+	rejected bool
 	// leaseUntil is when a claim stops holding the key; zero in rows
 	// written before claims had leases of their own, whose claims hold
 	// until the row expires.
 	leaseUntil time.Time
+	// attempts counts the gateway calls without an answer; due is when
+	// the settler is due for the key (zero: never): the lease's end for a
+	// claim, whose holder may die, and the backoff's end for an open key.
+	// The row is the settler's outbox: written in the claim's own step,
+	// it cannot be lost however the request ends.
+	attempts   int
+	due        time.Time
+	unresolved bool
 	expires    time.Time
 }
 
@@ -49,12 +62,13 @@ func (r row) holds(now time.Time) bool {
 
 // record is r as intake sees it at now.
 func (r row) record(now time.Time) intake.Record {
-	rec := intake.Record{Fingerprint: r.fingerprint, OrderID: r.orderID, AcceptedAt: r.acceptedAt}
+	rec := intake.Record{Fingerprint: r.fingerprint, OrderID: r.orderID, AcceptedAt: r.acceptedAt,
+		Order: r.order, HasOrder: r.hasOrder, Attempts: r.attempts, NextAttempt: r.due, Unresolved: r.unresolved}
 	switch {
 	case !now.Before(r.expires):
 		return intake.Record{State: intake.Absent}
 	case r.receipt != nil:
-		rec.State, rec.Body, rec.Rejected, rec.Expires = intake.Stored, r.receipt, r.rejected, r.expires
+		return intake.Record{State: intake.Stored, Body: r.receipt, Rejected: r.rejected, Fingerprint: r.fingerprint, Expires: r.expires}
 	case r.holds(now):
 		rec.State = intake.Held
 	case r.orderID != "":
@@ -75,9 +89,18 @@ type table interface {
 	// deleteExpired deletes the rows expired at now and reports whether
 	// any row remains.
 	deleteExpired(now time.Time) (remaining bool)
-	// nextSweep is when the sweep alarm is set for; zero when none is.
+	// dueRows returns up to limit rows due for the settler at now, the
+	// longest due first; nextDue is the earliest due time of any row,
+	// zero for none.
+	dueRows(now time.Time, limit int) []row
+	nextDue() time.Time
+	// nextSweep is when the next sweep is due; zero when none is.
 	nextSweep() time.Time
 	setNextSweep(at time.Time)
+	// alarm is when the object's alarm is set for, as last set; zero when
+	// none is.
+	alarm() time.Time
+	setAlarm(at time.Time)
 	// count is how many rows there are, expired ones included.
 	count() int
 }
@@ -88,19 +111,25 @@ type table interface {
 type Object struct {
 	rows table
 	now  func() time.Time
-	// setAlarm asks the runtime to call Sweep at the given time.
+	// setAlarm asks the runtime to call the alarm handler at the given
+	// time.
 	setAlarm func(at time.Time)
 }
 
 // Claim claims key for c unless a live outcome or another live claim
 // holds it. An expired row is treated as absent and replaced. An open key,
-// or one whose claim's lease ran out, is taken over with the order id it
-// keeps (returned with Claimed), unless it is another order's: then it is
-// returned as it is. A claim with c's own token is Claimed again, its lease
-// renewed, so a call retried after its answer was lost does no harm.
-func (o *Object) Claim(key string, c intake.Claim) intake.Record {
+// or one whose claim's lease ran out, is taken over with the order id,
+// order and attempts it keeps (returned with Claimed), unless it is
+// another order's: then it is returned as it is. A claim with c's own
+// token is Claimed again, its lease renewed, so a call retried after its
+// answer was lost does no harm. The settler's claim (c.Settling) takes
+// over an open key that is not unresolved, and nothing else.
+//
+// A row is kept at least until the claim's lease ends and c.KeepUntil,
+// and never less long than before: a takeover never outlives its row.
+func (o *Object) Claim(key intake.Key, c intake.Claim) intake.Record {
 	now := o.now()
-	r, ok := o.rows.get(key)
+	r, ok := o.rows.get(key.String())
 	rec := intake.Record{State: intake.Absent}
 	if ok {
 		rec = r.record(now)
@@ -110,23 +139,34 @@ func (o *Object) Claim(key string, c intake.Claim) intake.Record {
 		return rec
 	case rec.State == intake.Held && r.token != c.Token:
 		return rec
+	case c.Settling && (rec.State != intake.Open || r.unresolved):
+		return rec
 	case rec.State == intake.Absent:
-		r = row{key: key, fingerprint: c.Fingerprint, orderID: c.OrderID, acceptedAt: c.AcceptedAt,
-			expires: now.Add(max(c.Lease, c.Keep))}
+		r = row{key: key.String(), client: key.Client, fingerprint: c.Fingerprint, order: c.Order, hasOrder: c.Fingerprint != "",
+			orderID: c.OrderID, acceptedAt: c.AcceptedAt}
 	case c.Fingerprint != "" && r.fingerprint != "" && c.Fingerprint != r.fingerprint:
 		return rec // open, and another order's
 	}
 	// Absent, open, or this token's own claim retried: (re)claim, keeping
 	// the order id the row has.
 	r.token, r.leaseUntil = c.Token, now.Add(c.Lease)
-	if r.fingerprint == "" {
-		r.fingerprint = c.Fingerprint
+	if r.fingerprint == "" && c.Fingerprint != "" {
+		r.fingerprint, r.order, r.hasOrder = c.Fingerprint, c.Order, true
+	}
+	r.expires = latest(r.expires, r.leaseUntil, c.KeepUntil)
+	r.due = time.Time{}
+	if r.hasOrder && !r.unresolved && r.expires.After(r.leaseUntil) {
+		// Kept past the lease, so the order may reach the gateway: due for
+		// the settler if this claim's holder never comes back.
+		r.due = r.leaseUntil
 	}
 	o.rows.put(r)
 	o.scheduleSweep(now)
+	o.scheduleAlarm(r.due)
 	claimed := intake.Record{State: intake.Claimed, Fingerprint: r.fingerprint}
-	if r.orderID != c.OrderID {
-		claimed.OrderID, claimed.AcceptedAt = r.orderID, r.acceptedAt
+	if rec.State == intake.Open || r.orderID != c.OrderID {
+		claimed.OrderID, claimed.AcceptedAt, claimed.Attempts, claimed.Unresolved = r.orderID, r.acceptedAt, r.attempts, r.unresolved
+		claimed.Order, claimed.HasOrder = r.order, r.hasOrder
 	}
 	return claimed
 }
@@ -135,9 +175,10 @@ func (o *Object) Claim(key string, c intake.Claim) intake.Record {
 // lease as long as no other request took the key over. Otherwise it
 // returns intake.ErrLostClaim and stores nothing: a slow request never
 // overwrites another's outcome. A commit repeated with the same token is a
-// success that changes nothing.
-func (o *Object) Commit(key string, c intake.Claim, r intake.Result) error {
-	cur, ok := o.rows.get(key)
+// success that changes nothing. Only a final outcome starts the receipt's
+// TTL.
+func (o *Object) Commit(key intake.Key, c intake.Claim, r intake.Result) error {
+	cur, ok := o.rows.get(key.String())
 	switch {
 	case !ok || cur.token != c.Token:
 		return intake.ErrLostClaim
@@ -145,7 +186,7 @@ func (o *Object) Commit(key string, c intake.Claim, r intake.Result) error {
 		return nil
 	}
 	cur.fingerprint, cur.receipt, cur.rejected = r.Fingerprint, r.Body, r.Rejected
-	cur.leaseUntil, cur.expires = time.Time{}, o.now().Add(r.TTL)
+	cur.leaseUntil, cur.due, cur.expires = time.Time{}, time.Time{}, o.now().Add(r.TTL)
 	o.rows.put(cur)
 	return nil
 }
@@ -154,30 +195,74 @@ func (o *Object) Commit(key string, c intake.Claim, r intake.Result) error {
 // The key is left open with c's order id if the order may have reached the
 // gateway: c says so, or the row kept its order id from an earlier claim
 // (this claim's answer may have been lost before the Worker learnt it).
-// Otherwise the row goes.
-func (o *Object) Release(key string, c intake.Claim) {
-	cur, ok := o.rows.get(key)
+// An open key keeps its order, its attempts (c's, if more), and is due for
+// the settler at c.NextAttempt, or at once if c set none; an unresolved
+// one is due never. Otherwise the row goes.
+func (o *Object) Release(key intake.Key, c intake.Claim) {
+	cur, ok := o.rows.get(key.String())
 	switch {
 	case !ok || cur.token != c.Token || cur.receipt != nil:
 		return
-	case c.Sent:
-		cur.orderID, cur.acceptedAt = c.OrderID, c.AcceptedAt
-		fallthrough
-	case cur.orderID != c.OrderID:
+	case c.Sent || cur.orderID != c.OrderID:
+		if c.Sent {
+			cur.orderID, cur.acceptedAt = c.OrderID, c.AcceptedAt
+		}
 		cur.token, cur.leaseUntil = "", time.Time{}
+		cur.attempts = max(cur.attempts, c.Attempts)
+		cur.unresolved = cur.unresolved || c.Unresolved
+		cur.expires = latest(cur.expires, c.KeepUntil)
+		cur.due = time.Time{}
+		if cur.hasOrder && !cur.unresolved {
+			cur.due = latest(c.NextAttempt, o.now())
+		}
 		o.rows.put(cur)
+		o.scheduleAlarm(cur.due)
 	default:
-		o.rows.delete(key)
+		o.rows.delete(key.String())
 	}
 }
 
 // Lookup returns what is live under key, changing nothing.
-func (o *Object) Lookup(key string) intake.Record {
-	r, ok := o.rows.get(key)
+func (o *Object) Lookup(key intake.Key) intake.Record {
+	r, ok := o.rows.get(key.String())
 	if !ok {
 		return intake.Record{State: intake.Absent}
 	}
 	return r.record(o.now())
+}
+
+// Alarm begins the object's alarm: it sweeps the expired rows if the sweep
+// is due, and returns the keys due for the settler, at most limit. The
+// caller settles each, then calls AlarmDone. Alarms run at least once, so
+// it may run twice: a key settled meanwhile is no longer due.
+func (o *Object) Alarm(limit int) []intake.Key {
+	now := o.now()
+	o.rows.setAlarm(time.Time{}) // this alarm fired
+	if next := o.rows.nextSweep(); !next.IsZero() && !now.Before(next) {
+		o.Sweep()
+	}
+	var keys []intake.Key
+	for _, r := range o.rows.dueRows(now, limit) {
+		id := r.key
+		if r.client != "" {
+			id = r.key[len(r.client)+1:]
+		}
+		keys = append(keys, intake.Key{Client: r.client, ID: id})
+	}
+	return keys
+}
+
+// AlarmDone sets the next alarm: for the earliest due key, but no sooner
+// than retryDue from now (a key still due was just tried), or for the next
+// sweep.
+func (o *Object) AlarmDone(retryDue time.Duration) {
+	now := o.now()
+	if due := o.rows.nextDue(); !due.IsZero() {
+		o.scheduleAlarm(latest(due, now.Add(retryDue)))
+	}
+	if sweep := o.rows.nextSweep(); !sweep.IsZero() {
+		o.scheduleAlarm(sweep)
+	}
 }
 
 // Sweep deletes the expired rows and sets the next sweep while rows
@@ -192,18 +277,44 @@ func (o *Object) Sweep() {
 }
 
 // Stats reports how many rows the object stores, expired ones included,
-// and when its next sweep is due (zero for none): what an operator, or a
-// test, needs to see that expiry runs.
-func (o *Object) Stats() (rows int, nextSweep time.Time) {
-	return o.rows.count(), o.rows.nextSweep()
+// when its next sweep is due, and when its alarm is set for (zero for
+// none): what an operator, or a test, needs to see that expiry and the
+// settler run.
+func (o *Object) Stats() (rows int, nextSweep, alarm time.Time) {
+	return o.rows.count(), o.rows.nextSweep(), o.rows.alarm()
 }
 
-// scheduleSweep sets the sweep alarm unless one is already set.
+// scheduleSweep sets the next sweep unless one is already set.
 func (o *Object) scheduleSweep(now time.Time) {
 	if at := o.rows.nextSweep(); !at.IsZero() && now.Before(at) {
 		return
 	}
 	at := now.Add(sweepEvery)
 	o.rows.setNextSweep(at)
+	o.scheduleAlarm(at)
+}
+
+// scheduleAlarm sets the object's one alarm for at, unless it is already
+// set for sooner and has not fired yet; zero asks for nothing. The sweep
+// and the settler share the alarm, which is set for whichever is due first.
+func (o *Object) scheduleAlarm(at time.Time) {
+	if at.IsZero() {
+		return
+	}
+	if cur := o.rows.alarm(); !cur.IsZero() && cur.After(o.now()) && !at.Before(cur) {
+		return
+	}
+	o.rows.setAlarm(at)
 	o.setAlarm(at)
+}
+
+// latest is the latest of times.
+func latest(times ...time.Time) time.Time {
+	var l time.Time
+	for _, t := range times {
+		if t.After(l) {
+			l = t
+		}
+	}
+	return l
 }

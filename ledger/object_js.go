@@ -3,12 +3,15 @@
 package ledger
 
 import (
+	"context"
 	"errors"
 	"strconv"
+	"sync"
 	"syscall/js"
 	"time"
 
 	"github.com/edge-orders/edge-orders/intake"
+	"github.com/edge-orders/edge-orders/order"
 	"github.com/edge-orders/edge-orders/workers"
 )
 
@@ -19,100 +22,116 @@ const Class = "Ledger"
 // Export serves the Ledger class's methods (worker.mjs forwards each call)
 // with an Object over the calling object's SQLite storage. Each method is
 // synchronous from start to end, with no await: the object runs it whole,
-// and its writes commit together.
-func Export() {
+// and its writes commit together. Each takes one JSON argument and
+// returns one JSON result (wire.go). The object's alarm settles its due
+// keys with the intake.Service that newSettler builds over the object's
+// own rows, with the Worker's gateway (nil when the Worker is
+// misconfigured: nothing is settled).
+func Export(newSettler func(env workers.Env, store intake.Store) *intake.Service) {
 	workers.ExportObject(Class, serveObject)
+	workers.ExportAlarm(Class, func(ctx context.Context, state js.Value, env workers.Env) error {
+		return alarm(ctx, state, env, newSettler)
+	})
 }
 
-func serveObject(state js.Value, method string, args []js.Value) (js.Value, error) {
+// settleBatch bounds the keys one alarm settles; more are left due, and
+// the next alarm comes a second later.
+const settleBatch = 32
+
+// object returns the Object over state's SQLite storage.
+func object(state js.Value) (*Object, func()) {
 	storage := state.Get("storage")
 	rows := sqlTable{sql: storage.Get("sql")}
-	defer workers.Release(storage, rows.sql)
-	if method == "open" {
-		rows.create()
-		return js.Undefined(), nil
-	}
 	o := &Object{rows: rows, now: time.Now, setAlarm: func(at time.Time) {
 		// The returned promise needs no await: the output gate holds the
 		// reply until the alarm is stored.
 		workers.Release(storage.Call("setAlarm", at.UnixMilli()))
 	}}
-	str := func(i int) string { return args[i].String() }
-	ms := func(i int) time.Duration { return time.Duration(args[i].Int()) * time.Millisecond }
-	at := func(i int) time.Time { return time.UnixMilli(int64(args[i].Float())) }
+	return o, func() { workers.Release(storage, rows.sql) }
+}
+
+// alarm runs the object's alarm: the sweep when it is due, then the
+// settler for every key due, each as a request would (a synchronous claim
+// step, the gateway call, a synchronous commit step), all at once; then the
+// next alarm.
+func alarm(ctx context.Context, state js.Value, env workers.Env, newSettler func(workers.Env, intake.Store) *intake.Service) error {
+	o, done := object(state)
+	defer done()
+	keys := o.Alarm(settleBatch)
+	if settler := newSettler(env, NewLocal(o)); settler != nil && len(keys) > 0 {
+		var wg sync.WaitGroup
+		for _, key := range keys {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				settler.Settle(ctx, key) // a key left due is tried again
+			}()
+		}
+		wg.Wait()
+	}
+	o.AlarmDone(intake.FirstSettleDelay)
+	return nil
+}
+
+func serveObject(state js.Value, method string, args []js.Value) (js.Value, error) {
+	o, done := object(state)
+	defer done()
+	if method == "open" {
+		o.rows.(sqlTable).create()
+		return js.Undefined(), nil
+	}
+	var arg []byte
+	if len(args) > 0 && args[0].Type() == js.TypeString {
+		arg = []byte(args[0].String())
+	}
+	answer, err := call(o, method, arg)
+	if err != nil {
+		return js.Undefined(), err
+	}
+	return js.ValueOf(string(answer)), nil
+}
+
+// call runs method with its JSON argument and returns its JSON answer.
+func call(o *Object, method string, arg []byte) ([]byte, error) {
 	switch method {
 	case "claim":
-		return recordToJS(o.Claim(str(0), intake.Claim{Token: str(1), Fingerprint: str(2), Lease: ms(3),
-			OrderID: str(4), AcceptedAt: at(5), Keep: ms(6)})), nil
+		key, c, err := decodeClaim(arg)
+		if err != nil {
+			return nil, err
+		}
+		return encodeRecord(o.Claim(key, c)), nil
 	case "commit":
-		err := o.Commit(str(0), intake.Claim{Token: str(1)}, intake.Result{Body: []byte(str(2)), Fingerprint: str(3), TTL: ms(4),
-			Rejected: args[5].Truthy()})
-		return workers.Object("committed", err == nil, "lost", err != nil), nil
+		key, c, r, err := decodeCommit(arg)
+		if err != nil {
+			return nil, err
+		}
+		return encodeCommitted(o.Commit(key, c, r)), nil
 	case "release":
-		o.Release(str(0), intake.Claim{Token: str(1), Sent: args[2].Truthy(), OrderID: str(3), AcceptedAt: at(4)})
-		return js.Undefined(), nil
+		key, c, err := decodeClaim(arg)
+		if err != nil {
+			return nil, err
+		}
+		o.Release(key, c)
+		return []byte("{}"), nil
 	case "lookup":
-		return recordToJS(o.Lookup(str(0))), nil
+		key, err := decodeKey(arg)
+		if err != nil {
+			return nil, err
+		}
+		return encodeRecord(o.Lookup(key)), nil
 	case "sweep":
 		o.Sweep()
-		return js.Undefined(), nil
+		return []byte("{}"), nil
 	case "stats":
-		rows, next := o.Stats()
-		nextSweep := int64(0) // none
-		if !next.IsZero() {
-			nextSweep = next.UnixMilli()
-		}
-		return workers.Object("rows", rows, "nextSweep", nextSweep), nil
+		rows, next, alarm := o.Stats()
+		var d doc
+		d.member("rows")
+		d.b = strconv.AppendInt(d.b, int64(rows), 10)
+		d.time("nextSweep", next)
+		d.time("alarm", alarm)
+		return d.bytes(), nil
 	}
-	return js.Undefined(), errors.New("ledger: no method " + strconv.Quote(method))
-}
-
-// recordToJS and recordFromJS carry an intake.Record over RPC as
-// {state, receipt, rejected, fingerprint, expires, orderId, acceptedAt}.
-func recordToJS(r intake.Record) js.Value {
-	fields := []any{"state", int(r.State), "fingerprint", r.Fingerprint}
-	if r.Body != nil {
-		fields = append(fields, "receipt", string(r.Body), "rejected", r.Rejected)
-	}
-	if !r.Expires.IsZero() {
-		fields = append(fields, "expires", r.Expires.UnixMilli())
-	}
-	if r.OrderID != "" {
-		fields = append(fields, "orderId", r.OrderID, "acceptedAt", r.AcceptedAt.UnixMilli())
-	}
-	return workers.Object(fields...)
-}
-
-// errNotRecord is an object's answer recordFromJS cannot read.
-var errNotRecord = errors.New("ledger: an answer that is not a record")
-
-// recordFromJS refuses an answer it cannot read, rather than guess: a
-// Stored record must carry its receipt.
-func recordFromJS(v js.Value) (intake.Record, error) {
-	if v.Type() != js.TypeObject || v.Get("state").Type() != js.TypeNumber {
-		return intake.Record{}, errNotRecord
-	}
-	fingerprint, ok := workers.StringField(v, "fingerprint")
-	if !ok {
-		return intake.Record{}, errNotRecord
-	}
-	r := intake.Record{State: intake.State(v.Get("state").Int()), Fingerprint: fingerprint}
-	if receipt, ok := workers.StringField(v, "receipt"); ok {
-		r.Body = []byte(receipt)
-		r.Rejected = v.Get("rejected").Truthy()
-	}
-	if expires := v.Get("expires"); expires.Type() == js.TypeNumber {
-		r.Expires = time.UnixMilli(int64(expires.Float()))
-	}
-	if id, ok := workers.StringField(v, "orderId"); ok {
-		r.OrderID = id
-		r.AcceptedAt = time.UnixMilli(int64(v.Get("acceptedAt").Float()))
-	}
-	switch {
-	case r.State > intake.Open, r.State == intake.Stored && r.Body == nil, r.State == intake.Open && r.OrderID == "":
-		return intake.Record{}, errNotRecord
-	}
-	return r, nil
+	return nil, errors.New("ledger: no method " + strconv.Quote(method))
 }
 
 // sqlTable is a table in the object's SQLite database. One row per key,
@@ -161,8 +180,12 @@ func (t sqlTable) create() {
 			t.run(`ALTER TABLE entries ADD COLUMN ` + c.name + ` ` + c.decl)
 		}
 	}
+	// The settler's outbox: the keys due, found without a scan.
+	t.run(`CREATE INDEX IF NOT EXISTS entries_due ON entries (due) WHERE due > 0`)
 	t.run(`CREATE TABLE IF NOT EXISTS sweep (
 		id INTEGER PRIMARY KEY CHECK (id = 1), next INTEGER NOT NULL)`)
+	t.run(`CREATE TABLE IF NOT EXISTS alarm (
+		id INTEGER PRIMARY KEY CHECK (id = 1), at INTEGER NOT NULL)`)
 }
 
 // addedColumns came after the first version of the entries table.
@@ -171,11 +194,16 @@ var addedColumns = []struct{ name, decl string }{
 	{"accepted_at", "INTEGER NOT NULL DEFAULT 0"},
 	{"rejected", "INTEGER NOT NULL DEFAULT 0"},
 	{"lease_until", "INTEGER NOT NULL DEFAULT 0"},
+	{"client", "TEXT NOT NULL DEFAULT ''"},
+	{"order_json", "TEXT NOT NULL DEFAULT ''"},
+	{"attempts", "INTEGER NOT NULL DEFAULT 0"},
+	{"due", "INTEGER NOT NULL DEFAULT 0"},
+	{"unresolved", "INTEGER NOT NULL DEFAULT 0"},
 }
 
 func (t sqlTable) get(key string) (row, bool) {
-	rows := t.rows(`SELECT token, fingerprint, order_id, accepted_at, receipt, rejected, lease_until, expires
-		FROM entries WHERE key = ?`, key)
+	rows := t.rows(`SELECT client, token, fingerprint, order_id, accepted_at, order_json, receipt, rejected,
+		lease_until, attempts, due, unresolved, expires FROM entries WHERE key = ?`, key)
 	defer workers.Release(rows)
 	if rows.Length() == 0 {
 		return row{}, false
@@ -192,9 +220,13 @@ func (t sqlTable) get(key string) (row, bool) {
 		s, _ := workers.StringField(v, name)
 		return s
 	}
-	r := row{key: key, token: text("token"), fingerprint: text("fingerprint"),
+	r := row{key: key, client: text("client"), token: text("token"), fingerprint: text("fingerprint"),
 		orderID: text("order_id"), acceptedAt: ms("accepted_at"), rejected: v.Get("rejected").Int() != 0,
-		leaseUntil: ms("lease_until"), expires: ms("expires")}
+		leaseUntil: ms("lease_until"), attempts: v.Get("attempts").Int(), due: ms("due"),
+		unresolved: v.Get("unresolved").Int() != 0, expires: ms("expires")}
+	if o, err := order.Parse([]byte(text("order_json"))); err == nil {
+		r.order, r.hasOrder = o, true
+	}
 	if receipt, ok := workers.StringField(v, "receipt"); ok {
 		r.receipt = []byte(receipt)
 	}
@@ -212,13 +244,70 @@ func (t sqlTable) put(r row) {
 		}
 		return at.UnixMilli()
 	}
-	rejected := 0
-	if r.rejected {
-		rejected = 1
+	flag := func(b bool) int {
+		if b {
+			return 1
+		}
+		return 0
+	}
+	var orderJSON string
+	if r.hasOrder {
+		orderJSON = string(r.order.JSON())
 	}
 	t.run(`INSERT OR REPLACE INTO entries
-		(key, token, fingerprint, order_id, accepted_at, receipt, rejected, lease_until, expires) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-		r.key, r.token, r.fingerprint, r.orderID, millis(r.acceptedAt), receipt, rejected, millis(r.leaseUntil), r.expires.UnixMilli())
+		(key, client, token, fingerprint, order_id, accepted_at, order_json, receipt, rejected, lease_until,
+		 attempts, due, unresolved, expires) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		r.key, r.client, r.token, r.fingerprint, r.orderID, millis(r.acceptedAt), orderJSON, receipt, flag(r.rejected),
+		millis(r.leaseUntil), r.attempts, millis(r.due), flag(r.unresolved), r.expires.UnixMilli())
+}
+
+// dueRows returns the due rows with their key and client only: all the
+// settler needs to name them.
+func (t sqlTable) dueRows(now time.Time, limit int) []row {
+	rows := t.rows(`SELECT key, client FROM entries WHERE due > 0 AND due <= ? ORDER BY due LIMIT ?`, now.UnixMilli(), limit)
+	defer workers.Release(rows)
+	due := make([]row, rows.Length())
+	for i := range due {
+		v := rows.Index(i)
+		key, _ := workers.StringField(v, "key")
+		client, _ := workers.StringField(v, "client")
+		workers.Release(v)
+		due[i] = row{key: key, client: client}
+	}
+	return due
+}
+
+func (t sqlTable) nextDue() time.Time {
+	return t.first(`SELECT MIN(due) AS at FROM entries WHERE due > 0`)
+}
+
+func (t sqlTable) alarm() time.Time {
+	return t.first(`SELECT at FROM alarm WHERE id = 1`)
+}
+
+func (t sqlTable) setAlarm(at time.Time) {
+	if at.IsZero() {
+		t.run(`DELETE FROM alarm`)
+		return
+	}
+	t.run(`INSERT OR REPLACE INTO alarm (id, at) VALUES (1, ?)`, at.UnixMilli())
+}
+
+// first returns the time in the first column, named at, of query's first
+// row; zero for none.
+func (t sqlTable) first(query string) time.Time {
+	rows := t.rows(query)
+	defer workers.Release(rows)
+	if rows.Length() == 0 {
+		return time.Time{}
+	}
+	v := rows.Index(0)
+	defer workers.Release(v)
+	at := v.Get("at")
+	if at.Type() != js.TypeNumber || at.Float() == 0 {
+		return time.Time{}
+	}
+	return time.UnixMilli(int64(at.Float()))
 }
 
 func (t sqlTable) delete(key string) {
@@ -233,14 +322,7 @@ func (t sqlTable) deleteExpired(now time.Time) bool {
 }
 
 func (t sqlTable) nextSweep() time.Time {
-	rows := t.rows(`SELECT next FROM sweep WHERE id = 1`)
-	defer workers.Release(rows)
-	if rows.Length() == 0 {
-		return time.Time{}
-	}
-	first := rows.Index(0)
-	defer workers.Release(first)
-	return time.UnixMilli(int64(first.Get("next").Float()))
+	return t.first(`SELECT next AS at FROM sweep WHERE id = 1`)
 }
 
 func (t sqlTable) count() int {

@@ -46,8 +46,8 @@ func New(opts Options) *Gateway { return &Gateway{opts: opts} }
 // refuses, so that a misrouted URL or a wrong token (a proxy's 404, a 401)
 // never turns into orders refused for good.
 var (
-	// ErrUnavailable is an answer that says to try again: 408, 429 or 5xx.
-	ErrUnavailable = errors.New("oms: gateway unavailable")
+	// ErrGatewayUnavailable is an answer that says to try again: 408, 429 or 5xx.
+	ErrGatewayUnavailable = errors.New("oms: gateway unavailable")
 	// ErrMalformed is an answer that does not follow the gateway contract:
 	// a body that is not a JSON object naming the order.
 	ErrMalformed = errors.New("oms: malformed gateway answer")
@@ -95,13 +95,13 @@ func Body(p intake.Placement) []byte {
 }
 
 // Outcome reads the gateway's answer for orderID: nil when accepted, an
-// *intake.Rejection when refused, or an error wrapping ErrUnavailable or
+// *intake.Rejection when refused, or an error wrapping ErrGatewayUnavailable or
 // ErrMalformed when the outcome is unknown.
 func Outcome(orderID string, status int, body []byte) error {
 	accepted := status >= 200 && status < 300
 	rejected := status >= 400 && status < 500 && status != 408 && status != 429
 	if !accepted && !rejected {
-		return errs.Detail(ErrUnavailable, "HTTP "+strconv.Itoa(status))
+		return errs.Detail(ErrGatewayUnavailable, "HTTP "+strconv.Itoa(status))
 	}
 	doc, err := jsjson.Parse(body, "orderId", "reason")
 	switch {

@@ -63,11 +63,11 @@ func TestOutcome(t *testing.T) {
 		{"400 naming the order without a reason rejects", 400, named, intake.ErrRejected, "refused with HTTP 400"},
 		{"a proxy's 404 is unknown, not a rejection", 404, `Not Found`, oms.ErrMalformed, ""},
 		{"401 for a wrong token is unknown", 401, `{"error":"unauthorized"}`, oms.ErrMalformed, ""},
-		{"408 is unknown", 408, named, oms.ErrUnavailable, ""},
-		{"429 is unknown", 429, named, oms.ErrUnavailable, ""},
-		{"500 is unknown", 500, named, oms.ErrUnavailable, ""},
-		{"503 is unknown", 503, ``, oms.ErrUnavailable, ""},
-		{"a redirect is unknown", 302, ``, oms.ErrUnavailable, ""},
+		{"408 is unknown", 408, named, oms.ErrGatewayUnavailable, ""},
+		{"429 is unknown", 429, named, oms.ErrGatewayUnavailable, ""},
+		{"500 is unknown", 500, named, oms.ErrGatewayUnavailable, ""},
+		{"503 is unknown", 503, ``, oms.ErrGatewayUnavailable, ""},
+		{"a redirect is unknown", 302, ``, oms.ErrGatewayUnavailable, ""},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

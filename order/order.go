@@ -95,13 +95,20 @@ func isPositiveInteger(x float64) bool {
 // which is unambiguous and the same for every body that parses to o,
 // however it was spaced, ordered or escaped.
 func (o Order) Fingerprint() string {
-	sum := sha256.Sum256(append(appendMembers([]byte{'{'}, o), '}'))
+	sum := sha256.Sum256(o.JSON())
 	const digits = "0123456789abcdef"
 	var hex [2 * sha256.Size]byte
 	for i, c := range sum {
 		hex[2*i], hex[2*i+1] = digits[c>>4], digits[c&0x0f]
 	}
 	return string(hex[:])
+}
+
+// JSON returns o as JSON.stringify({symbol, side, quantity}) writes it:
+// what Fingerprint hashes, and what Parse reads back as o. Stores keep an
+// order so, to call the gateway again without the client.
+func (o Order) JSON() []byte {
+	return append(appendMembers([]byte{'{'}, o), '}')
 }
 
 // appendMembers appends o's members as JSON.stringify writes them, without

@@ -45,6 +45,12 @@ const bridge = {
     return o;
   },
 
+  // queueSend sends body, as text, to a queue producer binding, delivered
+  // after delaySeconds.
+  queueSend(queue, body, delaySeconds) {
+    return queue.send(body, { contentType: "text", delaySeconds });
+  },
+
   // fetch sends a request with target.fetch (the global scope, or a
   // service binding) and resolves to [status, body text]; a timeoutMs over
   // 0 aborts the request, its answer's body included, after that long.

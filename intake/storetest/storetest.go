@@ -31,6 +31,8 @@ type Options struct {
 	// Short is the shortest lease and TTL the Store accepts; the checks
 	// that let time pass use it, so a real clock waits as little as it can.
 	Short time.Duration
+	// Now is the Store's clock; nil is the wall clock.
+	Now func() time.Time
 	// Advance lets d pass: a fake clock's step, or a real sleep. Nil skips
 	// the checks that let time pass.
 	Advance func(d time.Duration)
@@ -227,10 +229,15 @@ func Run(t *testing.T, s intake.Store, prefix string, opts Options) {
 		}
 	})
 
-	// Claims for orders that reach a gateway keep their order id (Keep).
+	// Claims for orders that reach a gateway keep their order id
+	// (KeepUntil), an hour past the Store's clock.
 	accepted := time.UnixMilli(1_767_323_045_678)
+	now := opts.Now
+	if now == nil {
+		now = time.Now
+	}
 	sent := func(token, fp, orderID string) intake.Claim {
-		return intake.Claim{Token: token, Fingerprint: fp, OrderID: orderID, AcceptedAt: accepted, Lease: time.Minute, Keep: time.Hour}
+		return intake.Claim{Token: token, Fingerprint: fp, OrderID: orderID, AcceptedAt: accepted, Lease: time.Minute, KeepUntil: now().Add(time.Hour)}
 	}
 	wantOrderID := func(t *testing.T, rec intake.Record, orderID string) {
 		t.Helper()

@@ -92,7 +92,10 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 	}
 	args = append(args, "--config", opts.Config,
 		"--ip", "127.0.0.1", "--port", fmt.Sprint(port), "--inspector-port", fmt.Sprint(inspector),
-		"--persist-to", opts.StateDir, "--show-interactive-dev-session=false")
+		"--persist-to", opts.StateDir, "--show-interactive-dev-session=false",
+		// GET /__scheduled runs the Worker's Cron Trigger, as the tests of
+		// the settler's sweep need.
+		"--test-scheduled")
 	if opts.Environment != "" {
 		args = append(args, "--env", opts.Environment)
 	}

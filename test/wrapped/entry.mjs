@@ -16,7 +16,9 @@
 //                             linear memory in bytes, the JavaScript
 //                             values it holds (goValues) and the compiler
 //                             that built it ("go" or "tinygo"), as JSON
-//   POST /__wrapped/settings  {"faultRate": 0.2} changes the fault rate
+//   POST /__wrapped/settings  {"faultRate": 0.2} changes the fault rate;
+//                             {"dropSettleSends": true} loses every
+//                             settle queue message sent from then on
 //
 // A request with the header X-Test-Disconnect-After-Ms: N is served as in
 // production when its client disconnects after N ms: the client gets
@@ -76,6 +78,8 @@ export default {
     if (after > 0) return disconnecting(request, env, ctx, after);
     return wrapped.fetch(request, env, ctx);
   },
+  queue: (batch, env, ctx) => wrapped.queue(batch, env, ctx),
+  scheduled: (controller, env, ctx) => wrapped.scheduled(controller, env, ctx),
 };
 
 // disconnecting serves request, whose client goes away after ms.

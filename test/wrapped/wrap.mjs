@@ -18,14 +18,16 @@
 //                        durability wait).
 //   WRAP_FAULT_RATE  share of calls, 0 to 1, that fail: half of them before
 //                    the call is made, half after it took effect
-// Bindings wrapped: ORDERS (KV: get, getWithMetadata, put, delete, list) and
-// LEDGER (a Durable Object namespace: every method of getByName's stubs).
+// Bindings wrapped: ORDERS (KV: get, getWithMetadata, put, delete, list),
+// LEDGER (a Durable Object namespace: every method of getByName's stubs),
+// and SETTLE_QUEUE, whose sends settings.dropSettleSends loses. Queue and
+// Cron events get the same wrapped env.
 
 // Counters of the calls made, the faults injected and the simulated
 // disconnects (test/wrapped/entry.mjs), for tests that read them back.
 // entered counts calls as they start, before their delay, so a test can
 // wait for a request to reach storage.
-export const stats = { entered: 0, calls: 0, faultsBefore: 0, faultsAfter: 0, disconnects: 0, cancelledRequests: 0 };
+export const stats = { entered: 0, calls: 0, faultsBefore: 0, faultsAfter: 0, disconnects: 0, cancelledRequests: 0, settleSends: 0 };
 
 // Settings a test may change while the Worker runs; faultRate, once set,
 // replaces WRAP_FAULT_RATE.
@@ -42,14 +44,14 @@ const never = new Promise(() => {});
 // first env it is given, so every request must see the same wrapped ones.
 export function wrap(worker) {
   let wrapped;
+  const envOf = (env) => (wrapped ??= wrapEnv(env, {
+    delays: JSON.parse(env.WRAP_DELAYS || "{}"),
+    faultRate: Number(env.WRAP_FAULT_RATE || 0),
+  }));
   return {
-    fetch(request, env, ctx) {
-      wrapped ??= wrapEnv(env, {
-        delays: JSON.parse(env.WRAP_DELAYS || "{}"),
-        faultRate: Number(env.WRAP_FAULT_RATE || 0),
-      });
-      return worker.fetch(request, wrapped, ctx);
-    },
+    fetch: (request, env, ctx) => worker.fetch(request, envOf(env), ctx),
+    queue: (batch, env, ctx) => worker.queue?.(batch, envOf(env), ctx),
+    scheduled: (controller, env, ctx) => worker.scheduled?.(controller, envOf(env), ctx),
   };
 }
 
@@ -80,6 +82,18 @@ export function wrapEnv(env, { delays = {}, faultRate: initialFaultRate = 0 } = 
     return result;
   };
   const out = { ...env };
+  if (env.SETTLE_QUEUE) {
+    // settings.dropSettleSends loses every settle message, as a send that
+    // failed, or an isolate that died before it, would.
+    const queue = env.SETTLE_QUEUE;
+    out.SETTLE_QUEUE = {
+      send(...a) {
+        stats.settleSends++;
+        if (settings.dropSettleSends) return Promise.resolve();
+        return queue.send(...a);
+      },
+    };
+  }
   if (env.OMS) {
     const oms = env.OMS;
     out.OMS = { fetch: (...a) => cancellable(oms.fetch(...a)) };

@@ -1,0 +1,76 @@
+package intake
+
+import "context"
+
+// Fallback is a read-only source of receipts stored before a migration.
+type Fallback interface {
+	Lookup(ctx context.Context, key Key) (Record, error)
+}
+
+// fallback reports whether the Fallback is to be consulted now.
+func (s *Service) fallback() bool {
+	return s.opts.Fallback != nil && s.opts.Now().Before(s.opts.FallbackUntil)
+}
+
+// adopt looks the claimed key up in the Fallback (done when it answered
+// the submission). A receipt found there is committed under claim and
+// replayed; a claim there, a request still in flight in KV mode, is a
+// request in progress; an order id kept there for the same order is the
+// claim's from now on; nothing lets the new order go ahead.
+func (s *Service) adopt(ctx context.Context, sub *submission, claim *Claim) (out Outcome, done bool, err error) {
+	rec, err := s.opts.Fallback.Lookup(ctx, sub.key)
+	switch {
+	case err != nil:
+		s.release(ctx, sub.key, *claim)
+		return Outcome{}, true, storageUnavailable(err)
+	case rec.State == Held:
+		s.release(ctx, sub.key, *claim)
+		return Outcome{}, true, ErrInProgress
+	case rec.State == Open && !claim.Sent:
+		if rec.Fingerprint != "" && rec.Fingerprint != claim.Fingerprint {
+			s.release(ctx, sub.key, *claim)
+			return Outcome{}, true, ErrKeyReused
+		}
+		return s.adoptOrderID(ctx, sub, claim, rec)
+	case rec.State != Stored:
+		return Outcome{}, false, nil
+	}
+	result := Result{Body: rec.Body, Rejected: rec.Rejected, Fingerprint: rec.Fingerprint, TTL: s.opts.ResultTTL}
+	if err := s.commit(ctx, sub.key, *claim, result, s.opts.Now()); err != nil {
+		return Outcome{}, true, err
+	}
+	out, err = s.replay(rec, sub)
+	return out, true, err
+}
+
+// adoptOrderID makes the order id the Fallback kept for the key (open) the
+// Store's own before any gateway call: the claim is released open with it,
+// and claimed again, which takes it over. Were it carried only in memory,
+// a request that died after the gateway call would leave the Store's own,
+// different order id for the next one.
+func (s *Service) adoptOrderID(ctx context.Context, sub *submission, claim *Claim, open Record) (Outcome, bool, error) {
+	adopted := takenOver(*claim, Record{OrderID: open.OrderID, AcceptedAt: open.AcceptedAt, Attempts: open.Attempts})
+	adopted.KeepUntil = later(claim.KeepUntil, s.keepUntil(open.AcceptedAt))
+	adopted.NextAttempt = s.opts.Now() // due for the settler if this request ends here
+	if err := ReleaseTwice(ctx, s.store, sub.key, adopted); err != nil {
+		// The claim may still hold the key, with the Store's own order id,
+		// which never reached the gateway: release it as it was.
+		s.release(ctx, sub.key, *claim)
+		return Outcome{}, true, storageUnavailable(err)
+	}
+	adopted.Token = s.opts.NewID()
+	rec, err := s.store.Begin(ctx, sub.key, adopted)
+	switch {
+	case err != nil:
+		return Outcome{}, true, storageUnavailable(err)
+	case rec.State != Claimed || rec.OrderID != adopted.OrderID:
+		// Another request took the key over in between, with this order
+		// id: it is in progress.
+		if rec.State == Claimed {
+			s.release(ctx, sub.key, takenOver(adopted, rec))
+		}
+		return Outcome{}, true, ErrInProgress
+	}
+	*claim = takenOver(adopted, rec)
+	return Outcome{}, false, nil
+}

@@ -1,0 +1,88 @@
+package intake
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"time"
+)
+
+// Outcome is a successful submission's or lookup's response.
+type Outcome struct {
+	// Receipt is the receipt JSON, byte for byte as stored.
+	Receipt []byte
+	// Replayed is true when the receipt was stored by an earlier request.
+	Replayed bool
+	// OrderID is the receipt's order id, for logs; empty if a stored receipt
+	// has none.
+	OrderID string
+}
+
+// Rejection is the OMS's final refusal of an order: a Gateway returns it,
+// and Submit and Lookup return it for a key whose stored outcome is one.
+type Rejection struct {
+	// Reason is the OMS's, as the receipt keeps it (order.MaxReasonBytes).
+	Reason string
+	// OrderID is the refused order's id; the Service sets it.
+	OrderID string
+	// Replayed is true when the rejection was stored by an earlier request.
+	Replayed bool
+}
+
+func (r *Rejection) Error() string { return "intake: order rejected: " + r.Reason }
+
+// Is makes every Rejection match ErrRejected.
+func (r *Rejection) Is(target error) bool { return target == ErrRejected }
+
+// Unsettled is an order whose outcome is unknown: the gateway call ended
+// without an answer, so the OMS may or may not have it. The key keeps its
+// order id and is free at once: a client's retry calls the gateway again
+// with the same order id, and so does the settler, by itself, at
+// NextAttempt. Submit returns it after such a call, and Lookup for a key
+// left so. It matches ErrOutcomeUnknown, and ErrUnresolved too once the
+// settler gave up.
+type Unsettled struct {
+	OrderID string
+	// Attempts is how many gateway calls ended without an answer.
+	Attempts int
+	// NextAttempt is when the settler calls again; zero when it is not
+	// known (a Store that does not say) or the key is Unresolved.
+	NextAttempt time.Time
+	// Unresolved is true once the settler gave up (Options.SettleMaxAge);
+	// a client's retry still calls the gateway with the same order id.
+	Unresolved bool
+	// Cause is the gateway's failure, for logs; empty when looked up.
+	Cause string
+}
+
+func (u *Unsettled) Error() string {
+	msg := ErrOutcomeUnknown.Error()
+	if u.Unresolved {
+		msg = ErrUnresolved.Error()
+	}
+	if u.Cause != "" {
+		msg += ": " + u.Cause
+	}
+	return msg
+}
+
+// Is makes every Unsettled match ErrOutcomeUnknown, and an unresolved one
+// ErrUnresolved.
+func (u *Unsettled) Is(target error) bool {
+	return target == ErrOutcomeUnknown || (u.Unresolved && target == ErrUnresolved)
+}
+
+// unsettled is rec's Unsettled, as a lookup tells it.
+func unsettled(rec Record) *Unsettled {
+	return &Unsettled{OrderID: rec.OrderID, Attempts: rec.Attempts, NextAttempt: rec.NextAttempt, Unresolved: rec.Unresolved}
+}
+
+// randomID is a random version 4 UUID from crypto/rand, the default
+// Options.NewID.
+func randomID() string {
+	var b [16]byte
+	rand.Read(b[:])
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	h := hex.EncodeToString(b[:])
+	return h[:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:]
+}

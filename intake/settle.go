@@ -1,0 +1,120 @@
+package intake
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// The settler's backoff: capped and exponential, from the first attempt
+// that ended without an answer.
+const (
+	FirstSettleDelay = time.Second
+	MaxSettleDelay   = 5 * time.Minute
+)
+
+// SettleBackoff is how long after its attempts-th unanswered gateway call
+// a key is due for the settler: 1 s, 2 s, 4 s … up to MaxSettleDelay.
+func SettleBackoff(attempts int) time.Duration {
+	d := FirstSettleDelay
+	for i := 1; i < attempts && d < MaxSettleDelay; i++ {
+		d *= 2
+	}
+	return min(d, MaxSettleDelay)
+}
+
+// Settlement is what one Settle did.
+type Settlement struct {
+	// Final is true when the key needs no more settling: its outcome is
+	// stored (now or before), it is gone, or it is Unresolved.
+	Final bool
+	// Unresolved is true when the settler gave up on the key, now or before.
+	Unresolved bool
+	// NextAttempt is when to call Settle again, when not Final: after the
+	// backoff, or once the claim that holds the key now ends.
+	NextAttempt time.Time
+	// Attempts is how many gateway calls for the key ended without an
+	// answer so far.
+	Attempts int
+}
+
+// Settle calls the gateway once more for key's order if its outcome is
+// unknown, with no client involved: the same order id and order that every
+// earlier call carried, so the call is the status query (the gateway
+// answers a repeated order id with its original outcome). A final answer
+// is stored exactly as a client's retry would store it. The settler takes
+// the key's claim like any request, so it never calls the gateway for a key
+// at the same time as a client's retry: everywhere over the ledger, within
+// the instance over KV.
+//
+// Once the order is SettleMaxAge old, the key is left Unresolved, kept for
+// another ResultTTL and reported to OnUnresolved: the settler stops, and a
+// client's retry still calls the gateway with the same order id.
+//
+// It returns an error wrapping ErrStorageUnavailable when storage fails;
+// the key is then as it was, and Settle may be called again.
+func (s *Service) Settle(ctx context.Context, key Key) (Settlement, error) {
+	now := s.opts.Now()
+	cacheKey := key.String()
+	entry, ok := s.inFlight.add(cacheKey, now, s.opts.PendingTTL)
+	if !ok {
+		// A request of this instance is on it; if it ends unknown again, it
+		// is due for the settler anyway.
+		return Settlement{NextAttempt: now.Add(FirstSettleDelay)}, nil
+	}
+	defer s.inFlight.remove(cacheKey, entry)
+
+	claim := Claim{Token: s.opts.NewID(), Lease: s.opts.PendingTTL, Settling: true}
+	rec, err := s.store.Begin(ctx, key, claim)
+	switch {
+	case err != nil:
+		return Settlement{}, storageUnavailable(err)
+	case rec.State == Held:
+		return Settlement{NextAttempt: now.Add(s.opts.PendingTTL), Attempts: rec.Attempts}, nil
+	case rec.State == Open:
+		return Settlement{Final: true, Unresolved: rec.Unresolved, Attempts: rec.Attempts}, nil
+	case rec.State != Claimed:
+		return Settlement{Final: true}, nil
+	}
+	claim = takenOver(claim, rec)
+	claim.KeepUntil = s.keepUntil(claim.AcceptedAt)
+	if !rec.HasOrder || claim.Fingerprint == "" {
+		// An Open key stored without its order, by an older version: only
+		// a client's retry, which brings the order, can settle it.
+		claim.NextAttempt = time.Time{}
+		s.release(ctx, key, claim)
+		return Settlement{Final: true, Attempts: claim.Attempts}, nil
+	}
+	if !now.Before(claim.AcceptedAt.Add(s.opts.SettleMaxAge)) {
+		return s.giveUp(ctx, key, claim, now)
+	}
+	_, err = s.place(ctx, key, claim, true)
+	var open *Unsettled
+	switch {
+	case errors.As(err, &open):
+		return Settlement{NextAttempt: open.NextAttempt, Attempts: open.Attempts}, nil
+	case errors.Is(err, ErrInProgress):
+		// The claim's lease ran out during the call and a client took the
+		// key over: its outcome is the key's.
+		return Settlement{NextAttempt: s.opts.Now().Add(s.opts.PendingTTL), Attempts: claim.Attempts}, nil
+	case errors.Is(err, ErrStorageUnavailable):
+		return Settlement{}, err
+	}
+	// Stored: a receipt, or a rejection.
+	return Settlement{Final: true, Attempts: claim.Attempts}, nil
+}
+
+// giveUp leaves key Unresolved: open with its order id, kept for another
+// ResultTTL, and never due for the settler again.
+func (s *Service) giveUp(ctx context.Context, key Key, claim Claim, now time.Time) (Settlement, error) {
+	claim.Unresolved, claim.NextAttempt = true, time.Time{}
+	claim.KeepUntil = later(claim.KeepUntil, now.Add(s.opts.ResultTTL))
+	if err := ReleaseTwice(ctx, s.store, key, claim); err != nil {
+		return Settlement{}, storageUnavailable(err)
+	}
+	s.opened.put(key.String(), claim, now)
+	if s.opts.OnUnresolved != nil {
+		s.opts.OnUnresolved(ctx, key, Placement{OrderID: claim.OrderID, Client: key.Client, Order: claim.Order, AcceptedAt: claim.AcceptedAt}, claim.Attempts)
+	}
+	return Settlement{Final: true, Unresolved: true, Attempts: claim.Attempts}, nil
+}

@@ -1,0 +1,336 @@
+package intake
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/edge-orders/edge-orders/internal/errs"
+	"github.com/edge-orders/edge-orders/order"
+)
+
+// Polling while a duplicate waits for the request that holds its key: the
+// first look soon, since most requests take tens of milliseconds, then
+// doubling up to a cap.
+const (
+	firstPoll = 20 * time.Millisecond
+	maxPoll   = 320 * time.Millisecond
+)
+
+// Submit places the order in body under key, at most once per key.
+//
+// It returns the stored receipt if one exists for the same order;
+// ErrKeyReused when the key's receipt or claim is for a different order;
+// ErrInProgress while another request holds the key past the Wait; an error
+// wrapping order.ErrInvalid for a body that is not a valid order (the key
+// stays free); ErrRateLimited when Options.Limit refuses a new order; a
+// *Rejection when the OMS refused the order, now or before; an *Unsettled
+// when the gateway's answer is unknown (the settler then calls again by
+// itself); and an error wrapping ErrStorageUnavailable when storage fails.
+// On every error no receipt was handed out, and a retry under the same key
+// places the order at most once.
+func (s *Service) Submit(ctx context.Context, key Key, body []byte) (Outcome, error) {
+	sub := submission{key: key, body: body}
+	// The body is parsed before anything is stored, so that the claim's one
+	// write carries the order. An invalid body is refused at once with
+	// ValidateFirst; otherwise it claims and releases the key as the
+	// reference does, and its claim carries no order.
+	if err := sub.parse(); err != nil && s.opts.ValidateFirst {
+		return Outcome{}, err
+	}
+	// The wait ends at the deadline or once the sleeps add up to Wait,
+	// whichever comes first: in a Worker the clock only moves with I/O.
+	// The clock is read once, and then once per poll: on js/wasm each
+	// reading is a call into JavaScript.
+	now := s.opts.Now()
+	deadline := now.Add(s.opts.Wait)
+	var slept time.Duration
+	for delay := firstPoll; ; delay = min(2*delay, maxPoll) {
+		out, err := s.attempt(ctx, &sub, now)
+		if !errors.Is(err, ErrInProgress) {
+			return out, err
+		}
+		if slept+delay > s.opts.Wait || !now.Add(delay).Before(deadline) || s.opts.Sleep(ctx, delay) != nil {
+			return s.inProgress(ctx, &sub, err)
+		}
+		slept += delay
+		now = s.opts.Now()
+	}
+}
+
+// errInFlight is ErrInProgress because a request of this instance holds the
+// key, which the Store has not been asked about.
+var errInFlight = errs.Wrap(ErrInProgress, ErrInProgress.Error()+" in this instance")
+
+// inProgress answers a submission whose wait ran out with err. If only
+// this instance's in-flight set held the key, the Store is asked once: the
+// request holding it may have been abandoned by the runtime after another
+// request stored the outcome, and a 409 must not hide a stored receipt.
+func (s *Service) inProgress(ctx context.Context, sub *submission, err error) (Outcome, error) {
+	if !errors.Is(err, errInFlight) {
+		return Outcome{}, err
+	}
+	rec, lerr := s.store.Lookup(ctx, sub.key)
+	if lerr != nil || rec.State != Stored {
+		return Outcome{}, ErrInProgress
+	}
+	s.receipts.put(sub.key.String(), rec, s.opts.Now())
+	return s.replay(rec, sub)
+}
+
+// submission is one Submit call's request, parsed, and its fingerprint
+// hashed, at most once however many times the request polls.
+type submission struct {
+	key      Key
+	body     []byte
+	order    order.Order
+	fp       string // the order's fingerprint, once parsed
+	parsed   bool
+	parseErr error
+}
+
+// parse parses the body once, and returns the same error every time.
+func (sub *submission) parse() error {
+	if sub.parsed || sub.parseErr != nil {
+		return sub.parseErr
+	}
+	o, err := order.Parse(sub.body)
+	if err != nil {
+		sub.parseErr = err
+		return err
+	}
+	sub.order, sub.fp, sub.parsed = o, o.Fingerprint(), true
+	return nil
+}
+
+// attempt runs the lifecycle once, starting at now; ErrInProgress means
+// another request holds the key now.
+func (s *Service) attempt(ctx context.Context, sub *submission, now time.Time) (Outcome, error) {
+	cacheKey := sub.key.String()
+	if rec, ok := s.receipts.get(cacheKey, now); ok {
+		return s.replay(rec, sub)
+	}
+	// Only one request per key and instance goes on to the Store; the
+	// others find its outcome in memory on their next poll. The check does
+	// not block, so no request's goroutine is ever woken by another
+	// request; an entry older than the claim lease, left by a request the
+	// runtime abandoned, is taken over like an expired claim, and each
+	// request removes only its own entry.
+	entry, ok := s.inFlight.add(cacheKey, now, s.opts.PendingTTL)
+	if !ok {
+		return Outcome{}, errInFlight
+	}
+	defer s.inFlight.remove(cacheKey, entry)
+
+	claim, err := s.newClaim(sub, now)
+	if err != nil {
+		return Outcome{}, err
+	}
+	// During a migration a key new to the Store may still have a receipt
+	// in the Fallback, whose replay must not count: the limit is then asked
+	// once the Fallback has nothing either.
+	limitLater := s.opts.Limit != nil && s.fallback()
+	if s.opts.Limit != nil && !limitLater && !claim.Sent {
+		claim.Admit = func(ctx context.Context) error { return s.admit(ctx, sub.key) }
+	}
+	rec, err := s.store.Begin(ctx, sub.key, claim)
+	claim.Admit = nil
+	switch {
+	case errors.Is(err, ErrRateLimited) || errors.Is(err, ErrStorageUnavailable):
+		return Outcome{}, err
+	case err != nil:
+		return Outcome{}, storageUnavailable(err)
+	case rec.State == Stored:
+		s.receipts.put(cacheKey, rec, now)
+		return s.replay(rec, sub)
+	case rec.State == Held:
+		if claim.Fingerprint != "" && rec.Fingerprint != "" && rec.Fingerprint != claim.Fingerprint {
+			return Outcome{}, ErrKeyReused
+		}
+		return Outcome{}, ErrInProgress
+	case rec.State == Open:
+		// Begin leaves an Open key alone only for a different order.
+		return Outcome{}, ErrKeyReused
+	}
+
+	// The claim is ours: from here on every way out commits or releases it.
+	if rec.OrderID != "" {
+		// Begin took over an Open key: an earlier attempt may have reached
+		// the gateway, so its order id, and the order it is for, are the
+		// key's for good.
+		claim = takenOver(claim, rec)
+	}
+	if err := sub.parse(); err != nil {
+		s.release(ctx, sub.key, claim)
+		return Outcome{}, err
+	}
+	if claim.Fingerprint != sub.fp {
+		if claim.Sent && claim.Fingerprint != "" {
+			s.release(ctx, sub.key, claim)
+			return Outcome{}, ErrKeyReused
+		}
+		// An Open key stored without its order, by an older version.
+		claim.Fingerprint = sub.fp
+	}
+	claim.Order = sub.order
+	if s.fallback() {
+		if out, done, err := s.adopt(ctx, sub, &claim); done {
+			return out, err
+		}
+	}
+	if limitLater && !claim.Sent {
+		if err := s.admit(ctx, sub.key); err != nil {
+			s.release(ctx, sub.key, claim)
+			return Outcome{}, err
+		}
+	}
+	return s.place(ctx, sub.key, claim, false)
+}
+
+// newClaim is a new claim for sub at now: a fresh token, and the order id
+// and time minted now and stored with it, so every gateway call for the
+// key carries them. If this instance left the key open moments ago, the
+// claim keeps that order id instead, whatever a stale read of the Store
+// says, and another order under the key is ErrKeyReused.
+func (s *Service) newClaim(sub *submission, now time.Time) (Claim, error) {
+	claim := Claim{Token: s.opts.NewID(), OrderID: s.opts.NewID(), AcceptedAt: now,
+		Lease: s.opts.PendingTTL, KeepUntil: s.keepUntil(now)}
+	if sub.parsed {
+		claim.Fingerprint, claim.Order = sub.fp, sub.order
+	}
+	if opened, ok := s.opened.get(sub.key.String(), now); ok {
+		if sub.parsed && opened.Fingerprint != "" && opened.Fingerprint != sub.fp {
+			return Claim{}, ErrKeyReused
+		}
+		claim = takenOver(claim, Record{OrderID: opened.OrderID, AcceptedAt: opened.AcceptedAt, Fingerprint: opened.Fingerprint,
+			Order: opened.Order, HasOrder: opened.Fingerprint != "", Attempts: opened.Attempts, Unresolved: opened.Unresolved})
+	}
+	return claim, nil
+}
+
+// takenOver is claim once it holds an Open key rec: with the key's order
+// id, time, order and attempts, sent.
+func takenOver(claim Claim, rec Record) Claim {
+	claim.OrderID, claim.AcceptedAt, claim.Sent = rec.OrderID, rec.AcceptedAt, true
+	claim.Attempts, claim.Unresolved = rec.Attempts, rec.Unresolved
+	if rec.Fingerprint != "" {
+		claim.Fingerprint = rec.Fingerprint
+	}
+	if rec.HasOrder {
+		claim.Order = rec.Order
+	}
+	return claim
+}
+
+// place passes the claimed order to the gateway and stores its outcome. An
+// unknown outcome releases the claim with its order id kept, so a retry
+// may come at once and calls the gateway again with the same order id, and
+// the settler is due after a backoff (told to Options.Schedule unless the
+// settler itself is placing).
+func (s *Service) place(ctx context.Context, key Key, claim Claim, bySettler bool) (Outcome, error) {
+	receipt := order.Receipt{OrderID: claim.OrderID, Status: order.StatusAccepted, Order: claim.Order, AcceptedAt: claim.AcceptedAt}
+	claim.Sent = true
+	claim.KeepUntil = later(claim.KeepUntil, s.keepUntil(claim.AcceptedAt))
+	err := s.opts.Gateway.Place(ctx, Placement{OrderID: claim.OrderID, Client: key.Client, Order: claim.Order, AcceptedAt: claim.AcceptedAt})
+	var rejection *Rejection
+	switch {
+	case errors.As(err, &rejection):
+		receipt.Status, receipt.Reason = order.StatusRejected, order.TruncateReason(rejection.Reason)
+	case err != nil:
+		return Outcome{}, s.leaveOpen(ctx, key, claim, err, bySettler)
+	}
+	result := Result{Body: receipt.JSON(), Rejected: receipt.Status == order.StatusRejected,
+		Fingerprint: claim.Fingerprint, TTL: s.opts.ResultTTL}
+	if err := s.commit(ctx, key, claim, result, s.opts.Now()); err != nil {
+		return Outcome{}, err
+	}
+	s.opened.forget(key.String())
+	if result.Rejected {
+		return Outcome{}, &Rejection{Reason: receipt.Reason, OrderID: receipt.OrderID}
+	}
+	return Outcome{Receipt: result.Body, OrderID: receipt.OrderID}, nil
+}
+
+// leaveOpen releases claim after a gateway call that ended without an
+// answer (cause): the key stays Open with its order id and one more
+// attempt, due for the settler after the backoff, and this instance
+// remembers it.
+func (s *Service) leaveOpen(ctx context.Context, key Key, claim Claim, cause error, bySettler bool) *Unsettled {
+	now := s.opts.Now()
+	claim.Attempts++
+	claim.NextAttempt = time.Time{}
+	if !claim.Unresolved {
+		claim.NextAttempt = now.Add(SettleBackoff(claim.Attempts))
+	}
+	s.release(ctx, key, claim)
+	s.opened.put(key.String(), claim, now)
+	if !bySettler && !claim.Unresolved && s.opts.Schedule != nil {
+		if err := s.opts.Schedule(context.WithoutCancel(ctx), key, claim.NextAttempt); err != nil {
+			// The Store's record says when the key is due; the sweep of
+			// overdue keys finds it (README, The settler).
+			s.opts.OnReleaseError(key, errs.Prefix("scheduling the settler", err))
+		}
+	}
+	return &Unsettled{OrderID: claim.OrderID, Attempts: claim.Attempts, NextAttempt: claim.NextAttempt,
+		Unresolved: claim.Unresolved, Cause: cause.Error()}
+}
+
+// commit stores result under claim and caches it as stored no later than
+// at (its expiry in the cache then comes no later than in storage).
+// ErrInProgress means another request took the key over after claim's
+// lease ran out: its outcome is the key's. Any other failure releases the
+// claim: without a stored outcome a retry places the order, under the same
+// order id once it may have reached the gateway.
+func (s *Service) commit(ctx context.Context, key Key, claim Claim, result Result, at time.Time) error {
+	if err := s.store.Commit(ctx, key, claim, result); err != nil {
+		if errors.Is(err, ErrLostClaim) {
+			return ErrInProgress
+		}
+		s.release(ctx, key, claim)
+		return storageUnavailable(err)
+	}
+	s.receipts.put(key.String(), Record{State: Stored, Body: result.Body, Rejected: result.Rejected,
+		Fingerprint: result.Fingerprint, Expires: at.Add(result.TTL)}, at)
+	if s.opts.ReleaseAfterCommit {
+		claim.Sent = false // the outcome is stored: the claim goes
+		s.opts.Defer(ctx, func(ctx context.Context) { s.release(ctx, key, claim) })
+	}
+	return nil
+}
+
+// replay answers with a stored outcome if the submission is the order it
+// was stored for. Receipts stored without a fingerprint, as the TypeScript
+// reference stores them, replay whatever the body.
+func (s *Service) replay(rec Record, sub *submission) (Outcome, error) {
+	if rec.Fingerprint != "" {
+		if err := sub.parse(); err != nil {
+			return Outcome{}, err
+		}
+		if sub.fp != rec.Fingerprint {
+			return Outcome{}, ErrKeyReused
+		}
+	}
+	return replayed(rec)
+}
+
+// replayed is a stored outcome as an earlier request's: a receipt, or the
+// rejection it records.
+func replayed(rec Record) (Outcome, error) {
+	id, _, reason := order.ReceiptFields(rec.Body)
+	if rec.Rejected {
+		return Outcome{}, &Rejection{Reason: reason, OrderID: id, Replayed: true}
+	}
+	return Outcome{Receipt: rec.Body, Replayed: true, OrderID: id}, nil
+}
+
+// later is the later of a and b.
+func later(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
+}
+
+func storageUnavailable(err error) error {
+	return errs.Detail(ErrStorageUnavailable, err.Error())
+}

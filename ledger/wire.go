@@ -1,0 +1,294 @@
+package ledger
+
+import (
+	"errors"
+	"strconv"
+	"time"
+
+	"github.com/edge-orders/edge-orders/intake"
+	"github.com/edge-orders/edge-orders/internal/jsjson"
+	"github.com/edge-orders/edge-orders/order"
+)
+
+// The ledger's RPC carries one JSON argument and returns one JSON result,
+// both written and read here, in portable code that the Worker (Client)
+// and the object (Export) share: so the two sides cannot disagree about
+// an argument's position, and the format is tested natively. Times are
+// Unix milliseconds, durations milliseconds, flags 0 or 1; a member that
+// is zero is left out.
+
+// errNotRecord is an object's answer the Worker cannot read.
+var errNotRecord = errors.New("ledger: an answer that is not a record")
+
+// Members of the ledger's RPC documents.
+const (
+	mClient      = "client"
+	mID          = "id"
+	mToken       = "token"
+	mFingerprint = "fingerprint"
+	mSymbol      = "symbol"
+	mSide        = "side"
+	mQuantity    = "quantity"
+	mOrderID     = "orderId"
+	mAcceptedAt  = "acceptedAt"
+	mLease       = "lease"
+	mKeepUntil   = "keepUntil"
+	mSettling    = "settling"
+	mSent        = "sent"
+	mAttempts    = "attempts"
+	mNextAttempt = "nextAttempt"
+	mUnresolved  = "unresolved"
+	mReceipt     = "receipt"
+	mRejected    = "rejected"
+	mTTL         = "ttl"
+	mState       = "state"
+	mExpires     = "expires"
+	mCommitted   = "committed"
+	mLost        = "lost"
+)
+
+// wireNames is every member a document may have: a reader keeps them all.
+var wireNames = []string{mClient, mID, mToken, mFingerprint, mSymbol, mSide, mQuantity, mOrderID, mAcceptedAt,
+	mLease, mKeepUntil, mSettling, mSent, mAttempts, mNextAttempt, mUnresolved, mReceipt, mRejected, mTTL,
+	mState, mExpires, mCommitted, mLost}
+
+// doc writes one JSON object, leaving out members that are zero.
+type doc struct{ b []byte }
+
+func (d *doc) member(name string) {
+	if d.b == nil {
+		d.b = append(d.b, '{')
+	} else {
+		d.b = append(d.b, ',')
+	}
+	d.b = append(jsjson.AppendString(d.b, name), ':')
+}
+
+func (d *doc) str(name, v string) {
+	if v != "" {
+		d.member(name)
+		d.b = jsjson.AppendString(d.b, v)
+	}
+}
+
+func (d *doc) num(name string, v float64) {
+	if v != 0 {
+		d.member(name)
+		d.b = jsjson.AppendNumber(d.b, v)
+	}
+}
+
+func (d *doc) int(name string, v int64) {
+	if v != 0 {
+		d.member(name)
+		d.b = strconv.AppendInt(d.b, v, 10)
+	}
+}
+
+func (d *doc) time(name string, t time.Time) {
+	if !t.IsZero() {
+		d.int(name, t.UnixMilli())
+	}
+}
+
+func (d *doc) flag(name string, v bool) {
+	if v {
+		d.int(name, 1)
+	}
+}
+
+func (d *doc) key(k intake.Key) {
+	d.str(mClient, k.Client)
+	d.member(mID)
+	d.b = jsjson.AppendString(d.b, k.ID)
+}
+
+func (d *doc) order(o order.Order, has bool) {
+	if has {
+		d.str(mSymbol, o.Symbol)
+		d.str(mSide, string(o.Side))
+		d.num(mQuantity, o.Quantity)
+	}
+}
+
+func (d *doc) bytes() []byte {
+	if d.b == nil {
+		return []byte("{}")
+	}
+	return append(d.b, '}')
+}
+
+// reader reads a document written by doc.
+type reader struct{ o jsjson.Object }
+
+func read(b []byte) (reader, error) {
+	o, err := jsjson.Parse(b, wireNames...)
+	if err != nil || !o.IsObject() {
+		return reader{}, errNotRecord
+	}
+	return reader{o}, nil
+}
+
+func (r reader) str(name string) string { return r.o.Get(name).Str }
+
+func (r reader) num(name string) float64 {
+	if v := r.o.Get(name); v.Kind == jsjson.Number {
+		return v.Num
+	}
+	return 0
+}
+
+func (r reader) time(name string) time.Time {
+	if n := int64(r.num(name)); n != 0 {
+		return time.UnixMilli(n)
+	}
+	return time.Time{}
+}
+
+func (r reader) millis(name string) time.Duration {
+	return time.Duration(r.num(name)) * time.Millisecond
+}
+
+func (r reader) flag(name string) bool { return r.num(name) != 0 }
+
+func (r reader) key() intake.Key { return intake.Key{Client: r.str(mClient), ID: r.str(mID)} }
+
+func (r reader) order() (order.Order, bool) {
+	o := order.Order{Symbol: r.str(mSymbol), Side: order.Side(r.str(mSide)), Quantity: r.num(mQuantity)}
+	if o.Symbol == "" || (o.Side != order.Buy && o.Side != order.Sell) || o.Quantity <= 0 {
+		return order.Order{}, false
+	}
+	return o, true
+}
+
+// encodeClaim is a claim, or a release, of key: the claim's own members.
+func encodeClaim(key intake.Key, c intake.Claim) []byte {
+	var d doc
+	d.key(key)
+	d.str(mToken, c.Token)
+	d.str(mFingerprint, c.Fingerprint)
+	d.order(c.Order, c.Fingerprint != "")
+	d.str(mOrderID, c.OrderID)
+	d.time(mAcceptedAt, c.AcceptedAt)
+	d.int(mLease, c.Lease.Milliseconds())
+	d.time(mKeepUntil, c.KeepUntil)
+	d.flag(mSettling, c.Settling)
+	d.flag(mSent, c.Sent)
+	d.int(mAttempts, int64(c.Attempts))
+	d.time(mNextAttempt, c.NextAttempt)
+	d.flag(mUnresolved, c.Unresolved)
+	return d.bytes()
+}
+
+func decodeClaim(b []byte) (intake.Key, intake.Claim, error) {
+	r, err := read(b)
+	if err != nil {
+		return intake.Key{}, intake.Claim{}, err
+	}
+	c := intake.Claim{Token: r.str(mToken), Fingerprint: r.str(mFingerprint), OrderID: r.str(mOrderID),
+		AcceptedAt: r.time(mAcceptedAt), Lease: r.millis(mLease), KeepUntil: r.time(mKeepUntil),
+		Settling: r.flag(mSettling), Sent: r.flag(mSent), Attempts: int(r.num(mAttempts)),
+		NextAttempt: r.time(mNextAttempt), Unresolved: r.flag(mUnresolved)}
+	if o, ok := r.order(); ok && c.Fingerprint != "" {
+		c.Order = o
+	}
+	return r.key(), c, nil
+}
+
+// encodeCommit is a commit of result under key by c.
+func encodeCommit(key intake.Key, c intake.Claim, res intake.Result) []byte {
+	var d doc
+	d.key(key)
+	d.str(mToken, c.Token)
+	d.member(mReceipt)
+	d.b = jsjson.AppendString(d.b, string(res.Body))
+	d.flag(mRejected, res.Rejected)
+	d.str(mFingerprint, res.Fingerprint)
+	d.int(mTTL, res.TTL.Milliseconds())
+	return d.bytes()
+}
+
+func decodeCommit(b []byte) (intake.Key, intake.Claim, intake.Result, error) {
+	r, err := read(b)
+	if err != nil {
+		return intake.Key{}, intake.Claim{}, intake.Result{}, err
+	}
+	res := intake.Result{Body: []byte(r.str(mReceipt)), Rejected: r.flag(mRejected), Fingerprint: r.str(mFingerprint), TTL: r.millis(mTTL)}
+	return r.key(), intake.Claim{Token: r.str(mToken)}, res, nil
+}
+
+// encodeKey is a lookup of key.
+func encodeKey(key intake.Key) []byte {
+	var d doc
+	d.key(key)
+	return d.bytes()
+}
+
+func decodeKey(b []byte) (intake.Key, error) {
+	r, err := read(b)
+	return r.key(), err
+}
+
+// encodeCommitted is Commit's answer: committed, or lost to another claim.
+func encodeCommitted(err error) []byte {
+	if err != nil {
+		return []byte(`{"lost":1}`)
+	}
+	return []byte(`{"committed":1}`)
+}
+
+// decodeCommitted trusts only an explicit committed: a Worker bound to
+// another script's class (ledger-front) may meet another version of it,
+// and no receipt may be handed out on an answer it cannot read.
+func decodeCommitted(b []byte) error {
+	r, err := read(b)
+	switch {
+	case err == nil && r.flag(mLost):
+		return intake.ErrLostClaim
+	case err != nil || !r.flag(mCommitted):
+		return errors.New("ledger: commit: an answer that says neither committed nor lost")
+	}
+	return nil
+}
+
+// encodeRecord is a record as the object answers it.
+func encodeRecord(rec intake.Record) []byte {
+	var d doc
+	d.member(mState)
+	d.b = strconv.AppendInt(d.b, int64(rec.State), 10)
+	d.str(mFingerprint, rec.Fingerprint)
+	if rec.Body != nil {
+		d.member(mReceipt)
+		d.b = jsjson.AppendString(d.b, string(rec.Body))
+		d.flag(mRejected, rec.Rejected)
+	}
+	d.time(mExpires, rec.Expires)
+	d.str(mOrderID, rec.OrderID)
+	d.time(mAcceptedAt, rec.AcceptedAt)
+	d.order(rec.Order, rec.HasOrder)
+	d.int(mAttempts, int64(rec.Attempts))
+	d.time(mNextAttempt, rec.NextAttempt)
+	d.flag(mUnresolved, rec.Unresolved)
+	return d.bytes()
+}
+
+// decodeRecord refuses an answer it cannot read, rather than guess: a
+// Stored record must carry its receipt, an Open one its order id.
+func decodeRecord(b []byte) (intake.Record, error) {
+	r, err := read(b)
+	if err != nil || r.o.Get(mState).Kind != jsjson.Number {
+		return intake.Record{}, errNotRecord
+	}
+	rec := intake.Record{State: intake.State(r.num(mState)), Fingerprint: r.str(mFingerprint),
+		Expires: r.time(mExpires), OrderID: r.str(mOrderID), AcceptedAt: r.time(mAcceptedAt),
+		Attempts: int(r.num(mAttempts)), NextAttempt: r.time(mNextAttempt), Unresolved: r.flag(mUnresolved)}
+	if v := r.o.Get(mReceipt); v.Kind == jsjson.String {
+		rec.Body, rec.Rejected = []byte(v.Str), r.flag(mRejected)
+	}
+	rec.Order, rec.HasOrder = r.order()
+	switch {
+	case rec.State > intake.Open, rec.State == intake.Stored && rec.Body == nil, rec.State == intake.Open && rec.OrderID == "":
+		return intake.Record{}, errNotRecord
+	}
+	return rec, nil
+}
