@@ -1,8 +1,7 @@
 package intake
 
 import (
-	"crypto/rand"
-	"encoding/hex"
+	"math/rand/v2"
 	"time"
 )
 
@@ -76,13 +75,28 @@ func unsettled(rec Record) *Unsettled {
 	return &Unsettled{OrderID: rec.OrderID, Attempts: rec.Attempts, NextAttempt: rec.NextAttempt, Unresolved: rec.Unresolved}
 }
 
-// randomID is a random version 4 UUID from crypto/rand, the default
-// Options.NewID.
+// randomID is a random version 4 UUID from math/rand/v2's ChaCha8, the
+// default Options.NewID: crypto/rand would add hundreds of kilobytes to
+// the Worker's wasm, which passes internal/uuid (crypto.getRandomValues).
 func randomID() string {
-	var b [16]byte
-	rand.Read(b[:])
-	b[6] = b[6]&0x0f | 0x40
-	b[8] = b[8]&0x3f | 0x80
-	h := hex.EncodeToString(b[:])
-	return h[:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:]
+	const digits = "0123456789abcdef"
+	var b [36]byte
+	hi, lo := rand.Uint64(), rand.Uint64()
+	hi = hi&^(0xf<<12) | 0x4<<12 // version 4
+	lo = lo&^(0x3<<62) | 0x2<<62 // variant 10
+	for i, j := 0, 0; i < 36; i++ {
+		if i == 8 || i == 13 || i == 18 || i == 23 {
+			b[i] = '-'
+			continue
+		}
+		var nibble uint64
+		if j < 16 {
+			nibble = hi >> (60 - 4*j) & 0xf
+		} else {
+			nibble = lo >> (60 - 4*(j-16)) & 0xf
+		}
+		b[i] = digits[nibble]
+		j++
+	}
+	return string(b[:])
 }
