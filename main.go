@@ -76,8 +76,9 @@ type worker struct {
 	service *intake.Service
 	// consumer settles KV mode's keys from the settle queue, and kvStore
 	// lists the overdue ones; nil in ledger mode.
-	consumer *settlequeue.Consumer
-	kvStore  *kv.Store
+	consumer   *settlequeue.Consumer
+	kvStore    *kv.Store
+	sweepGrace time.Duration
 }
 
 // newWorker builds the Worker from its environment. A setting that cannot
@@ -94,6 +95,7 @@ func newWorker(env workers.Env) *worker {
 	if err != nil {
 		return misconfigured(err.Error())
 	}
+	w.sweepGrace = cfg.SweepGrace
 	w.opts = intake.Options{
 		ResultTTL:    cfg.ResultTTL,
 		PendingTTL:   cfg.PendingTTL,
@@ -194,7 +196,7 @@ func (w *worker) sweep(ctx context.Context) error {
 	if w.consumer == nil || w.kvStore == nil {
 		return nil
 	}
-	n, err := w.consumer.Sweep(ctx, w.kvStore, time.Now(), sweepLimit)
+	n, err := w.consumer.Sweep(ctx, w.kvStore, time.Now(), w.sweepGrace, sweepLimit)
 	if n > 0 || err != nil {
 		line := eventlog.Line{Outcome: "settle_sweep", Attempts: n}
 		if err != nil {

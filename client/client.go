@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -158,15 +157,18 @@ func (c *Client) Submit(ctx context.Context, order Order) (*Result, error) {
 // which IsRetryable is true) passes the same key again to learn the outcome
 // without placing a second order.
 //
-// It retries transport failures, 409 in_progress and 503 responses, up to
-// Options.MaxAttempts requests, and stops early when the next wait would
-// pass ctx's deadline. It returns a *Error for the last failure: one
-// wrapping the transport error, or one describing the Worker's problem, for
-// which errors.Is matches ErrInvalidOrder, ErrKeyReused, ErrInProgress,
-// ErrUnauthorized, ErrRateLimited, ErrUnavailable or ErrInvalidKey. Before
-// sending anything it returns an error wrapping ErrInvalidKey for a key that
-// is not 1 to MaxKeyBytes printable ASCII characters, and one wrapping
-// ErrQuantityTooLarge for a quantity above MaxQuantity.
+// It retries transport failures, 409 in_progress and 503 responses but
+// outcome_unresolved, up to Options.MaxAttempts requests, and stops early
+// when the next wait would pass ctx's deadline. It returns a *Error for the
+// last failure: one wrapping the transport error, or one describing the
+// Worker's problem, for which errors.Is matches ErrInvalidOrder,
+// ErrKeyReused, ErrInProgress, ErrUnauthorized, ErrRateLimited,
+// ErrStorageUnavailable, ErrOutcomeUnknown (with the order id, attempts and
+// next attempt in Error.Problem), ErrOutcomeUnresolved (returned at once),
+// ErrRejected or ErrInvalidKey. Before sending anything it returns an error
+// wrapping ErrInvalidKey for a key that is not 1 to MaxKeyBytes printable
+// ASCII characters, and one wrapping ErrQuantityTooLarge for a quantity
+// above MaxQuantity.
 func (c *Client) SubmitWithKey(ctx context.Context, key string, order Order) (*Result, error) {
 	if err := checkKey(key); err != nil {
 		return nil, err
@@ -183,10 +185,17 @@ func (c *Client) SubmitWithKey(ctx context.Context, key string, order Order) (*R
 
 // Lookup returns the receipt stored under key without placing anything.
 // It retries as SubmitWithKey does, so a lookup that meets a request still
-// holding the key waits for its outcome. It returns a *Error matching
-// ErrNotFound when the key has no receipt, ErrInProgress when a request
-// still held the key at the last attempt, and the other errors
-// SubmitWithKey returns.
+// holding the key, or an order the Worker is settling, waits for its
+// outcome. It tells the key's states apart by the *Error it returns:
+// ErrInProgress when a request still held the key at the last attempt;
+// ErrOutcomeUnknown while the Worker is settling the order with the
+// order-management system (Error.Problem has OrderID, Attempts and, when
+// known, NextAttemptAt; Error.RetryAfter is the wait until then);
+// ErrOutcomeUnresolved, at once, when the Worker stopped asking (check it
+// before ErrOutcomeUnknown, which it matches too); ErrRejected when the
+// order-management system refused the order; ErrNotFound when the key has
+// nothing; and the other errors SubmitWithKey returns. A receipt is
+// returned as a Result.
 func (c *Client) Lookup(ctx context.Context, key string) (*Result, error) {
 	if err := checkKey(key); err != nil {
 		return nil, err
@@ -299,8 +308,7 @@ func (c *Client) read(resp *http.Response, raw []byte) outcome {
 	// A body that is not a problem (a proxy's error page, say) leaves
 	// Problem zero, and the status alone decides; a member of the wrong
 	// type loses only that member, so the code still counts.
-	var typeErr *json.UnmarshalTypeError
-	if err := json.Unmarshal(raw, &e.Problem); err != nil && !errors.As(err, &typeErr) {
+	if err := decodeProblem(raw, &e.Problem); err != nil {
 		e.Problem = Problem{}
 	}
 	e.RetryAfter = c.retryAfter(resp.Header.Get("Retry-After"), e.Problem.RetryAfter)

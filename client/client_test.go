@@ -196,6 +196,7 @@ func TestRetriesUnderTheSameKey(t *testing.T) {
 		wantAttempts int
 	}{
 		{"503 storage_unavailable, then placed", []step{unavailable}, 2},
+		{"503 outcome_unknown, then placed", []step{fail(503, "outcome_unknown", "Retry-After", "2")}, 2},
 		{"409 in_progress twice, then placed", []step{inProgress, inProgress}, 3},
 		{"dropped connection, then placed", []step{drop}, 2},
 		{"response cut off mid-body, then placed", []step{truncate}, 2},
@@ -259,6 +260,7 @@ func TestFinalErrorsAreNotRetried(t *testing.T) {
 		{"500 misconfigured", fail(500, "misconfigured"), 500, "misconfigured", nil, 0},
 		{"502 page from a proxy", raw(502, "text/html", "<h1>Bad gateway</h1>"), 502, "", nil, 0},
 		{"404 on a POST", fail(404, "not_found"), 404, "not_found", client.ErrNotFound, 0},
+		{"503 outcome_unresolved, though a 503", fail(503, "outcome_unresolved", "Retry-After", "1"), 503, "outcome_unresolved", client.ErrOutcomeUnresolved, time.Second},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -278,7 +280,7 @@ func TestFinalErrorsAreNotRetried(t *testing.T) {
 			}
 			if tc.wantSentinel == nil {
 				for _, s := range []error{client.ErrInvalidOrder, client.ErrKeyReused, client.ErrInvalidKey, client.ErrUnauthorized,
-					client.ErrRateLimited, client.ErrNotFound, client.ErrInProgress, client.ErrUnavailable} {
+					client.ErrRateLimited, client.ErrNotFound, client.ErrInProgress, client.ErrStorageUnavailable} {
 					if errors.Is(err, s) {
 						t.Errorf("errors.Is(%v, %v) = true, want false", err, s)
 					}
@@ -396,7 +398,7 @@ func TestGivesUpAfterMaxAttempts(t *testing.T) {
 		step         step
 		wantSentinel error
 	}{
-		{"503 every time is ErrUnavailable", fail(503, "storage_unavailable", "Retry-After", "1"), client.ErrUnavailable},
+		{"503 every time is ErrStorageUnavailable", fail(503, "storage_unavailable", "Retry-After", "1"), client.ErrStorageUnavailable},
 		{"409 every time is ErrInProgress", func(rw http.ResponseWriter, r *http.Request) { writeInProgress(rw) }, client.ErrInProgress},
 	}
 	for _, tc := range tests {
@@ -508,7 +510,7 @@ func TestRetryAfterCappedByDeadline(t *testing.T) {
 		wantErr      error // nil: placed
 		wantAttempts int
 	}{
-		{"a wait past the deadline stops at once with the last error", "60", 10 * time.Second, nil, client.ErrUnavailable, 1},
+		{"a wait past the deadline stops at once with the last error", "60", 10 * time.Second, nil, client.ErrStorageUnavailable, 1},
 		{"a wait within the deadline is waited", "2", 10 * time.Second, []time.Duration{2 * time.Second}, nil, 2},
 	}
 	for _, tc := range tests {
@@ -545,8 +547,8 @@ func TestCancelWhileWaitingReturnsTheLastError(t *testing.T) {
 	time.AfterFunc(20*time.Millisecond, cancel)
 	start := time.Now()
 	_, err := c.SubmitWithKey(ctx, "k-cancel", msft)
-	if !errors.Is(err, client.ErrUnavailable) {
-		t.Errorf("error = %v, want the last attempt's ErrUnavailable", err)
+	if !errors.Is(err, client.ErrStorageUnavailable) {
+		t.Errorf("error = %v, want the last attempt's ErrStorageUnavailable", err)
 	}
 	if elapsed := time.Since(start); elapsed > 10*time.Second {
 		t.Errorf("returned after %v, want soon after the cancellation", elapsed)
@@ -654,12 +656,36 @@ func TestUnusableSuccess(t *testing.T) {
 }
 
 func TestProblemWithAWrongMemberKeepsItsCode(t *testing.T) {
-	w := newWorker(t, "", raw(409, "application/problem+json",
-		`{"type":"tag:edge-orders,2026:in_progress","status":409,"error":"in_progress","retryAfter":"soon"}`))
-	c, _ := newClient(w, &client.Options{MaxAttempts: 1})
-	_, err := c.Submit(t.Context(), msft)
-	if !errors.Is(err, client.ErrInProgress) {
-		t.Errorf("error = %v, want ErrInProgress", err)
+	const unknown = `{"type":"tag:edge-orders,2026:outcome_unknown","status":503,"error":"outcome_unknown","orderId":"o-1","attempts":2,"nextAttemptAt":"2026-01-02T03:04:09.678Z"`
+	tests := []struct {
+		name string
+		step step
+		want error
+		// wantProblem is the problem's members that survive; nil: not checked.
+		wantProblem *client.Problem
+	}{
+		{"retryAfter that is not a number", raw(409, "application/problem+json",
+			`{"type":"tag:edge-orders,2026:in_progress","status":409,"error":"in_progress","retryAfter":"soon"}`), client.ErrInProgress, nil},
+		{"nextAttemptAt that is not a time", raw(503, "application/problem+json", strings.Replace(unknown, "2026-01-02T03:04:09.678Z", "soon", 1)+`}`),
+			client.ErrOutcomeUnknown, &client.Problem{Type: "tag:edge-orders,2026:outcome_unknown", Status: 503, Code: "outcome_unknown", OrderID: "o-1", Attempts: 2}},
+		{"nextAttemptAt that is a number", raw(503, "application/problem+json", strings.Replace(unknown, `"2026-01-02T03:04:09.678Z"`, "5", 1)+`}`),
+			client.ErrOutcomeUnknown, &client.Problem{Type: "tag:edge-orders,2026:outcome_unknown", Status: 503, Code: "outcome_unknown", OrderID: "o-1", Attempts: 2}},
+		{"attempts that is not a number", raw(503, "application/problem+json", strings.Replace(unknown, `"attempts":2`, `"attempts":"two"`, 1)+`}`),
+			client.ErrOutcomeUnknown, &client.Problem{Type: "tag:edge-orders,2026:outcome_unknown", Status: 503, Code: "outcome_unknown", OrderID: "o-1",
+				NextAttemptAt: time.Date(2026, 1, 2, 3, 4, 9, 678e6, time.UTC)}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			w := newWorker(t, "", tc.step)
+			c, _ := newClient(w, &client.Options{MaxAttempts: 1})
+			_, err := c.Submit(t.Context(), msft)
+			if !errors.Is(err, tc.want) {
+				t.Fatalf("error = %v, want %v", err, tc.want)
+			}
+			if got := asError(t, err).Problem; tc.wantProblem != nil && got != *tc.wantProblem {
+				t.Errorf("Problem = %+v, want %+v", got, *tc.wantProblem)
+			}
+		})
 	}
 }
 
@@ -677,6 +703,9 @@ func TestLookup(t *testing.T) {
 		{"key in progress is waited for", true, []step{inProgress}, nil, 2},
 		{"key in progress through every attempt is ErrInProgress", false, repeat(3, inProgress), client.ErrInProgress, 3},
 		{"503 is retried", true, []step{fail(503, "storage_unavailable", "Retry-After", "1")}, nil, 2},
+		{"order being settled is retried", true, []step{fail(503, "outcome_unknown", "Retry-After", "1")}, nil, 2},
+		{"order being settled through every attempt is ErrOutcomeUnknown", false, repeat(3, fail(503, "outcome_unknown", "Retry-After", "1")), client.ErrOutcomeUnknown, 3},
+		{"unresolved order is ErrOutcomeUnresolved at once", false, repeat(3, fail(503, "outcome_unresolved", "Retry-After", "1")), client.ErrOutcomeUnresolved, 1},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -759,6 +788,123 @@ func TestGatewayOutcomes(t *testing.T) {
 		_, again := c.SubmitWithKey(t.Context(), "refused", msft)
 		if !errors.Is(again, client.ErrRejected) || asError(t, again).Problem.OrderID != e.Problem.OrderID {
 			t.Errorf("retry = %v, want the same rejection", again)
+		}
+	})
+}
+
+// TestUnsettledOutcomes drives the real handler through an order whose
+// outcome is unknown: while the Worker settles it, the error names the
+// order, the attempts and the next attempt, and the client retries; once
+// settled, a lookup returns the receipt; once unresolved, the client
+// returns ErrOutcomeUnresolved at once, and a later submission under the
+// key still reaches the order-management system with the same order id.
+func TestUnsettledOutcomes(t *testing.T) {
+	lost := errors.New("oms: no answer")
+	// The worker's clock starts at acceptedAt; the settler is due a
+	// second after the first lost answer.
+	stamp, _ := time.Parse(time.RFC3339Nano, acceptedAt)
+
+	t.Run("an order being settled is ErrOutcomeUnknown with its order, attempts and next attempt", func(t *testing.T) {
+		w := newWorker(t, "")
+		w.gateway.answers = []error{lost}
+		c, s := newClient(w, &client.Options{MaxAttempts: 1})
+		_, submitErr := c.SubmitWithKey(t.Context(), "k-unknown", msft)
+		_, lookupErr := c.Lookup(t.Context(), "k-unknown")
+		for name, err := range map[string]error{"SubmitWithKey": submitErr, "Lookup": lookupErr} {
+			if !errors.Is(err, client.ErrOutcomeUnknown) || errors.Is(err, client.ErrOutcomeUnresolved) || !client.IsRetryable(err) {
+				t.Fatalf("%s error = %v, want a retryable ErrOutcomeUnknown, not ErrOutcomeUnresolved", name, err)
+			}
+			e := asError(t, err)
+			if _, uerr := uuid.Parse(e.Problem.OrderID); uerr != nil || e.Problem.Attempts != 1 ||
+				!e.Problem.NextAttemptAt.Equal(stamp.Add(time.Second)) || e.RetryAfter != time.Second {
+				t.Errorf("%s problem %+v RetryAfter %v, want an order id, 1 attempt, the next at %v, and 1s",
+					name, e.Problem, e.RetryAfter, stamp.Add(time.Second))
+			}
+			if strings.Contains(string(e.Body), lost.Error()) {
+				t.Errorf("%s body %s has the gateway's error", name, e.Body)
+			}
+		}
+		if a, b := asError(t, submitErr).Problem.OrderID, asError(t, lookupErr).Problem.OrderID; a != b {
+			t.Errorf("lookup order id %s, want the submission's %s", b, a)
+		}
+		if waits := s.recorded(); len(waits) != 0 {
+			t.Errorf("waits = %v, want none with MaxAttempts 1", waits)
+		}
+	})
+
+	t.Run("a lookup waits for the Worker to settle the order and returns the receipt", func(t *testing.T) {
+		w := newWorker(t, "")
+		w.gateway.answers = []error{lost}
+		c, _ := newClient(w, &client.Options{MaxAttempts: 1})
+		_, err := c.SubmitWithKey(t.Context(), "k-settled", msft)
+		orderID := asError(t, err).Problem.OrderID
+		var waits []time.Duration
+		looker := client.New(w.srv.URL, &client.Options{MaxAttempts: 3, Sleep: func(ctx context.Context, d time.Duration) error {
+			waits = append(waits, d)
+			w.advance(d)
+			if st := w.settle(t, "k-settled"); !st.Final || st.Unresolved {
+				t.Errorf("Settle = %+v, want the outcome settled", st)
+			}
+			return nil
+		}})
+		res, err := looker.Lookup(t.Context(), "k-settled")
+		if err != nil {
+			t.Fatalf("Lookup: %v", err)
+		}
+		if res.Receipt.OrderID != orderID || !res.Replay || res.Attempts != 2 {
+			t.Errorf("Lookup = order %s replay %v attempts %d, want order %s, a replay, 2 attempts", res.Receipt.OrderID, res.Replay, res.Attempts, orderID)
+		}
+		if len(waits) != 1 || waits[0] < time.Second {
+			t.Errorf("waits = %v, want one of at least the Retry-After, 1s", waits)
+		}
+		if n := w.gateway.orders(); n != 1 {
+			t.Errorf("the order-management system accepted %d orders, want 1", n)
+		}
+	})
+
+	t.Run("an unresolved order is returned at once, and the key keeps its order id", func(t *testing.T) {
+		w := newWorker(t, "")
+		w.gateway.answers = []error{lost, lost}
+		c, s := newClient(w, &client.Options{MaxAttempts: 5})
+		first, _ := newClient(w, &client.Options{MaxAttempts: 1})
+		_, err := first.SubmitWithKey(t.Context(), "k-unresolved", msft)
+		orderID := asError(t, err).Problem.OrderID
+		w.advance(intake.DefaultSettleMaxAge)
+		if st := w.settle(t, "k-unresolved"); !st.Unresolved {
+			t.Fatalf("Settle = %+v, want the key unresolved", st)
+		}
+
+		sent := len(w.requests())
+		_, lookupErr := c.Lookup(t.Context(), "k-unresolved")
+		_, submitErr := c.SubmitWithKey(t.Context(), "k-unresolved", msft)
+		for _, tc := range []struct {
+			name         string
+			err          error
+			wantAttempts int
+		}{{"Lookup", lookupErr, 1}, {"SubmitWithKey", submitErr, 2}} {
+			if !errors.Is(tc.err, client.ErrOutcomeUnresolved) || !errors.Is(tc.err, client.ErrOutcomeUnknown) || client.IsRetryable(tc.err) {
+				t.Fatalf("%s error = %v, want ErrOutcomeUnresolved, matching ErrOutcomeUnknown too, not retryable", tc.name, tc.err)
+			}
+			e := asError(t, tc.err)
+			if e.Attempts != 1 || e.Problem.OrderID != orderID || e.Problem.Attempts != tc.wantAttempts || !e.Problem.NextAttemptAt.IsZero() {
+				t.Errorf("%s sent %d request(s), problem %+v; want 1, order %s, %d attempts, no next attempt",
+					tc.name, e.Attempts, e.Problem, orderID, tc.wantAttempts)
+			}
+		}
+		if n := len(w.requests()) - sent; n != 2 {
+			t.Errorf("worker saw %d requests, want 2: one lookup, one submission", n)
+		}
+		if waits := s.recorded(); len(waits) != 0 {
+			t.Errorf("waits = %v, want none", waits)
+		}
+
+		res, err := c.SubmitWithKey(t.Context(), "k-unresolved", msft)
+		if err != nil {
+			t.Fatalf("SubmitWithKey once the order-management system answers: %v", err)
+		}
+		if res.Receipt.OrderID != orderID || res.StatusCode != 201 || w.gateway.orders() != 1 {
+			t.Errorf("receipt for order %s status %d, %d order(s) accepted; want order %s, 201, 1",
+				res.Receipt.OrderID, res.StatusCode, w.gateway.orders(), orderID)
 		}
 	})
 }

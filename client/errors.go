@@ -1,6 +1,7 @@
 package client
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -29,13 +30,26 @@ var (
 	// (rate_limited). The client does not retry it; Error.RetryAfter says
 	// when the Worker will take requests again.
 	ErrRateLimited = errors.New("client: rate limited")
-	// ErrUnavailable: the Worker's storage failed (storage_unavailable).
-	// Retryable under the same key.
-	ErrUnavailable = errors.New("client: storage unavailable")
+	// ErrStorageUnavailable: the Worker's storage failed
+	// (storage_unavailable). Retryable under the same key.
+	ErrStorageUnavailable = errors.New("client: storage unavailable")
 	// ErrOutcomeUnknown: the order-management system did not confirm the
-	// order (outcome_unknown), so it may or may not exist. Retryable under
-	// the same key, which settles it without placing a second order.
+	// order (outcome_unknown), so it may or may not exist, and the Worker
+	// is settling it with the order-management system by itself.
+	// Problem.OrderID is the order, Problem.Attempts the calls so far and
+	// Problem.NextAttemptAt when the Worker calls next. Retryable under the
+	// same key, which never places a second order: a lookup then finds the
+	// settled outcome, a submission asks the order-management system itself.
+	// An unresolved outcome matches it too.
 	ErrOutcomeUnknown = errors.New("client: order outcome unknown")
+	// ErrOutcomeUnresolved: the order-management system never confirmed the
+	// order and the Worker stopped asking it (outcome_unresolved), so it
+	// still may or may not exist. It matches ErrOutcomeUnknown too. The key
+	// keeps its order id (Problem.OrderID): keep the key, never send the
+	// order under a new one. The client does not retry it, since no answer
+	// is seconds away; sending the order again under the same key later
+	// still asks the order-management system, with the same order id.
+	ErrOutcomeUnresolved = errors.New("client: order outcome unresolved")
 	// ErrRejected: the order-management system refused the order for good
 	// (order_rejected). Final for the key; Problem.Detail is the reason and
 	// Problem.OrderID the refused order.
@@ -63,8 +77,9 @@ var codes = map[string]error{
 	"not_found":               ErrNotFound,
 	"unauthorized":            ErrUnauthorized,
 	"rate_limited":            ErrRateLimited,
-	"storage_unavailable":     ErrUnavailable,
+	"storage_unavailable":     ErrStorageUnavailable,
 	"outcome_unknown":         ErrOutcomeUnknown,
+	"outcome_unresolved":      ErrOutcomeUnresolved,
 	"order_rejected":          ErrRejected,
 	"missing_idempotency_key": ErrInvalidKey,
 	"invalid_idempotency_key": ErrInvalidKey,
@@ -82,9 +97,39 @@ type Problem struct {
 	// RetryAfter is the "retryAfter" member, in seconds, sent with 409
 	// in_progress; 0 when absent.
 	RetryAfter int `json:"retryAfter"`
-	// OrderID is the "orderId" member, sent with order_rejected: the
-	// order the order-management system refused.
+	// OrderID is the "orderId" member, sent with order_rejected (the order
+	// the order-management system refused), and with outcome_unknown and
+	// outcome_unresolved (the order id the key keeps).
 	OrderID string `json:"orderId"`
+	// Attempts is the "attempts" member, sent with outcome_unknown and
+	// outcome_unresolved: how many of the Worker's calls to the
+	// order-management system for the order ended without an answer.
+	Attempts int `json:"attempts"`
+	// NextAttemptAt is the "nextAttemptAt" member, sent with
+	// outcome_unknown when the Worker knows it: when it calls the
+	// order-management system for the order next. Zero when absent.
+	NextAttemptAt time.Time `json:"nextAttemptAt"`
+}
+
+// decodeProblem reads a problem body into p. A member of the wrong type
+// loses only that member; the error is for a body that is not a JSON
+// object at all.
+func decodeProblem(raw []byte, p *Problem) error {
+	// nextAttemptAt is read as a string: a time.Time that fails to parse
+	// would end the whole decoding, not just its member.
+	wire := struct {
+		*Problem
+		NextAttemptAt string `json:"nextAttemptAt"`
+	}{Problem: p}
+	err := json.Unmarshal(raw, &wire)
+	var typeErr *json.UnmarshalTypeError
+	if err != nil && !errors.As(err, &typeErr) {
+		return err
+	}
+	if t, err := time.Parse(time.RFC3339Nano, wire.NextAttemptAt); err == nil {
+		p.NextAttemptAt = t
+	}
+	return nil
 }
 
 // Error is a request that failed: the Worker's problem, a response the
@@ -134,28 +179,39 @@ func (e *Error) Error() string {
 func (e *Error) Unwrap() error { return e.Err }
 
 // Is reports whether target is the sentinel error for e's problem code.
+// An unresolved outcome also matches ErrOutcomeUnknown: either way the
+// order may or may not exist.
 func (e *Error) Is(target error) bool {
 	sentinel, ok := codes[e.Problem.Code]
-	return ok && sentinel == target
+	if ok && sentinel == target {
+		return true
+	}
+	return sentinel == ErrOutcomeUnresolved && target == ErrOutcomeUnknown
 }
 
 // Retryable reports whether sending the same order under the same key
-// again may still succeed: the outcome is unknown (no response), or the
-// Worker answered 409 (a request holds the key) or 503 (storage failed, or
-// the order-management system's answer was lost). Every other status is final: 4xx, and 5xx such as 500,
-// which the client does not retry either.
+// again soon may still succeed: the outcome is unknown (no response), or
+// the Worker answered 409 (a request holds the key) or 503 (storage failed,
+// or the order-management system's answer was lost and the Worker is
+// settling it). Every other status is final: 4xx, and 5xx such as 500,
+// which the client does not retry either. So is the 503
+// outcome_unresolved: the Worker stopped asking the order-management
+// system, so no answer is seconds away (see ErrOutcomeUnresolved).
 func (e *Error) Retryable() bool {
 	switch e.StatusCode {
 	case 0:
 		return e.Err != nil
-	case http.StatusConflict, http.StatusServiceUnavailable:
+	case http.StatusConflict:
 		return true
+	case http.StatusServiceUnavailable:
+		return !errors.Is(e, ErrOutcomeUnresolved)
 	}
 	return false
 }
 
 // IsRetryable reports whether err is a *Error for which Retryable is true:
-// the caller may send the same order under Error.Key later.
+// the caller may send the same order under Error.Key later, and the client
+// itself retried it while its attempts and the context lasted.
 func IsRetryable(err error) bool {
 	var e *Error
 	return errors.As(err, &e) && e.Retryable()

@@ -43,16 +43,27 @@ func ExampleIsRetryable() {
 	}
 }
 
-// Lookup tells whether an order was placed under a key, without placing one.
+// Lookup tells whether an order was placed under a key, without placing
+// one, and where an order whose outcome is unknown stands.
 func ExampleClient_Lookup() {
 	c := client.New("http://127.0.0.1:8787", nil)
 	res, err := c.Lookup(context.Background(), "order-2026-0001")
+	var e *client.Error
+	errors.As(err, &e)
 	switch {
+	case err == nil:
+		fmt.Println("placed", res.Receipt.OrderID, "at", res.Receipt.AcceptedAt)
 	case errors.Is(err, client.ErrNotFound):
 		fmt.Println("nothing was placed under this key")
-	case err != nil:
-		log.Fatal(err)
+	case errors.Is(err, client.ErrInProgress):
+		fmt.Println("a request still holds the key; ask again after", e.RetryAfter)
+	case errors.Is(err, client.ErrRejected):
+		fmt.Println("refused:", e.Problem.Detail)
+	case errors.Is(err, client.ErrOutcomeUnresolved): // before ErrOutcomeUnknown, which it matches too
+		fmt.Println("the OMS never confirmed order", e.Problem.OrderID, "- keep the key and reconcile")
+	case errors.Is(err, client.ErrOutcomeUnknown):
+		fmt.Println("settling order", e.Problem.OrderID, "after", e.Problem.Attempts, "attempts; next at", e.Problem.NextAttemptAt)
 	default:
-		fmt.Println("placed", res.Receipt.OrderID, "at", res.Receipt.AcceptedAt)
+		log.Fatal(err)
 	}
 }

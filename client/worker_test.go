@@ -29,6 +29,13 @@ type worker struct {
 	// token, if set, must be sent as a bearer token.
 	token   string
 	gateway *holdingGateway
+	// svc is the Worker's service, for a test to run its settler.
+	svc *intake.Service
+
+	// now is the clock of the service, the ledger and the handler; it
+	// starts at acceptedAt and moves only by advance.
+	clockMu sync.Mutex
+	now     time.Time
 
 	mu     sync.Mutex
 	script []step
@@ -50,12 +57,14 @@ const acceptedAt = "2026-01-02T03:04:05.678Z"
 func newWorker(t *testing.T, token string, script ...step) *worker {
 	t.Helper()
 	w := &worker{token: token, script: script, gateway: &holdingGateway{}}
-	stamp, _ := time.Parse(time.RFC3339Nano, acceptedAt)
-	svc := intake.New(ledger.NewMemory(), intake.Options{
+	w.now, _ = time.Parse(time.RFC3339Nano, acceptedAt)
+	store := ledger.NewMemory()
+	store.Now = w.clock
+	w.svc = intake.New(store, intake.Options{
 		ResultTTL: config.DefaultResultTTL, PendingTTL: config.DefaultPendingTTL, Wait: 0,
-		ValidateFirst: true, Gateway: w.gateway, Now: func() time.Time { return stamp },
+		ValidateFirst: true, Gateway: w.gateway, Now: w.clock,
 	})
-	var opts httpapi.Options
+	opts := httpapi.Options{Now: w.clock}
 	if token != "" {
 		clients, err := auth.Parse("test-client:" + token)
 		if err != nil {
@@ -63,7 +72,7 @@ func newWorker(t *testing.T, token string, script ...step) *worker {
 		}
 		opts.Clients = clients
 	}
-	handler := httpserve.Handler(httpapi.New(svc, opts))
+	handler := httpserve.Handler(httpapi.New(w.svc, opts))
 	w.srv = httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
 		w.mu.Lock()
@@ -82,6 +91,31 @@ func newWorker(t *testing.T, token string, script ...step) *worker {
 	}))
 	t.Cleanup(w.srv.Close)
 	return w
+}
+
+// clock is the worker's time.
+func (w *worker) clock() time.Time {
+	w.clockMu.Lock()
+	defer w.clockMu.Unlock()
+	return w.now
+}
+
+// advance moves the worker's clock on by d.
+func (w *worker) advance(d time.Duration) {
+	w.clockMu.Lock()
+	defer w.clockMu.Unlock()
+	w.now = w.now.Add(d)
+}
+
+// settle runs the Worker's settler once for key of an open worker, as its
+// alarm would, and returns what it did.
+func (w *worker) settle(t *testing.T, key string) intake.Settlement {
+	t.Helper()
+	s, err := w.svc.Settle(context.Background(), intake.Key{ID: key})
+	if err != nil {
+		t.Fatalf("Settle(%q): %v", key, err)
+	}
+	return s
 }
 
 // requests returns what the worker has received so far.

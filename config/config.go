@@ -36,6 +36,9 @@ const (
 	// SettleMaxAgeVar is how long the settler calls the gateway for an
 	// order whose outcome is unknown, in seconds from its acceptance.
 	SettleMaxAgeVar = "SETTLE_MAX_AGE_SECONDS"
+	// SweepGraceVar is how long past its due time KV mode's sweep takes a
+	// key's settle message for lost, in seconds.
+	SweepGraceVar = "SETTLE_SWEEP_GRACE_SECONDS"
 )
 
 // Values of KV_CLAIM_AFTER_RECEIPT.
@@ -60,6 +63,9 @@ const (
 // Defaults, for variables that are not set.
 const (
 	DefaultStorage = StorageKV
+	// DefaultSweepGrace gives a settle message a minute past its due time
+	// before the sweep takes it for lost.
+	DefaultSweepGrace = time.Minute
 	// DefaultResultTTL keeps a receipt replayable for a day of client retries.
 	DefaultResultTTL = 24 * time.Hour
 	// DefaultPendingTTL is the shortest claim KV accepts: a claim whose holder
@@ -97,6 +103,9 @@ type Config struct {
 	// SettleMaxAge is how long the settler tries an order whose outcome
 	// is unknown before it leaves the key unresolved.
 	SettleMaxAge time.Duration
+	// SweepGrace is how long past its due time KV mode's sweep takes a
+	// key's settle message for lost.
+	SweepGrace time.Duration
 	// Wait is how long a duplicate waits for a request in flight.
 	Wait time.Duration
 	// LedgerShards is how many ledger objects each client's keys spread over.
@@ -145,6 +154,7 @@ func Load(lookup func(name string) (string, bool)) (Config, error) {
 		ReleaseClaims: true,
 		OMSTimeout:    DefaultOMSTimeout,
 		SettleMaxAge:  intake.DefaultSettleMaxAge,
+		SweepGrace:    DefaultSweepGrace,
 	}
 	settings := []struct {
 		name  string
@@ -168,6 +178,7 @@ func Load(lookup func(name string) (string, bool)) (Config, error) {
 		{OMSTimeoutVar, func(v string) (err error) { c.OMSTimeout, err = parseOMSTimeout(v); return }},
 		{OMSTokenVar, func(v string) error { c.OMSToken = strings.TrimSpace(v); return nil }},
 		{SettleMaxAgeVar, func(v string) (err error) { c.SettleMaxAge, err = parseTTL(v); return }},
+		{SweepGraceVar, func(v string) (err error) { c.SweepGrace, err = parseSeconds(v); return }},
 	}
 	for _, s := range settings {
 		if v, ok := lookup(s.name); ok {
@@ -303,4 +314,14 @@ func parseInt(v, unit string) (int64, error) {
 		return 0, errors.New(strconv.Quote(v) + " is not a whole number of " + unit)
 	}
 	return n, nil
+}
+
+// parseSeconds reads a whole number of seconds, at least 1 and at most a
+// day.
+func parseSeconds(v string) (time.Duration, error) {
+	n, err := strconv.Atoi(strings.TrimSpace(v))
+	if err != nil || n < 1 || n > 86400 {
+		return 0, errors.New("must be a whole number of seconds from 1 to 86400")
+	}
+	return time.Duration(n) * time.Second, nil
 }

@@ -37,6 +37,9 @@ type Options struct {
 	Clients *auth.Clients
 	// Log receives one line per request.
 	Log eventlog.Sink
+	// Now tells the time an unsettled outcome's Retry-After counts from;
+	// nil means time.Now.
+	Now func() time.Time
 }
 
 // Handler answers order submissions and key lookups.
@@ -47,6 +50,9 @@ type Handler struct {
 
 // New returns a Handler for svc.
 func New(svc *intake.Service, opts Options) *Handler {
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
 	return &Handler{svc: svc, opts: opts}
 }
 
@@ -78,7 +84,14 @@ func (h *Handler) serve(ctx context.Context, r *workers.Request) (resp *workers.
 				line.Outcome = "replayed"
 			}
 		}
-		resp, outcome, status := errorResponse(err, "", int(h.svc.RetryAfter().Seconds()))
+		retryAfter := int(h.svc.RetryAfter().Seconds())
+		var open *intake.Unsettled
+		if errors.As(err, &open) {
+			// The cause stays in line.Error: the body never shows it.
+			line.OrderID = open.OrderID
+			retryAfter = retryAfterUntil(open.NextAttempt, h.opts.Now())
+		}
+		resp, outcome, status := errorResponse(err, "", retryAfter)
 		if line.Outcome == "" {
 			line.Outcome = outcome
 		}

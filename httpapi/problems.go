@@ -4,6 +4,7 @@ import (
 	"errors"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/edge-orders/edge-orders/auth"
 	"github.com/edge-orders/edge-orders/intake"
@@ -70,6 +71,21 @@ type problem struct {
 	outcome string
 }
 
+// The details of an order whose outcome is unknown, being settled or
+// unresolved. Both promise the same of a retry, in the same words.
+const (
+	retryUnderKey = "a retry under the same Idempotency-Key"
+	sameOrderID   = "with the same order id, and never places a second order."
+	// detailOutcomeUnknown goes with orderId, attempts and nextAttemptAt.
+	detailOutcomeUnknown = "The order-management system did not confirm this order, so it may or may not exist. " +
+		"The Worker is settling it with the order-management system by itself, and " + retryUnderKey +
+		" is safe: it asks again " + sameOrderID
+	// detailOutcomeUnresolved: the settler gave up (SETTLE_MAX_AGE_SECONDS).
+	detailOutcomeUnresolved = "The order-management system never confirmed this order, so it may or may not exist, " +
+		"and the Worker stopped asking it. The Idempotency-Key keeps its order id: " + retryUnderKey +
+		" still asks the order-management system " + sameOrderID
+)
+
 // problems maps every error the handler can meet to what the client sees.
 // Error text never reaches the client: it may hold storage details.
 var problems = []struct {
@@ -102,8 +118,11 @@ var problems = []struct {
 		`The body must be a JSON object with symbol (a non-empty string), side ("buy" or "sell") and quantity (a positive integer).`, ""}},
 	{intake.ErrRejected, problem{statusUnprocessableEntity, "order_rejected", "Order rejected",
 		"The order-management system refused this order for good; every retry under this key gets this answer.", "rejected"}},
+	// An unresolved outcome matches ErrOutcomeUnknown too: its row comes first.
+	{intake.ErrUnresolved, problem{statusServiceUnavailable, "outcome_unresolved", "Order outcome unresolved",
+		detailOutcomeUnresolved, ""}},
 	{intake.ErrOutcomeUnknown, problem{statusServiceUnavailable, "outcome_unknown", "Order outcome unknown",
-		"The order-management system did not confirm this order, so it may or may not exist. Retry under the same Idempotency-Key: the retry settles it and never places a second order.", ""}},
+		detailOutcomeUnknown, ""}},
 	{intake.ErrStorageUnavailable, problem{statusServiceUnavailable, "storage_unavailable", "Storage unavailable",
 		"The order store failed before this order's outcome was stored. Retry under the same Idempotency-Key: the retry places the order at most once.", "storage_error"}},
 	{errMisconfigured, problem{statusInternalServerError, "misconfigured", "Worker misconfigured", "", ""}},
@@ -125,10 +144,12 @@ func problemFor(err error) problem {
 
 // errorResponse builds err's row of the table as an RFC 9457 problem, and
 // returns the outcome and status for the log. detail, if set, replaces the
-// row's; retryAfter, in seconds, is announced with in_progress. A
-// rejection's detail is the OMS's reason, and its body names the order: it
-// is built from the stored receipt alone, so every replay is the same,
-// byte for byte.
+// row's; retryAfter, in seconds, is announced with in_progress and with an
+// outcome being settled (see retryAfterUntil). A rejection's detail is the OMS's
+// reason, and its body names the order: it is built from the stored receipt
+// alone, so every replay is the same, byte for byte. An unsettled outcome's
+// body names the order, the attempts so far and, while the settler is on
+// it, when it asks next; its cause is for the log alone.
 func errorResponse(err error, detail string, retryAfter int) (resp *workers.Response, outcome string, status int) {
 	p := problemFor(err)
 	outcome = p.outcome
@@ -142,6 +163,8 @@ func errorResponse(err error, detail string, retryAfter int) (resp *workers.Resp
 			detail = rejection.Reason
 		}
 	}
+	var open *intake.Unsettled
+	errors.As(err, &open)
 	if detail == "" {
 		detail = p.detail
 	}
@@ -158,6 +181,13 @@ func errorResponse(err error, detail string, retryAfter int) (resp *workers.Resp
 			resp.Header = append(resp.Header, replayed)
 		}
 	}
+	if open != nil {
+		b = jsjson.AppendString(append(b, `,"orderId":`...), open.OrderID)
+		b = strconv.AppendInt(append(b, `,"attempts":`...), int64(open.Attempts), 10)
+		if !open.Unresolved && !open.NextAttempt.IsZero() {
+			b = append(jsjson.AppendISOTime(append(b, `,"nextAttemptAt":"`...), open.NextAttempt), '"')
+		}
+	}
 	switch p.status {
 	case statusConflict:
 		b = strconv.AppendInt(append(b, `,"retryAfter":`...), int64(retryAfter), 10)
@@ -165,8 +195,28 @@ func errorResponse(err error, detail string, retryAfter int) (resp *workers.Resp
 	case statusTooManyRequests:
 		resp.Header = append(resp.Header, workers.Field{Name: "Retry-After", Value: strconv.Itoa(rateLimitRetryAfter)})
 	case statusServiceUnavailable:
-		resp.Header = append(resp.Header, workers.Field{Name: "Retry-After", Value: "1"})
+		seconds := 1
+		if open != nil && !open.Unresolved {
+			seconds = max(retryAfter, 1)
+		}
+		resp.Header = append(resp.Header, workers.Field{Name: "Retry-After", Value: strconv.Itoa(seconds)})
 	}
 	resp.Body = append(b, '}')
 	return resp, outcome, p.status
+}
+
+// retryAfterUntil is the Retry-After, in whole seconds, of an unsettled
+// outcome whose settler asks the OMS next at next: rounded up, so that a
+// client's lookup then comes after the attempt; at least 1; and 1 when next
+// is zero (not known).
+func retryAfterUntil(next, now time.Time) int {
+	d := next.Sub(now)
+	if next.IsZero() || d <= time.Second {
+		return 1
+	}
+	seconds := d / time.Second
+	if d%time.Second != 0 {
+		seconds++
+	}
+	return int(seconds)
 }

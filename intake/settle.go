@@ -64,7 +64,10 @@ func (s *Service) Settle(ctx context.Context, key Key) (Settlement, error) {
 	}
 	defer s.inFlight.remove(cacheKey, entry)
 
-	claim := Claim{Token: s.opts.NewID(), Lease: s.opts.PendingTTL, Settling: true}
+	// The claim keeps the key at least as long as any earlier claim could
+	// have (the key was accepted before now): a Store that cannot tell how
+	// long the key was kept (KV) must not write it back shorter.
+	claim := Claim{Token: s.opts.NewID(), Lease: s.opts.PendingTTL, Settling: true, KeepUntil: s.keepUntil(now)}
 	rec, err := s.store.Begin(ctx, key, claim)
 	switch {
 	case err != nil:
@@ -77,7 +80,6 @@ func (s *Service) Settle(ctx context.Context, key Key) (Settlement, error) {
 		return Settlement{Final: true}, nil
 	}
 	claim = takenOver(claim, rec)
-	claim.KeepUntil = s.keepUntil(claim.AcceptedAt)
 	if !rec.HasOrder || claim.Fingerprint == "" {
 		// An Open key stored without its order, by an older version: only
 		// a client's retry, which brings the order, can settle it.

@@ -383,9 +383,10 @@ func decodeMetadata(b []byte) metadata {
 
 // Overdue returns up to limit keys whose settler was due before before:
 // open keys, and claims whose holder did not come back by the end of its
-// lease. It lists pending:<key> with its metadata, a page at a time, and
-// needs a namespace that lists (Lister). The list may lag behind writes,
-// as KV's does: a key is listed again on a later sweep.
+// lease (one read each, to skip those whose receipt is stored). It lists
+// pending:<key> with its metadata, a page at a time, and needs a namespace
+// that lists (Lister). The list may lag behind writes, as KV's does: a key
+// is listed again on a later sweep.
 func (k *Store) Overdue(ctx context.Context, before time.Time, limit int) ([]intake.Key, error) {
 	lister, ok := k.ns.(Lister)
 	if !ok {
@@ -403,7 +404,16 @@ func (k *Store) Overdue(ctx context.Context, before time.Time, limit int) ([]int
 			if m.due.IsZero() || !m.due.Before(before) || m.unresolved {
 				continue
 			}
-			id := strings.TrimPrefix(l.Name, pendingPrefix)
+			name := strings.TrimPrefix(l.Name, pendingPrefix)
+			if !m.open {
+				// A claim past its lease: its holder died, or, with
+				// KV_CLAIM_AFTER_RECEIPT=expire, stored the receipt and
+				// left the claim to expire, which only a read tells.
+				if _, err := k.ns.Get(ctx, resultPrefix+name); err == nil {
+					continue
+				}
+			}
+			id := name
 			if m.client != "" {
 				id = strings.TrimPrefix(id, m.client+":")
 			}

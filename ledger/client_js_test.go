@@ -4,6 +4,7 @@ package ledger_test
 
 import (
 	"context"
+	"encoding/json"
 	"syscall/js"
 	"testing"
 	"time"
@@ -46,7 +47,11 @@ func TestClientSweepRunsInWorkerd(t *testing.T) {
 		if err != nil {
 			t.Fatalf("stats: %v", err)
 		}
-		return res.Get("rows").Int(), int64(res.Get("nextSweep").Float())
+		var s struct{ Rows, NextSweep int64 }
+		if err := json.Unmarshal([]byte(res.String()), &s); err != nil {
+			t.Fatalf("stats %s: %v", res.String(), err)
+		}
+		return int(s.Rows), s.NextSweep
 	}
 
 	short := intake.Claim{Token: "a", Lease: time.Second}

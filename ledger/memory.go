@@ -106,7 +106,7 @@ func (m *Memory) Rows() int {
 
 // memTable is a table in a map.
 type memTable struct {
-	rows         map[string]row
+	rows           map[string]row
 	sweep, alarmAt time.Time
 }
 

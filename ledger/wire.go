@@ -276,7 +276,8 @@ func encodeRecord(rec intake.Record) []byte {
 // Stored record must carry its receipt, an Open one its order id.
 func decodeRecord(b []byte) (intake.Record, error) {
 	r, err := read(b)
-	if err != nil || r.o.Get(mState).Kind != jsjson.Number {
+	if state := r.o.Get(mState); err != nil || state.Kind != jsjson.Number || state.Num != float64(int(state.Num)) ||
+		state.Num < 0 || state.Num > float64(intake.Open) {
 		return intake.Record{}, errNotRecord
 	}
 	rec := intake.Record{State: intake.State(r.num(mState)), Fingerprint: r.str(mFingerprint),

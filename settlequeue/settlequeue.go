@@ -95,17 +95,13 @@ type Overdue interface {
 	Overdue(ctx context.Context, before time.Time, limit int) ([]intake.Key, error)
 }
 
-// SweepGrace is how long past its due time a key must be for the sweep to
-// take it as lost: its message, sent with that due time as its delay, would
-// have come by then.
-const SweepGrace = time.Minute
-
-// Sweep settles up to limit keys that were due more than SweepGrace ago,
-// the keys whose message was never sent (the send failed, or the isolate
-// died first), and sends each one still unknown a message again. It
-// returns how many it settled, and the first error.
-func (c Consumer) Sweep(ctx context.Context, overdue Overdue, now time.Time, limit int) (int, error) {
-	keys, err := overdue.Overdue(ctx, now.Add(-SweepGrace), limit)
+// Sweep settles up to limit keys that were due more than grace ago, the
+// keys whose message was never sent (the send failed, or the isolate died
+// first): grace is long enough for a message sent with the due time as its
+// delay to have come. Each key still unknown is sent a message again. It
+// returns how many keys it settled, and the first error.
+func (c Consumer) Sweep(ctx context.Context, overdue Overdue, now time.Time, grace time.Duration, limit int) (int, error) {
+	keys, err := overdue.Overdue(ctx, now.Add(-grace), limit)
 	if err != nil {
 		return 0, err
 	}

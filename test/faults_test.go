@@ -42,6 +42,7 @@ type wrappedStats struct {
 	FaultsAfter       int   `json:"faultsAfter"`
 	Disconnects       int   `json:"disconnects"`
 	CancelledRequests int   `json:"cancelledRequests"`
+	SettleSends       int   `json:"settleSends"`
 	MemoryBytes       int64 `json:"memoryBytes"`
 	GoValues          int   `json:"goValues"`
 	// Compiler built the Worker: "go" or "tinygo".

@@ -60,6 +60,11 @@ type fakeOMS struct {
 
 	mu    sync.Mutex
 	calls map[string][]string // symbol → the order id of each call
+	// at is when each of a symbol's calls arrived; inCall and mostInCall
+	// count a symbol's calls in progress, now and at most.
+	at         map[string][]time.Time
+	inCall     map[string]int
+	mostInCall map[string]int
 	// via counts the calls that came through a service binding (X-Via).
 	via     map[string]int
 	acted   map[string]int    // order id → the status it was given for good
@@ -75,6 +80,7 @@ func startFakeOMS() (*fakeOMS, error) {
 		return nil, err
 	}
 	f := &fakeOMS{URL: "http://" + l.Addr().String() + "/orders", calls: map[string][]string{}, acted: map[string]int{}, via: map[string]int{},
+		at: map[string][]time.Time{}, inCall: map[string]int{}, mostInCall: map[string]int{},
 		scripts: map[string][]step{}, gates: map[string]chan struct{}{}, arrived: map[string]chan struct{}{}}
 	f.srv = &http.Server{Handler: http.HandlerFunc(f.serve)}
 	go f.srv.Serve(l)
@@ -139,6 +145,27 @@ func (f *fakeOMS) orderIDs(symbol string) []string {
 	return append([]string(nil), f.calls[symbol]...)
 }
 
+// callTimes returns when each call for symbol arrived, in order.
+func (f *fakeOMS) callTimes(symbol string) []time.Time {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]time.Time(nil), f.at[symbol]...)
+}
+
+// mostAtOnce is the most calls for symbol that were in progress at once.
+func (f *fakeOMS) mostAtOnce(symbol string) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.mostInCall[symbol]
+}
+
+// accepted reports whether the fake placed orderID (and did not refuse it).
+func (f *fakeOMS) accepted(orderID string) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.acted[orderID] == http.StatusCreated
+}
+
 // viaBinding is how many calls for symbol came through a service binding.
 func (f *fakeOMS) viaBinding(symbol string) int {
 	f.mu.Lock()
@@ -167,6 +194,14 @@ func (f *fakeOMS) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	f.mu.Lock()
 	f.calls[p.Symbol] = append(f.calls[p.Symbol], p.OrderID)
+	f.at[p.Symbol] = append(f.at[p.Symbol], time.Now())
+	f.inCall[p.Symbol]++
+	f.mostInCall[p.Symbol] = max(f.mostInCall[p.Symbol], f.inCall[p.Symbol])
+	defer func() {
+		f.mu.Lock()
+		f.inCall[p.Symbol]--
+		f.mu.Unlock()
+	}()
 	if r.Header.Get("X-Via") == "service-binding" {
 		f.via[p.Symbol]++
 	}
@@ -239,7 +274,9 @@ const omsTimeout = 1500 * time.Millisecond
 // through test/wrapped/entry.mjs: KV mode, and ledger mode with a second
 // location (ledger-front) that binds its class. Started on first use.
 type gatewayWorkers struct {
-	oms               *fakeOMS
+	oms *fakeOMS
+	// vars are the Workers' vars, for tests that start one of their own.
+	vars              map[string]string
 	kv, ledger, front *target
 }
 
@@ -262,7 +299,11 @@ func startGateway(t *testing.T) *gatewayWorkers {
 		}
 		g := &gatewayWorkers{oms: oms}
 		gateway = g
-		vars := map[string]string{"OMS_URL": oms.URL, "OMS_TOKEN": omsToken, "OMS_TIMEOUT_MS": fmt.Sprint(omsTimeout.Milliseconds())}
+		// The sweep of lost settle messages takes a key a second past its
+		// due time, so that its test need not wait a minute.
+		vars := map[string]string{"OMS_URL": oms.URL, "OMS_TOKEN": omsToken, "OMS_TIMEOUT_MS": fmt.Sprint(omsTimeout.Milliseconds()),
+			"SETTLE_SWEEP_GRACE_SECONDS": "1"}
+		g.vars = vars
 		registry, err := os.MkdirTemp("", "edge-orders-e2e-registry-")
 		if err != nil {
 			gatewayErr = err

@@ -48,6 +48,18 @@ func problem(code string, status int) string {
 // inProgress is the Worker's 409 body.
 const inProgress = `{"type":"tag:edge-orders,2026:in_progress","title":"A request is outstanding for this Idempotency-Key","status":409,"detail":"Retry.","error":"in_progress","retryAfter":60}`
 
+// unsettled is the Worker's 503 body for an order whose outcome is unknown
+// (code outcome_unknown) or unresolved, with members after "error".
+func unsettled(code, members string) string {
+	return fmt.Sprintf(`{"type":"tag:edge-orders,2026:%s","title":"A title","status":503,"detail":"A detail.","error":"%s"%s}`, code, code, members)
+}
+
+// The members an unsettled outcome adds.
+const (
+	unknownMembers    = `,"orderId":"0b9c3e8e-6f4a-4d2b-9c1e-3a5f7d9b1c2e","attempts":3,"nextAttemptAt":"2026-01-02T03:04:09.678Z"`
+	unresolvedMembers = `,"orderId":"0b9c3e8e-6f4a-4d2b-9c1e-3a5f7d9b1c2e","attempts":17`
+)
+
 func request(method, path string) *http.Request {
 	return httptest.NewRequest(method, "http://127.0.0.1:8787"+path, nil)
 }
@@ -102,6 +114,12 @@ func TestValidateResponseAccepts(t *testing.T) {
 		{"internal error", "POST", 500, problemHeader(), problem("internal_error", 500)},
 		{"storage unavailable", "POST", 503, problemHeader("Retry-After", "1"), problem("storage_unavailable", 503)},
 		{"lookup while storage is unavailable", "GET", 503, problemHeader("Retry-After", "1"), problem("storage_unavailable", 503)},
+		{"outcome unknown with the next attempt", "POST", 503, problemHeader("Retry-After", "4"), unsettled("outcome_unknown", unknownMembers)},
+		{"lookup of an outcome being settled", "GET", 503, problemHeader("Retry-After", "4"), unsettled("outcome_unknown", unknownMembers)},
+		{"outcome unknown without the next attempt", "GET", 503, problemHeader("Retry-After", "1"),
+			unsettled("outcome_unknown", `,"orderId":"0b9c3e8e-6f4a-4d2b-9c1e-3a5f7d9b1c2e","attempts":0`)},
+		{"outcome unresolved", "POST", 503, problemHeader("Retry-After", "1"), unsettled("outcome_unresolved", unresolvedMembers)},
+		{"lookup of an unresolved outcome", "GET", 503, problemHeader("Retry-After", "1"), unsettled("outcome_unresolved", unresolvedMembers)},
 	}
 	v := load(t)
 	for _, tc := range tests {
@@ -158,6 +176,19 @@ func TestValidateResponseRejects(t *testing.T) {
 		{"in progress without Retry-After", "POST", 409, problemHeader(), inProgress, "Retry-After"},
 		{"in progress with a Retry-After date", "POST", 409, problemHeader("Retry-After", "Fri, 02 Jan 2026 03:04:05 GMT"), inProgress, "Retry-After"},
 		{"storage unavailable without Retry-After", "POST", 503, problemHeader(), problem("storage_unavailable", 503), "Retry-After"},
+		{"outcome unknown without Retry-After", "GET", 503, problemHeader(), unsettled("outcome_unknown", unknownMembers), "Retry-After"},
+		{"outcome unknown without orderId", "POST", 503, problemHeader("Retry-After", "1"), unsettled("outcome_unknown", `,"attempts":1`), "orderId"},
+		{"outcome unknown without attempts", "GET", 503, problemHeader("Retry-After", "1"),
+			unsettled("outcome_unknown", `,"orderId":"0b9c3e8e-6f4a-4d2b-9c1e-3a5f7d9b1c2e"`), "attempts"},
+		{"outcome unknown with negative attempts", "GET", 503, problemHeader("Retry-After", "1"),
+			unsettled("outcome_unknown", strings.Replace(unknownMembers, `"attempts":3`, `"attempts":-1`, 1)), "attempts"},
+		{"outcome unknown with a next attempt without milliseconds", "GET", 503, problemHeader("Retry-After", "1"),
+			unsettled("outcome_unknown", strings.Replace(unknownMembers, ".678Z", "Z", 1)), "nextAttemptAt"},
+		{"outcome unknown leaking its cause", "POST", 503, problemHeader("Retry-After", "1"),
+			unsettled("outcome_unknown", unknownMembers+`,"cause":"oms: 502 from 10.0.0.7"`), "cause"},
+		{"outcome unresolved with a next attempt", "GET", 503, problemHeader("Retry-After", "1"), unsettled("outcome_unresolved", unknownMembers), "nextAttemptAt"},
+		{"outcome unresolved without orderId", "GET", 503, problemHeader("Retry-After", "1"), unsettled("outcome_unresolved", `,"attempts":17`), "orderId"},
+		{"outcome unresolved as a 500", "POST", 500, problemHeader(), strings.Replace(unsettled("outcome_unresolved", unresolvedMembers), "503", "500", 1), "status"},
 		{"rate limited without Retry-After", "POST", 429, problemHeader(), problem("rate_limited", 429), "Retry-After"},
 		{"unauthorized without a challenge", "POST", 401, problemHeader(), problem("unauthorized", 401), "WWW-Authenticate"},
 		{"unauthorized with a Basic challenge", "POST", 401, problemHeader("WWW-Authenticate", `Basic realm="edge-orders"`), problem("unauthorized", 401), "WWW-Authenticate"},

@@ -1,0 +1,634 @@
+package intake_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/edge-orders/edge-orders/config"
+	"github.com/edge-orders/edge-orders/intake"
+	"github.com/edge-orders/edge-orders/kv"
+	"github.com/edge-orders/edge-orders/kv/kvtest"
+	"github.com/edge-orders/edge-orders/ledger"
+	"github.com/edge-orders/edge-orders/order"
+)
+
+// scriptedGateway is a Gateway that records every placement, with the
+// clock's time, and answers each call with the next of its answers (then
+// nil: accepted). During, if set, runs inside each call, outside the lock,
+// with the call's number from 1: it may block, or panic as a killed
+// isolate does. It counts how many calls overlap.
+type scriptedGateway struct {
+	clock  *fakeClock
+	during func(n int)
+
+	mu        sync.Mutex
+	answers   []error
+	calls     []intake.Placement
+	at        []time.Time
+	inCall    int
+	maxInCall int
+}
+
+func (g *scriptedGateway) Place(_ context.Context, p intake.Placement) error {
+	g.mu.Lock()
+	g.calls = append(g.calls, p)
+	g.at = append(g.at, g.clock.Now())
+	n := len(g.calls)
+	g.inCall++
+	g.maxInCall = max(g.maxInCall, g.inCall)
+	during := g.during
+	g.mu.Unlock()
+	if during != nil {
+		during(n)
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.inCall--
+	if len(g.answers) == 0 {
+		return nil
+	}
+	err := g.answers[0]
+	g.answers = g.answers[1:]
+	return err
+}
+
+// answer appends answers to the script.
+func (g *scriptedGateway) answer(answers ...error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.answers = append(g.answers, answers...)
+}
+
+func (g *scriptedGateway) placements() []intake.Placement {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return append([]intake.Placement(nil), g.calls...)
+}
+
+func (g *scriptedGateway) callTimes() []time.Time {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return append([]time.Time(nil), g.at...)
+}
+
+func (g *scriptedGateway) overlapped() int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.maxInCall
+}
+
+// holdCall makes call n of g wait until release is closed; entered is
+// closed once it started.
+func holdCall(g *scriptedGateway, n int) (entered, release chan struct{}) {
+	entered, release = make(chan struct{}), make(chan struct{})
+	g.during = func(call int) {
+		if call == n {
+			close(entered)
+			<-release
+		}
+	}
+	return entered, release
+}
+
+// unresolvedCall is one OnUnresolved call.
+type unresolvedCall struct {
+	key      intake.Key
+	p        intake.Placement
+	attempts int
+}
+
+// settleEnv is one store under the settler, on a fake clock, with a
+// scripted gateway. Each Service it makes is another instance: it shares
+// the store and nothing else.
+type settleEnv struct {
+	clock *fakeClock
+	store intake.Store
+	g     *scriptedGateway
+	opts  intake.Options
+	// due lists the keys the store says are due for the settler now.
+	due func(t *testing.T) []intake.Key
+
+	mu         sync.Mutex
+	unresolved []unresolvedCall
+}
+
+// service is a new instance over the store.
+func (e *settleEnv) service() *intake.Service { return intake.New(e.store, e.opts) }
+
+func (e *settleEnv) onUnresolved(_ context.Context, key intake.Key, p intake.Placement, attempts int) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.unresolved = append(e.unresolved, unresolvedCall{key, p, attempts})
+}
+
+func (e *settleEnv) unresolvedCalls() []unresolvedCall {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return append([]unresolvedCall(nil), e.unresolved...)
+}
+
+// settleStores are the stores the settler runs over, each with the
+// options the Worker gives its mode.
+var settleStores = []struct {
+	name string
+	new  func(clock *fakeClock) (intake.Store, intake.Options, func(t *testing.T) []intake.Key)
+}{
+	{"kv", func(clock *fakeClock) (intake.Store, intake.Options, func(t *testing.T) []intake.Key) {
+		mem := kv.NewMemory()
+		mem.Now = clock.Now
+		store := kv.NewStore(mem, clock.Now)
+		due := func(t *testing.T) []intake.Key {
+			t.Helper()
+			keys, err := store.Overdue(context.Background(), clock.Now().Add(time.Millisecond), 100)
+			if err != nil {
+				t.Fatalf("Overdue: %v", err)
+			}
+			return keys
+		}
+		return store, intake.Options{ReleaseAfterCommit: true}, due
+	}},
+	{"ledger", func(clock *fakeClock) (intake.Store, intake.Options, func(t *testing.T) []intake.Key) {
+		mem := ledger.NewMemory()
+		mem.Now = clock.Now
+		due := func(t *testing.T) []intake.Key {
+			keys := mem.DueKeys(100)
+			mem.AlarmDone(intake.FirstSettleDelay)
+			return keys
+		}
+		return mem, intake.Options{ValidateFirst: true}, due
+	}},
+}
+
+// forEachStore runs test over each settle store, with opts (zero TTLs take
+// config's defaults).
+func forEachStore(t *testing.T, opts intake.Options, test func(t *testing.T, e *settleEnv)) {
+	for _, st := range settleStores {
+		t.Run(st.name, func(t *testing.T) {
+			clock := &fakeClock{now: acceptedAt}
+			store, modeOpts, due := st.new(clock)
+			e := &settleEnv{clock: clock, store: store, g: &scriptedGateway{clock: clock}, due: due}
+			o := opts
+			o.ValidateFirst, o.ReleaseAfterCommit = modeOpts.ValidateFirst, modeOpts.ReleaseAfterCommit
+			if o.ResultTTL == 0 {
+				o.ResultTTL = config.DefaultResultTTL
+			}
+			if o.PendingTTL == 0 {
+				o.PendingTTL = config.DefaultPendingTTL
+			}
+			o.Gateway, o.Now, o.OnUnresolved = e.g, clock.Now, e.onUnresolved
+			e.opts = o
+			test(t, e)
+		})
+	}
+}
+
+// deskKey is a client's key, so that placements name their client.
+var deskKey = intake.Key{Client: "desk-a", ID: "k"}
+
+// leaveUnknown submits validBody under deskKey on a new instance with
+// the gateway's answer lost, and returns the Unsettled.
+func leaveUnknown(t *testing.T, e *settleEnv) *intake.Unsettled {
+	t.Helper()
+	e.g.answer(errLost)
+	_, err := e.service().Submit(context.Background(), deskKey, []byte(validBody))
+	var u *intake.Unsettled
+	if !errors.As(err, &u) {
+		t.Fatalf("Submit = %v, want an *Unsettled", err)
+	}
+	return u
+}
+
+// parsedValid is validBody's order.
+func parsedValid(t *testing.T) order.Order {
+	t.Helper()
+	o, err := order.Parse([]byte(validBody))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return o
+}
+
+// wantSamePlacement fails unless every call carried the first call's
+// placement.
+func wantSamePlacement(t *testing.T, calls []intake.Placement) {
+	t.Helper()
+	for _, c := range calls {
+		if c.OrderID != calls[0].OrderID || c.Client != calls[0].Client || c.Order != calls[0].Order || !c.AcceptedAt.Equal(calls[0].AcceptedAt) {
+			t.Fatalf("gateway calls %+v, want the same placement every time", calls)
+		}
+	}
+}
+
+// TestSettleStoresTheReceiptAsAClientsRetryWould: after an unknown
+// outcome and no client, the settler calls again with the same placement
+// and stores the receipt a client's retry would have: replayed byte for
+// byte by a later Submit and by Lookup.
+func TestSettleStoresTheReceiptAsAClientsRetryWould(t *testing.T) {
+	ctx := context.Background()
+	forEachStore(t, intake.Options{}, func(t *testing.T, e *settleEnv) {
+		u := leaveUnknown(t, e)
+		if got, want := u.NextAttempt, acceptedAt.Add(intake.FirstSettleDelay); !got.Equal(want) || u.Attempts != 1 {
+			t.Errorf("Unsettled = attempts %d next %v, want 1 and %v", u.Attempts, got, want)
+		}
+		e.clock.Advance(intake.FirstSettleDelay)
+		st, err := e.service().Settle(ctx, deskKey)
+		if err != nil || !st.Final || st.Unresolved {
+			t.Fatalf("Settle = %+v, %v; want Final", st, err)
+		}
+		calls := e.g.placements()
+		if len(calls) != 2 || calls[0].Client != deskKey.Client || calls[0].OrderID != u.OrderID {
+			t.Fatalf("gateway calls %+v, want two for %s of %s", calls, u.OrderID, deskKey.Client)
+		}
+		wantSamePlacement(t, calls)
+		want := order.Receipt{OrderID: u.OrderID, Status: order.StatusAccepted, Order: parsedValid(t), AcceptedAt: acceptedAt}.JSON()
+
+		later := e.service()
+		out, err := later.Submit(ctx, deskKey, []byte(validBody))
+		if err != nil || !out.Replayed || string(out.Receipt) != string(want) || out.OrderID != u.OrderID {
+			t.Errorf("Submit after the settle = %s replayed %v, %v; want the replay of %s", out.Receipt, out.Replayed, err, want)
+		}
+		looked, err := e.service().Lookup(ctx, deskKey)
+		if err != nil || string(looked.Receipt) != string(want) {
+			t.Errorf("Lookup after the settle = %s, %v; want %s", looked.Receipt, err, want)
+		}
+		rec, err := e.store.Lookup(ctx, deskKey)
+		if err != nil || rec.State != intake.Stored || rec.Rejected || rec.Fingerprint != fingerprint(t, validBody) {
+			t.Errorf("stored record = %+v, %v; want a receipt with the order's fingerprint", rec, err)
+		}
+		if n := len(e.g.placements()); n != 2 {
+			t.Errorf("gateway calls = %d after the replays, want 2", n)
+		}
+		if keys := e.due(t); len(keys) != 0 {
+			t.Errorf("keys due after the settle: %v, want none", keys)
+		}
+	})
+}
+
+// TestSettleBackoff checks the settler's delays: doubling from a second,
+// capped at five minutes.
+func TestSettleBackoff(t *testing.T) {
+	tests := []struct {
+		attempts int
+		want     time.Duration
+	}{
+		{1, time.Second},
+		{2, 2 * time.Second},
+		{3, 4 * time.Second},
+		{4, 8 * time.Second},
+		{5, 16 * time.Second},
+		{6, 32 * time.Second},
+		{7, 64 * time.Second},
+		{8, 128 * time.Second},
+		{9, 256 * time.Second},
+		{10, 300 * time.Second},
+		{11, 300 * time.Second},
+		{1 << 20, 300 * time.Second},
+	}
+	for _, tc := range tests {
+		if got := intake.SettleBackoff(tc.attempts); got != tc.want {
+			t.Errorf("SettleBackoff(%d) = %v, want %v", tc.attempts, got, tc.want)
+		}
+	}
+	if intake.MaxSettleDelay != 5*time.Minute || intake.FirstSettleDelay != time.Second {
+		t.Errorf("FirstSettleDelay, MaxSettleDelay = %v, %v; want 1s, 5m", intake.FirstSettleDelay, intake.MaxSettleDelay)
+	}
+}
+
+// TestSettleCallsAreSpacedByTheBackoff drives the settler at each time it
+// asks for while the gateway keeps failing: its calls come 1, 2, 4 … s
+// apart, a lookup tells the attempts and the next one, and the order id
+// never changes.
+func TestSettleCallsAreSpacedByTheBackoff(t *testing.T) {
+	ctx := context.Background()
+	forEachStore(t, intake.Options{}, func(t *testing.T, e *settleEnv) {
+		const settles = 10
+		u := leaveUnknown(t, e)
+		for range settles {
+			e.g.answer(errLost)
+		}
+		next := u.NextAttempt
+		settler := e.service()
+		for i := 1; i <= settles; i++ {
+			e.clock.Advance(next.Sub(e.clock.Now()))
+			st, err := settler.Settle(ctx, deskKey)
+			if err != nil || st.Final {
+				t.Fatalf("Settle %d = %+v, %v; want not final", i, st, err)
+			}
+			attempts := i + 1
+			if want := e.clock.Now().Add(intake.SettleBackoff(attempts)); st.Attempts != attempts || !st.NextAttempt.Equal(want) {
+				t.Fatalf("Settle %d = attempts %d next %v, want %d and %v", i, st.Attempts, st.NextAttempt, attempts, want)
+			}
+			_, err = e.service().Lookup(ctx, deskKey)
+			var looked *intake.Unsettled
+			if !errors.As(err, &looked) || looked.Attempts != attempts || !looked.NextAttempt.Equal(st.NextAttempt) || looked.OrderID != u.OrderID {
+				t.Fatalf("Lookup after settle %d = %v, want Unsettled with %d attempts, next at %v", i, err, attempts, st.NextAttempt)
+			}
+			next = st.NextAttempt
+		}
+		at := e.g.callTimes()
+		for i := 1; i < len(at); i++ {
+			if got, want := at[i].Sub(at[i-1]), intake.SettleBackoff(i); got != want {
+				t.Errorf("call %d came %v after call %d, want %v", i+1, got, i, want)
+			}
+		}
+		wantSamePlacement(t, e.g.placements())
+	})
+}
+
+// TestSettleStoresARejectionAndNeverSendsAgain: a rejection on the
+// settler's call is the key's outcome: replayed to the client, and the
+// gateway is never called for the key again.
+func TestSettleStoresARejectionAndNeverSendsAgain(t *testing.T) {
+	ctx := context.Background()
+	forEachStore(t, intake.Options{}, func(t *testing.T, e *settleEnv) {
+		u := leaveUnknown(t, e)
+		e.g.answer(&intake.Rejection{Reason: "symbol halted"})
+		e.clock.Advance(intake.FirstSettleDelay)
+		if st, err := e.service().Settle(ctx, deskKey); err != nil || !st.Final {
+			t.Fatalf("Settle = %+v, %v; want Final", st, err)
+		}
+		want := intake.Rejection{Reason: "symbol halted", OrderID: u.OrderID, Replayed: true}
+		for name, ask := range map[string]func() error{
+			"Submit": func() error { _, err := e.service().Submit(ctx, deskKey, []byte(validBody)); return err },
+			"Lookup": func() error { _, err := e.service().Lookup(ctx, deskKey); return err },
+		} {
+			var got *intake.Rejection
+			if err := ask(); !errors.As(err, &got) || *got != want {
+				t.Errorf("%s after the settler's rejection = %v, want %+v", name, err, want)
+			}
+		}
+		if st, err := e.service().Settle(ctx, deskKey); err != nil || !st.Final {
+			t.Errorf("a second Settle = %+v, %v; want Final", st, err)
+		}
+		if n := len(e.g.placements()); n != 2 {
+			t.Errorf("gateway calls = %d, want 2: the rejection is never re-sent", n)
+		}
+	})
+}
+
+// TestSettleLeavesKeysWithNothingUnknownAlone: a key with nothing stored,
+// or with its outcome stored, needs no settling: Settle calls no gateway
+// and writes nothing.
+func TestSettleLeavesKeysWithNothingUnknownAlone(t *testing.T) {
+	ctx := context.Background()
+	forEachStore(t, intake.Options{}, func(t *testing.T, e *settleEnv) {
+		t.Run("absent", func(t *testing.T) {
+			st, err := e.service().Settle(ctx, intake.Key{Client: "desk-a", ID: "never"})
+			if err != nil || !st.Final || st.Attempts != 0 {
+				t.Fatalf("Settle = %+v, %v; want Final", st, err)
+			}
+			if rec, err := e.store.Lookup(ctx, intake.Key{Client: "desk-a", ID: "never"}); err != nil || rec.State != intake.Absent {
+				t.Errorf("after Settle the key is %v (%v), want Absent", rec.State, err)
+			}
+			if n := len(e.g.placements()); n != 0 {
+				t.Errorf("gateway calls = %d, want 0", n)
+			}
+		})
+		t.Run("stored", func(t *testing.T) {
+			first, err := e.service().Submit(ctx, deskKey, []byte(validBody))
+			if err != nil {
+				t.Fatal(err)
+			}
+			st, err := e.service().Settle(ctx, deskKey)
+			if err != nil || !st.Final {
+				t.Fatalf("Settle = %+v, %v; want Final", st, err)
+			}
+			if n := len(e.g.placements()); n != 1 {
+				t.Errorf("gateway calls = %d, want only the order's own", n)
+			}
+			if out, err := e.service().Lookup(ctx, deskKey); err != nil || string(out.Receipt) != string(first.Receipt) {
+				t.Errorf("Lookup = %s, %v; want the receipt %s", out.Receipt, err, first.Receipt)
+			}
+		})
+	})
+}
+
+// TestSettleWaitsForAClientHoldingTheKey: a key a client's retry holds on
+// another instance is not settled: Settle calls no gateway and says when
+// to come back, once the claim's lease is over.
+func TestSettleWaitsForAClientHoldingTheKey(t *testing.T) {
+	ctx := context.Background()
+	forEachStore(t, intake.Options{}, func(t *testing.T, e *settleEnv) {
+		leaveUnknown(t, e)
+		entered, release := holdCall(e.g, 2)
+		retried := make(chan error, 1)
+		go func() {
+			_, err := e.service().Submit(ctx, deskKey, []byte(validBody))
+			retried <- err
+		}()
+		<-entered
+		e.clock.Advance(intake.FirstSettleDelay)
+		st, err := e.service().Settle(ctx, deskKey)
+		calls := len(e.g.placements())
+		close(release)
+		if err := <-retried; err != nil {
+			t.Errorf("the client's retry = %v, want its receipt", err)
+		}
+		if err != nil || st.Final || !st.NextAttempt.Equal(e.clock.Now().Add(config.DefaultPendingTTL)) {
+			t.Errorf("Settle while a client holds the key = %+v, %v; want not final, next at the lease's end %v",
+				st, err, e.clock.Now().Add(config.DefaultPendingTTL))
+		}
+		if calls != 2 {
+			t.Errorf("gateway calls during the client's = %d, want 2", calls)
+		}
+		if st, err := e.service().Settle(ctx, deskKey); err != nil || !st.Final || len(e.g.placements()) != 2 {
+			t.Errorf("Settle once the client stored the receipt = %+v, %v, %d gateway calls; want Final and 2", st, err, len(e.g.placements()))
+		}
+	})
+}
+
+// TestSettleGivesUpAfterSettleMaxAge: once the order is SettleMaxAge old
+// the key is unresolved: reported once, shown by a lookup, kept for
+// another ResultTTL, never due again; a client's retry still calls the
+// gateway with the key's order id and can settle it.
+func TestSettleGivesUpAfterSettleMaxAge(t *testing.T) {
+	ctx := context.Background()
+	const maxAge = time.Hour
+	forEachStore(t, intake.Options{SettleMaxAge: maxAge}, func(t *testing.T, e *settleEnv) {
+		u := leaveUnknown(t, e)
+		e.clock.Advance(maxAge)
+		for i := range 2 {
+			st, err := e.service().Settle(ctx, deskKey)
+			if err != nil || !st.Final || !st.Unresolved || st.Attempts != 1 {
+				t.Fatalf("Settle %d after SettleMaxAge = %+v, %v; want Final, Unresolved, 1 attempt", i+1, st, err)
+			}
+		}
+		if n := len(e.g.placements()); n != 1 {
+			t.Errorf("gateway calls = %d, want 1: the settler gave up without calling", n)
+		}
+		calls := e.unresolvedCalls()
+		if len(calls) != 1 {
+			t.Fatalf("OnUnresolved calls %+v, want 1", calls)
+		}
+		if c := calls[0]; c.key != deskKey || c.p.OrderID != u.OrderID || c.p.Client != deskKey.Client || c.p.Order != parsedValid(t) ||
+			!c.p.AcceptedAt.Equal(acceptedAt) || c.attempts != 1 {
+			t.Errorf("OnUnresolved(%v, %+v, %d), want %v, order %s accepted at %v, 1 attempt", c.key, c.p, c.attempts, deskKey, u.OrderID, acceptedAt)
+		}
+		if keys := e.due(t); len(keys) != 0 {
+			t.Errorf("keys due after giving up: %v, want none", keys)
+		}
+
+		// Kept for another ResultTTL, and shown as unresolved meanwhile.
+		e.clock.Advance(config.DefaultResultTTL - time.Minute)
+		_, err := e.service().Lookup(ctx, deskKey)
+		var looked *intake.Unsettled
+		if !errors.As(err, &looked) || !errors.Is(err, intake.ErrUnresolved) || !errors.Is(err, intake.ErrOutcomeUnknown) ||
+			!looked.Unresolved || looked.OrderID != u.OrderID || !looked.NextAttempt.IsZero() {
+			t.Fatalf("Lookup of the unresolved key = %v (%+v), want an unresolved Unsettled for %s with no next attempt", err, looked, u.OrderID)
+		}
+
+		out, err := e.service().Submit(ctx, deskKey, []byte(validBody))
+		if err != nil || out.OrderID != u.OrderID {
+			t.Fatalf("a client's retry of the unresolved key = %s, %v; want the receipt of %s", out.OrderID, err, u.OrderID)
+		}
+		wantSamePlacement(t, e.g.placements())
+		if looked, err := e.service().Lookup(ctx, deskKey); err != nil || looked.OrderID != u.OrderID {
+			t.Errorf("Lookup after the client settled it = %s, %v; want the receipt of %s", looked.OrderID, err, u.OrderID)
+		}
+		if n := len(e.unresolvedCalls()); n != 1 {
+			t.Errorf("OnUnresolved calls = %d, want 1", n)
+		}
+	})
+}
+
+// TestSettleNeverCallsTheGatewayBesideAClientInOneInstance: within one
+// Service the settler and a client's retry never call the gateway for one
+// key at once, whichever came first.
+func TestSettleNeverCallsTheGatewayBesideAClientInOneInstance(t *testing.T) {
+	ctx := context.Background()
+	forEachStore(t, intake.Options{}, func(t *testing.T, e *settleEnv) {
+		t.Run("settle while a client's retry is at the gateway", func(t *testing.T) {
+			k := intake.Key{Client: "desk-a", ID: "client-first"}
+			svc := e.service()
+			e.g.answer(errLost)
+			if _, err := svc.Submit(ctx, k, []byte(validBody)); !errors.Is(err, intake.ErrOutcomeUnknown) {
+				t.Fatalf("Submit = %v, want ErrOutcomeUnknown", err)
+			}
+			calls := len(e.g.placements())
+			entered, release := holdCall(e.g, calls+1)
+			defer func() { e.g.during = nil }()
+			retried := make(chan error, 1)
+			go func() {
+				_, err := svc.Submit(ctx, k, []byte(validBody))
+				retried <- err
+			}()
+			<-entered
+			st, err := svc.Settle(ctx, k)
+			during := len(e.g.placements())
+			close(release)
+			if err := <-retried; err != nil {
+				t.Errorf("the retry = %v, want its receipt", err)
+			}
+			if err != nil || st.Final || st.NextAttempt.IsZero() {
+				t.Errorf("Settle beside the retry = %+v, %v; want not final, with a next attempt", st, err)
+			}
+			if during != calls+1 {
+				t.Errorf("gateway calls while the retry was at the gateway = %d, want %d", during, calls+1)
+			}
+		})
+		t.Run("a client's retry while the settler is at the gateway", func(t *testing.T) {
+			k := intake.Key{Client: "desk-a", ID: "settler-first"}
+			svc := e.service()
+			e.g.answer(errLost)
+			if _, err := svc.Submit(ctx, k, []byte(validBody)); !errors.Is(err, intake.ErrOutcomeUnknown) {
+				t.Fatalf("Submit = %v, want ErrOutcomeUnknown", err)
+			}
+			calls := len(e.g.placements())
+			entered, release := holdCall(e.g, calls+1)
+			defer func() { e.g.during = nil }()
+			e.clock.Advance(intake.FirstSettleDelay)
+			type settled struct {
+				st  intake.Settlement
+				err error
+			}
+			done := make(chan settled, 1)
+			go func() {
+				st, err := svc.Settle(ctx, k)
+				done <- settled{st, err}
+			}()
+			<-entered
+			_, retryErr := svc.Submit(ctx, k, []byte(validBody))
+			during := len(e.g.placements())
+			close(release)
+			if s := <-done; s.err != nil || !s.st.Final {
+				t.Errorf("Settle = %+v, %v; want Final", s.st, s.err)
+			}
+			if !errors.Is(retryErr, intake.ErrInProgress) {
+				t.Errorf("the retry beside the settler = %v, want ErrInProgress", retryErr)
+			}
+			if during != calls+1 {
+				t.Errorf("gateway calls while the settler was at the gateway = %d, want %d", during, calls+1)
+			}
+			if out, err := svc.Submit(ctx, k, []byte(validBody)); err != nil || !out.Replayed {
+				t.Errorf("the retry after the settle = %+v, %v; want the replay", out, err)
+			}
+		})
+		if n := e.g.overlapped(); n != 1 {
+			t.Errorf("at most %d gateway calls overlapped, want 1", n)
+		}
+	})
+}
+
+// TestSettlerKilledAtTheGatewayKeepsTheOrderID: a settler whose isolate
+// dies during its gateway call (after its claim, before any release)
+// leaves the key's order id stored, so a retry after its lease calls the
+// gateway with the same order id, never a second.
+func TestSettlerKilledAtTheGatewayKeepsTheOrderID(t *testing.T) {
+	ctx := context.Background()
+	forEachStore(t, intake.Options{}, func(t *testing.T, e *settleEnv) {
+		u := leaveUnknown(t, e)
+		e.g.during = func(n int) {
+			if n == 2 {
+				panic(isolateKilled{})
+			}
+		}
+		e.clock.Advance(intake.FirstSettleDelay)
+		if !dies(func() { e.service().Settle(ctx, deskKey) }) {
+			t.Fatal("Settle returned; want its isolate killed at the gateway")
+		}
+		e.g.during = nil
+		e.clock.Advance(config.DefaultPendingTTL + time.Second) // the settler's lease
+		rec, err := e.store.Lookup(ctx, deskKey)
+		if err != nil || rec.OrderID != u.OrderID {
+			t.Errorf("after the settler's lease the key is %v with order %q (%v), want order %s kept", rec.State, rec.OrderID, err, u.OrderID)
+		}
+		out, err := e.service().Submit(ctx, deskKey, []byte(validBody))
+		if err != nil {
+			t.Fatalf("the client's retry = %v, want the receipt", err)
+		}
+		ids := make([]string, 0, 3)
+		for _, p := range e.g.placements() {
+			ids = append(ids, p.OrderID)
+		}
+		if id := wantOneOrderID(t, ids, 3); out.OrderID != id {
+			t.Fatalf("receipt names %s, want the key's order id %s", out.OrderID, id)
+		}
+	})
+}
+
+// TestKVSettlerWhoseClaimWriteFailsReopensTheKey: in KV mode, when the
+// settler's claim write fails, the key is written back open with its
+// order id, as a client's takeover does, and never left without it.
+func TestKVSettlerWhoseClaimWriteFailsReopensTheKey(t *testing.T) {
+	ctx := context.Background()
+	g := &gatewayDouble{answers: []error{errLost}}
+	h := newHarness(t, intake.Options{Gateway: g})
+	if _, err := h.submit("k", validBody); !errors.Is(err, intake.ErrOutcomeUnknown) {
+		t.Fatalf("Submit = %v, want ErrOutcomeUnknown", err)
+	}
+	id := g.placements()[0].OrderID
+	// The settler's claim write; its write back goes through.
+	h.faulty.Set(kvtest.Fault{Op: kvtest.OpPut, Prefix: "pending:", Nth: 1})
+	if _, err := h.svc.Settle(ctx, key("k")); !errors.Is(err, intake.ErrStorageUnavailable) {
+		t.Fatalf("Settle with its claim write failing = %v, want ErrStorageUnavailable", err)
+	}
+	h.faulty.Set()
+	rec, err := h.store.Lookup(ctx, key("k"))
+	if err != nil || rec.State != intake.Open || rec.OrderID != id || !rec.HasOrder {
+		t.Fatalf("after the failed settle the key is %v with order %q, has order %v (%v); want Open with %s and its order",
+			rec.State, rec.OrderID, rec.HasOrder, err, id)
+	}
+}

@@ -1,0 +1,254 @@
+package kv_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/edge-orders/edge-orders/intake"
+	"github.com/edge-orders/edge-orders/kv"
+	"github.com/edge-orders/edge-orders/kv/kvtest"
+	"github.com/edge-orders/edge-orders/order"
+)
+
+// settleClock is a fake clock for one test, moved by hand.
+type settleClock struct{ now time.Time }
+
+func (c *settleClock) Now() time.Time { return c.now }
+
+// keep is how long a claim that may reach a gateway keeps its order id in
+// these tests: past the settler's attempts and a receipt's TTL.
+const keep = 48 * time.Hour
+
+func newSettleStore() (*kv.Memory, *kv.Store, *settleClock) {
+	c := &settleClock{now: time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)}
+	mem := kv.NewMemory()
+	mem.Now = c.Now
+	return mem, kv.NewStore(mem, c.Now), c
+}
+
+// claimFor is a claim for o that may reach a gateway, as the Service
+// makes one.
+func claimFor(c *settleClock, token string, o order.Order) intake.Claim {
+	return intake.Claim{Token: token, Fingerprint: o.Fingerprint(), Order: o, OrderID: "order-" + token, AcceptedAt: c.now,
+		Lease: kv.MinTTL, KeepUntil: c.now.Add(keep)}
+}
+
+// TestClaimCarriesAnyOrder: a claim keeps its order however long its
+// symbol, in metadata while it fits in KV's 1,024 bytes and in the claim's
+// value otherwise, and Begin and Lookup return it either way.
+func TestClaimCarriesAnyOrder(t *testing.T) {
+	ctx := context.Background()
+	tests := []struct {
+		name    string
+		symbol  string
+		inValue bool
+	}{
+		{"a short symbol, in metadata", "AAPL", false},
+		{"a symbol that fills the metadata, in the value", strings.Repeat("S", kv.MaxMetadataBytes), true},
+		{"a long symbol with escapes, in the value", strings.Repeat("\xed\xa0\x80\"\\é\u2028", 200), true},
+		{"a very long symbol, in the value", strings.Repeat("Z", 64<<10), true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			mem, store, c := newSettleStore()
+			k := intake.Key{Client: "desk-a", ID: "k"}
+			o := order.Order{Symbol: tc.symbol, Side: order.Sell, Quantity: order.MaxQuantity}
+			first := claimFor(c, "first", o)
+			if rec, err := store.Begin(ctx, k, first); err != nil || rec.State != intake.Claimed {
+				t.Fatalf("Begin = %+v, %v; want Claimed", rec.State, err)
+			}
+			e, err := mem.Get(ctx, "pending:desk-a:k")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(e.Metadata) > kv.MaxMetadataBytes {
+				t.Fatalf("metadata is %d bytes, over KV's %d", len(e.Metadata), kv.MaxMetadataBytes)
+			}
+			if gotInValue := e.Value != "1"; gotInValue != tc.inValue {
+				t.Errorf("claim value %.40q…, order in the value %v, want %v", e.Value, gotInValue, tc.inValue)
+			}
+			if tc.inValue && e.Value != string(o.JSON()) {
+				t.Errorf("claim value %.60q…, want the order's JSON", e.Value)
+			}
+			wantOrder := func(what string, rec intake.Record, state intake.State) {
+				t.Helper()
+				if rec.State != state || !rec.HasOrder || rec.Order != o || rec.Fingerprint != o.Fingerprint() || rec.OrderID != first.OrderID {
+					t.Errorf("%s = state %v, has order %v, order id %q, symbol %.20q…; want state %v with the order and %s",
+						what, rec.State, rec.HasOrder, rec.OrderID, rec.Order.Symbol, state, first.OrderID)
+				}
+			}
+			rec, err := store.Lookup(ctx, k)
+			if err != nil {
+				t.Fatal(err)
+			}
+			wantOrder("Lookup of the claim", rec, intake.Held)
+
+			first.Sent, first.Attempts, first.NextAttempt = true, 1, c.now.Add(time.Second)
+			if err := store.Release(ctx, k, first); err != nil {
+				t.Fatal(err)
+			}
+			rec, err = store.Lookup(ctx, k)
+			if err != nil {
+				t.Fatal(err)
+			}
+			wantOrder("Lookup of the open key", rec, intake.Open)
+
+			// A retry takes the key over and finds the order it is for.
+			rec, err = store.Begin(ctx, k, claimFor(c, "retry", o))
+			if err != nil {
+				t.Fatal(err)
+			}
+			wantOrder("the retry's Begin", rec, intake.Claimed)
+		})
+	}
+}
+
+// leaveOpen claims k for an order and releases it open, due for the
+// settler at due (zero: never, with unresolved).
+func leaveOpen(t *testing.T, store *kv.Store, c *settleClock, k intake.Key, due time.Time, unresolved bool) {
+	t.Helper()
+	ctx := context.Background()
+	cl := claimFor(c, k.String(), order.Order{Symbol: "AAPL", Side: order.Buy, Quantity: 10})
+	if rec, err := store.Begin(ctx, k, cl); err != nil || rec.State != intake.Claimed {
+		t.Fatalf("Begin(%v) = %+v, %v; want Claimed", k, rec, err)
+	}
+	cl.Sent, cl.Attempts, cl.NextAttempt, cl.Unresolved = true, 1, due, unresolved
+	if err := store.Release(ctx, k, cl); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestOverdueListsOnlyKeysDueForTheSettler: the sweep's list has the open
+// keys whose next attempt passed and the claims whose holder did not come
+// back by their lease's end, named by client and id (an id may hold a
+// colon); never a key due later, an unresolved key, a receipt or the
+// reference's claim.
+func TestOverdueListsOnlyKeysDueForTheSettler(t *testing.T) {
+	ctx := context.Background()
+	mem, store, c := newSettleStore()
+	start := c.now
+	due := start.Add(time.Second)
+	colon := intake.Key{Client: "desk-a", ID: "x:y"}
+	open := intake.Key{ID: "desk-a:z"} // the open Worker's key
+	leaveOpen(t, store, c, colon, due, false)
+	leaveOpen(t, store, c, open, due, false)
+	leaveOpen(t, store, c, intake.Key{Client: "desk-b", ID: "later"}, start.Add(time.Hour), false)
+	leaveOpen(t, store, c, intake.Key{Client: "desk-a", ID: "gave-up"}, time.Time{}, true)
+
+	held := intake.Key{Client: "desk-c", ID: "held"}
+	if _, err := store.Begin(ctx, held, claimFor(c, "held", order.Order{Symbol: "AAPL", Side: order.Buy, Quantity: 1})); err != nil {
+		t.Fatal(err)
+	}
+	// A receipt whose claim was released after it, as KV mode does by
+	// default.
+	stored := intake.Key{Client: "desk-a", ID: "stored"}
+	sc := claimFor(c, "stored", order.Order{Symbol: "AAPL", Side: order.Buy, Quantity: 1})
+	if _, err := store.Begin(ctx, stored, sc); err != nil {
+		t.Fatal(err)
+	}
+	if err := store.Commit(ctx, stored, sc, intake.Result{Body: []byte(`{"orderId":"order-stored"}`), Fingerprint: sc.Fingerprint, TTL: 24 * time.Hour}); err != nil {
+		t.Fatal(err)
+	}
+	if err := store.Release(ctx, stored, sc); err != nil {
+		t.Fatal(err)
+	}
+	// The reference's claim, and a receipt it stored.
+	if err := mem.Put(ctx, "pending:ref", kv.Entry{Value: "1"}, kv.PutOptions{TTL: kv.MinTTL}); err != nil {
+		t.Fatal(err)
+	}
+	if err := mem.Put(ctx, "result:ref-done", kv.Entry{Value: `{"orderId":"r"}`}, kv.PutOptions{}); err != nil {
+		t.Fatal(err)
+	}
+
+	tests := []struct {
+		name  string
+		at    time.Duration // from start
+		limit int
+		want  []intake.Key // in KV key order: pending:desk-a:x:y first
+	}{
+		{"before anything is due", 500 * time.Millisecond, 100, nil},
+		{"open keys once due", 2 * time.Second, 100, []intake.Key{colon, open}},
+		{"at most the limit", 2 * time.Second, 1, []intake.Key{colon}},
+		{"a claim after its lease", kv.MinTTL + time.Second, 100, []intake.Key{colon, open, held}},
+		{"a key due later once due", time.Hour + time.Second, 100, []intake.Key{colon, open, {Client: "desk-b", ID: "later"}, held}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c.now = start.Add(tc.at)
+			got, err := store.Overdue(ctx, c.now, tc.limit)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(got, tc.want) {
+				t.Errorf("Overdue at +%v = %v, want %v", tc.at, got, tc.want)
+			}
+		})
+	}
+}
+
+// TestOverdueSkipsAReceiptWhoseClaimIsLeftToExpire: with
+// KV_CLAIM_AFTER_RECEIPT=expire the claim outlives its lease beside the
+// receipt; the key's outcome is stored, so it is never due for the
+// settler. Listed, every sweep would settle it again until the claim
+// expires, and its sweepLimit would be spent on keys that need nothing.
+func TestOverdueSkipsAReceiptWhoseClaimIsLeftToExpire(t *testing.T) {
+	ctx := context.Background()
+	_, store, c := newSettleStore()
+	k := intake.Key{Client: "desk-a", ID: "done"}
+	cl := claimFor(c, "done", order.Order{Symbol: "AAPL", Side: order.Buy, Quantity: 1})
+	if _, err := store.Begin(ctx, k, cl); err != nil {
+		t.Fatal(err)
+	}
+	if err := store.Commit(ctx, k, cl, intake.Result{Body: []byte(`{"orderId":"order-done"}`), Fingerprint: cl.Fingerprint, TTL: 24 * time.Hour}); err != nil {
+		t.Fatal(err)
+	}
+	c.now = c.now.Add(time.Hour)
+	if rec, err := store.Lookup(ctx, k); err != nil || rec.State != intake.Stored {
+		t.Fatalf("Lookup = %v, %v; want Stored", rec.State, err)
+	}
+	got, err := store.Overdue(ctx, c.now, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 0 {
+		t.Errorf("Overdue = %v, want none: the key's receipt is stored", got)
+	}
+}
+
+// TestOverdueReadsEveryPage lists more keys than one page of KV's list.
+func TestOverdueReadsEveryPage(t *testing.T) {
+	ctx := context.Background()
+	mem, store, c := newSettleStore()
+	leaveOpen(t, store, c, intake.Key{ID: "template"}, c.now.Add(time.Second), false)
+	e, err := mem.Get(ctx, "pending:template")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 1500
+	for i := range n {
+		if err := mem.Put(ctx, fmt.Sprintf("pending:bulk-%04d", i), e, kv.PutOptions{TTL: time.Hour}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c.now = c.now.Add(time.Minute)
+	got, err := store.Overdue(ctx, c.now, 10*n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != n+1 || got[0] != (intake.Key{ID: "bulk-0000"}) || got[n] != (intake.Key{ID: "template"}) {
+		t.Fatalf("Overdue listed %d keys, first %v, want %d from bulk-0000 to template", len(got), got[:min(len(got), 1)], n+1)
+	}
+}
+
+// TestOverdueNeedsANamespaceThatLists: a namespace without List is an
+// error, not an empty list that would hide every lost key.
+func TestOverdueNeedsANamespaceThatLists(t *testing.T) {
+	store := kv.NewStore(&kvtest.Recording{Namespace: kv.NewMemory()}, nil)
+	if keys, err := store.Overdue(context.Background(), time.Now(), 10); err == nil {
+		t.Fatalf("Overdue over a namespace that cannot list = %v, nil; want an error", keys)
+	}
+}

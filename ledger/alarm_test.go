@@ -1,0 +1,157 @@
+package ledger_test
+
+import (
+	"context"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/edge-orders/edge-orders/intake"
+	"github.com/edge-orders/edge-orders/ledger"
+	"github.com/edge-orders/edge-orders/order"
+)
+
+// leaveOpen claims key for an order and releases it open, as a request
+// does after an unknown outcome, due for the settler at due.
+func leaveOpen(t *testing.T, m *ledger.Memory, c *clock, key intake.Key, due time.Time) intake.Claim {
+	t.Helper()
+	ctx := context.Background()
+	o := order.Order{Symbol: "AAPL", Side: order.Buy, Quantity: 10}
+	claim := intake.Claim{Token: "t-" + key.String(), Fingerprint: o.Fingerprint(), Order: o, OrderID: "order-" + key.String(),
+		AcceptedAt: c.now, Lease: time.Minute, KeepUntil: c.now.Add(48 * time.Hour)}
+	if rec, err := m.Begin(ctx, key, claim); err != nil || rec.State != intake.Claimed {
+		t.Fatalf("Begin(%v) = %+v, %v; want Claimed", key, rec, err)
+	}
+	claim.Sent, claim.Attempts, claim.NextAttempt = true, 1, due
+	if err := m.Release(ctx, key, claim); err != nil {
+		t.Fatal(err)
+	}
+	return claim
+}
+
+// TestAlarmReturnsDueKeys checks the settler's half of the object's one
+// alarm: it is set for the earliest due key, the alarm returns the keys
+// due then (named with their client, the longest due first, at most the
+// limit), and AlarmDone sets the next alarm no sooner than the retry
+// delay for a key still due, for a later key, or for the sweep.
+func TestAlarmReturnsDueKeys(t *testing.T) {
+	m, c := newMemory()
+	start := c.now
+	desk := intake.Key{Client: "desk-a", ID: "x:y"}
+	open := intake.Key{ID: "desk-a:z"} // the open Worker's key, whose id has a colon
+	later := intake.Key{Client: "desk-b", ID: "later"}
+	leaveOpen(t, m, c, open, start.Add(2*time.Second))
+	leaveOpen(t, m, c, desk, start.Add(time.Second))
+	leaveOpen(t, m, c, later, start.Add(time.Hour))
+	if want := start.Add(time.Second); !m.Alarm.Equal(want) {
+		t.Fatalf("alarm at %v, want the earliest due key's %v", m.Alarm, want)
+	}
+
+	t.Run("nothing is due before its time", func(t *testing.T) {
+		c.Advance(500 * time.Millisecond)
+		if keys := m.DueKeys(10); len(keys) != 0 {
+			t.Fatalf("DueKeys = %v, want none", keys)
+		}
+		// The next alarm is for the earliest due key, but no sooner than
+		// the retry delay from now.
+		m.AlarmDone(time.Second)
+		if want := c.now.Add(time.Second); !m.Alarm.Equal(want) {
+			t.Fatalf("alarm at %v after an early alarm, want %v", m.Alarm, want)
+		}
+	})
+	t.Run("due keys come with their client, the longest due first, up to the limit", func(t *testing.T) {
+		c.now = start.Add(2 * time.Second)
+		if got, want := m.DueKeys(1), []intake.Key{desk}; !slices.Equal(got, want) {
+			t.Fatalf("DueKeys(1) = %v, want %v", got, want)
+		}
+		if !m.Alarm.IsZero() {
+			t.Errorf("the alarm is still set for %v once it fired", m.Alarm)
+		}
+		if got, want := m.DueKeys(10), []intake.Key{desk, open}; !slices.Equal(got, want) {
+			t.Fatalf("DueKeys(10) = %v, want %v", got, want)
+		}
+	})
+	t.Run("a key still due is tried again after the retry delay", func(t *testing.T) {
+		m.AlarmDone(5 * time.Second)
+		if want := c.now.Add(5 * time.Second); !m.Alarm.Equal(want) {
+			t.Fatalf("alarm at %v, want %v", m.Alarm, want)
+		}
+	})
+	t.Run("once settled, the next alarm is for the next due key", func(t *testing.T) {
+		ctx := context.Background()
+		for _, key := range []intake.Key{desk, open} {
+			settler := intake.Claim{Token: "settler-" + key.String(), Lease: time.Minute, Settling: true}
+			if rec, err := m.Begin(ctx, key, settler); err != nil || rec.State != intake.Claimed {
+				t.Fatalf("the settler's Begin(%v) = %+v, %v; want Claimed", key, rec, err)
+			}
+			if err := m.Commit(ctx, key, settler, intake.Result{Body: []byte(`{"orderId":"x"}`), TTL: 24 * time.Hour}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if keys := m.DueKeys(10); len(keys) != 0 {
+			t.Fatalf("DueKeys after settling = %v, want none", keys)
+		}
+		m.AlarmDone(5 * time.Second)
+		// The sweep, ten minutes after the first claim, comes before the
+		// key due in an hour.
+		if !m.Alarm.After(c.now) || !m.Alarm.Before(start.Add(time.Hour)) {
+			t.Fatalf("alarm at %v, want after %v and no later than the sweep, before %v", m.Alarm, c.now, start.Add(time.Hour))
+		}
+		c.now = start.Add(time.Hour)
+		if got, want := m.DueKeys(10), []intake.Key{later}; !slices.Equal(got, want) {
+			t.Fatalf("DueKeys an hour on = %v, want %v", got, want)
+		}
+	})
+}
+
+// TestAlarmFindsAClaimWhoseHolderDied: a claim that may reach the gateway
+// is due for the settler at its lease's end, so a request that died
+// holding it is settled without a client.
+func TestAlarmFindsAClaimWhoseHolderDied(t *testing.T) {
+	ctx := context.Background()
+	m, c := newMemory()
+	key := intake.Key{Client: "desk-a", ID: "k"}
+	o := order.Order{Symbol: "AAPL", Side: order.Buy, Quantity: 10}
+	claim := intake.Claim{Token: "t", Fingerprint: o.Fingerprint(), Order: o, OrderID: "order-1", AcceptedAt: c.now,
+		Lease: time.Minute, KeepUntil: c.now.Add(48 * time.Hour)}
+	if _, err := m.Begin(ctx, key, claim); err != nil {
+		t.Fatal(err)
+	}
+	if want := c.now.Add(time.Minute); !m.Alarm.Equal(want) {
+		t.Fatalf("alarm at %v, want the lease's end %v", m.Alarm, want)
+	}
+	c.Advance(59 * time.Second)
+	if keys := m.DueKeys(10); len(keys) != 0 {
+		t.Fatalf("DueKeys within the lease = %v, want none", keys)
+	}
+	c.Advance(time.Second)
+	if got, want := m.DueKeys(10), []intake.Key{key}; !slices.Equal(got, want) {
+		t.Fatalf("DueKeys at the lease's end = %v, want %v", got, want)
+	}
+}
+
+// TestAlarmSkipsUnresolvedKeys: a key the settler gave up on is never due
+// again.
+func TestAlarmSkipsUnresolvedKeys(t *testing.T) {
+	ctx := context.Background()
+	m, c := newMemory()
+	key := intake.Key{ID: "k"}
+	claim := leaveOpen(t, m, c, key, c.now.Add(time.Second))
+	settler := intake.Claim{Token: "settler", Lease: time.Minute, Settling: true}
+	c.Advance(time.Second)
+	if rec, err := m.Begin(ctx, key, settler); err != nil || rec.State != intake.Claimed {
+		t.Fatalf("the settler's Begin = %+v, %v; want Claimed", rec, err)
+	}
+	settler.OrderID, settler.AcceptedAt, settler.Sent, settler.Unresolved = claim.OrderID, claim.AcceptedAt, true, true
+	settler.KeepUntil = c.now.Add(24 * time.Hour)
+	if err := m.Release(ctx, key, settler); err != nil {
+		t.Fatal(err)
+	}
+	c.Advance(time.Hour)
+	if keys := m.DueKeys(10); len(keys) != 0 {
+		t.Fatalf("DueKeys = %v, want none: the key is unresolved", keys)
+	}
+	if rec, err := m.Lookup(ctx, key); err != nil || rec.State != intake.Open || !rec.Unresolved || rec.OrderID != claim.OrderID {
+		t.Fatalf("Lookup = %+v, %v; want Open, unresolved, with %s", rec, err, claim.OrderID)
+	}
+}

@@ -1,0 +1,220 @@
+package ledger
+
+import (
+	"errors"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/edge-orders/edge-orders/intake"
+	"github.com/edge-orders/edge-orders/order"
+)
+
+// ms is a time as the wire carries it: Unix milliseconds, read back by
+// time.UnixMilli, so that a round trip compares equal with ==.
+func ms(n int64) time.Time { return time.UnixMilli(n) }
+
+// hardOrder is an order whose symbol has a lone surrogate (kept in WTF-8,
+// from a \ud800 escape), a quote and a backslash, and whose quantity is
+// the largest the Worker accepts: what JSON must carry exactly.
+func hardOrder(t *testing.T) order.Order {
+	t.Helper()
+	o, err := order.Parse([]byte(`{"symbol":"\ud800\"Q\\é","side":"sell","quantity":9007199254740991}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.Quantity != order.MaxQuantity || o.Symbol != "\xed\xa0\x80\"Q\\é" {
+		t.Fatalf("the test's order is %+v, want a lone surrogate in its symbol and quantity 2^53-1", o)
+	}
+	return o
+}
+
+func TestClaimRoundTrips(t *testing.T) {
+	o := hardOrder(t)
+	tests := []struct {
+		name string
+		key  intake.Key
+		c    intake.Claim
+	}{
+		{"a key of the open Worker, nothing else", intake.Key{ID: "k"}, intake.Claim{}},
+		{"a new claim with its order", intake.Key{Client: "desk-a", ID: "a:b \"c\""}, intake.Claim{
+			Token: "t1", Fingerprint: o.Fingerprint(), Order: o, OrderID: "order-1", AcceptedAt: ms(1_773_500_966_535),
+			Lease: time.Minute, KeepUntil: ms(1_773_673_766_535)}},
+		{"a release left open, due for the settler", intake.Key{Client: "desk-a", ID: "k"}, intake.Claim{
+			Token: "t2", Fingerprint: "fp", Order: order.Order{Symbol: "AAPL", Side: order.Buy, Quantity: 1},
+			OrderID: "order-2", AcceptedAt: ms(1), Lease: 1500 * time.Millisecond, KeepUntil: ms(2), Sent: true,
+			Attempts: 7, NextAttempt: ms(3)}},
+		{"an unresolved release", intake.Key{ID: "k"}, intake.Claim{Token: "t3", OrderID: "order-3", Sent: true,
+			Attempts: 1 << 20, Unresolved: true}},
+		{"the settler's claim", intake.Key{Client: "c", ID: "k"}, intake.Claim{Token: "t4", Lease: time.Minute, Settling: true}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			b := encodeClaim(tc.key, tc.c)
+			key, c, err := decodeClaim(b)
+			if err != nil {
+				t.Fatalf("decodeClaim(%s): %v", b, err)
+			}
+			if key != tc.key {
+				t.Errorf("key = %+v, want %+v (from %s)", key, tc.key, b)
+			}
+			if !reflect.DeepEqual(c, tc.c) {
+				t.Errorf("claim = %+v,\nwant %+v (from %s)", c, tc.c, b)
+			}
+		})
+	}
+	t.Run("an order without a fingerprint does not travel", func(t *testing.T) {
+		// A claim for a body that is not an order has neither.
+		_, c, err := decodeClaim(encodeClaim(intake.Key{ID: "k"}, intake.Claim{Token: "t", Order: o}))
+		if err != nil || c.Order != (order.Order{}) {
+			t.Errorf("decoded order = %+v, %v; want none", c.Order, err)
+		}
+	})
+}
+
+func TestCommitRoundTrips(t *testing.T) {
+	receipt := order.Receipt{OrderID: "order-1", Status: order.StatusRejected, Order: hardOrder(t), AcceptedAt: ms(1_773_500_966_535),
+		Reason: "halted \"now\""}.JSON()
+	key := intake.Key{Client: "desk-a", ID: "k"}
+	res := intake.Result{Body: receipt, Rejected: true, Fingerprint: "fp", TTL: 24 * time.Hour}
+	gotKey, c, got, err := decodeCommit(encodeCommit(key, intake.Claim{Token: "t", OrderID: "ignored"}, res))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if gotKey != key || c.Token != "t" || !reflect.DeepEqual(got, res) {
+		t.Errorf("decodeCommit = %+v, %+v, %+v; want %+v, token t, %+v", gotKey, c, got, key, res)
+	}
+}
+
+func TestRecordRoundTrips(t *testing.T) {
+	o := hardOrder(t)
+	receipt := order.Receipt{OrderID: "order-1", Status: order.StatusAccepted, Order: o, AcceptedAt: ms(1_773_500_966_535)}.JSON()
+	tests := []struct {
+		name string
+		rec  intake.Record
+	}{
+		{"absent", intake.Record{State: intake.Absent}},
+		{"held by a reference claim", intake.Record{State: intake.Held}},
+		{"held, with the order", intake.Record{State: intake.Held, Fingerprint: o.Fingerprint(), OrderID: "order-1",
+			AcceptedAt: ms(10), Order: o, HasOrder: true, NextAttempt: ms(20)}},
+		{"a receipt", intake.Record{State: intake.Stored, Body: receipt, Fingerprint: o.Fingerprint(), Expires: ms(30)}},
+		{"a rejection", intake.Record{State: intake.Stored, Body: []byte(`{"status":"rejected","reason":"\"x\""}`), Rejected: true, Expires: ms(30)}},
+		{"claimed, taking over", intake.Record{State: intake.Claimed, Fingerprint: "fp", OrderID: "order-2", AcceptedAt: ms(40),
+			Order: o, HasOrder: true, Attempts: 3}},
+		{"open, being settled", intake.Record{State: intake.Open, Fingerprint: "fp", OrderID: "order-3", AcceptedAt: ms(50),
+			Order: o, HasOrder: true, Attempts: 4, NextAttempt: ms(60)}},
+		{"open, unresolved", intake.Record{State: intake.Open, OrderID: "order-4", AcceptedAt: ms(50), Attempts: 9, Unresolved: true}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			b := encodeRecord(tc.rec)
+			got, err := decodeRecord(b)
+			if err != nil {
+				t.Fatalf("decodeRecord(%s): %v", b, err)
+			}
+			if !reflect.DeepEqual(got, tc.rec) {
+				t.Errorf("record = %+v,\nwant %+v (from %s)", got, tc.rec, b)
+			}
+		})
+	}
+}
+
+// TestDecodeRecordRefusesWhatItCannotRead: an answer the Worker cannot
+// read is an error, never a guess: a misread state could hand out a
+// receipt that is not stored, or place an order without a claim.
+func TestDecodeRecordRefusesWhatItCannotRead(t *testing.T) {
+	for _, answer := range []string{
+		``,
+		`not json`,
+		`null`,
+		`[]`,
+		`"Stored"`,
+		`{}`,
+		`{"state":"2","receipt":"r"}`,
+		`{"state":null}`,
+		`{"state":2}`,
+		`{"state":2,"receipt":7}`,
+		`{"state":4}`,
+		`{"state":4,"orderId":5}`,
+		`{"state":5}`,
+		`{"state":-1}`,
+		`{"state":256}`,
+		`{"state":1.5}`,
+		`{"state":2,"receipt":"r"`,
+	} {
+		t.Run(answer, func(t *testing.T) {
+			if rec, err := decodeRecord([]byte(answer)); !errors.Is(err, errNotRecord) {
+				t.Errorf("decodeRecord(%s) = %+v, %v; want errNotRecord", answer, rec, err)
+			}
+		})
+	}
+}
+
+// TestDecodeCommittedTrustsOnlyCommitted: only an explicit committed is a
+// commit; anything else a Worker cannot read is an error, so no receipt is
+// handed out on it.
+func TestDecodeCommittedTrustsOnlyCommitted(t *testing.T) {
+	tests := []struct {
+		answer string
+		want   error // nil: committed; errUnread: neither committed nor lost
+	}{
+		{string(encodeCommitted(nil)), nil},
+		{`{"committed":1}`, nil},
+		{string(encodeCommitted(intake.ErrLostClaim)), intake.ErrLostClaim},
+		{`{"lost":1}`, intake.ErrLostClaim},
+		{`{"lost":1,"committed":1}`, intake.ErrLostClaim},
+		{`{}`, errUnread},
+		{`{"committed":0}`, errUnread},
+		{`{"committed":true}`, errUnread},
+		{`{"committed":"1"}`, errUnread},
+		{`{"ok":1}`, errUnread},
+		{`null`, errUnread},
+		{`1`, errUnread},
+		{``, errUnread},
+		{`{"committed":1`, errUnread},
+	}
+	for _, tc := range tests {
+		t.Run(tc.answer, func(t *testing.T) {
+			err := decodeCommitted([]byte(tc.answer))
+			switch {
+			case tc.want == nil && err != nil:
+				t.Errorf("decodeCommitted(%s) = %v, want committed", tc.answer, err)
+			case tc.want == errUnread && (err == nil || errors.Is(err, intake.ErrLostClaim)):
+				t.Errorf("decodeCommitted(%s) = %v, want an error that is neither a commit nor ErrLostClaim", tc.answer, err)
+			case tc.want == intake.ErrLostClaim && !errors.Is(err, intake.ErrLostClaim):
+				t.Errorf("decodeCommitted(%s) = %v, want ErrLostClaim", tc.answer, err)
+			}
+		})
+	}
+}
+
+// errUnread stands for an answer that says neither committed nor lost.
+var errUnread = errors.New("unread")
+
+// FuzzDecodeRecord: whatever an answer holds, decodeRecord either refuses
+// it or returns a record of a known state that carries what that state
+// needs, and what it accepts reads back as itself.
+func FuzzDecodeRecord(f *testing.F) {
+	f.Add([]byte(`{"state":2,"receipt":"r","rejected":1}`))
+	f.Add([]byte(`{"state":4,"orderId":"o","symbol":"\ud800","side":"buy","quantity":9007199254740991}`))
+	f.Add([]byte(`{"state":256}`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		rec, err := decodeRecord(b)
+		if err != nil {
+			return
+		}
+		switch {
+		case rec.State > intake.Open:
+			t.Fatalf("decodeRecord(%q) accepted state %d", b, rec.State)
+		case rec.State == intake.Stored && rec.Body == nil:
+			t.Fatalf("decodeRecord(%q) accepted a receipt without a body", b)
+		case rec.State == intake.Open && rec.OrderID == "":
+			t.Fatalf("decodeRecord(%q) accepted an open key without an order id", b)
+		}
+		enc := encodeRecord(rec)
+		again, err := decodeRecord(enc)
+		if err != nil || string(encodeRecord(again)) != string(enc) {
+			t.Fatalf("%q read as %+v, written as %s, read back as %+v, %v", b, rec, enc, again, err)
+		}
+	})
+}
