@@ -1,6 +1,7 @@
 # make dev  - build the Worker and serve it on http://127.0.0.1:$(PORT):
 #             KV mode; ENV=ledger for the Durable Object ledger
 # make test - vet, unit tests, and end-to-end tests against `wrangler dev`
+# make unit - vet and the native unit tests only, in seconds
 # make bench - load benchmark against wrangler dev (not part of make test)
 SHELL := /bin/bash
 PORT ?= 8787
@@ -15,7 +16,7 @@ ENV ?=
 export PATH := $(CURDIR)/node_modules/.bin:$(PATH)
 export WRANGLER_SEND_METRICS := false
 
-.PHONY: dev test bench chaos soak tools build clean
+.PHONY: dev test unit bench chaos soak tools build clean
 
 tools: node_modules/.installed
 
@@ -31,6 +32,12 @@ build:
 
 dev: tools
 	wrangler dev --ip 127.0.0.1 --port $(PORT) --persist-to .wrangler/state $(if $(ENV),--env $(ENV))
+
+# The edit-test loop: no Node.js, no wrangler; the end-to-end tests skip.
+unit:
+	go vet ./...
+	GOOS=js GOARCH=wasm go vet ./...
+	go test ./...
 
 # gotestsum (a Go tool dependency in go.mod) runs go test and sums up; its
 # post-run command prints the closing line: N passed, N failed, N skipped.

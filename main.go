@@ -135,7 +135,6 @@ func newWorker(env workers.Env) *worker {
 			return misconfigured("the " + ledgerBinding + " Durable Object binding is missing; see wrangler.toml's [env.ledger]")
 		}
 		store = ledger.NewClient(do, cfg.LedgerShards)
-		w.opts.ValidateFirst = true
 		if !cfg.KVFallbackUntil.IsZero() {
 			if !hasKV {
 				return misconfigured(config.KVFallbackUntilVar + " is set but the " + kvBinding + " KV namespace binding is missing")
@@ -147,8 +146,8 @@ func newWorker(env workers.Env) *worker {
 		if !hasKV {
 			return misconfigured("the " + kvBinding + " KV namespace binding is missing; see wrangler.toml")
 		}
+		w.kvStore.ReleaseClaims = cfg.ReleaseClaims
 		store = w.kvStore
-		w.opts.ReleaseAfterCommit = cfg.ReleaseClaims
 		if queue, ok := env.Binding(settleQueueBinding); ok && w.opts.Gateway != nil {
 			w.consumer = &settlequeue.Consumer{Queue: workers.NewQueue(queue)}
 			w.opts.Schedule = w.consumer.Schedule
@@ -161,7 +160,7 @@ func newWorker(env workers.Env) *worker {
 	if w.consumer != nil {
 		w.consumer.Settler = w.service
 	}
-	w.handler = httpapi.New(w.service, httpapi.Options{Clients: cfg.Clients, Log: log})
+	w.handler = httpapi.New(w.service, httpapi.Options{Clients: cfg.Clients, Log: log, AllowedOrigins: cfg.AllowedOrigins})
 	return w
 }
 

@@ -1,13 +1,16 @@
 // The Worker's JavaScript entry. It starts the Go program once per isolate,
-// hands it every request, and exports the ledger's Durable Object class,
-// whose methods call into the same Go program. All decisions are made in Go.
+// hands it every event, and exports the ledger's Durable Object class,
+// whose methods and alarm call into the same Go program. All decisions are
+// made in Go. The entry keeps each event's objects in the bridge's table
+// (workers/bridge.mjs) and hands Go their number and a frame of bytes:
+// Go never holds a JavaScript object.
 import { DurableObject } from "cloudflare:workers";
 import "./build/wasm_exec.js";
-import "./workers/bridge.mjs";
+import { hold, drop, writeFrame, encodeFrame, requestHead, readResult } from "./workers/bridge.mjs";
 import program from "./build/edge-orders.wasm";
 
 // The functions the Go program publishes when it starts (workers/*_js.go).
-let fetchInGo, objectInGo, alarmInGo, queueInGo, scheduledInGo;
+let goFetch, goObject, goAlarm, goQueue, goScheduled;
 
 function startGo() {
   const go = new Go();
@@ -15,19 +18,21 @@ function startGo() {
   const instance = new WebAssembly.Instance(program, go.importObject);
   // run() executes main until it blocks, so the functions exist when it
   // returns. If the program ever exits, the next call starts a fresh one.
-  go.run(instance).finally(() => { fetchInGo = objectInGo = alarmInGo = queueInGo = scheduledInGo = undefined; });
-  fetchInGo = globalThis.__goFetch;
-  objectInGo = globalThis.__goObject;
-  alarmInGo = globalThis.__goAlarm;
-  queueInGo = globalThis.__goQueue;
-  scheduledInGo = globalThis.__goScheduled;
+  go.run(instance).finally(() => { goFetch = goObject = goAlarm = goQueue = goScheduled = undefined; });
+  ({ __goFetch: goFetch, __goObject: goObject, __goAlarm: goAlarm, __goQueue: goQueue, __goScheduled: goScheduled } = globalThis);
   console.log(JSON.stringify({ event: "go_started", ms: performance.now() - startedAt }));
 }
 
+// done returns a function that settles a promise as Go's task ends:
+// resolved with nothing, or rejected with the failure Go names.
+const done = (resolve, reject) => (failure) => (failure === "" ? resolve() : reject(new Error(failure)));
+
 export default {
   fetch(request, env, ctx) {
-    if (!fetchInGo) startGo();
-    const response = new Promise((resolve) => fetchInGo(request, env, ctx, resolve));
+    if (!goFetch) startGo();
+    const response = new Promise((resolve) => {
+      goFetch(hold({ request, env, ctx, resolve }), writeFrame(requestHead(request)));
+    });
     // In production a client that disconnects cancels its request's pending
     // work, but not what waitUntil holds: the whole lifecycle runs under it,
     // so an order the gateway accepted is stored even if nobody waits.
@@ -38,58 +43,63 @@ export default {
   // The settle queue (KV mode): each message names a key whose outcome is
   // unknown; Go settles it, then the message is acknowledged or retried.
   async queue(batch, env, ctx) {
-    if (!queueInGo) startGo();
+    if (!goQueue) startGo();
     await Promise.all(batch.messages.map((message) => new Promise((resolve) => {
-      queueInGo(String(message.body), env, ctx, (failure, retrySeconds) => {
-        if (failure === undefined) message.ack();
-        else message.retry({ delaySeconds: retrySeconds });
+      const settled = (failure, retrySeconds) => {
+        if (failure === "") message.ack();
+        else message.retry({ delaySeconds: Number(retrySeconds) });
         resolve();
-      });
+      };
+      goQueue(hold({ env, ctx, done: settled }), writeFrame(encodeFrame([String(message.body)])));
     })));
   },
 
   // The Cron Trigger (KV mode): settles the keys whose message was lost.
   async scheduled(controller, env, ctx) {
-    if (!scheduledInGo) startGo();
-    await settled((done) => scheduledInGo(env, ctx, done));
+    if (!goScheduled) startGo();
+    await new Promise((resolve, reject) => goScheduled(hold({ env, ctx, done: done(resolve, reject) })));
   },
 };
 
-// settled runs start(done) and resolves once Go calls done with nothing,
-// or rejects with the failure it names.
-function settled(start) {
-  return new Promise((resolve, reject) => {
-    start((failure) => (failure === undefined ? resolve() : reject(new Error(failure))));
-  });
-}
+const decoder = new TextDecoder();
 
 // callGo runs a Durable Object method in Go, synchronously: no await, so
-// the object runs it whole and its SQL writes commit together.
-function callGo(cls, method, ctx, args) {
-  if (!objectInGo) startGo();
-  const result = objectInGo(cls, method, ctx, args);
-  if (result instanceof Error) throw result;
-  return result;
+// the object runs it whole and its SQL writes commit together. Its one
+// argument and its one result are JSON text.
+function callGo(cls, method, ctx, arg) {
+  if (!goObject) startGo();
+  const id = hold(ctx);
+  try {
+    const n = goObject(id, writeFrame(encodeFrame([cls, method, arg ?? ""])));
+    const [result] = readResult(n < 0 ? -1 - n : n);
+    const text = decoder.decode(result);
+    if (n < 0) throw new Error(text);
+    return text;
+  } finally {
+    drop(id);
+  }
 }
 
 // The ledger (ledger/object.go): claims and receipts in SQLite.
 export class Ledger extends DurableObject {
   constructor(ctx, env) {
     super(ctx, env);
-    callGo("Ledger", "open", ctx, []);
+    callGo("Ledger", "open", ctx);
   }
-  claim(...args) { return callGo("Ledger", "claim", this.ctx, args); }
-  commit(...args) { return callGo("Ledger", "commit", this.ctx, args); }
-  release(...args) { return callGo("Ledger", "release", this.ctx, args); }
-  lookup(...args) { return callGo("Ledger", "lookup", this.ctx, args); }
+  claim(arg) { return callGo("Ledger", "claim", this.ctx, arg); }
+  commit(arg) { return callGo("Ledger", "commit", this.ctx, arg); }
+  release(arg) { return callGo("Ledger", "release", this.ctx, arg); }
+  lookup(arg) { return callGo("Ledger", "lookup", this.ctx, arg); }
   // Deletes expired rows; the alarm runs it, and so can a caller (alarm
   // itself cannot be called over RPC).
-  sweep() { return callGo("Ledger", "sweep", this.ctx, []); }
+  sweep() { return callGo("Ledger", "sweep", this.ctx); }
+  stats() { return callGo("Ledger", "stats", this.ctx); }
   // Sweeps when due, and settles the keys due for the settler; it awaits
   // the gateway, so it is the one method that is not synchronous.
   alarm() {
-    if (!alarmInGo) startGo();
-    return settled((done) => alarmInGo("Ledger", this.ctx, this.env, done));
+    if (!goAlarm) startGo();
+    return new Promise((resolve, reject) => {
+      goAlarm(hold({ storage: this.ctx.storage, env: this.env, done: done(resolve, reject) }), writeFrame(encodeFrame(["Ledger"])));
+    });
   }
-  stats() { return callGo("Ledger", "stats", this.ctx, []); }
 }

@@ -8,6 +8,8 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -117,4 +119,118 @@ func TestContentionCountsDuplicates(t *testing.T) {
 			}
 		})
 	}
+}
+
+func TestGatewayRefusesAMarkedOrdersFirstCall(t *testing.T) {
+	g, err := startGateway(latency{P50: 1, P95: 1, P99: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.stop()
+	symbol := settleMarker + "-1"
+	var got []int
+	for _, id := range []string{"o-1", "o-1"} {
+		resp, err := http.Post(g.URL, "application/json", strings.NewReader(`{"orderId":"`+id+`","symbol":"`+symbol+`"}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		got = append(got, resp.StatusCode)
+	}
+	if !slices.Equal(got, []int{503, 201}) {
+		t.Errorf("statuses = %v, want 503, then 201", got)
+	}
+	if calls := g.calls(symbol); !slices.Equal(calls, []string{"o-1", "o-1"}) {
+		t.Errorf("calls = %q, want the order id of both", calls)
+	}
+	if s := g.take(); len(s) != 0 {
+		t.Errorf("service times %v, want none for a marked order", s)
+	}
+}
+
+// TestSettlingChecksTheOrderID runs the settling check against a fake
+// Worker whose settler calls the gateway again 100 ms after the unknown
+// outcome, with the same order id or with a new one.
+func TestSettlingChecksTheOrderID(t *testing.T) {
+	for _, c := range []struct {
+		name      string
+		newID     bool
+		wantError bool
+	}{{"settled with one order id", false, false}, {"a second order id fails", true, true}} {
+		t.Run(c.name, func(t *testing.T) {
+			g, err := startGateway(latency{P50: 1, P95: 1, P99: 1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer g.stop()
+			worker := httptest.NewServer(fakeSettlingWorker(t, g.URL, c.newID))
+			defer worker.Close()
+			logs := func() string { return "a line for another key\n" }
+			settles, err := settling(context.Background(), worker.URL, logs, g, 2)
+			if gotError := err != nil; gotError != c.wantError {
+				t.Fatalf("settling = %v, %v; want an error: %v", settles, err, c.wantError)
+			}
+			if c.wantError {
+				t.Log(err)
+				return
+			}
+			for _, s := range settles {
+				if s.took < 100*time.Millisecond || s.gatewayCalls != 2 {
+					t.Errorf("settle = %+v, want at least the settler's 100 ms, and 2 calls", s)
+				}
+			}
+		})
+	}
+}
+
+// fakeSettlingWorker answers a POST by calling the gateway with a new
+// order id; when the gateway refuses, it answers 503 outcome_unknown and
+// calls again 100 ms later (with another order id if newID), and a lookup
+// answers 200 once that call accepted.
+func fakeSettlingWorker(t *testing.T, gatewayURL string, newID bool) http.Handler {
+	var mu sync.Mutex
+	receipts := map[string]string{}
+	call := func(orderID, symbol string) int {
+		resp, err := http.Post(gatewayURL, "application/json", strings.NewReader(`{"orderId":"`+orderID+`","symbol":"`+symbol+`"}`))
+		if err != nil {
+			t.Error(err)
+			return 0
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		key := r.Header.Get("Idempotency-Key")
+		if r.Method == http.MethodGet {
+			mu.Lock()
+			receipt, ok := receipts[key]
+			mu.Unlock()
+			if !ok {
+				w.WriteHeader(503)
+				return
+			}
+			w.Write([]byte(receipt))
+			return
+		}
+		var o struct{ Symbol string }
+		json.NewDecoder(r.Body).Decode(&o)
+		orderID := "id-" + key
+		if call(orderID, o.Symbol) != 503 {
+			t.Error("the gateway accepted a marked order's first call")
+		}
+		go func() {
+			time.Sleep(100 * time.Millisecond)
+			again := orderID
+			if newID {
+				again += "-again"
+			}
+			if call(again, o.Symbol) == 201 {
+				mu.Lock()
+				receipts[key] = `{"orderId":"` + again + `"}`
+				mu.Unlock()
+			}
+		}()
+		w.WriteHeader(503)
+		w.Write([]byte(`{"error":"outcome_unknown","orderId":"` + orderID + `"}`))
+	})
 }

@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 )
@@ -17,22 +18,31 @@ import (
 // waits a delay drawn from its distribution, accepts the order as the
 // gateway contract asks (README, Connecting your OMS), and records how long
 // each call took on its side, so the edge's own share of a new order's
-// latency can be told apart.
+// latency can be told apart. An order whose symbol starts with
+// settleMarker is refused with a 503 on its first call, so that the
+// Worker's settler has an unknown outcome to settle; the gateway records
+// the order id of each of its calls instead of their service times.
 type gateway struct {
 	URL   string
 	delay latency
 	srv   *http.Server
 
-	mu      sync.Mutex
-	service []time.Duration
+	mu          sync.Mutex
+	service     []time.Duration
+	markedCalls map[string][]string // a marked symbol → the order id of each call
 }
+
+// settleMarker starts the symbol of an order whose first gateway call the
+// bench's gateway refuses. Each such order has a symbol of its own, so
+// that its calls can be told apart from every other order's.
+const settleMarker = "SETTLE"
 
 func startGateway(delay latency) (*gateway, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, err
 	}
-	g := &gateway{URL: "http://" + l.Addr().String() + "/orders", delay: delay}
+	g := &gateway{URL: "http://" + l.Addr().String() + "/orders", delay: delay, markedCalls: map[string][]string{}}
 	g.srv = &http.Server{Handler: g}
 	go g.srv.Serve(l)
 	return g, nil
@@ -42,18 +52,44 @@ func (g *gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	began := time.Now()
 	var p struct {
 		OrderID string `json:"orderId"`
+		Symbol  string `json:"symbol"`
 	}
 	if err := json.NewDecoder(r.Body).Decode(&p); err != nil || p.OrderID == "" {
 		http.Error(w, "not an order", http.StatusBadRequest)
 		return
 	}
+	marked := strings.HasPrefix(p.Symbol, settleMarker)
+	first := false
+	if marked {
+		// Recorded on arrival: by the time the Worker stores the answer,
+		// its call is on the record.
+		g.mu.Lock()
+		g.markedCalls[p.Symbol] = append(g.markedCalls[p.Symbol], p.OrderID)
+		first = len(g.markedCalls[p.Symbol]) == 1
+		g.mu.Unlock()
+	}
 	time.Sleep(time.Duration(g.delay.draw(rand.Float64()) * float64(time.Millisecond)))
+	if first {
+		// Without an orderId: an answer that says to try again, never a
+		// refusal (oms.Outcome).
+		http.Error(w, "try again", http.StatusServiceUnavailable)
+		return
+	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(http.StatusCreated)
 	json.NewEncoder(w).Encode(map[string]string{"orderId": p.OrderID})
+	if !marked {
+		g.mu.Lock()
+		g.service = append(g.service, time.Since(began))
+		g.mu.Unlock()
+	}
+}
+
+// calls returns the order id of each call for the marked symbol, in order.
+func (g *gateway) calls(symbol string) []string {
 	g.mu.Lock()
-	g.service = append(g.service, time.Since(began))
-	g.mu.Unlock()
+	defer g.mu.Unlock()
+	return append([]string(nil), g.markedCalls[symbol]...)
 }
 
 // take returns the service times recorded since the last take.

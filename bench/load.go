@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"os/exec"
 	"path/filepath"
@@ -68,17 +69,25 @@ const order = `{"symbol":"MSFT","side":"buy","quantity":100}`
 
 // post sends one order under key and returns the status.
 func post(ctx context.Context, url, key string) (int, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, strings.NewReader(order))
+	status, _, err := send(ctx, http.MethodPost, url, key, order)
+	return status, err
+}
+
+// send makes one request with key as its Idempotency-Key (a GET with no
+// body is a lookup) and returns the status and body.
+func send(ctx context.Context, method, url, key, body string) (int, []byte, error) {
+	req, err := http.NewRequestWithContext(ctx, method, url, strings.NewReader(body))
 	if err != nil {
-		return 0, err
+		return 0, nil, err
 	}
 	req.Header.Set("Idempotency-Key", key)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		return 0, err
+		return 0, nil, err
 	}
-	resp.Body.Close()
-	return resp.StatusCode, nil
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	return resp.StatusCode, b, err
 }
 
 // contention sends each of keys keys on conns connections at the same

@@ -5,10 +5,11 @@
 // JavaScript port of this contract (test/reference/port), all under
 // `wrangler dev` on loopback, in one interleaved run, as ratios to the seed.
 // Two phases: production latency (every binding call delayed as a real KV
-// or Durable Object call takes, and an OMS gateway with a delay of its own)
-// and local saturation (as shipped, no delays). The load comes from
-// autocannon. It prints a markdown report and writes it to bench/results/;
-// bench/README.md says how to read it.
+// or Durable Object call takes, and an OMS gateway with a delay of its own,
+// followed by the settling check: how long the settler takes to store an
+// outcome the gateway left unknown) and local saturation (as shipped, no
+// delays). The load comes from autocannon. It prints a markdown report and
+// writes it to bench/results/; bench/README.md says how to read it.
 //
 // Run it from the repository root: go run ./bench (or make bench).
 package main
@@ -40,6 +41,7 @@ type options struct {
 	delays                         delayModel
 	gateway                        latency
 	contentionKeys, contentionConn int
+	settleKeys                     int
 }
 
 // subject is one Worker under test, with its own wrangler dev and state.
@@ -54,8 +56,10 @@ type subject struct {
 	withGateway bool
 	// placedTwice is how many keys of the contention check got two 201s.
 	placedTwice *int
-	opts        wranglerdev.Options
-	srv         *wranglerdev.Server
+	// settles are the keys of the settling check, for a subject withGateway.
+	settles []settle
+	opts    wranglerdev.Options
+	srv     *wranglerdev.Server
 }
 
 // cell is one subject's runs of one scenario at one connection count.
@@ -125,6 +129,7 @@ func parseFlags(args []string) (options, error) {
 	gw := fs.String("gateway", "40,80,150", "the OMS gateway's service time")
 	fs.IntVar(&o.contentionKeys, "contention-keys", 30, "keys of the contention check")
 	fs.IntVar(&o.contentionConn, "contention-conns", 16, "requests sent at once per key in the contention check")
+	fs.IntVar(&o.settleKeys, "settle-keys", 10, "keys of the settling check, one at a time, per Worker with the gateway")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
@@ -148,6 +153,9 @@ func parseFlags(args []string) (options, error) {
 	}
 	if o.rounds < 1 || o.latencyDuration < time.Second || o.satDuration < time.Second {
 		return o, fmt.Errorf("want at least one round of runs of at least 1 s")
+	}
+	if o.settleKeys < 1 {
+		return o, fmt.Errorf("want at least one key for the settling check")
 	}
 	return o, nil
 }
@@ -339,6 +347,15 @@ func measure(ctx context.Context, o options) (*report, error) {
 	if err := runPhase(ctx, lat, o.rounds, o.latencyDuration, gw); err != nil {
 		return nil, err
 	}
+	for _, s := range lat.subjects {
+		if !s.withGateway {
+			continue
+		}
+		if s.settles, err = settling(ctx, s.srv.URL, s.srv.Logs, gw, o.settleKeys); err != nil {
+			return nil, fmt.Errorf("%s, settling: %w", s.name, err)
+		}
+		fmt.Fprintf(os.Stderr, "bench: %s, settling: done\n", s.name)
+	}
 	stopAll(lat.subjects)
 	rep.phases = append(rep.phases, lat)
 
@@ -473,6 +490,7 @@ func (r *report) String() string {
 		b.WriteString("\n")
 		if slices.ContainsFunc(p.subjects, func(s *subject) bool { return s.withGateway }) {
 			r.gatewayTable(&b, p)
+			r.settlingTable(&b, p)
 		}
 	}
 	r.buildsTable(&b)

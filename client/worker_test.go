@@ -62,7 +62,7 @@ func newWorker(t *testing.T, token string, script ...step) *worker {
 	store.Now = w.clock
 	w.svc = intake.New(store, intake.Options{
 		ResultTTL: config.DefaultResultTTL, PendingTTL: config.DefaultPendingTTL, Wait: 0,
-		ValidateFirst: true, Gateway: w.gateway, Now: w.clock,
+		Gateway: w.gateway, Now: w.clock,
 	})
 	opts := httpapi.Options{Now: w.clock}
 	if token != "" {

@@ -39,6 +39,9 @@ const (
 	// SweepGraceVar is how long past its due time KV mode's sweep takes a
 	// key's settle message for lost, in seconds.
 	SweepGraceVar = "SETTLE_SWEEP_GRACE_SECONDS"
+	// AllowedOriginsVar lists the origins whose pages may call the Worker
+	// from a browser (CORS), comma-separated.
+	AllowedOriginsVar = "ALLOWED_ORIGINS"
 )
 
 // Values of KV_CLAIM_AFTER_RECEIPT.
@@ -128,6 +131,9 @@ type Config struct {
 	OMSTimeout time.Duration
 	// OMSToken, if set, is sent to the gateway as a bearer token.
 	OMSToken string
+	// AllowedOrigins are the exact origins, as browsers send them, whose
+	// pages may call the Worker; nil turns CORS off.
+	AllowedOrigins []string
 }
 
 // Error is a setting the Worker cannot run with. Its message names the
@@ -179,6 +185,7 @@ func Load(lookup func(name string) (string, bool)) (Config, error) {
 		{OMSTokenVar, func(v string) error { c.OMSToken = strings.TrimSpace(v); return nil }},
 		{SettleMaxAgeVar, func(v string) (err error) { c.SettleMaxAge, err = parseTTL(v); return }},
 		{SweepGraceVar, func(v string) (err error) { c.SweepGrace, err = parseSeconds(v); return }},
+		{AllowedOriginsVar, func(v string) (err error) { c.AllowedOrigins, err = parseOrigins(v); return }},
 	}
 	for _, s := range settings {
 		if v, ok := lookup(s.name); ok {
@@ -324,4 +331,87 @@ func parseSeconds(v string) (time.Duration, error) {
 		return 0, errors.New("must be a whole number of seconds from 1 to 86400")
 	}
 	return time.Duration(n) * time.Second, nil
+}
+
+// parseOrigins reads ALLOWED_ORIGINS: exact origins, comma-separated,
+// each written as a browser sends it in the Origin header
+// (scheme://host[:port], lowercase, no default port, no path), since the
+// Worker compares them byte for byte. Empty means none: CORS is off.
+//
+// "*" is refused, and so is "null". A trading Worker's browser callers are
+// the front-ends its operator runs, and a list of them is what to audit.
+// With "*", any page on the web could make its visitors' browsers send
+// orders: with API tokens, any page holding a token (a copied front-end on
+// another domain); without them, any page at all, each visitor under the
+// rate limit of their own address. Today the preflight that every request
+// with an Idempotency-Key needs keeps all of them out. "null" is the
+// origin of every sandboxed frame and file: page, so it would let anyone
+// in too.
+func parseOrigins(v string) ([]string, error) {
+	var list []string
+	for _, origin := range strings.Split(v, ",") {
+		origin = strings.TrimSpace(origin)
+		if origin == "" {
+			continue
+		}
+		if err := checkOrigin(origin); err != nil {
+			return nil, err
+		}
+		if !slices.Contains(list, origin) {
+			list = append(list, origin)
+		}
+	}
+	return list, nil
+}
+
+// checkOrigin says why origin is not one a browser would send, if it is not.
+func checkOrigin(origin string) error {
+	quoted := strconv.Quote(origin)
+	switch origin {
+	case "*":
+		return errors.New(`"*" is not allowed: list each origin whose pages may call the Worker, such as https://desk.example.com`)
+	case "null":
+		return errors.New(`"null" is not allowed: it is the origin of every sandboxed frame and file: page`)
+	}
+	scheme, rest, ok := strings.Cut(origin, "://")
+	if !ok || (scheme != "http" && scheme != "https") {
+		return errors.New(quoted + " is not an http:// or https:// origin, such as https://desk.example.com")
+	}
+	if i := strings.IndexAny(rest, "/?#"); i >= 0 {
+		return errors.New(quoted + " has a path: an origin is scheme://host[:port], such as " + scheme + "://" + rest[:i])
+	}
+	if strings.Contains(rest, "@") {
+		return errors.New(quoted + " has a user name: an origin is scheme://host[:port]")
+	}
+	host, port := rest, ""
+	if i := strings.LastIndexByte(rest, ':'); i >= 0 && !strings.HasSuffix(rest, "]") {
+		host, port = rest[:i], rest[i+1:]
+		if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 || port[0] == '0' {
+			return errors.New(quoted + " has no valid port after the colon")
+		}
+		if (scheme == "https" && port == "443") || (scheme == "http" && port == "80") {
+			return errors.New(quoted + " names its scheme's default port, which browsers leave out: write " + scheme + "://" + host)
+		}
+	}
+	if host == "" {
+		return errors.New(quoted + " has no host")
+	}
+	if strings.HasPrefix(host, "[") && strings.HasSuffix(host, "]") {
+		host = host[1 : len(host)-1] // an IPv6 address
+		if host == "" || strings.Trim(host, "0123456789abcdef:.") != "" {
+			return errors.New(quoted + " is not an IPv6 address in lowercase hex between brackets")
+		}
+		return nil
+	}
+	for i := 0; i < len(host); i++ {
+		c := host[i]
+		switch {
+		case c >= 'a' && c <= 'z', c >= '0' && c <= '9', c == '-', c == '.':
+		case c >= 'A' && c <= 'Z':
+			return errors.New(quoted + " has capitals, which browsers never send: write " + scheme + "://" + strings.ToLower(rest))
+		default:
+			return errors.New(quoted + " has " + strconv.QuoteRune(rune(c)) + " in its host: write an international name in its xn-- form, as browsers send it")
+		}
+	}
+	return nil
 }

@@ -2,6 +2,8 @@ package config_test
 
 import (
 	"errors"
+	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -128,7 +130,7 @@ func TestLoadRefusesTTL(t *testing.T) {
 					t.Fatalf("Load(%s=%q) = %+v, want an error", name, tc.value, c)
 				}
 				wantConfigError(t, err, name)
-				if c != (config.Config{}) {
+				if !reflect.DeepEqual(c, config.Config{}) {
 					t.Errorf("Load returned %+v with its error, want the zero Config", c)
 				}
 			})
@@ -258,6 +260,85 @@ func TestGatewayAndClaimSettings(t *testing.T) {
 			}
 			if err != nil || !tc.want(c) {
 				t.Fatalf("Load = %+v, %v", c, err)
+			}
+		})
+	}
+}
+
+func TestLoadAllowedOrigins(t *testing.T) {
+	const originsVar = "ALLOWED_ORIGINS"
+	tests := []struct {
+		name  string
+		value string // unset when "-"
+		want  []string
+	}{
+		{"unset turns CORS off", "-", nil},
+		{"empty turns CORS off", "", nil},
+		{"commas and spaces alone turn CORS off", " , ,", nil},
+		{"one origin is read", "https://desk.example.com", []string{"https://desk.example.com"}},
+		{"a list is read, trimmed, in order", " https://desk.example.com , http://127.0.0.1:8080,", []string{"https://desk.example.com", "http://127.0.0.1:8080"}},
+		{"a duplicate is read once", "https://a.example,https://a.example", []string{"https://a.example"}},
+		{"localhost with a port is read", "http://localhost:5173", []string{"http://localhost:5173"}},
+		{"an IPv6 origin is read", "http://[::1]:8080", []string{"http://[::1]:8080"}},
+		{"an international name in its xn-- form is read", "https://xn--bcher-kva.example", []string{"https://xn--bcher-kva.example"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			vars := map[string]string{}
+			if tc.value != "-" {
+				vars[originsVar] = tc.value
+			}
+			c, err := config.Load(env(vars))
+			if err != nil {
+				t.Fatalf("Load: %v", err)
+			}
+			if got := c.AllowedOrigins; !slices.Equal(got, tc.want) {
+				t.Errorf("AllowedOrigins = %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestLoadRefusesOrigins: the Worker compares origins byte for byte with
+// the Origin header, so anything a browser would never send is refused at
+// load, with a reason that says how to write it, rather than never
+// matching; and "*" and "null" are refused for good (README, From a
+// browser).
+func TestLoadRefusesOrigins(t *testing.T) {
+	const originsVar = "ALLOWED_ORIGINS"
+	tests := []struct {
+		name, value, wantReason string
+	}{
+		{"a wildcard is refused", "*", `"*" is not allowed`},
+		{"a wildcard in a list is refused", "https://desk.example.com, *", `"*" is not allowed`},
+		{"null is refused", "null", "sandboxed"},
+		{"a host without a scheme is refused", "desk.example.com", "not an http:// or https:// origin"},
+		{"another scheme is refused", "ftp://desk.example.com", "not an http:// or https:// origin"},
+		{"a trailing slash is refused", "https://desk.example.com/", "such as https://desk.example.com"},
+		{"a path is refused", "https://desk.example.com/ticket", "has a path"},
+		{"a query is refused", "https://desk.example.com?x", "has a path"},
+		{"a user name is refused", "https://me@desk.example.com", "user name"},
+		{"the default https port is refused", "https://desk.example.com:443", "write https://desk.example.com"},
+		{"the default http port is refused", "http://127.0.0.1:80", "write http://127.0.0.1"},
+		{"a port of letters is refused", "http://localhost:http", "port"},
+		{"port 0 is refused", "http://localhost:0", "port"},
+		{"a port over 65535 is refused", "http://localhost:65536", "port"},
+		{"an empty port is refused", "http://localhost:", "port"},
+		{"no host is refused", "https://", "no host"},
+		{"capitals are refused", "https://Desk.Example.com", "write https://desk.example.com"},
+		{"an upper-case scheme is refused", "HTTPS://desk.example.com", "not an http:// or https:// origin"},
+		{"a non-ASCII host is refused", "https://bücher.example", "xn--"},
+		{"a space inside is refused", "https://desk example.com", "in its host"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := config.Load(env(map[string]string{originsVar: tc.value}))
+			if err == nil {
+				t.Fatalf("Load(%s=%q) = %q, want an error", originsVar, tc.value, c.AllowedOrigins)
+			}
+			cerr := wantConfigError(t, err, originsVar)
+			if !strings.Contains(cerr.Reason, tc.wantReason) {
+				t.Errorf("reason = %q, want it to say %q", cerr.Reason, tc.wantReason)
 			}
 		})
 	}

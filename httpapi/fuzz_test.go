@@ -51,13 +51,11 @@ func FuzzHandler(f *testing.F) {
 		for _, store := range []struct {
 			name  string
 			store intake.Store
-			first bool
 		}{
-			{"kv", kv.NewStore(kv.NewMemory(), nil), false},
-			{"ledger", ledger.NewMemory(), true},
+			{"kv", kv.NewStore(kv.NewMemory(), nil)},
+			{"ledger", ledger.NewMemory()},
 		} {
 			opts := serviceOptions()
-			opts.ValidateFirst = store.first
 			for _, c := range []*auth.Clients{nil, clients} {
 				h := httpapi.New(intake.New(store.store, opts), httpapi.Options{Clients: c})
 				for i := 0; i < 2; i++ {

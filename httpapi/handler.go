@@ -40,12 +40,21 @@ type Options struct {
 	// Now tells the time an unsettled outcome's Retry-After counts from;
 	// nil means time.Now.
 	Now func() time.Time
+	// AllowedOrigins are the origins whose pages a browser lets call the
+	// Worker (CORS): exact origins as browsers send them in the Origin
+	// header, such as https://desk.example.com (config.Load checks them).
+	// A preflight from one is answered 204 before the token check, and
+	// every response to one lets the page read it. Empty turns CORS off:
+	// an OPTIONS is then answered 405 like any other method, and no
+	// response carries a CORS header.
+	AllowedOrigins []string
 }
 
 // Handler answers order submissions and key lookups.
 type Handler struct {
-	svc  *intake.Service
-	opts Options
+	svc     *intake.Service
+	opts    Options
+	origins origins
 }
 
 // New returns a Handler for svc.
@@ -53,13 +62,21 @@ func New(svc *intake.Service, opts Options) *Handler {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	return &Handler{svc: svc, opts: opts}
+	return &Handler{svc: svc, opts: opts, origins: newOrigins(opts.AllowedOrigins)}
 }
 
 // ServeWorker implements workers.Handler with the contract in README.md.
 func (h *Handler) ServeWorker(ctx context.Context, r *workers.Request) *workers.Response {
 	start := time.Now()
-	resp, line := h.serve(ctx, r)
+	var origin string
+	if h.origins != nil {
+		origin = r.Header.Get("Origin")
+	}
+	resp, line := h.origins.preflight(r, origin)
+	if resp == nil {
+		resp, line = h.serve(ctx, r)
+		h.origins.annotate(resp, origin)
+	}
 	line.Millis = time.Since(start).Milliseconds()
 	h.opts.Log.Log(line)
 	return resp
@@ -126,8 +143,6 @@ func (h *Handler) serve(ctx context.Context, r *workers.Request) (resp *workers.
 		return fail(err)
 	}
 	key := intake.Key{Client: line.Client, ID: id}
-	// The open Worker's rate limit counts per caller address.
-	ctx = intake.WithCaller(ctx, func() string { return r.Header.Get("CF-Connecting-IP") })
 
 	var out intake.Outcome
 	if r.Method == "GET" {
@@ -137,7 +152,14 @@ func (h *Handler) serve(ctx context.Context, r *workers.Request) (resp *workers.
 		if body, err = r.Body.ReadAll(MaxBodyBytes); err != nil {
 			return fail(bodyError(err))
 		}
-		out, err = h.svc.Submit(ctx, key, body)
+		// The open Worker's rate limit counts per caller address; a
+		// client's counts per client, and its request does not pay for
+		// the header read, a crossing into JavaScript.
+		var caller string
+		if key.Client == "" {
+			caller = r.Header.Get("CF-Connecting-IP")
+		}
+		out, err = h.svc.Submit(ctx, key, body, caller)
 	}
 	if err != nil {
 		return fail(err)

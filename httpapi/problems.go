@@ -22,14 +22,19 @@ var (
 	errUnreadableBody   = errors.New("httpapi: body could not be read")
 	errInternal         = errors.New("httpapi: internal error")
 	errMisconfigured    = errors.New("httpapi: misconfigured")
+	// errOriginNotAllowed refuses a CORS preflight from an origin that is
+	// not in Options.AllowedOrigins.
+	errOriginNotAllowed = errors.New("httpapi: origin not allowed")
 )
 
 // HTTP statuses, named as in net/http, which the Worker does without.
 const (
 	statusOK                  = 200
 	statusCreated             = 201
+	statusNoContent           = 204
 	statusBadRequest          = 400
 	statusUnauthorized        = 401
+	statusForbidden           = 403
 	statusNotFound            = 404
 	statusMethodNotAllowed    = 405
 	statusConflict            = 409
@@ -96,6 +101,8 @@ var problems = []struct {
 		"Send a client token as Authorization: Bearer <token>.", "unauthorized"}},
 	{auth.ErrInvalidToken, problem{statusUnauthorized, "unauthorized", "Invalid API token",
 		"The bearer token belongs to no client.", "unauthorized"}},
+	{errOriginNotAllowed, problem{statusForbidden, "origin_not_allowed", "Origin not allowed",
+		"Browsers on this page's origin may not call this Worker: the origin is not one the Worker allows.", ""}},
 	{errMethodNotAllowed, problem{statusMethodNotAllowed, "method_not_allowed", "Method not allowed",
 		"Orders are submitted with POST; GET with an Idempotency-Key looks one up.", ""}},
 	{errMissingKey, problem{statusBadRequest, "missing_idempotency_key", "Idempotency-Key is missing",

@@ -21,7 +21,19 @@ type receiptCache struct {
 	max     int
 	entries map[string]cachedReceipt
 	order   []string // insertion order, for eviction
+	// bytes is what the entries' keys, bodies and fingerprints take;
+	// eviction keeps it within maxCachedBytes, so that the cache costs
+	// what its bytes cost whatever the receipts' size.
+	bytes int
 }
+
+// maxCachedBytes bounds the bytes the receipt cache holds: under TinyGo,
+// whose collector scans goroutine stacks conservatively, memory the cache
+// pins is most of what a busy instance's heap grows by.
+const maxCachedBytes = 1 << 20
+
+// size is what an entry takes, for the byte bound.
+func (r cachedReceipt) size(key string) int { return len(key) + len(r.body) + len(r.fingerprint) + 64 }
 
 // cachedReceipt is what a replay reads of a stored outcome: its state,
 // body, rejection flag and fingerprint, and when the entry expires, in
@@ -64,16 +76,24 @@ func (c *receiptCache) put(key string, rec Record, now time.Time) {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if _, ok := c.entries[key]; !ok {
-		if len(c.order) >= c.max {
-			delete(c.entries, c.order[0])
-			c.order = c.order[1:]
-		}
-		c.order = append(c.order, key)
-	}
 	expires := now.Add(cacheTTL)
 	if !rec.Expires.IsZero() && rec.Expires.Before(expires) {
 		expires = rec.Expires
 	}
-	c.entries[key] = cachedReceipt{state: rec.State, body: rec.Body, rejected: rec.Rejected, fingerprint: rec.Fingerprint, expires: expires.Unix()}
+	entry := cachedReceipt{state: rec.State, body: rec.Body, rejected: rec.Rejected, fingerprint: rec.Fingerprint, expires: expires.Unix()}
+	if old, ok := c.entries[key]; ok {
+		c.bytes -= old.size(key)
+	} else {
+		c.order = append(c.order, key)
+	}
+	c.entries[key] = entry
+	c.bytes += entry.size(key)
+	for len(c.order) > 0 && (len(c.order) > c.max || c.bytes > maxCachedBytes) {
+		oldest := c.order[0]
+		c.order = c.order[1:]
+		if e, ok := c.entries[oldest]; ok {
+			c.bytes -= e.size(oldest)
+			delete(c.entries, oldest)
+		}
+	}
 }

@@ -57,15 +57,15 @@ func TestInFlightEntryExpiresWithTheLease(t *testing.T) {
 	mem := ledger.NewMemory()
 	mem.Now = clock.Now
 	store := &stallingStore{Store: mem, stalled: make(chan struct{})}
-	svc := intake.New(store, intake.Options{ResultTTL: config.DefaultResultTTL, PendingTTL: config.DefaultPendingTTL, Now: clock.Now, ValidateFirst: true})
-	go svc.Submit(context.Background(), key("k"), []byte(validBody))
+	svc := intake.New(store, intake.Options{ResultTTL: config.DefaultResultTTL, PendingTTL: config.DefaultPendingTTL, Now: clock.Now})
+	go svc.Submit(context.Background(), key("k"), []byte(validBody), "")
 	<-store.stalled
 
-	if _, err := svc.Submit(context.Background(), key("k"), []byte(validBody)); !errors.Is(err, intake.ErrInProgress) {
+	if _, err := svc.Submit(context.Background(), key("k"), []byte(validBody), ""); !errors.Is(err, intake.ErrInProgress) {
 		t.Fatalf("within the lease = %v, want ErrInProgress", err)
 	}
 	clock.Advance(config.DefaultPendingTTL)
-	if out, err := svc.Submit(context.Background(), key("k"), []byte(validBody)); err != nil || out.Replayed {
+	if out, err := svc.Submit(context.Background(), key("k"), []byte(validBody), ""); err != nil || out.Replayed {
 		t.Fatalf("after the lease = %+v, %v; want a new order", out, err)
 	}
 }
@@ -76,13 +76,13 @@ func TestCachedReceiptNeverOutlivesItsExpiry(t *testing.T) {
 	clock := &fakeClock{now: acceptedAt}
 	mem := ledger.NewMemory()
 	mem.Now = clock.Now
-	svc := intake.New(mem, intake.Options{ResultTTL: 10 * time.Second, PendingTTL: config.DefaultPendingTTL, Now: clock.Now, ValidateFirst: true})
-	first, err := svc.Submit(context.Background(), key("k"), []byte(validBody))
+	svc := intake.New(mem, intake.Options{ResultTTL: 10 * time.Second, PendingTTL: config.DefaultPendingTTL, Now: clock.Now})
+	first, err := svc.Submit(context.Background(), key("k"), []byte(validBody), "")
 	if err != nil {
 		t.Fatal(err)
 	}
 	clock.Advance(11 * time.Second) // past the receipt, within the cache's 60 s
-	again, err := svc.Submit(context.Background(), key("k"), []byte(validBody))
+	again, err := svc.Submit(context.Background(), key("k"), []byte(validBody), "")
 	if err != nil || again.Replayed || again.OrderID == first.OrderID {
 		t.Fatalf("after the receipt expired = %+v, %v; want a new order, not the expired %s", again, err, first.OrderID)
 	}
@@ -104,19 +104,19 @@ func TestMigrationReplaysAreNotRateLimited(t *testing.T) {
 	b := newBudget(0)
 	mem := ledger.NewMemory()
 	svc := intake.New(mem, intake.Options{
-		ResultTTL: config.DefaultResultTTL, PendingTTL: config.DefaultPendingTTL, ValidateFirst: true,
+		ResultTTL: config.DefaultResultTTL, PendingTTL: config.DefaultPendingTTL,
 		Fallback: kv.NewStore(old, nil), FallbackUntil: time.Now().Add(time.Hour), Limit: b.limit,
 	})
-	if out, err := svc.Submit(ctx, key("k"), []byte(validBody)); err != nil || !out.Replayed || string(out.Receipt) != receipt {
+	if out, err := svc.Submit(ctx, key("k"), []byte(validBody), ""); err != nil || !out.Replayed || string(out.Receipt) != receipt {
 		t.Fatalf("a migrated receipt with no budget = %+v, %v; want its replay", out, err)
 	}
-	if _, err := svc.Submit(ctx, key("busy"), []byte(validBody)); !errors.Is(err, intake.ErrInProgress) {
+	if _, err := svc.Submit(ctx, key("busy"), []byte(validBody), ""); !errors.Is(err, intake.ErrInProgress) {
 		t.Fatalf("a key held in the old namespace = %v, want ErrInProgress", err)
 	}
 	if rec, _ := mem.Lookup(ctx, key("busy")); rec.State != intake.Absent {
 		t.Fatalf("the ledger kept a claim on the held key: %v", rec.State)
 	}
-	if _, err := svc.Submit(ctx, key("new"), []byte(validBody)); !errors.Is(err, intake.ErrRateLimited) {
+	if _, err := svc.Submit(ctx, key("new"), []byte(validBody), ""); !errors.Is(err, intake.ErrRateLimited) {
 		t.Fatalf("a new key with no budget = %v, want ErrRateLimited", err)
 	}
 	if rec, _ := mem.Lookup(ctx, key("new")); rec.State != intake.Absent {

@@ -57,7 +57,7 @@ func TestFallback(t *testing.T) {
 	t.Run("receipt stored before the migration is replayed and copied", func(t *testing.T) {
 		m := newMigration(t, acceptedAt)
 		m.putOld(t, "k", old)
-		out, err := m.svc.Submit(ctx, key("k"), []byte(validBody))
+		out, err := m.svc.Submit(ctx, key("k"), []byte(validBody), "")
 		if err != nil || !out.Replayed || string(out.Receipt) != old || out.OrderID != "r1" {
 			t.Fatalf("Submit = %s replayed %v id %q, %v; want the old receipt replayed", out.Receipt, out.Replayed, out.OrderID, err)
 		}
@@ -73,7 +73,7 @@ func TestFallback(t *testing.T) {
 	})
 	t.Run("nothing in the fallback places a new order", func(t *testing.T) {
 		m := newMigration(t, acceptedAt)
-		out, err := m.svc.Submit(ctx, key("k"), []byte(validBody))
+		out, err := m.svc.Submit(ctx, key("k"), []byte(validBody), "")
 		if err != nil || out.Replayed {
 			t.Fatalf("Submit = replayed %v, %v; want a new order", out.Replayed, err)
 		}
@@ -85,7 +85,7 @@ func TestFallback(t *testing.T) {
 	t.Run("after FallbackUntil the fallback is not consulted", func(t *testing.T) {
 		m := newMigration(t, fallbackUntil)
 		m.putOld(t, "k", old)
-		out, err := m.svc.Submit(ctx, key("k"), []byte(validBody))
+		out, err := m.svc.Submit(ctx, key("k"), []byte(validBody), "")
 		if err != nil || out.Replayed {
 			t.Fatalf("Submit = %s replayed %v, %v; want a new order", out.Receipt, out.Replayed, err)
 		}
@@ -99,7 +99,7 @@ func TestFallback(t *testing.T) {
 	t.Run("failed fallback read is unavailable and frees the key", func(t *testing.T) {
 		m := newMigration(t, acceptedAt)
 		m.old.Set(kvtest.Fault{Op: kvtest.OpGet})
-		_, err := m.svc.Submit(ctx, key("k"), []byte(validBody))
+		_, err := m.svc.Submit(ctx, key("k"), []byte(validBody), "")
 		if !errors.Is(err, intake.ErrStorageUnavailable) {
 			t.Fatalf("Submit error = %v, want ErrUnavailable", err)
 		}

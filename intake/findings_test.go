@@ -109,23 +109,23 @@ func TestTakeoverNearTheEndOfTheKeepWindowOutlivesTheRow(t *testing.T) {
 		// Each request reaches another instance: no memory helps.
 		instance := func() *intake.Service {
 			return intake.New(mem, intake.Options{ResultTTL: config.DefaultResultTTL, PendingTTL: config.DefaultPendingTTL,
-				Gateway: g, Now: clock.Now, ValidateFirst: true})
+				Gateway: g, Now: clock.Now})
 		}
-		if _, err := instance().Submit(ctx, key("k"), []byte(validBody)); !errors.Is(err, intake.ErrOutcomeUnknown) {
+		if _, err := instance().Submit(ctx, key("k"), []byte(validBody), ""); !errors.Is(err, intake.ErrOutcomeUnknown) {
 			t.Fatalf("first Submit = %v, want ErrOutcomeUnknown", err)
 		}
 
 		clock.Advance(keepWindow - 30*time.Second)
 		retried := make(chan error, 1)
 		go func() {
-			_, err := instance().Submit(ctx, key("k"), []byte(validBody))
+			_, err := instance().Submit(ctx, key("k"), []byte(validBody), "")
 			retried <- err
 		}()
 		<-entered
 		// Past the first claim's keep window, within the takeover's lease.
 		clock.Advance(40 * time.Second)
 		_, lookupErr := instance().Lookup(ctx, key("k"))
-		_, dupErr := instance().Submit(ctx, key("k"), []byte(validBody))
+		_, dupErr := instance().Submit(ctx, key("k"), []byte(validBody), "")
 		close(release)
 		if err := <-retried; !errors.Is(err, intake.ErrOutcomeUnknown) {
 			t.Errorf("the takeover = %v, want ErrOutcomeUnknown", err)
@@ -138,7 +138,7 @@ func TestTakeoverNearTheEndOfTheKeepWindowOutlivesTheRow(t *testing.T) {
 		}
 
 		clock.Advance(10 * time.Second)
-		out, err := instance().Submit(ctx, key("k"), []byte(validBody))
+		out, err := instance().Submit(ctx, key("k"), []byte(validBody), "")
 		if err != nil {
 			t.Fatalf("the last retry = %v, want the receipt", err)
 		}
@@ -206,7 +206,7 @@ func TestKVClaimCarriesItsOrderWhenTheOpenReleaseFails(t *testing.T) {
 	later := acceptedAt.Add(config.DefaultPendingTTL + time.Second)
 	other := intake.New(h.store, intake.Options{ResultTTL: config.DefaultResultTTL, PendingTTL: config.DefaultPendingTTL,
 		Gateway: g, Now: func() time.Time { return later }})
-	if _, err := other.Submit(ctx, key("k"), []byte(otherBody)); !errors.Is(err, intake.ErrKeyReused) {
+	if _, err := other.Submit(ctx, key("k"), []byte(otherBody), ""); !errors.Is(err, intake.ErrKeyReused) {
 		t.Errorf("a different order after the lease = %v, want ErrKeyReused", err)
 	}
 	for _, p := range g.placements() {
@@ -214,7 +214,7 @@ func TestKVClaimCarriesItsOrderWhenTheOpenReleaseFails(t *testing.T) {
 			t.Errorf("the gateway was sent the different order %+v", p)
 		}
 	}
-	out, err := other.Submit(ctx, key("k"), []byte(validBody))
+	out, err := other.Submit(ctx, key("k"), []byte(validBody), "")
 	if err != nil {
 		t.Fatalf("the same order after the lease = %v, want its receipt", err)
 	}
@@ -266,14 +266,14 @@ func TestFallbackOrderIDIsNotAdoptedByAnotherOrder(t *testing.T) {
 	mem.Now = clock.Now
 	g := &gatewayDouble{}
 	svc := intake.New(mem, intake.Options{ResultTTL: config.DefaultResultTTL, PendingTTL: config.DefaultPendingTTL,
-		Gateway: g, Now: clock.Now, ValidateFirst: true, Fallback: kv.NewStore(old, clock.Now), FallbackUntil: acceptedAt.Add(time.Hour)})
-	if _, err := svc.Submit(ctx, key("k"), []byte(otherBody)); !errors.Is(err, intake.ErrKeyReused) {
+		Gateway: g, Now: clock.Now, Fallback: kv.NewStore(old, clock.Now), FallbackUntil: acceptedAt.Add(time.Hour)})
+	if _, err := svc.Submit(ctx, key("k"), []byte(otherBody), ""); !errors.Is(err, intake.ErrKeyReused) {
 		t.Errorf("a different order = %v, want ErrKeyReused", err)
 	}
 	if calls := g.placements(); len(calls) != 0 {
 		t.Fatalf("gateway calls %+v, want none for a different order", calls)
 	}
-	out, err := svc.Submit(ctx, key("k"), []byte(validBody))
+	out, err := svc.Submit(ctx, key("k"), []byte(validBody), "")
 	if err != nil || out.OrderID != "order-x" {
 		t.Fatalf("the order the old namespace kept = %s, %v; want the receipt of order-x", out.OrderID, err)
 	}
@@ -301,13 +301,13 @@ func TestFallbackOrderIDReachesTheLedgerBeforeTheGateway(t *testing.T) {
 	// Each request reaches a new instance, with no memory of the last.
 	instance := func() *intake.Service {
 		return intake.New(mem, intake.Options{ResultTTL: config.DefaultResultTTL, PendingTTL: config.DefaultPendingTTL,
-			Gateway: g, Now: clock.Now, ValidateFirst: true, Fallback: kv.NewStore(old, clock.Now), FallbackUntil: acceptedAt.Add(time.Hour)})
+			Gateway: g, Now: clock.Now, Fallback: kv.NewStore(old, clock.Now), FallbackUntil: acceptedAt.Add(time.Hour)})
 	}
-	if !dies(func() { instance().Submit(ctx, key("k"), []byte(validBody)) }) {
+	if !dies(func() { instance().Submit(ctx, key("k"), []byte(validBody), "") }) {
 		t.Fatal("the first Submit returned; want the isolate killed at the gateway")
 	}
 	clock.Advance(config.DefaultPendingTTL + time.Second) // the dead request's lease
-	out, err := instance().Submit(ctx, key("k"), []byte(validBody))
+	out, err := instance().Submit(ctx, key("k"), []byte(validBody), "")
 	if err != nil {
 		t.Fatalf("the retry = %v, want the receipt", err)
 	}
@@ -325,29 +325,31 @@ func TestRetryAfterAnUnknownOutcomeIsNotRateLimited(t *testing.T) {
 	desk := intake.Key{Client: "desk-a", ID: "k"}
 	stores := []struct {
 		name string
-		new  func(now func() time.Time) (intake.Store, intake.Options)
+		new  func(now func() time.Time) intake.Store
 	}{
-		{"kv", func(now func() time.Time) (intake.Store, intake.Options) {
+		{"kv", func(now func() time.Time) intake.Store {
 			mem := kv.NewMemory()
 			mem.Now = now
-			return kv.NewStore(mem, now), intake.Options{ReleaseAfterCommit: true}
+			store := kv.NewStore(mem, now)
+			store.ReleaseClaims = true
+			return store
 		}},
-		{"ledger", func(now func() time.Time) (intake.Store, intake.Options) {
+		{"ledger", func(now func() time.Time) intake.Store {
 			mem := ledger.NewMemory()
 			mem.Now = now
-			return mem, intake.Options{ValidateFirst: true}
+			return mem
 		}},
 	}
 	for _, st := range stores {
 		for _, retryOn := range []string{"this instance", "another instance"} {
 			t.Run(st.name+", retried on "+retryOn, func(t *testing.T) {
 				clock := &fakeClock{now: acceptedAt}
-				store, opts := st.new(clock.Now)
+				store := st.new(clock.Now)
 				b := newBudget(1) // the order itself takes the budget
-				opts.ResultTTL, opts.PendingTTL, opts.Now = config.DefaultResultTTL, config.DefaultPendingTTL, clock.Now
-				opts.Limit, opts.Gateway = b.limit, &gatewayDouble{answers: []error{errLost}}
+				opts := intake.Options{ResultTTL: config.DefaultResultTTL, PendingTTL: config.DefaultPendingTTL, Now: clock.Now,
+					Limit: b.limit, Gateway: &gatewayDouble{answers: []error{errLost}}}
 				first := intake.New(store, opts)
-				if _, err := first.Submit(ctx, desk, []byte(validBody)); !errors.Is(err, intake.ErrOutcomeUnknown) {
+				if _, err := first.Submit(ctx, desk, []byte(validBody), ""); !errors.Is(err, intake.ErrOutcomeUnknown) {
 					t.Fatalf("Submit = %v, want ErrOutcomeUnknown", err)
 				}
 				retry := first
@@ -355,7 +357,7 @@ func TestRetryAfterAnUnknownOutcomeIsNotRateLimited(t *testing.T) {
 					retry = intake.New(store, opts)
 				}
 				clock.Advance(time.Second)
-				if _, err := retry.Submit(ctx, desk, []byte(validBody)); err != nil {
+				if _, err := retry.Submit(ctx, desk, []byte(validBody), ""); err != nil {
 					t.Errorf("the retry = %v, want the receipt", err)
 				}
 				if got, want := len(b.asks), 1; got != want {
@@ -419,16 +421,18 @@ func TestStaleReadKeepsTheOrderIDWithinAnInstance(t *testing.T) {
 	mem.Now = clock.Now
 	ns := &staleNamespace{Namespace: mem, now: clock.Now, staleFor: 30 * time.Second}
 	g := &gatewayDouble{answers: []error{errLost}}
-	svc := intake.New(kv.NewStore(ns, clock.Now), intake.Options{ResultTTL: config.DefaultResultTTL, PendingTTL: config.DefaultPendingTTL,
-		Gateway: g, Now: clock.Now, ReleaseAfterCommit: true})
-	if _, err := svc.Submit(ctx, key("k"), []byte(validBody)); !errors.Is(err, intake.ErrOutcomeUnknown) {
+	store := kv.NewStore(ns, clock.Now)
+	store.ReleaseClaims = true
+	svc := intake.New(store, intake.Options{ResultTTL: config.DefaultResultTTL, PendingTTL: config.DefaultPendingTTL,
+		Gateway: g, Now: clock.Now})
+	if _, err := svc.Submit(ctx, key("k"), []byte(validBody), ""); !errors.Is(err, intake.ErrOutcomeUnknown) {
 		t.Fatalf("Submit = %v, want ErrOutcomeUnknown", err)
 	}
 	clock.Advance(time.Second)
-	if _, err := svc.Submit(ctx, key("k"), []byte(otherBody)); !errors.Is(err, intake.ErrKeyReused) {
+	if _, err := svc.Submit(ctx, key("k"), []byte(otherBody), ""); !errors.Is(err, intake.ErrKeyReused) {
 		t.Errorf("a different order during the stale read = %v, want ErrKeyReused", err)
 	}
-	out, err := svc.Submit(ctx, key("k"), []byte(validBody))
+	out, err := svc.Submit(ctx, key("k"), []byte(validBody), "")
 	if err != nil {
 		t.Fatalf("the retry = %v, want the receipt", err)
 	}

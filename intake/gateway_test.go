@@ -49,14 +49,12 @@ var errLost = errors.New("oms: no answer: the connection was reset")
 func gatewayStores(t *testing.T) map[string]func(opts intake.Options) *intake.Service {
 	return map[string]func(opts intake.Options) *intake.Service{
 		"kv": func(opts intake.Options) *intake.Service {
-			opts.ReleaseAfterCommit = true
-			return newHarness(t, opts).svc
+			return newHarness(t, opts, intake.Lifecycle{ReleaseAfterCommit: true}).svc
 		},
 		"ledger": func(opts intake.Options) *intake.Service {
 			if opts.ResultTTL == 0 {
 				opts.ResultTTL, opts.PendingTTL = config.DefaultResultTTL, config.DefaultPendingTTL
 			}
-			opts.ValidateFirst = true
 			return intake.New(ledger.NewMemory(), opts)
 		},
 	}
@@ -72,7 +70,7 @@ func TestGatewayOutcomes(t *testing.T) {
 			t.Run("accepted: one call, and the receipt names its order id", func(t *testing.T) {
 				g := &gatewayDouble{}
 				svc := newService(intake.Options{Gateway: g})
-				out, err := svc.Submit(ctx, key("a"), []byte(validBody))
+				out, err := svc.Submit(ctx, key("a"), []byte(validBody), "")
 				if err != nil {
 					t.Fatalf("Submit: %v", err)
 				}
@@ -84,7 +82,7 @@ func TestGatewayOutcomes(t *testing.T) {
 				if id != calls[0].OrderID || status != order.StatusAccepted {
 					t.Fatalf("receipt %s, want it to name the gateway's order %s", out.Receipt, calls[0].OrderID)
 				}
-				if again, err := svc.Submit(ctx, key("a"), []byte(validBody)); err != nil || !again.Replayed || len(g.placements()) != 1 {
+				if again, err := svc.Submit(ctx, key("a"), []byte(validBody), ""); err != nil || !again.Replayed || len(g.placements()) != 1 {
 					t.Fatalf("replay: %v %v, %d gateway calls; want a replay and no second call", again.Replayed, err, len(g.placements()))
 				}
 			})
@@ -92,7 +90,7 @@ func TestGatewayOutcomes(t *testing.T) {
 			t.Run("rejected: stored, replayed, and the gateway is not called again", func(t *testing.T) {
 				g := &gatewayDouble{answers: []error{&intake.Rejection{Reason: "halted"}}}
 				svc := newService(intake.Options{Gateway: g})
-				_, err := svc.Submit(ctx, key("r"), []byte(validBody))
+				_, err := svc.Submit(ctx, key("r"), []byte(validBody), "")
 				var first *intake.Rejection
 				if !errors.As(err, &first) || !errors.Is(err, intake.ErrRejected) || first.Reason != "halted" || first.Replayed {
 					t.Fatalf("Submit = %v, want a new Rejection for halted", err)
@@ -101,7 +99,7 @@ func TestGatewayOutcomes(t *testing.T) {
 					t.Errorf("rejection names order %q, the gateway saw %q", first.OrderID, g.placements()[0].OrderID)
 				}
 				for name, retry := range map[string]func() error{
-					"submit": func() error { _, err := svc.Submit(ctx, key("r"), []byte(validBody)); return err },
+					"submit": func() error { _, err := svc.Submit(ctx, key("r"), []byte(validBody), ""); return err },
 					"lookup": func() error { _, err := svc.Lookup(ctx, key("r")); return err },
 				} {
 					var again *intake.Rejection
@@ -118,14 +116,14 @@ func TestGatewayOutcomes(t *testing.T) {
 				g := &gatewayDouble{answers: []error{errLost, errLost}}
 				svc := newService(intake.Options{Gateway: g})
 				for range 2 {
-					if _, err := svc.Submit(ctx, key("u"), []byte(validBody)); !errors.Is(err, intake.ErrOutcomeUnknown) {
+					if _, err := svc.Submit(ctx, key("u"), []byte(validBody), ""); !errors.Is(err, intake.ErrOutcomeUnknown) {
 						t.Fatalf("Submit = %v, want ErrOutcomeUnknown", err)
 					}
 					if _, err := svc.Lookup(ctx, key("u")); !errors.Is(err, intake.ErrOutcomeUnknown) {
 						t.Fatalf("Lookup = %v, want ErrOutcomeUnknown", err)
 					}
 				}
-				out, err := svc.Submit(ctx, key("u"), []byte(validBody))
+				out, err := svc.Submit(ctx, key("u"), []byte(validBody), "")
 				if err != nil {
 					t.Fatalf("the third Submit: %v", err)
 				}
@@ -146,16 +144,16 @@ func TestGatewayOutcomes(t *testing.T) {
 			t.Run("unknown: another order under the key is refused without a call", func(t *testing.T) {
 				g := &gatewayDouble{answers: []error{errLost}}
 				svc := newService(intake.Options{Gateway: g})
-				if _, err := svc.Submit(ctx, key("o"), []byte(validBody)); !errors.Is(err, intake.ErrOutcomeUnknown) {
+				if _, err := svc.Submit(ctx, key("o"), []byte(validBody), ""); !errors.Is(err, intake.ErrOutcomeUnknown) {
 					t.Fatalf("Submit = %v, want ErrOutcomeUnknown", err)
 				}
-				if _, err := svc.Submit(ctx, key("o"), []byte(`{"symbol":"AAPL","side":"sell","quantity":10}`)); !errors.Is(err, intake.ErrKeyReused) {
+				if _, err := svc.Submit(ctx, key("o"), []byte(`{"symbol":"AAPL","side":"sell","quantity":10}`), ""); !errors.Is(err, intake.ErrKeyReused) {
 					t.Fatalf("another order = %v, want ErrKeyReused", err)
 				}
 				if n := len(g.placements()); n != 1 {
 					t.Fatalf("gateway calls = %d, want 1", n)
 				}
-				if _, err := svc.Submit(ctx, key("o"), []byte(validBody)); err != nil {
+				if _, err := svc.Submit(ctx, key("o"), []byte(validBody), ""); err != nil {
 					t.Fatalf("the same order after the refusal: %v", err)
 				}
 			})
@@ -168,7 +166,7 @@ func TestGatewayOutcomes(t *testing.T) {
 // again with the same order id, never a new one.
 func TestGatewayAcceptedButNotStored(t *testing.T) {
 	g := &gatewayDouble{}
-	h := newHarness(t, intake.Options{Gateway: g, ReleaseAfterCommit: true})
+	h := newHarness(t, intake.Options{Gateway: g}, intake.Lifecycle{ReleaseAfterCommit: true})
 	h.faulty.Set(kvtest.Fault{Op: kvtest.OpPut, Prefix: "result:", Nth: 1})
 	if _, err := h.submit("k", validBody); !errors.Is(err, intake.ErrStorageUnavailable) {
 		t.Fatalf("Submit = %v, want ErrUnavailable", err)
@@ -213,7 +211,7 @@ func TestGatewayKVClaimKeepsTheOrderID(t *testing.T) {
 	h.now = h.now.Add(kv.MinTTL + time.Second)
 	fresh := intake.New(h.store, intake.Options{ResultTTL: config.DefaultResultTTL, PendingTTL: config.DefaultPendingTTL, Gateway: g,
 		Now: func() time.Time { return acceptedAt }})
-	out, err := fresh.Submit(context.Background(), key("k"), []byte(validBody))
+	out, err := fresh.Submit(context.Background(), key("k"), []byte(validBody), "")
 	if err != nil || out.OrderID != id {
 		t.Fatalf("a later retry = %s, %v; want the receipt of order %s", out.OrderID, err, id)
 	}

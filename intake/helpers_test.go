@@ -60,8 +60,11 @@ type harness struct {
 
 // newHarness returns a harness whose Service has opts. Zero TTLs take
 // config's defaults; Now, unless set, is fixed at acceptedAt; OnReleaseError
-// is recorded.
-func newHarness(t *testing.T, opts intake.Options) *harness {
+// is recorded. The Service runs the kv.Store's own Lifecycle, claims left
+// to expire, unless life is given: then ReleaseAfterCommit sets the
+// Store's ReleaseClaims, as the Worker does, and ValidateFirst has the
+// Service see the Store through validatingFirst.
+func newHarness(t *testing.T, opts intake.Options, life ...intake.Lifecycle) *harness {
 	t.Helper()
 	h := &harness{mem: kv.NewMemory(), now: time.Date(2026, 3, 14, 15, 0, 0, 0, time.UTC)}
 	h.mem.Now = func() time.Time { return h.now }
@@ -79,8 +82,28 @@ func newHarness(t *testing.T, opts intake.Options) *harness {
 	}
 	opts.OnReleaseError = h.recordReleaseError
 	h.store = kv.NewStore(h.faulty, h.mem.Now)
-	h.svc = intake.New(h.store, opts)
+	var store intake.Store = h.store
+	for _, l := range life {
+		if l.ReleaseAfterCommit {
+			h.store.ReleaseClaims = true
+		}
+		if l.ValidateFirst {
+			store = validatingFirst{h.store}
+		}
+	}
+	h.svc = intake.New(store, opts)
 	return h
+}
+
+// validatingFirst is a Store that declares ValidateFirst over one that does
+// not, such as a kv.Store: the ledger's answer to an invalid body, over a
+// Store whose calls the tests can watch.
+type validatingFirst struct{ intake.Store }
+
+func (s validatingFirst) Lifecycle() intake.Lifecycle {
+	l := s.Store.Lifecycle()
+	l.ValidateFirst = true
+	return l
 }
 
 func (h *harness) recordReleaseError(key intake.Key, err error) {
@@ -91,7 +114,7 @@ func (h *harness) recordReleaseError(key intake.Key, err error) {
 
 // submit submits body under the open Worker's key id.
 func (h *harness) submit(id, body string) (intake.Outcome, error) {
-	return h.svc.Submit(context.Background(), key(id), []byte(body))
+	return h.svc.Submit(context.Background(), key(id), []byte(body), "")
 }
 
 // releaseErrors returns the OnReleaseError calls so far.

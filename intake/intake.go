@@ -61,10 +61,6 @@ type Options struct {
 	// Wait is how long a duplicate of a request in flight waits for its
 	// outcome before it is answered ErrInProgress; zero answers at once.
 	Wait time.Duration
-	// ValidateFirst validates the body before anything is stored, so an
-	// invalid body costs no writes. Off, an invalid body is answered after
-	// a claim, as the reference does.
-	ValidateFirst bool
 	// Gateway passes each new order on to the OMS. Nil is the reference's
 	// stand-in: every order is accepted at once and nothing leaves the
 	// Worker, so no outcome is ever unknown and a key keeps its order id
@@ -83,11 +79,6 @@ type Options struct {
 	// OnUnresolved is told when the settler gives up on a key: the Worker
 	// logs it at error level and sends it to the dead-letter path.
 	OnUnresolved func(ctx context.Context, key Key, p Placement, attempts int)
-	// ReleaseAfterCommit deletes the claim once the outcome is stored, after
-	// the response (through Defer): the reference's check, claim, write,
-	// release. A Store whose Commit replaces the claim, as the ledger's
-	// does, leaves it off; so does KV mode when claims are left to expire.
-	ReleaseAfterCommit bool
 	// Defer runs work after the response. The Worker passes
 	// workers.WaitUntil; nil runs it at once.
 	Defer func(ctx context.Context, task func(context.Context))
@@ -113,8 +104,8 @@ type Options struct {
 	CachedReceipts int
 	// Limit, if set, is asked before each new order (never for replays,
 	// lookups or an order whose outcome is unknown) whether who may place
-	// one: the client, or "addr:" and the caller's address for the open
-	// Worker. False answers ErrRateLimited.
+	// one: the client, or "addr:" and the caller's address (Submit's
+	// caller) for the open Worker. False answers ErrRateLimited.
 	Limit func(ctx context.Context, who string) (bool, error)
 }
 
@@ -124,6 +115,8 @@ type Options struct {
 type Service struct {
 	store Store
 	opts  Options
+	// life is the Store's Lifecycle, read once.
+	life Lifecycle
 	// inFlight holds the keys that requests of this instance, and its
 	// settler, are working on: only one of them goes on to the Store, the
 	// others wait for its receipt in memory. Over KV this is what makes a
@@ -138,7 +131,7 @@ type Service struct {
 	settles bool
 }
 
-// New returns a Service over store.
+// New returns a Service over store, run as store.Lifecycle says.
 func New(store Store, opts Options) *Service {
 	if opts.ResultTTL <= 0 || opts.PendingTTL <= 0 {
 		panic("intake: Options.ResultTTL and PendingTTL are required")
@@ -171,6 +164,7 @@ func New(store Store, opts Options) *Service {
 	return &Service{
 		store:    store,
 		opts:     opts,
+		life:     store.Lifecycle(),
 		inFlight: keySet{keys: make(map[string]inFlightEntry)},
 		receipts: newReceiptCache(max(opts.CachedReceipts, 0)),
 		opened:   newOpenedOrders(),

@@ -277,10 +277,10 @@ func TestKVLifecycleClaimExpires(t *testing.T) {
 }
 
 // TestKVLifecycleReleasesAfterCommit checks the reference's check, claim,
-// write, release: with ReleaseAfterCommit the claim is deleted through
-// Options.Defer, with the request's context, after the response; every
-// other release happens before Submit returns; and without it the claim is
-// left to expire.
+// write, release: with ReleaseAfterCommit, which kv.Store declares under
+// ReleaseClaims, the claim is deleted through Options.Defer, with the
+// request's context, after the response; every other release happens
+// before Submit returns; and without it the claim is left to expire.
 func TestKVLifecycleReleasesAfterCommit(t *testing.T) {
 	type deferred struct {
 		ctx  context.Context
@@ -290,12 +290,12 @@ func TestKVLifecycleReleasesAfterCommit(t *testing.T) {
 	deferTask := func(ctx context.Context, task func(context.Context)) {
 		tasks = append(tasks, deferred{ctx, task})
 	}
-	h := newHarness(t, intake.Options{ReleaseAfterCommit: true, Defer: deferTask})
+	h := newHarness(t, intake.Options{Defer: deferTask}, intake.Lifecycle{ReleaseAfterCommit: true})
 	type ctxKey struct{}
 	ctx := context.WithValue(context.Background(), ctxKey{}, "request")
 
 	t.Run("success releases the claim after the response", func(t *testing.T) {
-		out, err := h.svc.Submit(ctx, key("ok"), []byte(validBody))
+		out, err := h.svc.Submit(ctx, key("ok"), []byte(validBody), "")
 		if err != nil {
 			t.Fatalf("Submit: %v", err)
 		}
@@ -322,7 +322,7 @@ func TestKVLifecycleReleasesAfterCommit(t *testing.T) {
 	})
 	t.Run("replay defers nothing", func(t *testing.T) {
 		tasks = nil
-		if _, err := h.svc.Submit(ctx, key("ok"), []byte(validBody)); err != nil {
+		if _, err := h.svc.Submit(ctx, key("ok"), []byte(validBody), ""); err != nil {
 			t.Fatalf("Submit: %v", err)
 		}
 		if len(tasks) != 0 {
@@ -331,7 +331,7 @@ func TestKVLifecycleReleasesAfterCommit(t *testing.T) {
 	})
 	t.Run("invalid order releases inline", func(t *testing.T) {
 		tasks = nil
-		if _, err := h.svc.Submit(ctx, key("bad"), []byte(`{}`)); !errors.Is(err, order.ErrInvalid) {
+		if _, err := h.svc.Submit(ctx, key("bad"), []byte(`{}`), ""); !errors.Is(err, order.ErrInvalid) {
 			t.Fatalf("Submit error = %v, want order.ErrInvalid", err)
 		}
 		if len(tasks) != 0 {
@@ -344,7 +344,7 @@ func TestKVLifecycleReleasesAfterCommit(t *testing.T) {
 	t.Run("without ReleaseAfterCommit the claim is left to expire", func(t *testing.T) {
 		tasks = nil
 		h := newHarness(t, intake.Options{Defer: deferTask})
-		if _, err := h.svc.Submit(ctx, key("kept"), []byte(validBody)); err != nil {
+		if _, err := h.svc.Submit(ctx, key("kept"), []byte(validBody), ""); err != nil {
 			t.Fatalf("Submit: %v", err)
 		}
 		if len(tasks) != 0 {
@@ -433,11 +433,11 @@ func TestKVLifecycleTwoInstancesCanBothPlace(t *testing.T) {
 	wg.Add(2)
 	go func() {
 		defer wg.Done()
-		outA, errA = svcA.Submit(context.Background(), key("k"), []byte(validBody))
+		outA, errA = svcA.Submit(context.Background(), key("k"), []byte(validBody), "")
 	}()
 	go func() {
 		defer wg.Done()
-		outB, errB = svcB.Submit(context.Background(), key("k"), []byte(validBody))
+		outB, errB = svcB.Submit(context.Background(), key("k"), []byte(validBody), "")
 	}()
 	wg.Wait()
 	if errA != nil || errB != nil {

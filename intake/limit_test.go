@@ -41,13 +41,14 @@ func (b *budget) limit(_ context.Context, who string) (bool, error) {
 func TestRateLimitKV(t *testing.T) {
 	b := newBudget(1)
 	h := newHarness(t, intake.Options{Limit: b.limit})
-	ctx := intake.WithCaller(context.Background(), func() string { return "198.51.100.7" })
+	ctx := context.Background()
+	const addr = "198.51.100.7"
 
-	if _, err := h.svc.Submit(ctx, key("first"), []byte(validBody)); err != nil {
+	if _, err := h.svc.Submit(ctx, key("first"), []byte(validBody), addr); err != nil {
 		t.Fatalf("first order: %v", err)
 	}
 	t.Run("a replay does not count", func(t *testing.T) {
-		out, err := h.svc.Submit(ctx, key("first"), []byte(validBody))
+		out, err := h.svc.Submit(ctx, key("first"), []byte(validBody), addr)
 		if err != nil || !out.Replayed {
 			t.Fatalf("replay = %+v, %v", out, err)
 		}
@@ -57,21 +58,21 @@ func TestRateLimitKV(t *testing.T) {
 	})
 	t.Run("over the budget is ErrRateLimited and writes nothing", func(t *testing.T) {
 		before := len(h.rec.Writes())
-		if _, err := h.svc.Submit(ctx, key("second"), []byte(validBody)); !errors.Is(err, intake.ErrRateLimited) {
+		if _, err := h.svc.Submit(ctx, key("second"), []byte(validBody), addr); !errors.Is(err, intake.ErrRateLimited) {
 			t.Fatalf("second order = %v, want ErrRateLimited", err)
 		}
 		h.wantNoWrites(t, "a refused order", before)
 	})
 	t.Run("another address and another client have budgets of their own", func(t *testing.T) {
-		other := intake.WithCaller(context.Background(), func() string { return "203.0.113.9" })
-		if _, err := h.svc.Submit(other, key("third"), []byte(validBody)); err != nil {
+		if _, err := h.svc.Submit(ctx, key("third"), []byte(validBody), "203.0.113.9"); err != nil {
 			t.Fatalf("another address: %v", err)
 		}
-		if _, err := h.svc.Submit(ctx, intake.Key{Client: "desk-a", ID: "fourth"}, []byte(validBody)); err != nil {
+		// A client's key counts against the client, whatever its address.
+		if _, err := h.svc.Submit(ctx, intake.Key{Client: "desk-a", ID: "fourth"}, []byte(validBody), addr); err != nil {
 			t.Fatalf("a client: %v", err)
 		}
 	})
-	want := []string{"addr:198.51.100.7", "addr:198.51.100.7", "addr:203.0.113.9", "desk-a"}
+	want := []string{"addr:" + addr, "addr:" + addr, "addr:203.0.113.9", "desk-a"}
 	if len(b.asks) != len(want) {
 		t.Fatalf("the limit was asked for %v, want %v", b.asks, want)
 	}
@@ -87,16 +88,16 @@ func TestRateLimitKV(t *testing.T) {
 func TestRateLimitLedger(t *testing.T) {
 	b := newBudget(0)
 	store := ledger.NewMemory()
-	opts := intake.Options{ResultTTL: config.DefaultResultTTL, PendingTTL: config.DefaultPendingTTL, Limit: b.limit, ValidateFirst: true}
+	opts := intake.Options{ResultTTL: config.DefaultResultTTL, PendingTTL: config.DefaultPendingTTL, Limit: b.limit}
 	svc := intake.New(store, opts)
-	if _, err := svc.Submit(context.Background(), key("k"), []byte(validBody)); !errors.Is(err, intake.ErrRateLimited) {
+	if _, err := svc.Submit(context.Background(), key("k"), []byte(validBody), ""); !errors.Is(err, intake.ErrRateLimited) {
 		t.Fatalf("Submit = %v, want ErrRateLimited", err)
 	}
 	if rec, err := store.Lookup(context.Background(), key("k")); err != nil || rec.State != intake.Absent {
 		t.Fatalf("after the refusal the key is %v (%v), want Absent", rec.State, err)
 	}
 	b.n, b.left = 1, map[string]int{}
-	if _, err := svc.Submit(context.Background(), key("k"), []byte(validBody)); err != nil {
+	if _, err := svc.Submit(context.Background(), key("k"), []byte(validBody), ""); err != nil {
 		t.Fatalf("with budget again: %v", err)
 	}
 }

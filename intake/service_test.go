@@ -163,7 +163,7 @@ func TestSubmitInvalidOrderReleasesClaim(t *testing.T) {
 	for _, tc := range invalidBodies {
 		t.Run(tc.name+" is invalid and frees the key", func(t *testing.T) {
 			h := newHarness(t, intake.Options{})
-			out, err := h.svc.Submit(context.Background(), key("k"), tc.body)
+			out, err := h.svc.Submit(context.Background(), key("k"), tc.body, "")
 			if !errors.Is(err, order.ErrInvalid) {
 				t.Fatalf("Submit error = %v, want order.ErrInvalid", err)
 			}
@@ -192,16 +192,16 @@ func TestSubmitInvalidOrderReleasesClaim(t *testing.T) {
 	}
 }
 
-// TestValidateFirst checks that in ledger mode an invalid body is refused
-// before any storage call, where without the option it costs a claim and
-// its release.
+// TestValidateFirst checks that with Lifecycle.ValidateFirst, as in ledger
+// mode, an invalid body is refused before any storage call, where without
+// it (KV's Lifecycle) it costs a claim and its release.
 func TestValidateFirst(t *testing.T) {
 	for _, tc := range invalidBodies {
 		t.Run(tc.name+" costs no store calls", func(t *testing.T) {
-			h := newHarness(t, intake.Options{ValidateFirst: true})
-			spy := &storeSpy{Store: h.store}
-			svc := intake.New(spy, intake.Options{ResultTTL: config.DefaultResultTTL, PendingTTL: config.DefaultPendingTTL, ValidateFirst: true})
-			out, err := svc.Submit(context.Background(), key("k"), tc.body)
+			h := newHarness(t, intake.Options{})
+			spy := &storeSpy{Store: validatingFirst{h.store}}
+			svc := intake.New(spy, intake.Options{ResultTTL: config.DefaultResultTTL, PendingTTL: config.DefaultPendingTTL})
+			out, err := svc.Submit(context.Background(), key("k"), tc.body, "")
 			if !errors.Is(err, order.ErrInvalid) {
 				t.Fatalf("Submit error = %v, want order.ErrInvalid", err)
 			}
@@ -220,7 +220,7 @@ func TestValidateFirst(t *testing.T) {
 		h := newHarness(t, intake.Options{})
 		spy := &storeSpy{Store: h.store}
 		svc := intake.New(spy, intake.Options{ResultTTL: config.DefaultResultTTL, PendingTTL: config.DefaultPendingTTL})
-		if _, err := svc.Submit(context.Background(), key("k"), []byte(`{}`)); !errors.Is(err, order.ErrInvalid) {
+		if _, err := svc.Submit(context.Background(), key("k"), []byte(`{}`), ""); !errors.Is(err, order.ErrInvalid) {
 			t.Fatalf("Submit error = %v, want order.ErrInvalid", err)
 		}
 		if got, want := spy.Calls(), map[string]int{"Begin": 1, "Release": 1}; !maps.Equal(got, want) {
@@ -228,7 +228,7 @@ func TestValidateFirst(t *testing.T) {
 		}
 	})
 	t.Run("a valid body is placed and replayed", func(t *testing.T) {
-		h := newHarness(t, intake.Options{ValidateFirst: true})
+		h := newHarness(t, intake.Options{}, intake.Lifecycle{ValidateFirst: true})
 		first, err := h.submit("k", validBody)
 		if err != nil || first.Replayed {
 			t.Fatalf("Submit = replayed %v, %v; want a new order", first.Replayed, err)
@@ -242,7 +242,7 @@ func TestValidateFirst(t *testing.T) {
 	// The reference's receipts replay whatever the body, but only once the
 	// body has got past validation.
 	t.Run("an invalid body is refused even for a reference receipt", func(t *testing.T) {
-		h := newHarness(t, intake.Options{ValidateFirst: true})
+		h := newHarness(t, intake.Options{}, intake.Lifecycle{ValidateFirst: true})
 		h.put(t, "result:k", kv.Entry{Value: `{"orderId":"r1"}`}, 0)
 		if _, err := h.submit("k", `not json`); !errors.Is(err, order.ErrInvalid) {
 			t.Fatalf("Submit error = %v, want order.ErrInvalid", err)
@@ -435,7 +435,7 @@ func TestSubmitLostClaim(t *testing.T) {
 	h := newHarness(t, intake.Options{})
 	spy := &storeSpy{Store: h.store, commitErr: fmt.Errorf("ledger: %w", intake.ErrLostClaim)}
 	svc := intake.New(spy, intake.Options{ResultTTL: config.DefaultResultTTL, PendingTTL: config.DefaultPendingTTL})
-	out, err := svc.Submit(context.Background(), key("k"), []byte(validBody))
+	out, err := svc.Submit(context.Background(), key("k"), []byte(validBody), "")
 	if !errors.Is(err, intake.ErrInProgress) {
 		t.Fatalf("Submit error = %v, want ErrInProgress", err)
 	}
@@ -551,7 +551,7 @@ func TestCancelledRequestReleasesClaim(t *testing.T) {
 		}
 		return err
 	}
-	_, err := h.svc.Submit(ctx, key("k"), []byte(validBody))
+	_, err := h.svc.Submit(ctx, key("k"), []byte(validBody), "")
 	if !errors.Is(err, intake.ErrStorageUnavailable) {
 		t.Fatalf("Submit error = %v, want ErrUnavailable", err)
 	}
@@ -606,7 +606,7 @@ func TestSubmitScopesKeysToClients(t *testing.T) {
 	h := newHarness(t, intake.Options{})
 	ctx := context.Background()
 	submit := func(client string) (intake.Outcome, error) {
-		return h.svc.Submit(ctx, intake.Key{Client: client, ID: "shared"}, []byte(validBody))
+		return h.svc.Submit(ctx, intake.Key{Client: client, ID: "shared"}, []byte(validBody), "")
 	}
 	alice, err := submit("alice")
 	if err != nil || alice.Replayed {

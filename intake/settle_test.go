@@ -130,16 +130,17 @@ func (e *settleEnv) unresolvedCalls() []unresolvedCall {
 	return append([]unresolvedCall(nil), e.unresolved...)
 }
 
-// settleStores are the stores the settler runs over, each with the
-// options the Worker gives its mode.
+// settleStores are the stores the settler runs over, each as the Worker
+// builds it for its mode, with the overdue keys it lists.
 var settleStores = []struct {
 	name string
-	new  func(clock *fakeClock) (intake.Store, intake.Options, func(t *testing.T) []intake.Key)
+	new  func(clock *fakeClock) (intake.Store, func(t *testing.T) []intake.Key)
 }{
-	{"kv", func(clock *fakeClock) (intake.Store, intake.Options, func(t *testing.T) []intake.Key) {
+	{"kv", func(clock *fakeClock) (intake.Store, func(t *testing.T) []intake.Key) {
 		mem := kv.NewMemory()
 		mem.Now = clock.Now
 		store := kv.NewStore(mem, clock.Now)
+		store.ReleaseClaims = true
 		due := func(t *testing.T) []intake.Key {
 			t.Helper()
 			keys, err := store.Overdue(context.Background(), clock.Now().Add(time.Millisecond), 100)
@@ -148,9 +149,9 @@ var settleStores = []struct {
 			}
 			return keys
 		}
-		return store, intake.Options{ReleaseAfterCommit: true}, due
+		return store, due
 	}},
-	{"ledger", func(clock *fakeClock) (intake.Store, intake.Options, func(t *testing.T) []intake.Key) {
+	{"ledger", func(clock *fakeClock) (intake.Store, func(t *testing.T) []intake.Key) {
 		mem := ledger.NewMemory()
 		mem.Now = clock.Now
 		due := func(t *testing.T) []intake.Key {
@@ -158,7 +159,7 @@ var settleStores = []struct {
 			mem.AlarmDone(intake.FirstSettleDelay)
 			return keys
 		}
-		return mem, intake.Options{ValidateFirst: true}, due
+		return mem, due
 	}},
 }
 
@@ -168,10 +169,9 @@ func forEachStore(t *testing.T, opts intake.Options, test func(t *testing.T, e *
 	for _, st := range settleStores {
 		t.Run(st.name, func(t *testing.T) {
 			clock := &fakeClock{now: acceptedAt}
-			store, modeOpts, due := st.new(clock)
+			store, due := st.new(clock)
 			e := &settleEnv{clock: clock, store: store, g: &scriptedGateway{clock: clock}, due: due}
 			o := opts
-			o.ValidateFirst, o.ReleaseAfterCommit = modeOpts.ValidateFirst, modeOpts.ReleaseAfterCommit
 			if o.ResultTTL == 0 {
 				o.ResultTTL = config.DefaultResultTTL
 			}
@@ -193,7 +193,7 @@ var deskKey = intake.Key{Client: "desk-a", ID: "k"}
 func leaveUnknown(t *testing.T, e *settleEnv) *intake.Unsettled {
 	t.Helper()
 	e.g.answer(errLost)
-	_, err := e.service().Submit(context.Background(), deskKey, []byte(validBody))
+	_, err := e.service().Submit(context.Background(), deskKey, []byte(validBody), "")
 	var u *intake.Unsettled
 	if !errors.As(err, &u) {
 		t.Fatalf("Submit = %v, want an *Unsettled", err)
@@ -246,7 +246,7 @@ func TestSettleStoresTheReceiptAsAClientsRetryWould(t *testing.T) {
 		want := order.Receipt{OrderID: u.OrderID, Status: order.StatusAccepted, Order: parsedValid(t), AcceptedAt: acceptedAt}.JSON()
 
 		later := e.service()
-		out, err := later.Submit(ctx, deskKey, []byte(validBody))
+		out, err := later.Submit(ctx, deskKey, []byte(validBody), "")
 		if err != nil || !out.Replayed || string(out.Receipt) != string(want) || out.OrderID != u.OrderID {
 			t.Errorf("Submit after the settle = %s replayed %v, %v; want the replay of %s", out.Receipt, out.Replayed, err, want)
 		}
@@ -352,7 +352,7 @@ func TestSettleStoresARejectionAndNeverSendsAgain(t *testing.T) {
 		}
 		want := intake.Rejection{Reason: "symbol halted", OrderID: u.OrderID, Replayed: true}
 		for name, ask := range map[string]func() error{
-			"Submit": func() error { _, err := e.service().Submit(ctx, deskKey, []byte(validBody)); return err },
+			"Submit": func() error { _, err := e.service().Submit(ctx, deskKey, []byte(validBody), ""); return err },
 			"Lookup": func() error { _, err := e.service().Lookup(ctx, deskKey); return err },
 		} {
 			var got *intake.Rejection
@@ -388,7 +388,7 @@ func TestSettleLeavesKeysWithNothingUnknownAlone(t *testing.T) {
 			}
 		})
 		t.Run("stored", func(t *testing.T) {
-			first, err := e.service().Submit(ctx, deskKey, []byte(validBody))
+			first, err := e.service().Submit(ctx, deskKey, []byte(validBody), "")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -416,7 +416,7 @@ func TestSettleWaitsForAClientHoldingTheKey(t *testing.T) {
 		entered, release := holdCall(e.g, 2)
 		retried := make(chan error, 1)
 		go func() {
-			_, err := e.service().Submit(ctx, deskKey, []byte(validBody))
+			_, err := e.service().Submit(ctx, deskKey, []byte(validBody), "")
 			retried <- err
 		}()
 		<-entered
@@ -480,7 +480,7 @@ func TestSettleGivesUpAfterSettleMaxAge(t *testing.T) {
 			t.Fatalf("Lookup of the unresolved key = %v (%+v), want an unresolved Unsettled for %s with no next attempt", err, looked, u.OrderID)
 		}
 
-		out, err := e.service().Submit(ctx, deskKey, []byte(validBody))
+		out, err := e.service().Submit(ctx, deskKey, []byte(validBody), "")
 		if err != nil || out.OrderID != u.OrderID {
 			t.Fatalf("a client's retry of the unresolved key = %s, %v; want the receipt of %s", out.OrderID, err, u.OrderID)
 		}
@@ -504,7 +504,7 @@ func TestSettleNeverCallsTheGatewayBesideAClientInOneInstance(t *testing.T) {
 			k := intake.Key{Client: "desk-a", ID: "client-first"}
 			svc := e.service()
 			e.g.answer(errLost)
-			if _, err := svc.Submit(ctx, k, []byte(validBody)); !errors.Is(err, intake.ErrOutcomeUnknown) {
+			if _, err := svc.Submit(ctx, k, []byte(validBody), ""); !errors.Is(err, intake.ErrOutcomeUnknown) {
 				t.Fatalf("Submit = %v, want ErrOutcomeUnknown", err)
 			}
 			calls := len(e.g.placements())
@@ -512,7 +512,7 @@ func TestSettleNeverCallsTheGatewayBesideAClientInOneInstance(t *testing.T) {
 			defer func() { e.g.during = nil }()
 			retried := make(chan error, 1)
 			go func() {
-				_, err := svc.Submit(ctx, k, []byte(validBody))
+				_, err := svc.Submit(ctx, k, []byte(validBody), "")
 				retried <- err
 			}()
 			<-entered
@@ -533,7 +533,7 @@ func TestSettleNeverCallsTheGatewayBesideAClientInOneInstance(t *testing.T) {
 			k := intake.Key{Client: "desk-a", ID: "settler-first"}
 			svc := e.service()
 			e.g.answer(errLost)
-			if _, err := svc.Submit(ctx, k, []byte(validBody)); !errors.Is(err, intake.ErrOutcomeUnknown) {
+			if _, err := svc.Submit(ctx, k, []byte(validBody), ""); !errors.Is(err, intake.ErrOutcomeUnknown) {
 				t.Fatalf("Submit = %v, want ErrOutcomeUnknown", err)
 			}
 			calls := len(e.g.placements())
@@ -550,7 +550,7 @@ func TestSettleNeverCallsTheGatewayBesideAClientInOneInstance(t *testing.T) {
 				done <- settled{st, err}
 			}()
 			<-entered
-			_, retryErr := svc.Submit(ctx, k, []byte(validBody))
+			_, retryErr := svc.Submit(ctx, k, []byte(validBody), "")
 			during := len(e.g.placements())
 			close(release)
 			if s := <-done; s.err != nil || !s.st.Final {
@@ -562,7 +562,7 @@ func TestSettleNeverCallsTheGatewayBesideAClientInOneInstance(t *testing.T) {
 			if during != calls+1 {
 				t.Errorf("gateway calls while the settler was at the gateway = %d, want %d", during, calls+1)
 			}
-			if out, err := svc.Submit(ctx, k, []byte(validBody)); err != nil || !out.Replayed {
+			if out, err := svc.Submit(ctx, k, []byte(validBody), ""); err != nil || !out.Replayed {
 				t.Errorf("the retry after the settle = %+v, %v; want the replay", out, err)
 			}
 		})
@@ -595,7 +595,7 @@ func TestSettlerKilledAtTheGatewayKeepsTheOrderID(t *testing.T) {
 		if err != nil || rec.OrderID != u.OrderID {
 			t.Errorf("after the settler's lease the key is %v with order %q (%v), want order %s kept", rec.State, rec.OrderID, err, u.OrderID)
 		}
-		out, err := e.service().Submit(ctx, deskKey, []byte(validBody))
+		out, err := e.service().Submit(ctx, deskKey, []byte(validBody), "")
 		if err != nil {
 			t.Fatalf("the client's retry = %v, want the receipt", err)
 		}

@@ -173,6 +173,28 @@ type Store interface {
 	// Lookup returns what is stored under key (Absent, Held, Open or
 	// Stored), changing nothing.
 	Lookup(ctx context.Context, key Key) (Record, error)
+	// Lifecycle says how the Service runs the lifecycle over this Store.
+	// New reads it once: it must not change once the Store is in use.
+	Lifecycle() Lifecycle
+}
+
+// Lifecycle is what a Store asks of the Service beyond Begin, Commit,
+// Release and Lookup: the steps its layout makes pointless or calls for.
+// The zero Lifecycle is the TypeScript reference's with its claims left to
+// expire.
+type Lifecycle struct {
+	// ValidateFirst has the Service refuse an invalid body before anything
+	// is stored, so that it costs no writes: a Store whose claim carries
+	// the order's fingerprint (the ledger) has nothing to claim for a body
+	// that is not an order. Off, an invalid body claims the key and
+	// releases it before it is answered, as the reference does.
+	ValidateFirst bool
+	// ReleaseAfterCommit has the Service delete the claim once the outcome
+	// is stored, after the response (through Options.Defer): the
+	// reference's check, claim, write, release. A Store whose Commit
+	// replaces the claim, as the ledger's does, leaves it off; so does KV
+	// when its claims are left to expire with their lease.
+	ReleaseAfterCommit bool
 }
 
 // Placement is an order as the gateway receives it: the same for every

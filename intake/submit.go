@@ -29,13 +29,21 @@ const (
 // itself); and an error wrapping ErrStorageUnavailable when storage fails.
 // On every error no receipt was handed out, and a retry under the same key
 // places the order at most once.
-func (s *Service) Submit(ctx context.Context, key Key, body []byte) (Outcome, error) {
-	sub := submission{key: key, body: body}
+//
+// caller is the caller's address, which Options.Limit counts a new order
+// against when key has no Client (the open Worker); for a client's key it
+// is ignored, so a caller that authenticated its client need not look the
+// address up and passes "". It is a parameter rather than a value in ctx
+// so that every call site says whom a new order counts against, and
+// rather than a field of Key because keys are stored and compared, while
+// a retry of the same order may come from another address.
+func (s *Service) Submit(ctx context.Context, key Key, body []byte, caller string) (Outcome, error) {
+	sub := submission{key: key, body: body, caller: caller}
 	// The body is parsed before anything is stored, so that the claim's one
 	// write carries the order. An invalid body is refused at once with
-	// ValidateFirst; otherwise it claims and releases the key as the
-	// reference does, and its claim carries no order.
-	if err := sub.parse(); err != nil && s.opts.ValidateFirst {
+	// the Store's Lifecycle.ValidateFirst; otherwise it claims and releases
+	// the key as the reference does, and its claim carries no order.
+	if err := sub.parse(); err != nil && s.life.ValidateFirst {
 		return Outcome{}, err
 	}
 	// The wait ends at the deadline or once the sleeps add up to Wait,
@@ -83,6 +91,7 @@ func (s *Service) inProgress(ctx context.Context, sub *submission, err error) (O
 type submission struct {
 	key      Key
 	body     []byte
+	caller   string // the caller's address, for the open Worker's limit
 	order    order.Order
 	fp       string // the order's fingerprint, once parsed
 	parsed   bool
@@ -131,7 +140,7 @@ func (s *Service) attempt(ctx context.Context, sub *submission, now time.Time) (
 	// once the Fallback has nothing either.
 	limitLater := s.opts.Limit != nil && s.fallback()
 	if s.opts.Limit != nil && !limitLater && !claim.Sent {
-		claim.Admit = func(ctx context.Context) error { return s.admit(ctx, sub.key) }
+		claim.Admit = func(ctx context.Context) error { return s.admit(ctx, sub) }
 	}
 	rec, err := s.store.Begin(ctx, sub.key, claim)
 	claim.Admit = nil
@@ -179,7 +188,7 @@ func (s *Service) attempt(ctx context.Context, sub *submission, now time.Time) (
 		}
 	}
 	if limitLater && !claim.Sent {
-		if err := s.admit(ctx, sub.key); err != nil {
+		if err := s.admit(ctx, sub); err != nil {
 			s.release(ctx, sub.key, claim)
 			return Outcome{}, err
 		}
@@ -253,8 +262,8 @@ func (s *Service) place(ctx context.Context, key Key, claim Claim, bySettler boo
 
 // leaveOpen releases claim after a gateway call that ended without an
 // answer (cause): the key stays Open with its order id and one more
-// attempt, due for the settler after the backoff, and this instance
-// remembers it.
+// attempt, due for the settler after the backoff (told to
+// Options.Schedule the first time), and this instance remembers it.
 func (s *Service) leaveOpen(ctx context.Context, key Key, claim Claim, cause error, bySettler bool) *Unsettled {
 	now := s.opts.Now()
 	claim.Attempts++
@@ -264,7 +273,11 @@ func (s *Service) leaveOpen(ctx context.Context, key Key, claim Claim, cause err
 	}
 	s.release(ctx, key, claim)
 	s.opened.put(key.String(), claim, now)
-	if !bySettler && !claim.Unresolved && s.opts.Schedule != nil {
+	// Only the first unknown outcome starts the settler's chain: from then
+	// on each of its attempts schedules the next, and a client's retry that
+	// ends unknown too must not start a second chain beside it. A chain
+	// whose message is lost is found by the Store's due time.
+	if !bySettler && claim.Attempts == 1 && !claim.Unresolved && s.opts.Schedule != nil {
 		if err := s.opts.Schedule(context.WithoutCancel(ctx), key, claim.NextAttempt); err != nil {
 			// The Store's record says when the key is due; the sweep of
 			// overdue keys finds it (README, The settler).
@@ -291,7 +304,7 @@ func (s *Service) commit(ctx context.Context, key Key, claim Claim, result Resul
 	}
 	s.receipts.put(key.String(), Record{State: Stored, Body: result.Body, Rejected: result.Rejected,
 		Fingerprint: result.Fingerprint, Expires: at.Add(result.TTL)}, at)
-	if s.opts.ReleaseAfterCommit {
+	if s.life.ReleaseAfterCommit {
 		claim.Sent = false // the outcome is stored: the claim goes
 		s.opts.Defer(ctx, func(ctx context.Context) { s.release(ctx, key, claim) })
 	}

@@ -5,74 +5,80 @@ package kv
 import (
 	"context"
 	"strconv"
-	"syscall/js"
+	"time"
 
 	"github.com/edge-orders/edge-orders/internal/errs"
 	"github.com/edge-orders/edge-orders/workers"
 )
 
-// Binding is a Namespace over a Workers KV namespace binding (env.ORDERS).
+// Binding is a Namespace over a Workers KV namespace binding (env.ORDERS),
+// which JavaScript keeps and Go names by its handle. Each method is one
+// binding call: its arguments and its answer cross as frames, metadata as
+// its JSON text.
 type Binding struct {
-	ns js.Value
+	ns workers.Handle
 }
 
 // NewBinding wraps the KV namespace binding ns.
-func NewBinding(ns js.Value) *Binding {
+func NewBinding(ns workers.Handle) *Binding {
 	return &Binding{ns: ns}
 }
 
-// Get implements Namespace with one getWithMetadata call. KV answers a missing key
+// Get implements Namespace with getWithMetadata. KV answers a missing key
 // with a null value, which becomes ErrNotFound, never a string.
-//
-// Metadata crosses as one JSON.stringify call: KV hands it over as an
-// object, and reading its members one by one would take more crossings.
 func (n *Binding) Get(ctx context.Context, key string) (Entry, error) {
-	if err := CheckKey(key); err != nil {
+	entries, err := n.GetMany(ctx, key)
+	if err != nil {
 		return Entry{}, err
 	}
-	res, err := workers.CallAwait(ctx, n.ns, "getWithMetadata", key)
-	if err != nil {
-		return Entry{}, errs.Prefix("kv: get "+strconv.Quote(key), err)
-	}
-	defer workers.Release(res)
-	value, ok := workers.StringField(res, "value")
-	if !ok {
+	if entries[0] == nil {
 		return Entry{}, ErrNotFound
 	}
-	e := Entry{Value: value}
-	meta := res.Get("metadata")
-	defer workers.Release(meta)
-	if meta.Type() != js.TypeNull && meta.Type() != js.TypeUndefined {
-		e.Metadata = []byte(workers.StringifyJSON(meta))
-	}
-	return e, nil
+	return *entries[0], nil
 }
 
-// Put implements Namespace. Metadata crosses as one JSON.parse call, for the
-// same reason as in Get.
+// GetMany implements ManyGetter: every key read at once in JavaScript
+// (Promise.all), in one binding call; nil for a key that is not found.
+func (n *Binding) GetMany(ctx context.Context, keys ...string) ([]*Entry, error) {
+	frame := workers.Frame{}
+	for _, key := range keys {
+		if err := CheckKey(key); err != nil {
+			return nil, err
+		}
+		frame = frame.Str(key)
+	}
+	answer, err := workers.Call(ctx, "kvGet", frame, n.ns)
+	if err != nil {
+		return nil, errs.Prefix("kv: get "+strconv.Quote(keys[0]), err)
+	}
+	f := workers.ReadFields(answer)
+	entries := make([]*Entry, len(keys))
+	for i := range keys {
+		found, value, meta := f.Flag(), f.Str(), f.Bytes()
+		if found {
+			e := &Entry{Value: value}
+			if len(meta) > 0 {
+				e.Metadata = meta
+			}
+			entries[i] = e
+		}
+	}
+	return entries, f.Err
+}
+
+// Put implements Namespace.
 func (n *Binding) Put(ctx context.Context, key string, e Entry, opts PutOptions) error {
 	if err := checkPut(key, e, opts); err != nil {
 		return err
 	}
-	var options []any
+	ttl := ""
 	if opts.TTL > 0 {
-		options = append(options, "expirationTtl", int(opts.TTL.Seconds()))
+		ttl = strconv.Itoa(int(opts.TTL / time.Second))
 	}
-	if e.Metadata != nil {
-		meta, err := workers.ParseJSON(string(e.Metadata))
-		if err != nil {
-			return errs.Detail(ErrInvalid, "metadata: "+err.Error())
-		}
-		defer workers.Release(meta)
-		options = append(options, "metadata", meta)
-	}
-	jsOpts := workers.Object(options...)
-	defer workers.Release(jsOpts)
-	res, err := workers.CallAwait(ctx, n.ns, "put", key, e.Value, jsOpts)
-	if err != nil {
+	frame := workers.Frame{}.Str(key).Str(e.Value).Bytes(e.Metadata).Str(ttl)
+	if _, err := workers.Call(ctx, "kvPut", frame, n.ns); err != nil {
 		return errs.Prefix("kv: put "+strconv.Quote(key), err)
 	}
-	workers.Release(res)
 	return nil
 }
 
@@ -81,44 +87,28 @@ func (n *Binding) Delete(ctx context.Context, key string) error {
 	if err := CheckKey(key); err != nil {
 		return err
 	}
-	res, err := workers.CallAwait(ctx, n.ns, "delete", key)
-	if err != nil {
+	if _, err := workers.Call(ctx, "kvDelete", workers.Frame{}.Str(key), n.ns); err != nil {
 		return errs.Prefix("kv: delete "+strconv.Quote(key), err)
 	}
-	workers.Release(res)
 	return nil
 }
 
-// List implements Lister with one list call per page. Only the sweep of
-// overdue keys lists, every few minutes, so the page is read member by
-// member.
+// List implements Lister with one list call per page.
 func (n *Binding) List(ctx context.Context, prefix, cursor string, limit int) ([]Listed, string, error) {
-	fields := []any{"prefix", prefix, "limit", limit}
-	if cursor != "" {
-		fields = append(fields, "cursor", cursor)
-	}
-	opts := workers.Object(fields...)
-	defer workers.Release(opts)
-	res, err := workers.CallAwait(ctx, n.ns, "list", opts)
+	frame := workers.Frame{}.Str(prefix).Str(cursor).Int(int64(limit))
+	answer, err := workers.Call(ctx, "kvList", frame, n.ns)
 	if err != nil {
 		return nil, "", errs.Prefix("kv: list "+strconv.Quote(prefix), err)
 	}
-	defer workers.Release(res)
-	keys := res.Get("keys")
-	defer workers.Release(keys)
-	page := make([]Listed, keys.Length())
-	for i := range page {
-		k := keys.Index(i)
-		page[i].Name, _ = workers.StringField(k, "name")
-		if meta := k.Get("metadata"); meta.Type() != js.TypeUndefined && meta.Type() != js.TypeNull {
-			page[i].Metadata = []byte(workers.StringifyJSON(meta))
-			workers.Release(meta)
+	f := workers.ReadFields(answer)
+	next := f.Str()
+	var page []Listed
+	for f.More() {
+		l := Listed{Name: f.Str()}
+		if meta := f.Bytes(); len(meta) > 0 {
+			l.Metadata = meta
 		}
-		workers.Release(k)
+		page = append(page, l)
 	}
-	next := ""
-	if !res.Get("list_complete").Truthy() {
-		next, _ = workers.StringField(res, "cursor")
-	}
-	return page, next, nil
+	return page, next, f.Err
 }

@@ -5,7 +5,6 @@ package kv_test
 import (
 	"context"
 	"strings"
-	"syscall/js"
 	"testing"
 
 	"github.com/edge-orders/edge-orders/intake/storetest"
@@ -18,8 +17,8 @@ import (
 // It runs inside workerd (test/conformance), whose entry publishes the
 // ORDERS binding as globalThis.ORDERS; elsewhere there is no namespace.
 func TestNamespaceConformance(t *testing.T) {
-	ns := js.Global().Get("ORDERS")
-	if ns.Type() != js.TypeObject {
+	ns, ok := workers.GlobalBinding("ORDERS")
+	if !ok {
 		t.Skip("no KV namespace: run through test/conformance in wrangler dev")
 	}
 	kvtest.Run(t, kv.NewBinding(ns), "conformance:")
@@ -30,8 +29,8 @@ func TestNamespaceConformance(t *testing.T) {
 // passes for real there and KV's shortest TTL is a minute, so the checks
 // that let time pass run only over Memory (store_test.go).
 func TestStoreConformanceInWorkerd(t *testing.T) {
-	ns := js.Global().Get("ORDERS")
-	if ns.Type() != js.TypeObject {
+	ns, ok := workers.GlobalBinding("ORDERS")
+	if !ok {
 		t.Skip("no KV namespace: run through test/conformance in wrangler dev")
 	}
 	storetest.Run(t, kv.NewStore(kv.NewBinding(ns), nil), "store-conformance:", storetest.Options{Short: kv.MinTTL})
@@ -41,21 +40,22 @@ func TestStoreConformanceInWorkerd(t *testing.T) {
 // calling the namespace directly: a TTL under a minute and a key over 512
 // bytes are refused by KV itself, not only by this package's checks.
 func TestNamespaceKVRefusesWhatStoresRefuse(t *testing.T) {
-	ns := js.Global().Get("ORDERS")
-	if ns.Type() != js.TypeObject {
+	ns, ok := workers.GlobalBinding("ORDERS")
+	if !ok {
 		t.Skip("no KV namespace: run through test/conformance in wrangler dev")
 	}
-	short := workers.Object("expirationTtl", 59)
+	// The bridge's own put, below the Binding's checks: key, value,
+	// metadata, TTL in seconds.
 	cases := []struct {
 		name string
-		args []any
+		put  workers.Frame
 	}{
-		{"TTL of 59 s", []any{"conformance:raw-ttl", "v", short}},
-		{"513-byte key", []any{"conformance:" + strings.Repeat("k", kv.MaxKeyBytes+1-len("conformance:")), "v"}},
+		{"TTL of 59 s", workers.Frame{}.Str("conformance:raw-ttl").Str("v").Str("").Str("59")},
+		{"513-byte key", workers.Frame{}.Str("conformance:" + strings.Repeat("k", kv.MaxKeyBytes+1-len("conformance:"))).Str("v").Str("").Str("")},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			if _, err := workers.CallAwait(context.Background(), ns, "put", c.args...); err == nil {
+			if _, err := workers.Call(context.Background(), "kvPut", c.put, ns); err == nil {
 				t.Fatalf("KV accepted a put with %s; want it refused", c.name)
 			}
 		})

@@ -120,3 +120,11 @@ type Lister interface {
 	// page: "" when this one is the last.
 	List(ctx context.Context, prefix, cursor string, limit int) (keys []Listed, next string, err error)
 }
+
+// ManyGetter reads several keys at once, in one round trip: the binding
+// implements it, and Store's lookup of a key's receipt and claim uses it
+// where it can.
+type ManyGetter interface {
+	// GetMany returns the entry of each key, nil for one not found.
+	GetMany(ctx context.Context, keys ...string) ([]*Entry, error)
+}

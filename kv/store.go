@@ -33,6 +33,13 @@ const (
 // a rejection beside result:<key>, and, once an order may reach a gateway,
 // the claim's order id, time and lease beside pending:<key>.
 type Store struct {
+	// ReleaseClaims deletes each claim once its outcome is stored, after
+	// the response, as the reference does: Lifecycle then asks the Service
+	// for ReleaseAfterCommit. False, the default, leaves the claim to expire
+	// with its lease, one KV write fewer per order; every reader already
+	// prefers the outcome. Set it before the Store is given to intake.New.
+	ReleaseClaims bool
+
 	ns  Namespace
 	now func() time.Time
 }
@@ -45,42 +52,79 @@ func NewStore(ns Namespace, now func() time.Time) *Store {
 	return &Store{ns: ns, now: now}
 }
 
+// Lifecycle implements intake.Store: the reference's, which claims the
+// key before it answers an invalid body, and releases each claim after
+// its outcome only with ReleaseClaims.
+func (k *Store) Lifecycle() intake.Lifecycle {
+	return intake.Lifecycle{ReleaseAfterCommit: k.ReleaseClaims}
+}
+
 // Lookup implements intake.Store: it reads result:<key> and pending:<key>
-// at once, one round trip instead of two. A stored outcome wins over a
-// claim.
+// at once, one round trip instead of two: in one call where the namespace
+// reads several keys at once (ManyGetter, as the binding does), else on
+// two goroutines. A stored outcome wins over a claim.
 func (k *Store) Lookup(ctx context.Context, key intake.Key) (intake.Record, error) {
+	stored, pending, err := k.readBoth(ctx, key)
+	switch {
+	case err != nil:
+		return intake.Record{}, err
+	case stored != nil:
+		m := decodeMetadata(stored.Metadata)
+		return intake.Record{State: intake.Stored, Body: []byte(stored.Value), Rejected: m.rejected, Fingerprint: m.fingerprint}, nil
+	case pending != nil:
+		return k.claimRecord(*pending), nil
+	}
+	return intake.Record{State: intake.Absent}, nil
+}
+
+// readBoth reads result:<key> and pending:<key>, nil for one not found.
+func (k *Store) readBoth(ctx context.Context, key intake.Key) (stored, pending *Entry, err error) {
+	if many, ok := k.ns.(ManyGetter); ok {
+		entries, err := many.GetMany(ctx, resultPrefix+key.String(), pendingPrefix+key.String())
+		if err != nil {
+			return nil, nil, err
+		}
+		return entries[0], entries[1], nil
+	}
 	type read struct {
-		e   Entry
+		e   *Entry
 		err error
 	}
 	claim := make(chan read, 1)
+	get := func(kvKey string) (*Entry, error) {
+		e, err := k.ns.Get(ctx, kvKey)
+		switch {
+		case errors.Is(err, ErrNotFound):
+			return nil, nil
+		case err != nil:
+			return nil, err
+		}
+		return &e, nil
+	}
 	go func() {
 		defer func() {
 			if p := recover(); p != nil {
 				claim <- read{err: panicked{p}}
 			}
 		}()
-		e, err := k.ns.Get(ctx, pendingPrefix+key.String())
+		e, err := get(pendingPrefix + key.String())
 		claim <- read{e, err}
 	}()
-	stored, err := k.ns.Get(ctx, resultPrefix+key.String())
+	stored, err = get(resultPrefix + key.String())
 	// Always wait: a lookup left running could outlive the request.
-	pending := <-claim
-	if p, ok := pending.err.(panicked); ok {
+	c := <-claim
+	if p, ok := c.err.(panicked); ok {
 		panic(p.value) // on the request's goroutine, where it is recovered
 	}
 	switch {
-	case err == nil:
-		m := decodeMetadata(stored.Metadata)
-		return intake.Record{State: intake.Stored, Body: []byte(stored.Value), Rejected: m.rejected, Fingerprint: m.fingerprint}, nil
-	case !errors.Is(err, ErrNotFound):
-		return intake.Record{}, err
-	case pending.err == nil:
-		return k.claimRecord(pending.e), nil
-	case !errors.Is(pending.err, ErrNotFound):
-		return intake.Record{}, pending.err
+	case err != nil:
+		return nil, nil, err
+	case stored != nil:
+		return stored, nil, nil
+	case c.err != nil:
+		return nil, nil, c.err
 	}
-	return intake.Record{State: intake.Absent}, nil
+	return nil, c.e, nil
 }
 
 // claimRecord reads a claim. The reference's, and one made without a

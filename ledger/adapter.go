@@ -66,6 +66,14 @@ func (s adapter) Release(ctx context.Context, key intake.Key, c intake.Claim) er
 	return s.calls.release(ctx, key, c)
 }
 
+// Lifecycle implements intake.Store. A claim carries the order's
+// fingerprint, so an invalid body is refused before anything is stored;
+// Commit replaces the claim with the outcome in the same row, so there is
+// no claim left to release.
+func (adapter) Lifecycle() intake.Lifecycle {
+	return intake.Lifecycle{ValidateFirst: true}
+}
+
 // Lookup implements intake.Store.
 func (s adapter) Lookup(ctx context.Context, key intake.Key) (intake.Record, error) {
 	return s.calls.lookup(ctx, key)

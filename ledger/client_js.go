@@ -5,7 +5,6 @@ package ledger
 import (
 	"context"
 	"errors"
-	"syscall/js"
 
 	"github.com/edge-orders/edge-orders/intake"
 	"github.com/edge-orders/edge-orders/internal/errs"
@@ -17,13 +16,13 @@ import (
 // picks.
 type Client struct {
 	adapter
-	ns     js.Value
+	ns     workers.Handle
 	shards int
 }
 
 // NewClient wraps the Durable Object namespace binding ns, spreading each
 // client's keys over shards objects.
-func NewClient(ns js.Value, shards int) *Client {
+func NewClient(ns workers.Handle, shards int) *Client {
 	c := &Client{ns: ns, shards: shards}
 	c.adapter = adapter{calls: c}
 	return c
@@ -47,23 +46,20 @@ func (c *Client) call(ctx context.Context, key intake.Key, method string, arg []
 	return res, nil
 }
 
-// callObject calls method on the object name through a stub of its own:
-// a stub belongs to the request that made it, so none is kept.
+// callObject calls method on the object name through a stub of its own
+// (a stub belongs to the request that made it, so none is kept), in one
+// binding call.
 func (c *Client) callObject(ctx context.Context, name, method string, arg []byte) ([]byte, error) {
-	stub, err := workers.Call(c.ns, "getByName", name)
+	answer, err := workers.Call(ctx, "rpc", workers.Frame{}.Str(name).Str(method).Bytes(arg), c.ns)
 	if err != nil {
 		return nil, err
 	}
-	defer workers.Release(stub)
-	res, err := workers.CallAwait(ctx, stub, method, string(arg))
-	if err != nil {
-		return nil, err
-	}
-	defer workers.Release(res)
-	if res.Type() != js.TypeString {
+	f := workers.ReadFields(answer)
+	result := f.Bytes()
+	if f.Err != nil || len(result) == 0 {
 		return nil, errNotRecord
 	}
-	return []byte(res.String()), nil
+	return result, nil
 }
 
 func (c *Client) claim(ctx context.Context, key intake.Key, cl intake.Claim) (intake.Record, error) {

@@ -5,7 +5,6 @@ package ledger_test
 import (
 	"context"
 	"encoding/json"
-	"syscall/js"
 	"testing"
 	"time"
 
@@ -17,9 +16,9 @@ import (
 
 // ledgerNamespace returns the LEDGER binding that test/conformance's entry
 // publishes, or skips: elsewhere there is no Durable Object.
-func ledgerNamespace(t *testing.T) js.Value {
-	ns := js.Global().Get("LEDGER")
-	if ns.Type() != js.TypeObject {
+func ledgerNamespace(t *testing.T) workers.Handle {
+	ns, ok := workers.GlobalBinding("LEDGER")
+	if !ok {
 		t.Skip("no Durable Object namespace: run through test/conformance in wrangler dev")
 	}
 	return ns
@@ -41,15 +40,19 @@ func TestClientSweepRunsInWorkerd(t *testing.T) {
 	// Shards: 1, so every key lands in the one object whose rows are counted.
 	client := ledger.NewClient(ns, 1)
 	key := func(id string) intake.Key { return intake.Key{Client: "sweep", ID: id} }
-	stub := ns.Call("getByName", ledger.ObjectName(key("x"), 1))
+	// rpc calls a method of the one object over the bridge, as Client does.
+	rpc := func(method string) ([]byte, error) {
+		answer, err := workers.Call(ctx, "rpc", workers.Frame{}.Str(ledger.ObjectName(key("x"), 1)).Str(method).Str(""), ns)
+		return workers.ReadFields(answer).Bytes(), err
+	}
 	stats := func() (int, int64) {
-		res, err := workers.CallAwait(ctx, stub, "stats")
+		res, err := rpc("stats")
 		if err != nil {
 			t.Fatalf("stats: %v", err)
 		}
 		var s struct{ Rows, NextSweep int64 }
-		if err := json.Unmarshal([]byte(res.String()), &s); err != nil {
-			t.Fatalf("stats %s: %v", res.String(), err)
+		if err := json.Unmarshal(res, &s); err != nil {
+			t.Fatalf("stats %s: %v", res, err)
 		}
 		return int(s.Rows), s.NextSweep
 	}
@@ -74,7 +77,7 @@ func TestClientSweepRunsInWorkerd(t *testing.T) {
 	}
 	time.Sleep(1200 * time.Millisecond)
 	for i := 0; i < 2; i++ { // alarms run at least once: twice must be harmless
-		if _, err := workers.CallAwait(ctx, stub, "sweep"); err != nil {
+		if _, err := rpc("sweep"); err != nil {
 			t.Fatalf("sweep #%d: %v", i+1, err)
 		}
 	}

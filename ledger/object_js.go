@@ -7,7 +7,6 @@ import (
 	"errors"
 	"strconv"
 	"sync"
-	"syscall/js"
 	"time"
 
 	"github.com/edge-orders/edge-orders/intake"
@@ -29,7 +28,7 @@ const Class = "Ledger"
 // misconfigured: nothing is settled).
 func Export(newSettler func(env workers.Env, store intake.Store) *intake.Service) {
 	workers.ExportObject(Class, serveObject)
-	workers.ExportAlarm(Class, func(ctx context.Context, state js.Value, env workers.Env) error {
+	workers.ExportAlarm(Class, func(ctx context.Context, state workers.State, env workers.Env) error {
 		return alarm(ctx, state, env, newSettler)
 	})
 }
@@ -39,24 +38,16 @@ func Export(newSettler func(env workers.Env, store intake.Store) *intake.Service
 const settleBatch = 32
 
 // object returns the Object over state's SQLite storage.
-func object(state js.Value) (*Object, func()) {
-	storage := state.Get("storage")
-	rows := sqlTable{sql: storage.Get("sql")}
-	o := &Object{rows: rows, now: time.Now, setAlarm: func(at time.Time) {
-		// The returned promise needs no await: the output gate holds the
-		// reply until the alarm is stored.
-		workers.Release(storage.Call("setAlarm", at.UnixMilli()))
-	}}
-	return o, func() { workers.Release(storage, rows.sql) }
+func object(state workers.State) *Object {
+	return &Object{rows: sqlTable{state}, now: time.Now, setAlarm: state.SetAlarm}
 }
 
 // alarm runs the object's alarm: the sweep when it is due, then the
 // settler for every key due, each as a request would (a synchronous claim
 // step, the gateway call, a synchronous commit step), all at once; then the
 // next alarm.
-func alarm(ctx context.Context, state js.Value, env workers.Env, newSettler func(workers.Env, intake.Store) *intake.Service) error {
-	o, done := object(state)
-	defer done()
+func alarm(ctx context.Context, state workers.State, env workers.Env, newSettler func(workers.Env, intake.Store) *intake.Service) error {
+	o := object(state)
 	keys := o.Alarm(settleBatch)
 	if settler := newSettler(env, NewLocal(o)); settler != nil && len(keys) > 0 {
 		var wg sync.WaitGroup
@@ -73,22 +64,13 @@ func alarm(ctx context.Context, state js.Value, env workers.Env, newSettler func
 	return nil
 }
 
-func serveObject(state js.Value, method string, args []js.Value) (js.Value, error) {
-	o, done := object(state)
-	defer done()
+func serveObject(state workers.State, method string, arg []byte) ([]byte, error) {
+	o := object(state)
 	if method == "open" {
 		o.rows.(sqlTable).create()
-		return js.Undefined(), nil
+		return nil, nil
 	}
-	var arg []byte
-	if len(args) > 0 && args[0].Type() == js.TypeString {
-		arg = []byte(args[0].String())
-	}
-	answer, err := call(o, method, arg)
-	if err != nil {
-		return js.Undefined(), err
-	}
-	return js.ValueOf(string(answer)), nil
+	return call(o, method, arg)
 }
 
 // call runs method with its JSON argument and returns its JSON answer.
@@ -136,55 +118,41 @@ func call(o *Object, method string, arg []byte) ([]byte, error) {
 
 // sqlTable is a table in the object's SQLite database. One row per key,
 // in a WITHOUT ROWID table so that a write touches one b-tree, not a table
-// and an index. Times are Unix milliseconds.
-type sqlTable struct{ sql js.Value }
+// and an index. Times are Unix milliseconds. Each query is one synchronous
+// call through the bridge; an SQL error panics, and the object's call
+// throws it.
+type sqlTable struct{ state workers.State }
 
-// run executes query, with params bound to its placeholders, for its
-// effect. An SQL error panics, and the object's call throws it.
-func (t sqlTable) run(query string, params ...any) {
-	workers.Release(t.exec(query, params...))
-}
-
-// rows executes query and returns its rows, an array the caller releases.
-func (t sqlTable) rows(query string, params ...any) js.Value {
-	cursor := t.exec(query, params...)
-	defer workers.Release(cursor)
-	return cursor.Call("toArray")
-}
-
-func (t sqlTable) exec(query string, params ...any) js.Value {
-	cursor, err := workers.Call(t.sql, "exec", append([]any{query}, params...)...)
+// query runs q with params and returns its rows.
+func (t sqlTable) query(q string, params ...any) workers.Rows {
+	rows, err := t.state.Exec(q, params...)
 	if err != nil {
 		panic(err)
 	}
-	return cursor
+	return rows
 }
 
 // create makes the tables, and adds to an entries table made by an older
 // version the columns it lacks: their defaults read as the old rows meant.
 func (t sqlTable) create() {
-	t.run(`CREATE TABLE IF NOT EXISTS entries (
+	t.query(`CREATE TABLE IF NOT EXISTS entries (
 		key TEXT PRIMARY KEY, token TEXT NOT NULL, fingerprint TEXT NOT NULL,
 		receipt TEXT, expires INTEGER NOT NULL) WITHOUT ROWID`)
-	columns := t.rows(`PRAGMA table_info(entries)`)
-	defer workers.Release(columns)
+	columns := t.query(`PRAGMA table_info(entries)`)
 	have := map[string]bool{}
-	for i := range columns.Length() {
-		column := columns.Index(i)
-		name, _ := workers.StringField(column, "name")
-		workers.Release(column)
-		have[name] = true
+	for i := range columns.Values {
+		have[columns.Value(i, "name").Str] = true
 	}
 	for _, c := range addedColumns {
 		if !have[c.name] {
-			t.run(`ALTER TABLE entries ADD COLUMN ` + c.name + ` ` + c.decl)
+			t.query(`ALTER TABLE entries ADD COLUMN ` + c.name + ` ` + c.decl)
 		}
 	}
 	// The settler's outbox: the keys due, found without a scan.
-	t.run(`CREATE INDEX IF NOT EXISTS entries_due ON entries (due) WHERE due > 0`)
-	t.run(`CREATE TABLE IF NOT EXISTS sweep (
+	t.query(`CREATE INDEX IF NOT EXISTS entries_due ON entries (due) WHERE due > 0`)
+	t.query(`CREATE TABLE IF NOT EXISTS sweep (
 		id INTEGER PRIMARY KEY CHECK (id = 1), next INTEGER NOT NULL)`)
-	t.run(`CREATE TABLE IF NOT EXISTS alarm (
+	t.query(`CREATE TABLE IF NOT EXISTS alarm (
 		id INTEGER PRIMARY KEY CHECK (id = 1), at INTEGER NOT NULL)`)
 }
 
@@ -201,34 +169,30 @@ var addedColumns = []struct{ name, decl string }{
 	{"unresolved", "INTEGER NOT NULL DEFAULT 0"},
 }
 
-func (t sqlTable) get(key string) (row, bool) {
-	rows := t.rows(`SELECT client, token, fingerprint, order_id, accepted_at, order_json, receipt, rejected,
-		lease_until, attempts, due, unresolved, expires FROM entries WHERE key = ?`, key)
-	defer workers.Release(rows)
-	if rows.Length() == 0 {
-		return row{}, false
-	}
-	v := rows.Index(0)
-	defer workers.Release(v)
-	ms := func(name string) time.Time {
-		if n := int64(v.Get(name).Float()); n != 0 {
-			return time.UnixMilli(n)
-		}
+// millis reads a time column; 0 is the zero time.
+func millis(v workers.SQLValue) time.Time {
+	if v.Null || v.Num == 0 {
 		return time.Time{}
 	}
-	text := func(name string) string {
-		s, _ := workers.StringField(v, name)
-		return s
+	return time.UnixMilli(int64(v.Num))
+}
+
+func (t sqlTable) get(key string) (row, bool) {
+	rows := t.query(`SELECT client, token, fingerprint, order_id, accepted_at, order_json, receipt, rejected,
+		lease_until, attempts, due, unresolved, expires FROM entries WHERE key = ?`, key)
+	if len(rows.Values) == 0 {
+		return row{}, false
 	}
-	r := row{key: key, client: text("client"), token: text("token"), fingerprint: text("fingerprint"),
-		orderID: text("order_id"), acceptedAt: ms("accepted_at"), rejected: v.Get("rejected").Int() != 0,
-		leaseUntil: ms("lease_until"), attempts: v.Get("attempts").Int(), due: ms("due"),
-		unresolved: v.Get("unresolved").Int() != 0, expires: ms("expires")}
-	if o, err := order.Parse([]byte(text("order_json"))); err == nil {
+	v := func(name string) workers.SQLValue { return rows.Value(0, name) }
+	r := row{key: key, client: v("client").Str, token: v("token").Str, fingerprint: v("fingerprint").Str,
+		orderID: v("order_id").Str, acceptedAt: millis(v("accepted_at")), rejected: v("rejected").Num != 0,
+		leaseUntil: millis(v("lease_until")), attempts: int(v("attempts").Num), due: millis(v("due")),
+		unresolved: v("unresolved").Num != 0, expires: millis(v("expires"))}
+	if o, err := order.Parse([]byte(v("order_json").Str)); err == nil {
 		r.order, r.hasOrder = o, true
 	}
-	if receipt, ok := workers.StringField(v, "receipt"); ok {
-		r.receipt = []byte(receipt)
+	if receipt := v("receipt"); !receipt.Null {
+		r.receipt = []byte(receipt.Str)
 	}
 	return r, true
 }
@@ -238,7 +202,7 @@ func (t sqlTable) put(r row) {
 	if r.receipt != nil {
 		receipt = string(r.receipt)
 	}
-	millis := func(at time.Time) int64 {
+	ms := func(at time.Time) int64 {
 		if at.IsZero() {
 			return 0
 		}
@@ -254,25 +218,20 @@ func (t sqlTable) put(r row) {
 	if r.hasOrder {
 		orderJSON = string(r.order.JSON())
 	}
-	t.run(`INSERT OR REPLACE INTO entries
+	t.query(`INSERT OR REPLACE INTO entries
 		(key, client, token, fingerprint, order_id, accepted_at, order_json, receipt, rejected, lease_until,
 		 attempts, due, unresolved, expires) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-		r.key, r.client, r.token, r.fingerprint, r.orderID, millis(r.acceptedAt), orderJSON, receipt, flag(r.rejected),
-		millis(r.leaseUntil), r.attempts, millis(r.due), flag(r.unresolved), r.expires.UnixMilli())
+		r.key, r.client, r.token, r.fingerprint, r.orderID, ms(r.acceptedAt), orderJSON, receipt, flag(r.rejected),
+		ms(r.leaseUntil), r.attempts, ms(r.due), flag(r.unresolved), r.expires.UnixMilli())
 }
 
 // dueRows returns the due rows with their key and client only: all the
 // settler needs to name them.
 func (t sqlTable) dueRows(now time.Time, limit int) []row {
-	rows := t.rows(`SELECT key, client FROM entries WHERE due > 0 AND due <= ? ORDER BY due LIMIT ?`, now.UnixMilli(), limit)
-	defer workers.Release(rows)
-	due := make([]row, rows.Length())
+	rows := t.query(`SELECT key, client FROM entries WHERE due > 0 AND due <= ? ORDER BY due LIMIT ?`, now.UnixMilli(), limit)
+	due := make([]row, len(rows.Values))
 	for i := range due {
-		v := rows.Index(i)
-		key, _ := workers.StringField(v, "key")
-		client, _ := workers.StringField(v, "client")
-		workers.Release(v)
-		due[i] = row{key: key, client: client}
+		due[i] = row{key: rows.Value(i, "key").Str, client: rows.Value(i, "client").Str}
 	}
 	return due
 }
@@ -287,38 +246,29 @@ func (t sqlTable) alarm() time.Time {
 
 func (t sqlTable) setAlarm(at time.Time) {
 	if at.IsZero() {
-		t.run(`DELETE FROM alarm`)
+		t.query(`DELETE FROM alarm`)
 		return
 	}
-	t.run(`INSERT OR REPLACE INTO alarm (id, at) VALUES (1, ?)`, at.UnixMilli())
+	t.query(`INSERT OR REPLACE INTO alarm (id, at) VALUES (1, ?)`, at.UnixMilli())
 }
 
-// first returns the time in the first column, named at, of query's first
-// row; zero for none.
+// first returns the time in the column named at of query's first row;
+// zero for none.
 func (t sqlTable) first(query string) time.Time {
-	rows := t.rows(query)
-	defer workers.Release(rows)
-	if rows.Length() == 0 {
+	rows := t.query(query)
+	if len(rows.Values) == 0 {
 		return time.Time{}
 	}
-	v := rows.Index(0)
-	defer workers.Release(v)
-	at := v.Get("at")
-	if at.Type() != js.TypeNumber || at.Float() == 0 {
-		return time.Time{}
-	}
-	return time.UnixMilli(int64(at.Float()))
+	return millis(rows.Value(0, "at"))
 }
 
 func (t sqlTable) delete(key string) {
-	t.run(`DELETE FROM entries WHERE key = ?`, key)
+	t.query(`DELETE FROM entries WHERE key = ?`, key)
 }
 
 func (t sqlTable) deleteExpired(now time.Time) bool {
-	t.run(`DELETE FROM entries WHERE expires <= ?`, now.UnixMilli())
-	rows := t.rows(`SELECT 1 FROM entries LIMIT 1`)
-	defer workers.Release(rows)
-	return rows.Length() > 0
+	t.query(`DELETE FROM entries WHERE expires <= ?`, now.UnixMilli())
+	return len(t.query(`SELECT 1 AS one FROM entries LIMIT 1`).Values) > 0
 }
 
 func (t sqlTable) nextSweep() time.Time {
@@ -326,17 +276,13 @@ func (t sqlTable) nextSweep() time.Time {
 }
 
 func (t sqlTable) count() int {
-	rows := t.rows(`SELECT COUNT(*) AS n FROM entries`)
-	defer workers.Release(rows)
-	first := rows.Index(0)
-	defer workers.Release(first)
-	return first.Get("n").Int()
+	return int(t.query(`SELECT COUNT(*) AS n FROM entries`).Value(0, "n").Num)
 }
 
 func (t sqlTable) setNextSweep(at time.Time) {
 	if at.IsZero() {
-		t.run(`DELETE FROM sweep`)
+		t.query(`DELETE FROM sweep`)
 		return
 	}
-	t.run(`INSERT OR REPLACE INTO sweep (id, next) VALUES (1, ?)`, at.UnixMilli())
+	t.query(`INSERT OR REPLACE INTO sweep (id, next) VALUES (1, ?)`, at.UnixMilli())
 }

@@ -4,27 +4,24 @@ package ratelimit
 
 import (
 	"context"
-	"syscall/js"
 
 	"github.com/edge-orders/edge-orders/internal/errs"
 	"github.com/edge-orders/edge-orders/workers"
 )
 
-// Binding is a Rate Limiting binding ([[ratelimits]] in wrangler.toml).
-type Binding struct{ b js.Value }
+// Binding is a Rate Limiting binding ([[ratelimits]] in wrangler.toml),
+// which JavaScript keeps and Go names by its handle.
+type Binding struct{ b workers.Handle }
 
 // New wraps the binding b.
-func New(b js.Value) *Binding { return &Binding{b: b} }
+func New(b workers.Handle) *Binding { return &Binding{b: b} }
 
 // Allow counts one event against key's budget and reports whether it was
-// within it.
+// within it, in one binding call.
 func (l *Binding) Allow(ctx context.Context, key string) (bool, error) {
-	opts := workers.Object("key", key)
-	defer workers.Release(opts)
-	res, err := workers.CallAwait(ctx, l.b, "limit", opts)
+	answer, err := workers.Call(ctx, "rateLimit", workers.Frame{}.Str(key), l.b)
 	if err != nil {
 		return false, errs.Prefix("ratelimit", err)
 	}
-	defer workers.Release(res)
-	return res.Get("success").Bool(), nil
+	return workers.ReadFields(answer).Flag(), nil
 }

@@ -45,6 +45,7 @@ type wrappedStats struct {
 	SettleSends       int   `json:"settleSends"`
 	MemoryBytes       int64 `json:"memoryBytes"`
 	GoValues          int   `json:"goValues"`
+	HeldObjects       int   `json:"heldObjects"`
 	// Compiler built the Worker: "go" or "tinygo".
 	Compiler string `json:"compiler"`
 }

@@ -1,68 +1,167 @@
-// The JavaScript half of package workers (workers/*_js.go). Each function
-// here does in one call from Go what would otherwise take several syscall/js
-// operations: every one of those crosses between Go and JavaScript, and
-// every object or string it hands Go carries a Go finalizer, which costs
-// more than the operation itself. Import this module before the Go program
-// starts; every entry that runs one does.
-// Stateless: a test may run two Go programs in one isolate.
-const bridge = {
-  // then settles promise into Go, in the promise's own I/O context, through
-  // the Go program's two callbacks made once (await_js.go).
-  then(promise, id, resolved, rejected) {
-    promise.then((value) => resolved(id, value), (reason) => rejected(id, reason));
-  },
+// The JavaScript half of package workers (workers/*_js.go). JavaScript
+// owns every object: a request, the environment, a binding, a Durable
+// Object's state. It keeps each in one table and names it to Go by number;
+// Go passes numbers and bytes, never a JavaScript object, so no slot of
+// wasm_exec.js's table of values is taken per request, and the compiler's
+// collector decides nothing about a JavaScript value's life.
+//
+// Bytes cross through one long-lived buffer, as frames (workers/frame.go):
+// fields, each an unsigned LEB128 length and its bytes. A frame longer than
+// the buffer crosses in chunks, within one synchronous call.
+//
+// Calls from Go:
+//   synchronous ones return a number: a frame's length in the buffer (or
+//   -1 - its length for an error's frame), an object's number, or 0;
+//   start(program, op, call, ...) begins an asynchronous binding call and
+//   returns at once; when it settles, the program's settle function is
+//   called with (call, ok, length) and the frame in the buffer.
+// Import this module before a Go program starts; every entry that runs one
+// does. Entries use hold, writeFrame and readResult below.
 
-  // log writes one log line from a microtask, once Go has returned: under
-  // wrangler dev, console.log called with Go's frames on the stack costs
-  // about a millisecond more of workerd's CPU (measured; the inspector
-  // records the call's stack). The line belongs to the same request either way.
-  log(line) {
-    queueMicrotask(() => console.log(line));
-  },
+const encoder = new TextEncoder();
+const decoder = new TextDecoder();
 
-  // respond resolves a fetch event with a Response. headers is one string of
-  // "name: value" lines: Go writes header names and values without newlines.
-  respond(resolve, status, headers, body) {
-    resolve(new Response(body, { status, headers: headerPairs(headers) }));
-  },
+// buffer is the one array every frame crosses through.
+const buffer = new Uint8Array(64 * 1024);
 
-  // waitUntil keeps the Worker alive after the response (ctx.waitUntil)
-  // until Go calls the function it returns: with nothing once its task is
-  // done, or with a message if the task panicked. One function to release,
-  // where a promise executor made in Go would be one more callback per call.
-  waitUntil(ctx) {
-    let settle;
-    ctx.waitUntil(new Promise((resolve, reject) => {
-      settle = (failure) => (failure === undefined ? resolve() : reject(new Error(failure)));
-    }));
-    return settle;
-  },
+// objects is the table of what JavaScript keeps for Go, by number.
+const objects = new Map();
+let nextObject = 1;
 
-  // object makes {name: value, ...} from name, value pairs.
-  object(...pairs) {
-    const o = {};
-    for (let i = 0; i < pairs.length; i += 2) o[pairs[i]] = pairs[i + 1];
-    return o;
-  },
+// hold keeps o for Go and returns its number.
+export function hold(o) {
+  const id = nextObject++;
+  objects.set(id, o);
+  return id;
+}
 
-  // queueSend sends body, as text, to a queue producer binding, delivered
-  // after delaySeconds.
-  queueSend(queue, body, delaySeconds) {
-    return queue.send(body, { contentType: "text", delaySeconds });
-  },
+// drop forgets object id.
+export function drop(id) {
+  objects.delete(id);
+}
 
-  // fetch sends a request with target.fetch (the global scope, or a
-  // service binding) and resolves to [status, body text]; a timeoutMs over
-  // 0 aborts the request, its answer's body included, after that long.
-  async fetch(target, method, url, headers, body, timeoutMs) {
-    const init = { method, headers: headerPairs(headers), body };
-    if (timeoutMs > 0) init.signal = AbortSignal.timeout(timeoutMs);
-    const response = await target.fetch(url, init);
-    return [response.status, await response.text()];
-  },
-};
+function object(id) {
+  const o = objects.get(id);
+  if (o === undefined) throw new Error(`edge-orders bridge: no object ${id}`);
+  return o;
+}
 
-// headerPairs reads "name: value" lines into [name, value] pairs.
+// heldObjects is how many objects the table holds: what a test counts to
+// see that nothing is kept past its request.
+export function heldObjects() {
+  return objects.size;
+}
+
+// encodeFrame writes fields (strings, Uint8Arrays, numbers, booleans,
+// null or undefined as empty) as one frame.
+export function encodeFrame(fields) {
+  const parts = fields.map((f) => {
+    if (f instanceof Uint8Array) return f;
+    if (f === undefined || f === null || f === false) return new Uint8Array(0);
+    if (f === true) return encoder.encode("1");
+    return encoder.encode(String(f));
+  });
+  let size = 0;
+  for (const p of parts) size += varintSize(p.length) + p.length;
+  const out = new Uint8Array(size);
+  let at = 0;
+  for (const p of parts) {
+    let n = p.length;
+    while (n >= 0x80) {
+      out[at++] = (n & 0x7f) | 0x80;
+      n = Math.floor(n / 128);
+    }
+    out[at++] = n;
+    out.set(p, at);
+    at += p.length;
+  }
+  return out;
+}
+
+function varintSize(n) {
+  let size = 1;
+  while (n >= 0x80) {
+    n = Math.floor(n / 128);
+    size++;
+  }
+  return size;
+}
+
+// decodeFrame reads a frame into its fields, as Uint8Arrays.
+export function decodeFrame(bytes) {
+  const fields = [];
+  let at = 0;
+  while (at < bytes.length) {
+    let n = 0, scale = 1, b;
+    do {
+      b = bytes[at++];
+      n += (b & 0x7f) * scale;
+      scale *= 128;
+    } while (b & 0x80);
+    fields.push(bytes.subarray(at, at + n));
+    at += n;
+  }
+  return fields;
+}
+
+const text = (field) => decoder.decode(field);
+
+// Frames longer than the buffer: what Go staged so far, and what is left
+// of a result for Go to take.
+let staged = [];
+let pending = null;
+
+// writeFrame puts a frame in the buffer for Go, and returns its length;
+// Go takes what does not fit with more().
+export function writeFrame(frame) {
+  if (frame.length <= buffer.length) {
+    buffer.set(frame);
+    pending = null;
+  } else {
+    buffer.set(frame.subarray(0, buffer.length));
+    pending = frame.subarray(buffer.length);
+  }
+  return frame.length;
+}
+
+// readArgs returns the frame Go wrote: what it staged, then n bytes of the
+// buffer.
+function readArgs(n) {
+  const last = buffer.slice(0, n);
+  if (staged.length === 0) return last;
+  const parts = [...staged, last];
+  staged = [];
+  const all = new Uint8Array(parts.reduce((sum, p) => sum + p.length, 0));
+  let at = 0;
+  for (const p of parts) {
+    all.set(p, at);
+    at += p.length;
+  }
+  return all;
+}
+
+// args reads the frame Go wrote as its fields.
+const args = (n) => decodeFrame(readArgs(n));
+
+// errorFrame is a failure as Go reads it: message, retryable, overloaded.
+function errorFrame(e) {
+  return encodeFrame([e instanceof Error ? e.message : String(e), e?.retryable === true, e?.overloaded === true]);
+}
+
+// readResult reads the frame of length n that Go wrote in answer to a
+// synchronous call from an entry (a Durable Object method).
+export function readResult(n) {
+  return decodeFrame(readArgs(n));
+}
+
+// headerLines and headerPairs: headers cross as one field of
+// "name: value" lines; Go writes no newline inside a name or value.
+function headerLines(headers) {
+  let lines = "";
+  for (const [name, value] of headers) lines += `${name}: ${value}\n`;
+  return lines;
+}
+
 function headerPairs(lines) {
   const pairs = [];
   for (const line of lines.split("\n")) {
@@ -71,5 +170,276 @@ function headerPairs(lines) {
   }
   return pairs;
 }
+
+// requestHead is a request's method, URL and headers as one frame.
+export function requestHead(request) {
+  return encodeFrame([request.method, request.url, headerLines(request.headers)]);
+}
+
+// Each Go program registers its settle function; start's calls name it.
+const programs = [];
+
+// The asynchronous binding calls, by name: each takes the objects its
+// numbers name and the fields of its frame, and resolves to the fields of
+// its answer.
+const calls = {
+  async readBody([served], [max]) {
+    const request = served.request;
+    const limit = Number(text(max));
+    const declared = request.headers.get("Content-Length");
+    if (!request.body) return [new Uint8Array(0)];
+    if (declared !== null && /^\d+$/.test(declared)) {
+      if (Number(declared) > limit) return [new Uint8Array(0), true];
+      const body = new Uint8Array(await request.arrayBuffer());
+      return body.length > limit ? [new Uint8Array(0), true] : [body];
+    }
+    // No declared length: chunk by chunk, so that a body over the limit
+    // is never held whole.
+    const reader = request.body.getReader();
+    const chunks = [];
+    let size = 0;
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      size += value.length;
+      if (size > limit) {
+        reader.cancel().catch(() => {});
+        return [new Uint8Array(0), true];
+      }
+      chunks.push(value);
+    }
+    const body = new Uint8Array(size);
+    let at = 0;
+    for (const c of chunks) {
+      body.set(c, at);
+      at += c.length;
+    }
+    return [body];
+  },
+
+  async kvGet([ns], keys) {
+    // One field per key in, three per key out: found, value, metadata
+    // (as JSON). Several keys are read at once, one await for Go.
+    const reads = await Promise.all(keys.map((k) => ns.getWithMetadata(text(k))));
+    return reads.flatMap((r) => (r.value === null
+      ? [false, "", ""]
+      : [true, r.value, r.metadata === null || r.metadata === undefined ? "" : JSON.stringify(r.metadata)]));
+  },
+
+  async kvPut([ns], [key, value, metadata, ttl]) {
+    const options = {};
+    if (text(ttl) !== "") options.expirationTtl = Number(text(ttl));
+    if (metadata.length > 0) options.metadata = JSON.parse(text(metadata));
+    await ns.put(text(key), text(value), options);
+    return [];
+  },
+
+  async kvDelete([ns], [key]) {
+    await ns.delete(text(key));
+    return [];
+  },
+
+  async kvList([ns], [prefix, cursor, limit]) {
+    const options = { prefix: text(prefix), limit: Number(text(limit)) };
+    if (cursor.length > 0) options.cursor = text(cursor);
+    const page = await ns.list(options);
+    const out = [page.list_complete ? "" : page.cursor];
+    for (const k of page.keys) out.push(k.name, k.metadata === undefined || k.metadata === null ? "" : JSON.stringify(k.metadata));
+    return out;
+  },
+
+  // rpc calls a Durable Object's method with one JSON argument; its answer
+  // is one JSON string.
+  async rpc([ns], [name, method, argument]) {
+    const stub = ns.getByName(text(name));
+    const answer = await stub[text(method)](text(argument));
+    return [typeof answer === "string" ? answer : ""];
+  },
+
+  // fetch sends a request with target.fetch (the global scope, or a service
+  // binding); a timeout over 0 aborts it, its answer's body included.
+  async fetch([target], [method, url, headers, body, timeoutMs]) {
+    const init = { method: text(method), headers: headerPairs(text(headers)) };
+    if (body.length > 0) init.body = body.slice();
+    const timeout = Number(text(timeoutMs));
+    if (timeout > 0) init.signal = AbortSignal.timeout(timeout);
+    const response = await (target ?? globalThis).fetch(text(url), init);
+    return [response.status, new Uint8Array(await response.arrayBuffer())];
+  },
+
+  async rateLimit([limiter], [key]) {
+    const { success } = await limiter.limit({ key: text(key) });
+    return [success === true];
+  },
+
+  async queueSend([queue], [body, delaySeconds]) {
+    await queue.send(text(body), { contentType: "text", delaySeconds: Number(text(delaySeconds)) });
+    return [];
+  },
+
+  async sleep(_, [ms]) {
+    await scheduler.wait(Number(text(ms)));
+    return [];
+  },
+};
+
+// The calls by number, as Go names them (opNumber).
+const callNames = Object.keys(calls);
+const callsByNumber = callNames.map((name) => calls[name]);
+
+// The bridge Go reaches through globalThis.__goBridge.
+const bridge = {
+  buffer,
+
+  // opNumber is the number of the binding call named name, -1 for none:
+  // asked once per name, since a string would take a slot in Go's table
+  // of values per call.
+  opNumber(name) {
+    return callNames.indexOf(name);
+  },
+
+  // register keeps a Go program's settle function and returns its number.
+  register(settle) {
+    programs.push(settle);
+    return programs.length - 1;
+  },
+
+  // stage keeps n bytes of the buffer: the front of a frame too long for it.
+  stage(n) {
+    staged.push(buffer.slice(0, n));
+  },
+
+  // more puts the next part of a result in the buffer; its length.
+  more() {
+    if (pending === null) return 0;
+    const part = pending.subarray(0, buffer.length);
+    pending = pending.length > buffer.length ? pending.subarray(buffer.length) : null;
+    buffer.set(part);
+    return part.length;
+  },
+
+  // start begins call number call of program: op over the objects ids
+  // names (0 for none), with the frame of length n as its fields.
+  start(program, op, call, n, ...ids) {
+    const fields = args(n);
+    const settle = programs[program];
+    let work;
+    try {
+      work = callsByNumber[op](ids.map((id) => (id === 0 ? undefined : object(id))), fields);
+    } catch (e) {
+      work = Promise.reject(e);
+    }
+    work.then(
+      (answer) => settle(call, 1, writeFrame(encodeFrame(answer))),
+      (e) => settle(call, 0, writeFrame(errorFrame(e))),
+    );
+  },
+
+  // drop forgets object id.
+  drop(id) {
+    objects.delete(id);
+  },
+
+  // heldObjects is how many objects the table holds.
+  heldObjects,
+
+  // envOf keeps the environment of the event held as id (a request, a
+  // queue batch's message, an alarm), and returns its number: the Go
+  // program takes its first event's, for its life.
+  envOf(id) {
+    return hold(object(id).env);
+  },
+
+  // envVar answers [set, value] for the variable named by the frame:
+  // [vars] may hold numbers and booleans, which read as JavaScript prints
+  // them.
+  envVar(env, n) {
+    const [name] = args(n);
+    const v = object(env)[text(name)];
+    return writeFrame(encodeFrame(v === undefined || v === null ? [false, ""] : [true, String(v)]));
+  },
+
+  // envBinding keeps the binding named by the frame, for the life of the
+  // Go program, and returns its number; 0 if there is none.
+  envBinding(env, n) {
+    const [name] = args(n);
+    const b = env === 0 ? globalThis[text(name)] : object(env)[text(name)];
+    return b !== null && typeof b === "object" ? hold(b) : 0;
+  },
+
+  // respond answers request number request with [status, headers, body].
+  respond(request, n) {
+    const [status, headers, body] = args(n);
+    object(request).resolve(new Response(body.length > 0 ? body.slice() : null,
+      { status: Number(text(status)), headers: headerPairs(text(headers)) }));
+    return 0;
+  },
+
+  // waitUntil keeps request's Worker alive (ctx.waitUntil) until Go calls
+  // taskDone with the number it returns.
+  waitUntil(request) {
+    let settle;
+    object(request).ctx.waitUntil(new Promise((resolve, reject) => {
+      settle = (failure) => (failure === "" ? resolve() : reject(new Error(failure)));
+    }));
+    return hold(settle);
+  },
+
+  // taskDone ends task with the frame [failure, detail]: failure "" for
+  // none. A task is a waitUntil's settle function, or an event Go was
+  // handed whole (an alarm, a queue message, a Cron Trigger), whose done
+  // function gets both fields.
+  taskDone(task, n) {
+    const [failure, detail] = args(n);
+    const held = object(task);
+    objects.delete(task);
+    (typeof held === "function" ? held : held.done)(text(failure), text(detail ?? new Uint8Array(0)));
+    return 0;
+  },
+
+  // log writes the frame's one field as a log line, from a microtask once
+  // Go has returned: under wrangler dev, console.log called with Go's
+  // frames on the stack costs about a millisecond more of workerd's CPU.
+  log(n) {
+    const [line] = args(n);
+    const s = text(line);
+    queueMicrotask(() => console.log(s));
+  },
+
+  // random puts n random bytes in the buffer (crypto.getRandomValues).
+  random(n) {
+    crypto.getRandomValues(buffer.subarray(0, n));
+    return n;
+  },
+
+  // sql runs the frame's [query, params...] on a Durable Object's SQLite
+  // storage, synchronously, and answers its rows: [columns, names...,
+  // values...], each value "n" for null, "s" and a string, or "d" and a
+  // number. A failure is -1 - the length of its error frame.
+  sql(state, n) {
+    try {
+      const [query, ...params] = args(n);
+      const values = params.map((p) => {
+        const tag = String.fromCharCode(p[0]);
+        return tag === "s" ? text(p.subarray(1)) : tag === "d" ? Number(text(p.subarray(1))) : null;
+      });
+      const cursor = object(state).storage.sql.exec(text(query), ...values);
+      const names = cursor.columnNames;
+      const out = [names.length, ...names];
+      for (const row of cursor.raw()) {
+        for (const v of row) out.push(v === null ? "n" : typeof v === "string" ? "s" + v : "d" + String(v));
+      }
+      return writeFrame(encodeFrame(out));
+    } catch (e) {
+      return -1 - writeFrame(errorFrame(e));
+    }
+  },
+
+  // setAlarm sets a Durable Object's alarm for ms since the epoch; the
+  // output gate holds the object's answer until it is stored.
+  setAlarm(state, ms) {
+    object(state).storage.setAlarm(ms);
+  },
+};
 
 globalThis.__goBridge = bridge;

@@ -2,60 +2,71 @@
 
 package workers
 
-import "syscall/js"
+import (
+	"context"
+	"syscall/js"
+	"time"
+)
 
-// Env is the Worker's environment: its [vars], secrets and bindings.
-type Env struct{ v js.Value }
+// Env is the Worker's environment: its [vars], secrets and bindings. It
+// names the event it came with, and takes the environment itself from
+// JavaScript on first use, once: a Worker builds itself from its first
+// event's environment and keeps it.
+type Env struct{ state *envState }
+
+type envState struct {
+	event, env Handle
+}
+
+// EnvOf is the environment of the event h names.
+func EnvOf(h Handle) Env { return Env{&envState{event: h}} }
+
+func (e Env) handle() Handle {
+	if e.state.env == 0 {
+		e.state.env = Handle(jsBridge.Call("envOf", int(e.state.event)).Int())
+	}
+	return e.state.env
+}
 
 // Var returns the variable or secret name as a string ([vars] may hold
 // numbers and booleans, which read as JavaScript prints them) and whether it
 // is set.
 func (e Env) Var(name string) (string, bool) {
-	v := e.v.Get(name)
-	defer Release(v)
-	switch v.Type() {
-	case js.TypeUndefined, js.TypeNull:
+	answer, err := callSync("envVar", Frame{}.Str(name), int(e.handle()))
+	if err != nil {
 		return "", false
-	case js.TypeString:
-		return v.String(), true
-	default:
-		text := jsString.Invoke(v)
-		defer Release(text)
-		return text.String(), true
 	}
+	f := ReadFields(answer)
+	set, value := f.Flag(), f.Str()
+	return value, set
 }
 
 // Binding returns the binding name (a KV namespace, a Durable Object
-// namespace) and whether the environment has one. A binding is kept for
-// the life of the Go program: it is never released.
-func (e Env) Binding(name string) (js.Value, bool) {
-	v := e.v.Get(name)
-	return v, v.Type() == js.TypeObject
+// namespace, a queue, a service) and whether the environment has one. A
+// binding is kept for the life of the Go program.
+func (e Env) Binding(name string) (Handle, bool) {
+	answer := jsBridge.Call("envBinding", int(e.handle()), send(Frame{}.Str(name))).Int()
+	return Handle(answer), answer != 0
 }
 
-// JavaScript globals, looked up once per instance.
-var (
-	jsJSON       = js.Global().Get("JSON")
-	jsString     = js.Global().Get("String")
-	jsUint8Array = js.Global().Get("Uint8Array")
-	jsError      = js.Global().Get("Error")
-	jsScheduler  = js.Global().Get("scheduler")
-	jsBridge     = js.Global().Get("__goBridge") // bridge.mjs
-)
+// GlobalBinding returns the global binding name (globalThis[name]), as a
+// test entry publishes one; kept for the life of the Go program.
+func GlobalBinding(name string) (Handle, bool) {
+	answer := jsBridge.Call("envBinding", 0, send(Frame{}.Str(name))).Int()
+	return Handle(answer), answer != 0
+}
 
-// Object returns a new JavaScript object with the given properties, as
-// name, value pairs: {name: value, ...}. It is the caller's to release.
-// One call, where setting each property would take one more, and a string
-// set by v.Set would make a JavaScript value nobody releases.
-func Object(pairs ...any) js.Value { return callBridge("object", pairs...) }
+// Sleep waits for d on a JavaScript timer (scheduler.wait), or until ctx is
+// done. A Go timer would not do: it wakes its goroutine in whichever
+// request's event last ran Go, and that goroutine's next JavaScript calls
+// would then run in the wrong request's I/O context.
+func Sleep(ctx context.Context, d time.Duration) error {
+	_, err := Call(ctx, "sleep", Frame{}.Int(d.Milliseconds()))
+	return err
+}
 
-// ParseJSON is JSON.parse(text), with a syntax error as an error; the
-// value is the caller's to release.
-func ParseJSON(text string) (js.Value, error) { return Call(jsJSON, "parse", text) }
-
-// StringifyJSON is JSON.stringify(v).
-func StringifyJSON(v js.Value) string {
-	text := jsJSON.Call("stringify", v)
-	defer Release(text)
-	return text.String()
+// RandomBytes fills b, of at most 64 KiB, from crypto.getRandomValues.
+func RandomBytes(b []byte) {
+	jsBridge.Call("random", len(b))
+	js.CopyBytesToGo(b, jsBuffer)
 }

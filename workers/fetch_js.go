@@ -2,26 +2,25 @@
 
 package workers
 
-import (
-	"context"
-	"syscall/js"
-)
+import "context"
 
 // Fetcher returns a function that sends requests with target.fetch:
 // target is a service binding (a Worker's fetch), or GlobalFetch for the
-// network. The request and its answer each cross in one call, through
-// bridge.mjs's fetch, which aborts at the request's Timeout.
-func Fetcher(target js.Value) func(ctx context.Context, r *OutgoingRequest) (*OutgoingResponse, error) {
+// network. Each request is one binding call, whose frame carries the
+// request and whose answer carries the status and the body; bridge.mjs
+// aborts it at the request's Timeout.
+func Fetcher(target Handle) func(ctx context.Context, r *OutgoingRequest) (*OutgoingResponse, error) {
 	return func(ctx context.Context, r *OutgoingRequest) (*OutgoingResponse, error) {
-		res, err := Await(ctx, callBridge("fetch", target, r.Method, r.URL, headerLines(r.Header), string(r.Body), r.Timeout.Milliseconds()))
+		frame := Frame{}.Str(r.Method).Str(r.URL).Str(headerLines(r.Header)).Bytes(r.Body).Int(r.Timeout.Milliseconds())
+		answer, err := Call(ctx, "fetch", frame, target)
 		if err != nil {
 			return nil, err
 		}
-		body := res.Index(1)
-		defer Release(res, body)
-		return &OutgoingResponse{Status: res.Index(0).Int(), Body: []byte(body.String())}, nil
+		f := ReadFields(answer)
+		status, body := int(f.Int()), f.Bytes()
+		return &OutgoingResponse{Status: status, Body: body}, f.Err
 	}
 }
 
-// GlobalFetch is the global scope, whose fetch reaches the network.
-func GlobalFetch() js.Value { return js.Global() }
+// GlobalFetch names the global scope, whose fetch reaches the network.
+func GlobalFetch() Handle { return 0 }

@@ -3,28 +3,33 @@
 package workers
 
 import (
+	"errors"
+	"strconv"
 	"syscall/js"
+	"time"
 
 	"github.com/edge-orders/edge-orders/internal/errs"
 )
 
 // objectGlobal is the name of the function the entry's Durable Object
-// classes call with (class, method, state, args).
+// classes call, synchronously, with (state, length): the number of the
+// object's DurableObjectState, which the entry holds for the call, and the
+// length of the frame [class, method, argument] in the buffer.
 const objectGlobal = "__goObject"
 
 // ObjectMethod serves a call of a Durable Object method: state is the
-// object's DurableObjectState, args the call's arguments.
-type ObjectMethod func(state js.Value, method string, args []js.Value) (js.Value, error)
+// object's storage, arg the call's one argument, and the answer its one
+// result. It must not wait for anything (no binding call, no channel
+// another request could fill): it then runs whole, wakes no other
+// request's goroutine, and is atomic within the object.
+type ObjectMethod func(state State, method string, arg []byte) ([]byte, error)
 
 var objectClasses = map[string]ObjectMethod{}
 
 // ExportObject serves the Durable Object class named class. The entry's
 // class forwards each method call, synchronously, and throws what comes
-// back if it is an Error. serve's arguments are released when it returns;
-// its result is released once JavaScript has it. serve must not wait for anything (no promise, no
-// channel another request could fill): it then runs whole, wakes no other
-// request's goroutine, and is atomic within the object. A panic, such as a
-// JavaScript exception from a storage call, becomes the thrown Error.
+// back if it is an error. A panic, such as an SQL error, becomes the
+// thrown error.
 func ExportObject(class string, serve ObjectMethod) {
 	if len(objectClasses) == 0 {
 		js.Global().Set(objectGlobal, js.FuncOf(callObject))
@@ -32,50 +37,109 @@ func ExportObject(class string, serve ObjectMethod) {
 	objectClasses[class] = serve
 }
 
-// lastResult is what the previous method call returned. JavaScript has
-// read it by the time the next call comes in, and only then may Go release
-// it (see Release): calls never overlap, since each runs whole.
-var lastResult = js.Undefined()
-
+// callObject runs one method call, and answers the length of its result's
+// frame in the buffer, or -1 - the length of its error's.
 func callObject(_ js.Value, args []js.Value) any {
-	Release(lastResult)
-	lastResult = serveObjectCall(args)
-	return lastResult
+	state := State{Handle(args[0].Int())}
+	f := ReadFields(receive(args[1].Int()))
+	class, method, arg := f.Str(), f.Str(), f.Bytes()
+	result, err := serveObjectCall(class, method, state, arg)
+	if err != nil {
+		return -1 - send(Frame{}.Str(err.Error()))
+	}
+	return send(Frame{}.Bytes(result))
 }
 
-// serveObjectCall runs one method call: args are (class, method, state,
-// the call's arguments), all released when it returns.
-func serveObjectCall(args []js.Value) (result js.Value) {
-	defer Release(args...)
+func serveObjectCall(class, method string, state State, arg []byte) (result []byte, err error) {
 	defer func() {
 		if p := recover(); p != nil {
-			if jsErr, ok := p.(js.Error); ok {
-				result = jsErr.Value
-				return
-			}
-			result = newError("Durable Object call: " + errs.PanicText(p))
+			err = errors.New("Durable Object call: " + errs.PanicText(p))
 		}
 	}()
-	class, method, state, callArgs := args[0].String(), args[1].String(), args[2], args[3]
 	serve, ok := objectClasses[class]
 	if !ok {
-		return newError("no Durable Object class " + class + " in the Go program")
+		return nil, errors.New("no Durable Object class " + class + " in the Go program")
 	}
-	list := make([]js.Value, callArgs.Length())
-	for i := range list {
-		list[i] = callArgs.Index(i)
-	}
-	defer Release(list...)
-	v, err := serve(state, method, list)
-	if err != nil {
-		return newError(err.Error())
-	}
-	return v
+	return serve(state, method, arg)
 }
 
-// newError returns a new JavaScript Error with message.
-func newError(message string) js.Value {
-	args, made := crossing([]any{message})
-	defer Release(made...)
-	return jsError.New(args...)
+// State is a Durable Object's storage, for the duration of one call into
+// Go: its SQLite database and its alarm.
+type State struct{ h Handle }
+
+// SQLValue is one value of an SQL row: NULL, a number or a text.
+type SQLValue struct {
+	Null bool
+	Num  float64
+	Str  string
+}
+
+// Rows are a query's answer: its column names, and its rows.
+type Rows struct {
+	Columns []string
+	Values  [][]SQLValue
+}
+
+// Value returns row i's value in column name; NULL if there is none.
+func (r Rows) Value(i int, name string) SQLValue {
+	for c, n := range r.Columns {
+		if n == name && i < len(r.Values) {
+			return r.Values[i][c]
+		}
+	}
+	return SQLValue{Null: true}
+}
+
+// Exec runs query with params (strings, integers, float64s, nil for
+// NULL) bound to its placeholders, synchronously: no await, so the
+// object's writes with nothing awaited in between commit together.
+func (s State) Exec(query string, params ...any) (Rows, error) {
+	frame := Frame{}.Str(query)
+	for _, p := range params {
+		switch v := p.(type) {
+		case nil:
+			frame = frame.Str("n")
+		case string:
+			frame = frame.Str("s" + v)
+		case int:
+			frame = frame.Str("d" + strconv.Itoa(v))
+		case int64:
+			frame = frame.Str("d" + strconv.FormatInt(v, 10))
+		case float64:
+			frame = frame.Str("d" + strconv.FormatFloat(v, 'g', -1, 64))
+		default:
+			panic("workers: an SQL parameter of an unknown type")
+		}
+	}
+	answer, err := callSync("sql", frame, int(s.h))
+	if err != nil {
+		return Rows{}, err
+	}
+	f := ReadFields(answer)
+	rows := Rows{Columns: make([]string, f.Int())}
+	for i := range rows.Columns {
+		rows.Columns[i] = f.Str()
+	}
+	for f.More() && len(rows.Columns) > 0 {
+		row := make([]SQLValue, len(rows.Columns))
+		for c := range row {
+			v := f.Bytes()
+			switch {
+			case len(v) == 0 || v[0] == 'n':
+				row[c].Null = true
+			case v[0] == 's':
+				row[c].Str = string(v[1:])
+			default:
+				row[c].Num, _ = strconv.ParseFloat(string(v[1:]), 64)
+			}
+		}
+		rows.Values = append(rows.Values, row)
+	}
+	return rows, f.Err
+}
+
+// SetAlarm sets the object's alarm for at. It needs no await: the output
+// gate holds the object's answer until the alarm is stored.
+func (s State) SetAlarm(at time.Time) {
+	jsBridge.Call("setAlarm", int(s.h), at.UnixMilli())
 }

@@ -4,23 +4,22 @@ package workers
 
 import (
 	"context"
+	"strconv"
 	"syscall/js"
 	"time"
 )
 
 // Queue is a Cloudflare Queues producer binding.
-type Queue struct{ v js.Value }
+type Queue struct{ h Handle }
 
-// NewQueue wraps the queue producer binding v.
-func NewQueue(v js.Value) Queue { return Queue{v} }
+// NewQueue wraps the queue producer binding h.
+func NewQueue(h Handle) Queue { return Queue{h} }
 
 // Send sends body, as text, to be delivered after delay (whole seconds,
-// rounded up), in one call through bridge.mjs.
+// rounded up), in one binding call.
 func (q Queue) Send(ctx context.Context, body []byte, delay time.Duration) error {
-	seconds := int((delay + time.Second - 1) / time.Second)
-	p := callBridge("queueSend", q.v, string(body), seconds)
-	v, err := Await(ctx, p)
-	Release(v)
+	seconds := int64((delay + time.Second - 1) / time.Second)
+	_, err := Call(ctx, "queueSend", Frame{}.Bytes(body).Int(seconds), q.h)
 	return err
 }
 
@@ -32,37 +31,36 @@ const (
 )
 
 // QueueHandler handles one message of a queue batch: nil acknowledges it,
-// an error retries it after retryDelay (the queue's retries, then its
+// an error retries it after the retry delay (the queue's retries, then its
 // dead-letter queue).
 type QueueHandler func(ctx context.Context, env Env, body []byte) error
 
 // ServeQueue handles the Worker's queue messages, one call into Go per
-// message: the entry's queue() calls the published function with (body,
-// env, ctx, done) for each message, and acknowledges or retries it as done
-// says.
+// message: the entry's queue() holds each message's event ({env, ctx,
+// done}) and calls the published function with (event, length of the
+// body's frame); done then acknowledges or retries the message.
 func ServeQueue(handle QueueHandler, retryDelay time.Duration) {
 	js.Global().Set(queueGlobal, js.FuncOf(func(_ js.Value, args []js.Value) any {
-		body, env, wctx, done := args[0].String(), args[1], args[2], args[3]
-		Release(args[0])
+		event := Handle(args[0].Int())
+		body := ReadFields(receive(args[1].Int())).Bytes()
 		go func() {
-			defer Release(env, wctx, done)
-			ctx := context.WithValue(context.Background(), executionContextKey{}, wctx)
-			failure := runTask(func() error { return handle(ctx, Env{env}, []byte(body)) })
-			finish(done, failure, int(retryDelay/time.Second))
+			ctx := context.WithValue(context.Background(), executionContextKey{}, event)
+			failure := runTask(func() error { return handle(ctx, EnvOf(event), body) })
+			finishTask(event, failure, strconv.Itoa(int(retryDelay/time.Second)))
 		}()
 		return nil
 	}))
 }
 
 // ServeScheduled handles the Worker's Cron Triggers: the entry's
-// scheduled() calls the published function with (env, ctx, done).
+// scheduled() holds the event ({env, ctx, done}) and calls the published
+// function with its number.
 func ServeScheduled(handle func(ctx context.Context, env Env) error) {
 	js.Global().Set(scheduledGlobal, js.FuncOf(func(_ js.Value, args []js.Value) any {
-		env, wctx, done := args[0], args[1], args[2]
+		event := Handle(args[0].Int())
 		go func() {
-			defer Release(env, wctx, done)
-			ctx := context.WithValue(context.Background(), executionContextKey{}, wctx)
-			finish(done, runTask(func() error { return handle(ctx, Env{env}) }), 0)
+			ctx := context.WithValue(context.Background(), executionContextKey{}, event)
+			finishTask(event, runTask(func() error { return handle(ctx, EnvOf(event)) }), "")
 		}()
 		return nil
 	}))
@@ -80,16 +78,4 @@ func runTask(task func() error) (failure string) {
 		return err.Error()
 	}
 	return ""
-}
-
-// finish calls done with nothing, or with the failure's message and a
-// number (the retry delay in seconds).
-func finish(done js.Value, failure string, retrySeconds int) {
-	if failure == "" {
-		Release(done.Invoke())
-		return
-	}
-	args, made := crossing([]any{failure, retrySeconds})
-	Release(done.Invoke(args...))
-	Release(made...)
 }

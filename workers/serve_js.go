@@ -4,7 +4,7 @@ package workers
 
 import (
 	"context"
-	"strconv"
+	"strings"
 	"syscall/js"
 )
 
@@ -16,148 +16,95 @@ const fetchGlobal = "__goFetch"
 // builds, and never returns. newHandler runs once, on the first request, with
 // the Worker's environment: the one Go instance then serves every request of
 // the isolate.
+//
+// The entry holds each request in bridge.mjs's table and calls the
+// published function with (request, length): its number, and the length
+// of its head (method, URL, headers) in the buffer. That is the one
+// crossing into Go per request; the response is the one crossing out.
 func Serve(newHandler func(Env) Handler) {
 	var handler Handler
-	// The entry calls fetch(request, env, ctx, resolve) from inside the
-	// Promise it returns to the runtime.
-	fetch := js.FuncOf(func(_ js.Value, args []js.Value) any {
-		req, env, wctx, resolve := args[0], args[1], args[2], args[3]
+	js.Global().Set(fetchGlobal, js.FuncOf(func(_ js.Value, args []js.Value) any {
+		req := Handle(args[0].Int())
+		head := receive(args[1].Int())
 		if handler == nil {
-			handler = newHandler(Env{env}) // keeps env, and the bindings it reads
-		} else {
-			Release(env)
+			handler = newHandler(EnvOf(req))
 		}
 		go func() {
-			defer Release(req, wctx, resolve)
+			defer drop(req)
 			// The handler recovers its own panics; this catches the
 			// bridge's, which would otherwise end the Go instance that every
 			// request and Durable Object call of the isolate shares.
 			defer func() {
 				if p := recover(); p != nil {
 					if ph, ok := handler.(PanicHandler); ok {
-						respond(resolve, ph.ServePanic(p))
+						respond(req, ph.ServePanic(p))
 						return
 					}
-					respond(resolve, &Response{Status: 500, Body: []byte("internal error")})
+					respond(req, &Response{Status: 500, Body: []byte("internal error")})
 				}
 			}()
-			respond(resolve, serve(handler, req, wctx))
+			respond(req, serve(handler, req, head))
 		}()
 		return nil
-	})
-	js.Global().Set(fetchGlobal, fetch)
+	}))
 	select {}
 }
 
 // serve runs one request through handler.
-func serve(handler Handler, jsReq, wctx js.Value) *Response {
-	ctx := context.WithValue(context.Background(), executionContextKey{}, wctx)
-	header := jsHeader{jsReq.Get("headers")}
-	defer Release(header.headers)
-	method, _ := StringField(jsReq, "method")
-	body := &jsBody{ctx: ctx, req: jsReq, header: header}
-	defer body.close()
+func serve(handler Handler, req Handle, head []byte) *Response {
+	ctx := context.WithValue(context.Background(), executionContextKey{}, req)
+	f := ReadFields(head)
+	method, _, lines := f.Str(), f.Str(), f.Str()
 	return handler.ServeWorker(ctx, &Request{
 		Method: method,
-		Header: header,
-		Body:   body,
+		Header: parseHeader(lines),
+		Body:   &jsBody{ctx: ctx, req: req},
 	})
 }
 
-// jsHeader reads a JavaScript Headers object on demand: a handler looks at
-// two or three headers, so copying them all would be wasted work.
-type jsHeader struct{ headers js.Value }
+// header is a request's headers, read from its head in one piece: names
+// lowercased, as the Fetch API gives them.
+type header map[string]string
 
-func (h jsHeader) Get(name string) string {
-	v, err := Call(h.headers, "get", name)
-	defer Release(v)
-	if err != nil || v.Type() != js.TypeString {
-		return ""
+func (h header) Get(name string) string { return h[strings.ToLower(name)] }
+
+// parseHeader reads "name: value" lines.
+func parseHeader(lines string) header {
+	h := header{}
+	for line := range strings.SplitSeq(lines, "\n") {
+		if name, value, ok := strings.Cut(line, ": "); ok {
+			h[strings.ToLower(name)] = value
+		}
 	}
-	return v.String()
+	return h
 }
 
-// jsBody reads the request body: with a declared length, in one
-// arrayBuffer() call (one round trip to JavaScript instead of one per
-// chunk); without, chunk by chunk from the stream, so that a body over the
-// limit is never pulled into memory whole.
+// jsBody reads the request body in one binding call: JavaScript reads a
+// body with a declared length in one arrayBuffer(), and one without chunk
+// by chunk, so that a body over the limit is never held whole.
 type jsBody struct {
-	ctx    context.Context
-	req    js.Value
-	header Header
-	reader js.Value // the stream's reader, once streaming
+	ctx context.Context
+	req Handle
 }
 
 func (b *jsBody) ReadAll(max int64) ([]byte, error) {
-	stream := b.req.Get("body")
-	defer Release(stream)
-	if !stream.Truthy() {
-		return nil, nil
+	answer, err := Call(b.ctx, "readBody", Frame{}.Int(max), b.req)
+	if err != nil {
+		return nil, err
 	}
-	if n, err := strconv.ParseInt(b.header.Get("Content-Length"), 10, 64); err == nil {
-		if n > max {
-			return nil, ErrTooLarge
-		}
-		ab, err := CallAwait(b.ctx, b.req, "arrayBuffer")
-		if err != nil {
-			return nil, err
-		}
-		defer Release(ab)
-		if int64(ab.Get("byteLength").Int()) > max {
-			return nil, ErrTooLarge
-		}
-		u8 := jsUint8Array.New(ab)
-		defer Release(u8)
-		return copyBytes(u8), nil
+	f := ReadFields(answer)
+	body, tooLarge := f.Bytes(), f.Flag()
+	if tooLarge {
+		return nil, ErrTooLarge
 	}
-	b.reader = stream.Call("getReader")
-	var body []byte
-	for {
-		res, err := CallAwait(b.ctx, b.reader, "read")
-		if err != nil {
-			return nil, err
-		}
-		chunk := res.Get("value")
-		done := res.Get("done").Bool()
-		if !done {
-			body = append(body, copyBytes(chunk)...)
-		}
-		Release(res, chunk)
-		if done {
-			Release(b.reader)
-			b.reader = js.Value{}
-			return body, nil
-		}
-		if int64(len(body)) > max {
-			return nil, ErrTooLarge
-		}
-	}
+	return body, f.Err
 }
 
-// close releases a stream left unread.
-func (b *jsBody) close() {
-	if b.reader.Truthy() {
-		Release(b.reader.Call("cancel"), b.reader)
-	}
-}
-
-// copyBytes copies a Uint8Array into Go memory.
-func copyBytes(u8 js.Value) []byte {
-	b := make([]byte, u8.Length())
-	js.CopyBytesToGo(b, u8)
-	return b
-}
-
-// respond resolves the fetch event with r, through bridge.mjs: one call
-// where building the Response from Go would take a dozen. The body goes
-// over as a string, one conversion where bytes would take two calls;
-// handlers write UTF-8.
-func respond(resolve js.Value, r *Response) {
-	var body any
-	if len(r.Body) > 0 {
-		body = string(r.Body)
-	}
-	callBridge("respond", resolve, r.Status, headerLines(r.Header), body)
+// respond answers req with r, in one call: status, headers and body in one
+// frame, from which bridge.mjs builds the Response.
+func respond(req Handle, r *Response) {
+	frame := Frame{}.Int(int64(r.Status)).Str(headerLines(r.Header)).Bytes(r.Body)
+	callSync("respond", frame, int(req))
 }
 
 // headerLines writes fields as bridge.mjs reads them: "name: value" lines.
@@ -169,32 +116,39 @@ func headerLines(fields []Field) string {
 	return string(b)
 }
 
+// executionContextKey carries the Handle of the event a context belongs
+// to: a request, or a queue message, whose ExecutionContext JavaScript
+// keeps.
 type executionContextKey struct{}
 
 // WaitUntil runs task after the response is sent, keeping the Worker alive
-// until it finishes (ExecutionContext.waitUntil). Outside a Worker request,
+// until it finishes (ExecutionContext.waitUntil). Outside a Worker event,
 // or inside such a task, it runs task before returning.
 func WaitUntil(ctx context.Context, task func(context.Context)) {
-	wctx, ok := ctx.Value(executionContextKey{}).(js.Value)
-	if !ok || !wctx.Truthy() {
+	event, ok := ctx.Value(executionContextKey{}).(Handle)
+	if !ok || event == 0 {
 		task(ctx)
 		return
 	}
-	done := callBridge("waitUntil", wctx)
+	done := Handle(jsBridge.Call("waitUntil", int(event)).Int())
 	go func() {
-		defer Release(done)
+		failure := ""
 		// A panicking task must not take down the Go instance that every
 		// request of the isolate shares.
 		defer func() {
 			if recover() != nil {
-				message, made := crossing([]any{"workers: panic in a task after the response"})
-				Release(done.Invoke(message...))
-				Release(made...)
+				failure = "workers: panic in a task after the response"
 			}
+			finishTask(done, failure, "")
 		}()
-		// The request's ExecutionContext is released once it is served, so
-		// the task must not reach it: a WaitUntil inside runs inline.
-		task(context.WithValue(context.WithoutCancel(ctx), executionContextKey{}, js.Undefined()))
-		Release(done.Invoke())
+		// The event is forgotten once it is served, so the task must not
+		// reach it: a WaitUntil inside runs inline.
+		task(context.WithValue(context.WithoutCancel(ctx), executionContextKey{}, Handle(0)))
 	}()
+}
+
+// finishTask ends task: a waitUntil, or an event handed to Go whole, with
+// failure ("" for none) and a detail its done function reads.
+func finishTask(task Handle, failure, detail string) {
+	callSync("taskDone", Frame{}.Str(failure).Str(detail), int(task))
 }

@@ -40,6 +40,35 @@ func problemHeader(extra ...string) http.Header {
 	return h
 }
 
+// The CORS headers of a Worker with ALLOWED_ORIGINS set.
+const deskOrigin = "https://desk.example.com"
+
+// preflightHeader is a 204 preflight's answer to deskOrigin, without
+// the headers named in omit.
+func preflightHeader(omit ...string) http.Header {
+	h := http.Header{}
+	h.Set("Access-Control-Allow-Origin", deskOrigin)
+	h.Set("Access-Control-Allow-Methods", "GET, POST")
+	h.Set("Access-Control-Allow-Headers", "Idempotency-Key, Content-Type, Authorization")
+	h.Set("Access-Control-Max-Age", "7200")
+	h.Set("Vary", "Origin")
+	h.Set("X-Content-Type-Options", "nosniff")
+	for _, name := range omit {
+		h.Del(name)
+	}
+	return h
+}
+
+// readable adds to h the headers of an actual response to an allowed
+// origin.
+func readable(h http.Header) http.Header {
+	h = h.Clone()
+	h.Set("Access-Control-Allow-Origin", deskOrigin)
+	h.Set("Access-Control-Expose-Headers", "Idempotent-Replay, Retry-After")
+	h.Set("Vary", "Origin")
+	return h
+}
+
 // problem is the Worker's problem body for code at status.
 func problem(code string, status int) string {
 	return fmt.Sprintf(`{"type":"tag:edge-orders,2026:%s","title":"A title","status":%d,"detail":"A detail.","error":"%s"}`, code, status, code)
@@ -119,6 +148,15 @@ func TestValidateResponseAccepts(t *testing.T) {
 		{"outcome unknown without the next attempt", "GET", 503, problemHeader("Retry-After", "1"),
 			unsettled("outcome_unknown", `,"orderId":"0b9c3e8e-6f4a-4d2b-9c1e-3a5f7d9b1c2e","attempts":0`)},
 		{"outcome unresolved", "POST", 503, problemHeader("Retry-After", "1"), unsettled("outcome_unresolved", unresolvedMembers)},
+		{"preflight from an allowed origin", "OPTIONS", 204, preflightHeader(), ""},
+		{"preflight from another origin", "OPTIONS", 403, problemHeader("Vary", "Origin"), problem("origin_not_allowed", 403)},
+		{"receipt to an allowed origin", "POST", 201, readable(receiptHeader(false)), receipt},
+		{"replay to an allowed origin", "POST", 200, readable(receiptHeader(true)), receipt},
+		{"lookup to an allowed origin", "GET", 200, readable(receiptHeader(true)), receipt},
+		{"receipt to another origin", "POST", 201, func() http.Header { h := receiptHeader(false); h.Set("Vary", "Origin"); return h }(), receipt},
+		{"problem to an allowed origin", "POST", 409, readable(problemHeader("Retry-After", "60")), inProgress},
+		{"unauthorized to an allowed origin", "GET", 401, readable(problemHeader("WWW-Authenticate", `Bearer realm="edge-orders"`)), problem("unauthorized", 401)},
+		{"405 to an allowed origin", "OPTIONS", 405, readable(problemHeader("Allow", "GET, POST")), problem("method_not_allowed", 405)},
 		{"lookup of an unresolved outcome", "GET", 503, problemHeader("Retry-After", "1"), unsettled("outcome_unresolved", unresolvedMembers)},
 	}
 	v := load(t)
@@ -198,6 +236,18 @@ func TestValidateResponseRejects(t *testing.T) {
 		{"a 201 for a lookup", "GET", 201, receiptHeader(false), receipt, "status"},
 		{"a 404 for a POST", "POST", 404, problemHeader(), problem("not_found", 404), "status"},
 		{"a 405 for a POST", "POST", 405, problemHeader("Allow", "GET, POST"), problem("method_not_allowed", 405), "status"},
+		{"preflight without Access-Control-Allow-Origin", "OPTIONS", 204, preflightHeader("Access-Control-Allow-Origin"), "", "Access-Control-Allow-Origin"},
+		{"preflight without Access-Control-Allow-Headers", "OPTIONS", 204, preflightHeader("Access-Control-Allow-Headers"), "", "Access-Control-Allow-Headers"},
+		{"preflight without Access-Control-Max-Age", "OPTIONS", 204, preflightHeader("Access-Control-Max-Age"), "", "Access-Control-Max-Age"},
+		{"preflight without Vary", "OPTIONS", 204, preflightHeader("Vary"), "", "Vary"},
+		{"preflight allowing PUT", "OPTIONS", 204, func() http.Header { h := preflightHeader(); h.Set("Access-Control-Allow-Methods", "GET, POST, PUT"); return h }(), "", "Access-Control-Allow-Methods"},
+		{"preflight allowing every origin", "OPTIONS", 204, func() http.Header { h := preflightHeader(); h.Set("Access-Control-Allow-Origin", "*"); return h }(), "", "Access-Control-Allow-Origin"},
+		{"a 204 for a POST", "POST", 204, preflightHeader(), "", "status"},
+		{"a 403 for a POST", "POST", 403, problemHeader(), problem("origin_not_allowed", 403), "status"},
+		{"origin not allowed as a 400", "OPTIONS", 400, problemHeader(), problem("origin_not_allowed", 400), "status"},
+		{"receipt allowing every origin", "POST", 201, func() http.Header { h := readable(receiptHeader(false)); h.Set("Access-Control-Allow-Origin", "*"); return h }(), receipt, "Access-Control-Allow-Origin"},
+		{"receipt hiding Idempotent-Replay", "POST", 200, func() http.Header { h := readable(receiptHeader(true)); h.Set("Access-Control-Expose-Headers", "Retry-After"); return h }(), receipt, "Access-Control-Expose-Headers"},
+		{"receipt varying on another header", "POST", 201, func() http.Header { h := readable(receiptHeader(false)); h.Set("Vary", "Accept"); return h }(), receipt, "Vary"},
 		{"a 502 from a proxy", "POST", 502, http.Header{"Content-Type": {"text/html"}}, "<h1>Bad gateway</h1>", "status"},
 	}
 	v := load(t)

@@ -14,8 +14,11 @@
 //   GET  /__wrapped/stats     the calls made, the faults injected, the
 //                             simulated disconnects, the Go instance's
 //                             linear memory in bytes, the JavaScript
-//                             values it holds (goValues) and the compiler
-//                             that built it ("go" or "tinygo"), as JSON
+//                             values it holds in wasm_exec.js's table,
+//                             after a collection (goValues), the objects
+//                             the bridge keeps for it (heldObjects) and the
+//                             compiler that built it ("go" or "tinygo"),
+//                             as JSON
 //   POST /__wrapped/settings  {"faultRate": 0.2} changes the fault rate;
 //                             {"dropSettleSends": true} loses every
 //                             settle queue message sent from then on
@@ -27,6 +30,7 @@
 // unless the request handed its work to ctx.waitUntil by then.
 import { AsyncLocalStorage } from "node:async_hooks";
 import worker, { Ledger } from "../../worker.mjs";
+import { heldObjects } from "../../workers/bridge.mjs";
 import { wrap, stats, settings, cancelled } from "./wrap.mjs";
 
 export { Ledger };
@@ -66,9 +70,13 @@ export default {
   async fetch(request, env, ctx) {
     const path = new URL(request.url).pathname;
     if (path === "/__wrapped/stats") {
+      // Under standard Go a value Go dropped stays in wasm_exec.js's table
+      // until the collector finalizes it: collect first, so the count is
+      // what Go holds.
+      globalThis.__goCollect?.();
       const goValues = goProgram ? goProgram._values.length - goProgram._idPool.length : 0;
       const compiler = goMemory ? (goInstance.exports.mem ? "go" : "tinygo") : "";
-      return Response.json({ ...stats, memoryBytes: goMemory?.buffer.byteLength ?? 0, goValues, compiler });
+      return Response.json({ ...stats, memoryBytes: goMemory?.buffer.byteLength ?? 0, goValues, heldObjects: heldObjects(), compiler });
     }
     if (path === "/__wrapped/settings" && request.method === "POST") {
       Object.assign(settings, await request.json());

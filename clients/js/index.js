@@ -1,0 +1,395 @@
+// @edge-orders/client submits orders to the edge-orders Worker, retrying
+// each order under one Idempotency-Key so that it is placed at most once.
+//
+// The twin of the Go client (client/client.go): the same keys, the same
+// retries, the same errors. It uses only fetch, crypto.randomUUID,
+// AbortController and setTimeout, so it runs unchanged in browsers, Node.js
+// 20 and later, and Workers. No dependencies.
+
+/** The longest Idempotency-Key the Worker accepts. */
+export const MAX_KEY_LENGTH = 255;
+
+/** Defaults for ClientOptions. */
+export const DEFAULT_MAX_ATTEMPTS = 5;
+export const DEFAULT_BASE_DELAY_MS = 100;
+export const DEFAULT_MAX_DELAY_MS = 5000;
+
+// deadlinePassed marks a NetworkError whose attempt the call's deadline
+// ended (a timer may fire a millisecond before Date.now() reaches it).
+const deadlinePassed = Symbol("deadlinePassed");
+
+// A receipt or a problem is well under 1 KiB; a body larger than this is
+// not the Worker's.
+const MAX_RESPONSE_CHARS = 1 << 20;
+
+// The longest wait the client accepts from a Retry-After, as the Go
+// client's maxRetryAfter: a huge one must not overflow setTimeout.
+const MAX_WAIT_MS = 2 ** 31 - 1;
+
+/**
+ * newKey returns a fresh Idempotency-Key: a random (version 4) UUID. Mint
+ * one per order intent, when the person or program decides to place the
+ * order, keep it with the order, and send every retry under it.
+ */
+export function newKey() {
+  return crypto.randomUUID();
+}
+
+/**
+ * EdgeOrdersError is a request that failed: the Worker's problem, a
+ * response the client could not use, or, with status 0, no response at
+ * all. Its subclasses name the cases callers act on.
+ */
+export class EdgeOrdersError extends Error {
+  constructor(message, fields = {}) {
+    super(message, fields.cause === undefined ? undefined : { cause: fields.cause });
+    this.name = new.target.name;
+    /** POST (submit) or GET (lookup). */
+    this.method = fields.method ?? "";
+    /** The Idempotency-Key sent: retry the same order under it later. */
+    this.key = fields.key ?? "";
+    /** How many requests were sent, the first included. */
+    this.attempts = fields.attempts ?? 0;
+    /** The last response's status; 0 when the last attempt got none. */
+    this.status = fields.status ?? 0;
+    /** The decoded RFC 9457 problem, or null when the body was none. */
+    this.problem = fields.problem ?? null;
+    /** The problem's stable code (its "error" member), or "". */
+    this.code = this.problem?.error ?? "";
+    /** How long the Worker asked the client to wait, in ms; 0 if it did not say. */
+    this.retryAfterMs = fields.retryAfterMs ?? 0;
+    /** The last response's headers, or null. */
+    this.headers = fields.headers ?? null;
+    /** The last response's body text, or "". */
+    this.body = fields.body ?? "";
+  }
+
+  /**
+   * retryable says whether sending the same order under the same key again
+   * soon may still succeed: no response (the outcome is unknown), 409 (a
+   * request holds the key) or 503 but outcome_unresolved (storage failed,
+   * or the OMS's answer was lost and the Worker is settling it). Every
+   * other answer is final.
+   */
+  get retryable() {
+    switch (this.status) {
+      case 0:
+        return this instanceof NetworkError;
+      case 409:
+        return true;
+      case 503:
+        return !(this instanceof OutcomeUnresolvedError);
+    }
+    return false;
+  }
+}
+
+/** No response: the network failed, the attempt timed out or was aborted, or (in a browser) the Worker did not let this page read its answer (CORS). The order may or may not have reached the Worker; retry under the same key. */
+export class NetworkError extends EdgeOrdersError {}
+/** The OMS refused the order for good (order_rejected): final for the key. `orderId` is the refused order, `reason` the OMS's reason. */
+export class RejectedError extends EdgeOrdersError {
+  constructor(message, fields) {
+    super(message, fields);
+    this.orderId = this.problem?.orderId ?? "";
+    this.reason = this.problem?.detail ?? "";
+  }
+}
+/** The key already names a different order (idempotency_key_reused): final; a new order needs a new key. */
+export class KeyReusedError extends EdgeOrdersError {}
+/** The Worker refused the order as invalid (invalid_order): final, but the key stays free, so a corrected order may use it. */
+export class InvalidOrderError extends EdgeOrdersError {}
+/** Too many new orders (rate_limited): not retried; `retryAfterMs` says when the Worker takes new orders again. The key is still free. */
+export class RateLimitedError extends EdgeOrdersError {}
+/** The token is missing or belongs to no client (unauthorized). */
+export class UnauthorizedError extends EdgeOrdersError {}
+/** Another request held the key at the last attempt (in_progress): retryable. */
+export class InProgressError extends EdgeOrdersError {}
+/** The Worker's storage failed (storage_unavailable): retryable. */
+export class StorageUnavailableError extends EdgeOrdersError {}
+/** A lookup found nothing under the key (not_found). */
+export class NotFoundError extends EdgeOrdersError {}
+/** The key is not 1 to 255 printable ASCII characters, found before sending (attempts 0) or by the Worker. */
+export class InvalidKeyError extends EdgeOrdersError {}
+/** A 2xx that is not a receipt, a status the contract does not have, or a body too large to be the Worker's. */
+export class UnexpectedResponseError extends EdgeOrdersError {}
+
+/**
+ * The OMS did not confirm the order (outcome_unknown), and it still had not
+ * when the client stopped: its attempts, its deadline or its signal ended.
+ * The order may or may not exist, and the Worker is settling it with the
+ * OMS by itself. `orderId` is the order the key keeps, `omsAttempts` the
+ * Worker's calls to the OMS that ended without an answer so far, and
+ * `nextAttemptAt` (a Date, or null) when it calls next. Keep the key: a
+ * lookup later finds the settled outcome, and a retry under it never
+ * places a second order. An unresolved outcome is one too.
+ */
+export class OutcomeUnknownError extends EdgeOrdersError {
+  constructor(message, fields) {
+    super(message, fields);
+    this.orderId = this.problem?.orderId ?? "";
+    this.omsAttempts = Number.isInteger(this.problem?.attempts) ? this.problem.attempts : 0;
+    const next = typeof this.problem?.nextAttemptAt === "string" ? new Date(this.problem.nextAttemptAt) : null;
+    this.nextAttemptAt = next && !Number.isNaN(next.getTime()) ? next : null;
+  }
+}
+
+/**
+ * The OMS never confirmed the order and the Worker stopped asking it
+ * (outcome_unresolved). Returned at once, never retried: no answer is
+ * seconds away. The order may or may not exist; keep the key, never send
+ * the order under a new one, and reconcile `orderId` with the OMS. It is
+ * an OutcomeUnknownError too: test for it first.
+ */
+export class OutcomeUnresolvedError extends OutcomeUnknownError {}
+
+// errorClasses maps the Worker's problem codes to the classes callers act
+// on. The other codes (method_not_allowed, origin_not_allowed,
+// unreadable_body, body_too_large, misconfigured, internal_error) are an
+// EdgeOrdersError with that code.
+const errorClasses = {
+  invalid_order: InvalidOrderError,
+  idempotency_key_reused: KeyReusedError,
+  in_progress: InProgressError,
+  not_found: NotFoundError,
+  unauthorized: UnauthorizedError,
+  rate_limited: RateLimitedError,
+  storage_unavailable: StorageUnavailableError,
+  outcome_unknown: OutcomeUnknownError,
+  outcome_unresolved: OutcomeUnresolvedError,
+  order_rejected: RejectedError,
+  missing_idempotency_key: InvalidKeyError,
+  invalid_idempotency_key: InvalidKeyError,
+};
+
+/**
+ * Client submits orders to one Worker. It holds no state between calls,
+ * so one Client may serve any number of orders at once.
+ */
+export class Client {
+  /**
+   * @param {string} url the Worker's address; it answers on every path.
+   * @param {object} [options] see index.d.ts, ClientOptions.
+   */
+  constructor(url, options = {}) {
+    this.url = String(url);
+    this.token = options.token ?? "";
+    this.maxAttempts = positive(options.maxAttempts, DEFAULT_MAX_ATTEMPTS);
+    this.maxDelayMs = Math.min(positive(options.maxDelayMs, DEFAULT_MAX_DELAY_MS), MAX_WAIT_MS);
+    this.baseDelayMs = Math.min(positive(options.baseDelayMs, DEFAULT_BASE_DELAY_MS), this.maxDelayMs);
+    this.attemptTimeoutMs = positive(options.attemptTimeoutMs, 0);
+    // Called through globalThis: a browser's fetch throws "Illegal
+    // invocation" when called as a method of another object.
+    this.fetch = options.fetch ?? ((input, init) => globalThis.fetch(input, init));
+    this.random = options.random ?? Math.random;
+    this.now = options.now ?? Date.now;
+  }
+
+  /**
+   * submit places order under options.key, or under a key it mints when
+   * there is none, and keeps that key across every retry. It retries
+   * network errors, 409 and 503 but outcome_unresolved, up to maxAttempts
+   * requests, with capped, jittered backoff that honours Retry-After, and
+   * stops early when the next wait would pass options.deadline or
+   * options.signal aborts. It resolves to the receipt and rejects with an
+   * EdgeOrdersError subclass for the last failure, whose `key` is the key
+   * to send the same order under again.
+   *
+   * Mint the key with newKey() when the order intent begins and pass it
+   * here, so that a caller that gives up (a reload, a crash) can send the
+   * same order under it again without placing a second one.
+   */
+  async submit(order, options = {}) {
+    const key = options.key ?? newKey();
+    checkKey(key, "POST");
+    const body = JSON.stringify({ symbol: order?.symbol, side: order?.side, quantity: order?.quantity });
+    return this.#send("POST", key, body, options);
+  }
+
+  /**
+   * lookup returns the receipt stored under key, placing nothing. It
+   * retries as submit does, so a lookup that meets a request still holding
+   * the key, or an order the Worker is settling, waits for its outcome
+   * within its attempts and deadline. It rejects with InProgressError,
+   * OutcomeUnknownError (being settled: orderId, omsAttempts,
+   * nextAttemptAt), OutcomeUnresolvedError, RejectedError, NotFoundError,
+   * or the other errors submit has.
+   */
+  async lookup(key, options = {}) {
+    checkKey(key, "GET");
+    return this.#send("GET", key, undefined, options);
+  }
+
+  async #send(method, key, body, options) {
+    const maxAttempts = positive(options.maxAttempts, this.maxAttempts);
+    const deadline = options.deadline === undefined ? Infinity : +options.deadline;
+    const signal = options.signal;
+    let answered; // the last error the Worker answered with
+    for (let attempt = 1; ; attempt++) {
+      const outcome = await this.#once(method, key, body, signal, deadline);
+      if (!(outcome instanceof EdgeOrdersError)) {
+        return { ...outcome, key, attempts: attempt };
+      }
+      let e = outcome;
+      const ended = signal?.aborted || e[deadlinePassed] === true || this.now() >= deadline;
+      // A call ended by its signal or deadline while a retry was in flight
+      // reports what the Worker last said (an order it is settling, say),
+      // which tells the caller more than the abort does.
+      if (ended && e instanceof NetworkError && answered) e = answered;
+      if (e.status !== 0) answered = e;
+      Object.assign(e, { method, key, attempts: attempt });
+      if (!e.retryable || attempt >= maxAttempts || ended) {
+        throw e;
+      }
+      const wait = this.#wait(attempt, e);
+      if (this.now() + wait > deadline) {
+        throw e;
+      }
+      options.onRetry?.({ attempt, error: e, waitMs: wait });
+      if (!(await sleep(wait, signal))) {
+        throw e;
+      }
+    }
+  }
+
+  // #once sends one request and returns the result, or the EdgeOrdersError
+  // that describes its failure.
+  async #once(method, key, body, signal, deadline) {
+    const headers = { "Idempotency-Key": key, Accept: "application/json, application/problem+json" };
+    if (body !== undefined) headers["Content-Type"] = "application/json";
+    if (this.token) headers.Authorization = `Bearer ${this.token}`;
+    // One controller ends the attempt for the caller's signal, the
+    // deadline or the attempt's timeout, whichever comes first.
+    const controller = new AbortController();
+    const stop = () => controller.abort(signal?.reason);
+    signal?.addEventListener("abort", stop, { once: true });
+    if (signal?.aborted) stop();
+    const untilDeadline = deadline - this.now();
+    const limit = Math.min(untilDeadline, this.attemptTimeoutMs || Infinity);
+    const reason = limit === untilDeadline ? "the deadline passed" : `the attempt took over ${this.attemptTimeoutMs} ms`;
+    let passed = false; // whether the deadline ended the attempt
+    const timer = Number.isFinite(limit)
+      ? setTimeout(() => {
+          passed = limit === untilDeadline;
+          controller.abort(new Error(reason));
+        }, Math.max(0, Math.min(limit, MAX_WAIT_MS)))
+      : undefined;
+    let response, text;
+    try {
+      response = await this.fetch(this.url, { method, headers, body, signal: controller.signal });
+      text = await response.text();
+    } catch (cause) {
+      // No response, or one cut off: as unknown an outcome as none at all.
+      const e = new NetworkError(`edge-orders: ${method} with Idempotency-Key ${JSON.stringify(key)}: no response: ${cause?.message ?? cause}`, { cause, status: 0 });
+      if (passed) e[deadlinePassed] = true;
+      return e;
+    } finally {
+      clearTimeout(timer);
+      signal?.removeEventListener("abort", stop);
+    }
+    return this.#read(method, key, response, text);
+  }
+
+  // #read turns a complete response into a result or an EdgeOrdersError.
+  #read(method, key, response, text) {
+    const { status, headers } = response;
+    const what = `edge-orders: ${method} with Idempotency-Key ${JSON.stringify(key)}`;
+    const fields = { status, headers, body: text };
+    if (text.length > MAX_RESPONSE_CHARS) {
+      return new UnexpectedResponseError(`${what}: status ${status}: body over ${MAX_RESPONSE_CHARS} characters`, { ...fields, body: "" });
+    }
+    if (status === 200 || status === 201) {
+      const receipt = parseJSON(text);
+      if (typeof receipt?.orderId !== "string" || receipt.orderId === "" || typeof receipt.acceptedAt !== "string") {
+        return new UnexpectedResponseError(`${what}: status ${status}: not a receipt`, fields);
+      }
+      return { receipt, raw: text, replay: headers.get("Idempotent-Replay") === "true", status };
+    }
+    if (status < 400) {
+      return new UnexpectedResponseError(`${what}: unexpected status ${status}`, fields);
+    }
+    // A body that is not a problem (a proxy's error page, say) leaves the
+    // problem null, and the status alone decides.
+    let problem = parseJSON(text);
+    if (problem === null || typeof problem !== "object" || Array.isArray(problem)) problem = null;
+    const code = typeof problem?.error === "string" ? problem.error : "";
+    const Class = errorClasses[code] ?? EdgeOrdersError;
+    const title = typeof problem?.title === "string" ? problem.title : "";
+    const message = code ? `${what}: status ${status} ${code}: ${title}` : `${what}: status ${status}`;
+    return new Class(message, { ...fields, problem, retryAfterMs: this.#retryAfter(headers.get("Retry-After"), problem?.retryAfter) });
+  }
+
+  // #retryAfter reads a Retry-After header, in seconds or as an HTTP date,
+  // and falls back on the problem's retryAfter seconds; 0 when neither
+  // said. A browser reads the header only because the Worker exposes it.
+  #retryAfter(header, bodySeconds) {
+    header = (header ?? "").trim();
+    if (/^\d+$/.test(header)) return Math.min(Number(header) * 1000, MAX_WAIT_MS);
+    const date = header ? Date.parse(header) : NaN;
+    if (!Number.isNaN(date)) return Math.min(Math.max(date - this.now(), 0), MAX_WAIT_MS);
+    if (Number.isInteger(bodySeconds) && bodySeconds > 0) return Math.min(bodySeconds * 1000, MAX_WAIT_MS);
+    return 0;
+  }
+
+  // #wait is how long to wait before the retry that follows attempt. A
+  // 409's Retry-After is an upper bound (the claim it reports expires by
+  // then, but a live request usually finishes well under a second), so
+  // the backoff applies, capped by it; any other Retry-After (a 503's) is
+  // the least the Worker asked for, as RFC 9110 has it.
+  #wait(attempt, e) {
+    const d = backoff(attempt, this.baseDelayMs, this.maxDelayMs, this.random);
+    if (e.retryAfterMs <= 0) return d;
+    return e.status === 409 ? Math.min(d, e.retryAfterMs) : Math.max(d, e.retryAfterMs);
+  }
+}
+
+/**
+ * backoff is the full-jitter wait, in ms, after attempt (1 for the first):
+ * uniform in [0, min(maxDelayMs, baseDelayMs·2^(attempt-1))], so that
+ * clients that failed together do not retry together. random returns a
+ * uniform value in [0, 1).
+ */
+export function backoff(attempt, baseDelayMs, maxDelayMs, random = Math.random) {
+  const ceiling = Math.min(maxDelayMs, baseDelayMs * 2 ** Math.min(attempt - 1, 52));
+  return Math.floor(random() * (ceiling + 1));
+}
+
+// checkKey rejects what the Worker would refuse with
+// invalid_idempotency_key, so that a bad key fails before any request.
+function checkKey(key, method) {
+  if (typeof key !== "string" || key.length === 0 || key.length > MAX_KEY_LENGTH) {
+    throw new InvalidKeyError(`edge-orders: an Idempotency-Key is 1 to ${MAX_KEY_LENGTH} printable ASCII characters, not ${typeof key === "string" ? key.length : typeof key}`, { method, key: String(key) });
+  }
+  for (let i = 0; i < key.length; i++) {
+    const c = key.charCodeAt(i);
+    if (c < 0x20 || c > 0x7e) {
+      throw new InvalidKeyError(`edge-orders: Idempotency-Key character ${i} is U+${c.toString(16).padStart(4, "0")}, not printable ASCII`, { method, key });
+    }
+  }
+}
+
+function positive(value, fallback) {
+  return Number.isFinite(value) && value > 0 ? value : fallback;
+}
+
+function parseJSON(text) {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return null;
+  }
+}
+
+// sleep waits ms, and resolves to false at once if signal aborts first.
+function sleep(ms, signal) {
+  return new Promise((resolve) => {
+    if (signal?.aborted) return resolve(false);
+    const done = (ok) => {
+      clearTimeout(timer);
+      signal?.removeEventListener("abort", onAbort);
+      resolve(ok);
+    };
+    const onAbort = () => done(false);
+    const timer = setTimeout(() => done(true), ms);
+    signal?.addEventListener("abort", onAbort, { once: true });
+  });
+}

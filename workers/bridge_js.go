@@ -1,0 +1,196 @@
+//go:build js && wasm
+
+package workers
+
+import (
+	"context"
+	"runtime"
+	"sync"
+	"syscall/js"
+)
+
+// The few JavaScript values Go keeps, all taken once at start: the bridge
+// (bridge.mjs), its buffer, and the settle function of this program. Every
+// call passes numbers and frames only, so no request takes a slot in
+// wasm_exec.js's table of values, under either compiler: no value needs
+// releasing, and none can be released wrongly.
+var (
+	jsBridge = js.Global().Get("__goBridge")
+	jsBuffer = func() js.Value {
+		if jsBridge.Type() != js.TypeObject {
+			panic("workers: globalThis.__goBridge is missing: the JavaScript entry must import workers/bridge.mjs before it starts the Go program")
+		}
+		return jsBridge.Get("buffer")
+	}()
+	bufferBytes = jsBuffer.Length()
+	// program is this Go program's number in the bridge: its settle
+	// function gets the answers of its binding calls.
+	program = jsBridge.Call("register", js.FuncOf(settle)).Int()
+)
+
+// Handle names an object JavaScript keeps for Go: a binding, a request, an
+// environment, a Durable Object's state. Zero names none.
+type Handle int
+
+// opNumbers are the bridge's binding calls by number, asked once per name:
+// a string argument would take a slot in wasm_exec.js's table per call.
+var opNumbers sync.Map
+
+func opNumber(op string) int {
+	if n, ok := opNumbers.Load(op); ok {
+		return n.(int)
+	}
+	n := jsBridge.Call("opNumber", op).Int()
+	if n < 0 {
+		panic("workers: bridge.mjs has no call " + op)
+	}
+	opNumbers.Store(op, n)
+	return n
+}
+
+// send puts frame where JavaScript reads a call's arguments, and returns
+// the length of its last part: a frame longer than the buffer is staged
+// first, in parts. Everything happens within the caller's synchronous
+// turn, so concurrent requests never see each other's bytes.
+func send(frame Frame) int {
+	for len(frame) > bufferBytes {
+		js.CopyBytesToJS(jsBuffer, frame[:bufferBytes])
+		jsBridge.Call("stage", bufferBytes)
+		frame = frame[bufferBytes:]
+	}
+	js.CopyBytesToJS(jsBuffer, frame)
+	return len(frame)
+}
+
+// receive copies the frame of length n that JavaScript just wrote to the
+// buffer, taking what did not fit with more. It must run in the same
+// synchronous turn as the write.
+func receive(n int) []byte {
+	out := make([]byte, n)
+	got := js.CopyBytesToGo(out, jsBuffer)
+	for got < n {
+		part := jsBridge.Call("more").Int()
+		if part == 0 {
+			break
+		}
+		got += js.CopyBytesToGo(out[got:], jsBuffer)
+	}
+	return out[:got]
+}
+
+// callSync calls a synchronous bridge function with numbers, and the frame
+// if any as its last argument's length, and returns the frame it answers
+// (for functions that answer one): a negative length is a failure's frame.
+func callSync(function string, frame Frame, numbers ...any) ([]byte, error) {
+	if frame != nil {
+		numbers = append(numbers, send(frame))
+	}
+	n := jsBridge.Call(function, numbers...).Int()
+	if n < 0 {
+		return nil, errorFrom(receive(-1 - n))
+	}
+	return receive(n), nil
+}
+
+// Call runs a binding call, op over the objects handles name, with the
+// fields of frame, and waits for its answer's frame, or an error if it
+// failed or ctx was done first. The goroutine is woken only by its own
+// call's settling (or ctx), so any JavaScript it calls next runs in the I/O
+// context of the request that owns the call: one Go instance shared by
+// concurrent requests stays correct.
+//
+// op is one of bridge.mjs's calls (readBody, kvGet, kvPut, kvDelete,
+// kvList, rpc, fetch, rateLimit, queueSend, sleep); the adapters' binding
+// files (kv, ledger, ratelimit) call it.
+func Call(ctx context.Context, op string, frame Frame, handles ...Handle) ([]byte, error) {
+	id, settled := waiters.add()
+	args := []any{program, opNumber(op), id, send(frame)}
+	for _, h := range handles {
+		args = append(args, int(h))
+	}
+	jsBridge.Call("start", args...)
+	select {
+	case s := <-settled:
+		if !s.ok {
+			return nil, errorFrom(s.frame)
+		}
+		return s.frame, nil
+	case <-ctx.Done():
+		waiters.take(id) // its answer, if it comes, is dropped
+		return nil, ctx.Err()
+	}
+}
+
+// settle is the program's settle function: (call, ok, length), with the
+// answer's frame in the buffer, copied here, in the turn that wrote it.
+func settle(_ js.Value, args []js.Value) any {
+	id, ok, n := uint64(args[0].Int()), args[1].Int() == 1, args[2].Int()
+	frame := receive(n)
+	if ch, waiting := waiters.take(id); waiting {
+		ch <- settlement{frame: frame, ok: ok}
+	}
+	return nil
+}
+
+// settlement is how a binding call settled.
+type settlement struct {
+	frame []byte
+	ok    bool
+}
+
+// waiterSet holds the channel of every call in progress, by id.
+type waiterSet struct {
+	mu   sync.Mutex
+	next uint64
+	m    map[uint64]chan settlement
+}
+
+var waiters = waiterSet{m: make(map[uint64]chan settlement)}
+
+// add registers a new waiter. Its channel is buffered, so settling never
+// blocks.
+func (w *waiterSet) add() (uint64, chan settlement) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.next++
+	ch := make(chan settlement, 1)
+	w.m[w.next] = ch
+	return w.next, ch
+}
+
+// take removes waiter id and returns its channel, if it is still there.
+func (w *waiterSet) take(id uint64) (chan settlement, bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	ch, ok := w.m[id]
+	delete(w.m, id)
+	return ch, ok
+}
+
+// errorFrom reads a failure's frame: message, retryable, overloaded.
+func errorFrom(frame []byte) error {
+	f := ReadFields(frame)
+	return &Error{Message: f.Str(), Retryable: f.Flag(), Overloaded: f.Flag()}
+}
+
+// drop tells JavaScript to forget the object h names.
+func drop(h Handle) { jsBridge.Call("drop", int(h)) }
+
+// HeldObjects is how many objects JavaScript keeps for Go (bridge.mjs's
+// table): a test counts it to see that nothing outlives its request.
+func HeldObjects() int { return jsBridge.Call("heldObjects").Int() }
+
+// collectGlobal is a function that runs the collector now, for a test or
+// an operator that counts wasm_exec.js's table: under standard Go a value
+// Go dropped keeps its slot until the collector finalizes it.
+const collectGlobal = "__goCollect"
+
+func init() {
+	js.Global().Set(collectGlobal, js.FuncOf(func(js.Value, []js.Value) any {
+		for range 2 {
+			runtime.GC()
+			runtime.Gosched() // the finalizers run on a goroutine of their own
+		}
+		return nil
+	}))
+}
