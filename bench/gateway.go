@@ -71,7 +71,7 @@ func (g *gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	time.Sleep(time.Duration(g.delay.draw(rand.Float64()) * float64(time.Millisecond)))
 	if first {
 		// Without an orderId: an answer that says to try again, never a
-		// refusal (oms.Outcome).
+		// refusal (oms.ReadAnswer).
 		http.Error(w, "try again", http.StatusServiceUnavailable)
 		return
 	}

@@ -58,7 +58,7 @@ func newWorker(t *testing.T, token string, script ...step) *worker {
 	t.Helper()
 	w := &worker{token: token, script: script, gateway: &holdingGateway{}}
 	w.now, _ = time.Parse(time.RFC3339Nano, acceptedAt)
-	store := ledger.NewMemory()
+	store := ledger.NewMemoryStore()
 	store.Now = w.clock
 	w.svc = intake.New(store, intake.Options{
 		ResultTTL: config.DefaultResultTTL, PendingTTL: config.DefaultPendingTTL, Wait: 0,

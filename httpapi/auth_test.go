@@ -32,7 +32,7 @@ const (
 type authHandler struct {
 	*httpapi.Handler
 	store *kvtest.Recording
-	mem   *kv.Memory
+	mem   *kv.MemoryNamespace
 	lines []eventlog.Line
 }
 
@@ -42,7 +42,7 @@ func newAuthHandler(t *testing.T) *authHandler {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a := &authHandler{mem: kv.NewMemory()}
+	a := &authHandler{mem: kv.NewMemoryNamespace()}
 	a.store = &kvtest.Recording{Namespace: a.mem}
 	a.Handler = httpapi.New(newService(a.store), httpapi.Options{Clients: clients, Log: logTo(&a.lines)})
 	return a
@@ -308,7 +308,7 @@ func TestLongestClientAndKey(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	mem := kv.NewMemory()
+	mem := kv.NewMemoryNamespace()
 	h := httpapi.New(newService(mem), httpapi.Options{Clients: clients})
 	key := strings.Repeat("k", httpapi.MaxIdempotencyKeyBytes)
 	w := serve(h, withAuth(request(http.MethodPost, ptr(key), strings.NewReader(validBody)), "Bearer "+token))

@@ -61,7 +61,7 @@ func TestRateLimitCaller(t *testing.T) {
 				asked = append(asked, who)
 				return true, nil
 			}
-			h := httpapi.New(newServiceWith(kv.NewMemory(), opts), httpapi.Options{Clients: tc.clients})
+			h := httpapi.New(newServiceWith(kv.NewMemoryNamespace(), opts), httpapi.Options{Clients: tc.clients})
 			header := &readHeaders{Header: http.Header{}}
 			header.Set("Idempotency-Key", "k")
 			header.Set("CF-Connecting-IP", addr)

@@ -37,7 +37,7 @@ const (
 type corsHandler struct {
 	*httpapi.Handler
 	store  *kvtest.Recording
-	mem    *kv.Memory
+	mem    *kv.MemoryNamespace
 	limits atomic.Int64
 	lines  []eventlog.Line
 }
@@ -47,7 +47,7 @@ type corsHandler struct {
 // every new order.
 func newCORSHandler(t *testing.T, origins []string, tokens, limited bool) *corsHandler {
 	t.Helper()
-	c := &corsHandler{mem: kv.NewMemory()}
+	c := &corsHandler{mem: kv.NewMemoryNamespace()}
 	c.store = &kvtest.Recording{Namespace: c.mem}
 	opts := serviceOptions()
 	opts.Gateway = haltGateway{}

@@ -52,8 +52,8 @@ func FuzzHandler(f *testing.F) {
 			name  string
 			store intake.Store
 		}{
-			{"kv", kv.NewStore(kv.NewMemory(), nil)},
-			{"ledger", ledger.NewMemory()},
+			{"kv", kv.NewStore(kv.NewMemoryNamespace(), nil)},
+			{"ledger", ledger.NewMemoryStore()},
 		} {
 			opts := serviceOptions()
 			for _, c := range []*auth.Clients{nil, clients} {

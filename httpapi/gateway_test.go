@@ -42,7 +42,7 @@ func TestGatewayAnswers(t *testing.T) {
 		errors.New("oms: no answer: " + secret),
 	}}
 	var lines []eventlog.Line
-	h := httpapi.New(newServiceWith(kv.NewMemory(), opts), httpapi.Options{Log: logTo(&lines)})
+	h := httpapi.New(newServiceWith(kv.NewMemoryNamespace(), opts), httpapi.Options{Log: logTo(&lines)})
 
 	rejected := serve(h, request("POST", ptr("r"), strings.NewReader(validBody)))
 	var id string
@@ -77,7 +77,7 @@ func TestGatewayAnswers(t *testing.T) {
 // bridge around it, is answered with the 500 problem and logged.
 func TestServePanicIsAProblem(t *testing.T) {
 	var lines []eventlog.Line
-	h := httpapi.New(newService(kv.NewMemory()), httpapi.Options{Log: logTo(&lines)})
+	h := httpapi.New(newService(kv.NewMemoryNamespace()), httpapi.Options{Log: logTo(&lines)})
 	resp := h.ServePanic("bridge exploded")
 	if resp.Status != 500 || !strings.Contains(string(resp.Body), `"error":"internal_error"`) {
 		t.Fatalf("ServePanic = %d %s, want the 500 internal_error problem", resp.Status, resp.Body)
@@ -295,7 +295,7 @@ func TestUnsettledOutcomes(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			w := &world{t: t, gateway: &lostAnswers{lose: true}, now: acceptedAt}
 			clock := func() time.Time { return w.now }
-			mem := kv.NewMemory()
+			mem := kv.NewMemoryNamespace()
 			mem.Now = clock
 			var store intake.Store = kv.NewStore(mem, clock)
 			if tc.store != nil {

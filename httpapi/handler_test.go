@@ -17,7 +17,7 @@ import (
 )
 
 func TestNewOrderThenReplay(t *testing.T) {
-	mem := kv.NewMemory()
+	mem := kv.NewMemoryNamespace()
 	h := newHandler(mem)
 
 	w := serve(h, request(http.MethodPost, ptr("k"), strings.NewReader(`{"quantity":10,"side":"buy","symbol":"AAPL","note":"x"}`)))
@@ -54,7 +54,7 @@ func TestNewOrderThenReplay(t *testing.T) {
 // a write.
 func TestLookup(t *testing.T) {
 	const reference = "{ \"orderId\":\"0b7e2c57-8f53-4c39-9f5e-0d2d3c0b2a61\", \"symbol\":\"\\u00e9<&>\" }"
-	mem := kv.NewMemory()
+	mem := kv.NewMemoryNamespace()
 	rec := &kvtest.Recording{Namespace: mem}
 	// Without the cache every lookup reaches KV, as on another instance.
 	opts := serviceOptions()
@@ -139,7 +139,7 @@ func TestBodyLimits(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			mem := kv.NewMemory()
+			mem := kv.NewMemoryNamespace()
 			rec := &kvtest.Recording{Namespace: mem}
 			w := serve(newHandler(rec), request(http.MethodPost, ptr("k"), tc.body))
 			want := tc.want
@@ -167,7 +167,7 @@ func TestBodyLimits(t *testing.T) {
 // marked nosniff, and that receipts are marked no-store so that no cache
 // between client and Worker keeps an order.
 func TestSecurityHeaders(t *testing.T) {
-	mem := kv.NewMemory()
+	mem := kv.NewMemoryNamespace()
 	var panics atomic.Bool
 	h := newHandler(panicky(mem, &panics))
 	putClaim(t, mem, "busy")
@@ -210,7 +210,7 @@ func TestSecurityHeaders(t *testing.T) {
 
 func TestPanicIsInternalError(t *testing.T) {
 	var panics atomic.Bool
-	h := newHandler(panicky(kv.NewMemory(), &panics))
+	h := newHandler(panicky(kv.NewMemoryNamespace(), &panics))
 	panics.Store(true)
 	t.Run("panicking request is internal error", func(t *testing.T) {
 		w := serve(h, request(http.MethodPost, ptr("k"), strings.NewReader(validBody)))
@@ -236,7 +236,7 @@ func TestPanicIsInternalError(t *testing.T) {
 // bodies are checked as a client receives them.
 func TestServer(t *testing.T) {
 	var panics atomic.Bool
-	srv := httptest.NewServer(asHTTP(newHandler(panicky(kv.NewMemory(), &panics))))
+	srv := httptest.NewServer(asHTTP(newHandler(panicky(kv.NewMemoryNamespace(), &panics))))
 	defer srv.Close()
 	send := func(t *testing.T, method, key string) (*http.Response, string) {
 		t.Helper()

@@ -151,7 +151,7 @@ func check(t *testing.T, w *httptest.ResponseRecorder, want response) {
 var hugeBody = validBody + strings.Repeat(" ", httpapi.MaxBodyBytes+1-len(validBody))
 
 // putClaim stores a claim on key, as a request in progress does.
-func putClaim(t *testing.T, m *kv.Memory, key string) {
+func putClaim(t *testing.T, m *kv.MemoryNamespace, key string) {
 	t.Helper()
 	if err := m.Put(context.Background(), "pending:"+key, kv.Entry{Value: "1"}, kv.PutOptions{TTL: kv.MinTTL}); err != nil {
 		t.Fatal(err)

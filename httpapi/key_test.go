@@ -32,7 +32,7 @@ func TestQuotedKeyIsTheSameKey(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			mem := kv.NewMemory()
+			mem := kv.NewMemoryNamespace()
 			var lines []eventlog.Line
 			h := httpapi.New(newService(mem), httpapi.Options{Log: logTo(&lines)})
 
@@ -94,7 +94,7 @@ func TestInvalidKeys(t *testing.T) {
 	for _, tc := range tests {
 		for _, method := range []string{http.MethodPost, http.MethodGet} {
 			t.Run(tc.name+" in a "+method, func(t *testing.T) {
-				mem := kv.NewMemory()
+				mem := kv.NewMemoryNamespace()
 				rec := &kvtest.Recording{Namespace: mem}
 				var lines []eventlog.Line
 				h := httpapi.New(newService(rec), httpapi.Options{Log: logTo(&lines)})
@@ -138,7 +138,7 @@ func TestValidKeys(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			mem := kv.NewMemory()
+			mem := kv.NewMemoryNamespace()
 			h := newHandler(mem)
 			w := serve(h, request(http.MethodPost, ptr(tc.key), strings.NewReader(validBody)))
 			if w.Code != http.StatusCreated {
@@ -181,7 +181,7 @@ func TestKeyReusedForAnotherOrder(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			rec := &kvtest.Recording{Namespace: kv.NewMemory()}
+			rec := &kvtest.Recording{Namespace: kv.NewMemoryNamespace()}
 			h := newHandler(rec)
 			first := serve(h, request(http.MethodPost, ptr("k"), strings.NewReader(validBody)))
 			id := orderID(t, first)
@@ -222,7 +222,7 @@ func TestReplaysReferenceReceipt(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			mem := kv.NewMemory()
+			mem := kv.NewMemoryNamespace()
 			if err := mem.Put(t.Context(), "result:ts", kv.Entry{Value: stored}, kv.PutOptions{TTL: 24 * time.Hour}); err != nil {
 				t.Fatal(err)
 			}

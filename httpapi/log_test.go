@@ -14,7 +14,7 @@ import (
 
 // TestLogLine checks the one line each request logs.
 func TestLogLine(t *testing.T) {
-	mem := kv.NewMemory()
+	mem := kv.NewMemoryNamespace()
 	var panics atomic.Bool
 	var lines []eventlog.Line
 	log := logTo(&lines)

@@ -98,8 +98,8 @@ func TestErrors(t *testing.T) {
 	allow := map[string]string{"Allow": "GET, POST"}
 	tests := []struct {
 		name  string
-		store func(*kv.Memory) kv.Namespace // nil: the Memory as it is
-		setup func(*testing.T, *kv.Memory)
+		store func(*kv.MemoryNamespace) kv.Namespace // nil: the Memory as it is
+		setup func(*testing.T, *kv.MemoryNamespace)
 		req   *http.Request
 		want  response
 		// noStorage says the request must be refused before any KV call.
@@ -167,13 +167,13 @@ func TestErrors(t *testing.T) {
 		},
 		{
 			name:  "claimed key is in progress",
-			setup: func(t *testing.T, m *kv.Memory) { putClaim(t, m, "k") },
+			setup: func(t *testing.T, m *kv.MemoryNamespace) { putClaim(t, m, "k") },
 			req:   request(http.MethodPost, ptr("k"), strings.NewReader(validBody)),
 			want:  response{409, problemInProgress, map[string]string{"Retry-After": "60"}},
 		},
 		{
 			name:  "lookup of a claimed key is in progress",
-			setup: func(t *testing.T, m *kv.Memory) { putClaim(t, m, "k") },
+			setup: func(t *testing.T, m *kv.MemoryNamespace) { putClaim(t, m, "k") },
 			req:   request(http.MethodGet, ptr("k"), nil),
 			want:  response{409, problemInProgress, map[string]string{"Retry-After": "60"}},
 		},
@@ -218,13 +218,13 @@ func TestErrors(t *testing.T) {
 		},
 		{
 			name:  "storage failure is unavailable",
-			store: func(m *kv.Memory) kv.Namespace { return failing(m) },
+			store: func(m *kv.MemoryNamespace) kv.Namespace { return failing(m) },
 			req:   request(http.MethodPost, ptr("k"), strings.NewReader(validBody)),
 			want:  response{503, problemUnavailable, map[string]string{"Retry-After": "1"}},
 		},
 		{
 			name:  "storage failure in a lookup is unavailable",
-			store: func(m *kv.Memory) kv.Namespace { return failing(m) },
+			store: func(m *kv.MemoryNamespace) kv.Namespace { return failing(m) },
 			req:   request(http.MethodGet, ptr("k"), nil),
 			want:  response{503, problemUnavailable, map[string]string{"Retry-After": "1"}},
 		},
@@ -250,21 +250,21 @@ func TestErrors(t *testing.T) {
 		},
 		{
 			name:      "huge body wins over a storage failure",
-			store:     func(m *kv.Memory) kv.Namespace { return failing(m) },
+			store:     func(m *kv.MemoryNamespace) kv.Namespace { return failing(m) },
 			req:       request(http.MethodPost, ptr("k"), strings.NewReader(hugeBody)),
 			want:      response{413, problemBodyTooLarge, nil},
 			noStorage: true,
 		},
 		{
 			name:  "claimed key wins over an invalid order",
-			setup: func(t *testing.T, m *kv.Memory) { putClaim(t, m, "k") },
+			setup: func(t *testing.T, m *kv.MemoryNamespace) { putClaim(t, m, "k") },
 			req:   request(http.MethodPost, ptr("k"), strings.NewReader(`{}`)),
 			want:  response{409, problemInProgress, map[string]string{"Retry-After": "60"}},
 		},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			mem := kv.NewMemory()
+			mem := kv.NewMemoryNamespace()
 			if tc.setup != nil {
 				tc.setup(t, mem)
 			}
@@ -304,7 +304,7 @@ func TestErrors(t *testing.T) {
 // TestInProgressAnnouncesPendingTTL checks retryAfter and Retry-After follow
 // the configured claim TTL rather than a fixed 60.
 func TestInProgressAnnouncesPendingTTL(t *testing.T) {
-	mem := kv.NewMemory()
+	mem := kv.NewMemoryNamespace()
 	putClaim(t, mem, "k")
 	opts := serviceOptions()
 	opts.PendingTTL = 150 * time.Second

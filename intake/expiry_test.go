@@ -54,7 +54,7 @@ func (s *stallingStore) Begin(ctx context.Context, key intake.Key, c intake.Clai
 // the instance's life.
 func TestInFlightEntryExpiresWithTheLease(t *testing.T) {
 	clock := &fakeClock{now: acceptedAt}
-	mem := ledger.NewMemory()
+	mem := ledger.NewMemoryStore()
 	mem.Now = clock.Now
 	store := &stallingStore{Store: mem, stalled: make(chan struct{})}
 	svc := intake.New(store, intake.Options{ResultTTL: config.DefaultResultTTL, PendingTTL: config.DefaultPendingTTL, Now: clock.Now})
@@ -74,7 +74,7 @@ func TestInFlightEntryExpiresWithTheLease(t *testing.T) {
 // would no longer serve is not served from memory either.
 func TestCachedReceiptNeverOutlivesItsExpiry(t *testing.T) {
 	clock := &fakeClock{now: acceptedAt}
-	mem := ledger.NewMemory()
+	mem := ledger.NewMemoryStore()
 	mem.Now = clock.Now
 	svc := intake.New(mem, intake.Options{ResultTTL: 10 * time.Second, PendingTTL: config.DefaultPendingTTL, Now: clock.Now})
 	first, err := svc.Submit(context.Background(), key("k"), []byte(validBody), "")
@@ -93,7 +93,7 @@ func TestCachedReceiptNeverOutlivesItsExpiry(t *testing.T) {
 // request in progress, not a free key.
 func TestMigrationReplaysAreNotRateLimited(t *testing.T) {
 	ctx := context.Background()
-	old := kv.NewMemory()
+	old := kv.NewMemoryNamespace()
 	const receipt = `{"orderId":"r1","status":"accepted","symbol":"AAPL","side":"buy","quantity":10,"acceptedAt":"2024-01-02T03:04:05.678Z"}`
 	if err := old.Put(ctx, "result:k", kv.Entry{Value: receipt}, kv.PutOptions{}); err != nil {
 		t.Fatal(err)
@@ -102,7 +102,7 @@ func TestMigrationReplaysAreNotRateLimited(t *testing.T) {
 		t.Fatal(err)
 	}
 	b := newBudget(0)
-	mem := ledger.NewMemory()
+	mem := ledger.NewMemoryStore()
 	svc := intake.New(mem, intake.Options{
 		ResultTTL: config.DefaultResultTTL, PendingTTL: config.DefaultPendingTTL,
 		Fallback: kv.NewStore(old, nil), FallbackUntil: time.Now().Add(time.Hour), Limit: b.limit,

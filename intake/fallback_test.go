@@ -29,7 +29,7 @@ var fallbackUntil = acceptedAt.Add(time.Hour)
 func newMigration(t *testing.T, now time.Time) *migration {
 	t.Helper()
 	m := &migration{h: newHarness(t, intake.Options{})}
-	m.oldKV = &kvtest.Recording{Namespace: kv.NewMemory()}
+	m.oldKV = &kvtest.Recording{Namespace: kv.NewMemoryNamespace()}
 	m.old = &kvtest.Faulty{Namespace: m.oldKV, Err: errStorage}
 	m.spy = &storeSpy{Store: m.h.store}
 	m.svc = intake.New(m.spy, intake.Options{

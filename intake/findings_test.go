@@ -92,7 +92,7 @@ func TestTakeoverNearTheEndOfTheKeepWindowOutlivesTheRow(t *testing.T) {
 
 	t.Run("through the Service, the gateway sees one order id", func(t *testing.T) {
 		clock := &fakeClock{now: acceptedAt}
-		mem := ledger.NewMemory()
+		mem := ledger.NewMemoryStore()
 		mem.Now = clock.Now
 		entered, release := make(chan struct{}), make(chan struct{})
 		g := &idRecorder{answer: func(n int, _ intake.Placement) error {
@@ -150,7 +150,7 @@ func TestTakeoverNearTheEndOfTheKeepWindowOutlivesTheRow(t *testing.T) {
 
 	t.Run("in the ledger, a takeover that keeps nothing more holds for its lease", func(t *testing.T) {
 		clock := &fakeClock{now: acceptedAt}
-		mem := ledger.NewMemory()
+		mem := ledger.NewMemoryStore()
 		mem.Now = clock.Now
 		o, err := order.Parse([]byte(validBody))
 		if err != nil {
@@ -258,11 +258,11 @@ func openInOldNamespace(t *testing.T, ns kv.Namespace, now func() time.Time, k i
 func TestFallbackOrderIDIsNotAdoptedByAnotherOrder(t *testing.T) {
 	ctx := context.Background()
 	clock := &fakeClock{now: acceptedAt}
-	old := kv.NewMemory()
+	old := kv.NewMemoryNamespace()
 	old.Now = clock.Now
 	openInOldNamespace(t, old, clock.Now, key("k"), validBody, "order-x")
 
-	mem := ledger.NewMemory()
+	mem := ledger.NewMemoryStore()
 	mem.Now = clock.Now
 	g := &gatewayDouble{}
 	svc := intake.New(mem, intake.Options{ResultTTL: config.DefaultResultTTL, PendingTTL: config.DefaultPendingTTL,
@@ -286,11 +286,11 @@ func TestFallbackOrderIDIsNotAdoptedByAnotherOrder(t *testing.T) {
 func TestFallbackOrderIDReachesTheLedgerBeforeTheGateway(t *testing.T) {
 	ctx := context.Background()
 	clock := &fakeClock{now: acceptedAt}
-	old := kv.NewMemory()
+	old := kv.NewMemoryNamespace()
 	old.Now = clock.Now
 	openInOldNamespace(t, old, clock.Now, key("k"), validBody, "order-x")
 
-	mem := ledger.NewMemory()
+	mem := ledger.NewMemoryStore()
 	mem.Now = clock.Now
 	g := &idRecorder{answer: func(n int, _ intake.Placement) error {
 		if n == 1 {
@@ -328,14 +328,14 @@ func TestRetryAfterAnUnknownOutcomeIsNotRateLimited(t *testing.T) {
 		new  func(now func() time.Time) intake.Store
 	}{
 		{"kv", func(now func() time.Time) intake.Store {
-			mem := kv.NewMemory()
+			mem := kv.NewMemoryNamespace()
 			mem.Now = now
 			store := kv.NewStore(mem, now)
 			store.ReleaseClaims = true
 			return store
 		}},
 		{"ledger", func(now func() time.Time) intake.Store {
-			mem := ledger.NewMemory()
+			mem := ledger.NewMemoryStore()
 			mem.Now = now
 			return mem
 		}},
@@ -417,7 +417,7 @@ func (s *staleNamespace) staleReads() int {
 func TestStaleReadKeepsTheOrderIDWithinAnInstance(t *testing.T) {
 	ctx := context.Background()
 	clock := &fakeClock{now: acceptedAt}
-	mem := kv.NewMemory()
+	mem := kv.NewMemoryNamespace()
 	mem.Now = clock.Now
 	ns := &staleNamespace{Namespace: mem, now: clock.Now, staleFor: 30 * time.Second}
 	g := &gatewayDouble{answers: []error{errLost}}

@@ -55,7 +55,7 @@ func gatewayStores(t *testing.T) map[string]func(opts intake.Options) *intake.Se
 			if opts.ResultTTL == 0 {
 				opts.ResultTTL, opts.PendingTTL = config.DefaultResultTTL, config.DefaultPendingTTL
 			}
-			return intake.New(ledger.NewMemory(), opts)
+			return intake.New(ledger.NewMemoryStore(), opts)
 		},
 	}
 }

@@ -46,7 +46,7 @@ type releaseError struct {
 // harness is a Service over a kv.Store over faulty → hooks → recording →
 // Memory, on fixed clocks, with the Worker's defaults.
 type harness struct {
-	mem    *kv.Memory
+	mem    *kv.MemoryNamespace
 	now    time.Time // the Memory's clock, for expiring entries
 	rec    *kvtest.Recording
 	hooks  *kvtest.Hooked // set its hooks before the first call
@@ -66,7 +66,7 @@ type harness struct {
 // Service see the Store through validatingFirst.
 func newHarness(t *testing.T, opts intake.Options, life ...intake.Lifecycle) *harness {
 	t.Helper()
-	h := &harness{mem: kv.NewMemory(), now: time.Date(2026, 3, 14, 15, 0, 0, 0, time.UTC)}
+	h := &harness{mem: kv.NewMemoryNamespace(), now: time.Date(2026, 3, 14, 15, 0, 0, 0, time.UTC)}
 	h.mem.Now = func() time.Time { return h.now }
 	h.rec = &kvtest.Recording{Namespace: h.mem}
 	h.hooks = &kvtest.Hooked{Namespace: h.rec}

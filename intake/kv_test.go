@@ -61,7 +61,7 @@ func TestKVLifecycleMetadata(t *testing.T) {
 			`a"b\c`,
 			"é\u2028<&>",
 		} {
-			mem := kv.NewMemory()
+			mem := kv.NewMemoryNamespace()
 			s := kv.NewStore(mem, nil)
 			r := intake.Result{Body: []byte(`{"orderId":"x"}`), Fingerprint: fp, TTL: time.Hour}
 			if err := s.Commit(ctx, key("k"), intake.Claim{}, r); err != nil {
@@ -77,7 +77,7 @@ func TestKVLifecycleMetadata(t *testing.T) {
 		}
 	})
 	t.Run("an empty fingerprint is stored without metadata", func(t *testing.T) {
-		mem := kv.NewMemory()
+		mem := kv.NewMemoryNamespace()
 		s := kv.NewStore(mem, nil)
 		if err := s.Commit(ctx, key("k"), intake.Claim{}, intake.Result{Body: []byte(`{}`), TTL: time.Hour}); err != nil {
 			t.Fatalf("Commit: %v", err)
@@ -106,7 +106,7 @@ func TestKVLifecycleMetadata(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			mem := kv.NewMemory()
+			mem := kv.NewMemoryNamespace()
 			e := kv.Entry{Value: `{"orderId":"r1"}`}
 			if tc.metadata != "" {
 				e.Metadata = []byte(tc.metadata)
@@ -411,7 +411,7 @@ func TestKVLifecycleReferenceReceiptIgnoresBody(t *testing.T) {
 // the claim has become atomic across instances: update it and the package
 // docs.
 func TestKVLifecycleTwoInstancesCanBothPlace(t *testing.T) {
-	mem := kv.NewMemory()
+	mem := kv.NewMemoryNamespace()
 	// Each instance holds its claim until the other has reached its claim
 	// too, that is until both have looked the key up and found it free.
 	gate := func(mine, theirs chan struct{}) kv.Namespace {

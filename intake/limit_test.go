@@ -87,7 +87,7 @@ func TestRateLimitKV(t *testing.T) {
 // no claim behind: the key is free once the budget allows again.
 func TestRateLimitLedger(t *testing.T) {
 	b := newBudget(0)
-	store := ledger.NewMemory()
+	store := ledger.NewMemoryStore()
 	opts := intake.Options{ResultTTL: config.DefaultResultTTL, PendingTTL: config.DefaultPendingTTL, Limit: b.limit}
 	svc := intake.New(store, opts)
 	if _, err := svc.Submit(context.Background(), key("k"), []byte(validBody), ""); !errors.Is(err, intake.ErrRateLimited) {

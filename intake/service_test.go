@@ -20,7 +20,7 @@ import (
 )
 
 func TestNewRequiresTTLs(t *testing.T) {
-	store := kv.NewStore(kv.NewMemory(), nil)
+	store := kv.NewStore(kv.NewMemoryNamespace(), nil)
 	tests := []struct {
 		name string
 		opts intake.Options

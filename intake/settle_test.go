@@ -137,7 +137,7 @@ var settleStores = []struct {
 	new  func(clock *fakeClock) (intake.Store, func(t *testing.T) []intake.Key)
 }{
 	{"kv", func(clock *fakeClock) (intake.Store, func(t *testing.T) []intake.Key) {
-		mem := kv.NewMemory()
+		mem := kv.NewMemoryNamespace()
 		mem.Now = clock.Now
 		store := kv.NewStore(mem, clock.Now)
 		store.ReleaseClaims = true
@@ -152,7 +152,7 @@ var settleStores = []struct {
 		return store, due
 	}},
 	{"ledger", func(clock *fakeClock) (intake.Store, func(t *testing.T) []intake.Key) {
-		mem := ledger.NewMemory()
+		mem := ledger.NewMemoryStore()
 		mem.Now = clock.Now
 		due := func(t *testing.T) []intake.Key {
 			keys := mem.DueKeys(100)

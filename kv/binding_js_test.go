@@ -27,7 +27,7 @@ func TestNamespaceConformance(t *testing.T) {
 // TestStoreConformanceInWorkerd runs the checks every intake.Store passes
 // against the reference's KV lifecycle over the real namespace. Time
 // passes for real there and KV's shortest TTL is a minute, so the checks
-// that let time pass run only over Memory (store_test.go).
+// that let time pass run only over MemoryNamespace (store_test.go).
 func TestStoreConformanceInWorkerd(t *testing.T) {
 	ns, ok := workers.GlobalBinding("ORDERS")
 	if !ok {

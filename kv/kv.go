@@ -12,7 +12,7 @@ import (
 )
 
 // Limits that Workers KV enforces and every Namespace in this package enforces too,
-// so that code tested against Memory fails the same way it would on real KV.
+// so that code tested against MemoryNamespace fails the same way it would on real KV.
 const (
 	// MaxKeyBytes is the longest key KV accepts, in bytes.
 	MaxKeyBytes = 512

@@ -9,13 +9,13 @@ import (
 	"time"
 )
 
-// Memory is an in-process Namespace that behaves like Workers KV where it matters
+// MemoryNamespace is an in-process Namespace that behaves like Workers KV where it matters
 // for correctness: it enforces KV's key, TTL, value and metadata limits, expires
 // entries, and gives no atomicity (every call yields to other goroutines first,
 // so a Get-then-Put races exactly as it would against KV).
 //
-// The zero value is not usable; call NewMemory.
-type Memory struct {
+// The zero value is not usable; call NewMemoryNamespace.
+type MemoryNamespace struct {
 	// Now is the clock used for expiry; tests replace it to move time.
 	Now func() time.Time
 
@@ -28,13 +28,13 @@ type memoryEntry struct {
 	expires time.Time // zero: never
 }
 
-// NewMemory returns an empty store on the wall clock.
-func NewMemory() *Memory {
-	return &Memory{Now: time.Now, entries: make(map[string]memoryEntry)}
+// NewMemoryNamespace returns an empty store on the wall clock.
+func NewMemoryNamespace() *MemoryNamespace {
+	return &MemoryNamespace{Now: time.Now, entries: make(map[string]memoryEntry)}
 }
 
 // Get implements Namespace.
-func (m *Memory) Get(ctx context.Context, key string) (Entry, error) {
+func (m *MemoryNamespace) Get(ctx context.Context, key string) (Entry, error) {
 	if err := enter(ctx); err != nil {
 		return Entry{}, err
 	}
@@ -55,7 +55,7 @@ func (m *Memory) Get(ctx context.Context, key string) (Entry, error) {
 }
 
 // Put implements Namespace.
-func (m *Memory) Put(ctx context.Context, key string, e Entry, opts PutOptions) error {
+func (m *MemoryNamespace) Put(ctx context.Context, key string, e Entry, opts PutOptions) error {
 	if err := enter(ctx); err != nil {
 		return err
 	}
@@ -78,7 +78,7 @@ func (m *Memory) Put(ctx context.Context, key string, e Entry, opts PutOptions) 
 }
 
 // Delete implements Namespace.
-func (m *Memory) Delete(ctx context.Context, key string) error {
+func (m *MemoryNamespace) Delete(ctx context.Context, key string) error {
 	if err := enter(ctx); err != nil {
 		return err
 	}
@@ -92,7 +92,7 @@ func (m *Memory) Delete(ctx context.Context, key string) error {
 }
 
 // Len reports how many live entries the store holds.
-func (m *Memory) Len() int {
+func (m *MemoryNamespace) Len() int {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	now := m.Now()
@@ -113,7 +113,7 @@ func enter(ctx context.Context) error {
 }
 
 // List implements Lister; a cursor is the last key of the page before.
-func (m *Memory) List(ctx context.Context, prefix, cursor string, limit int) ([]Listed, string, error) {
+func (m *MemoryNamespace) List(ctx context.Context, prefix, cursor string, limit int) ([]Listed, string, error) {
 	if err := enter(ctx); err != nil {
 		return nil, "", err
 	}

@@ -12,11 +12,11 @@ import (
 )
 
 func TestMemoryConformance(t *testing.T) {
-	kvtest.Run(t, kv.NewMemory(), "conformance:")
+	kvtest.Run(t, kv.NewMemoryNamespace(), "conformance:")
 }
 
 func TestMemoryExpiry(t *testing.T) {
-	m := kv.NewMemory()
+	m := kv.NewMemoryNamespace()
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	m.Now = func() time.Time { return now }
 	ctx := context.Background()
@@ -40,7 +40,7 @@ func TestMemoryExpiry(t *testing.T) {
 func TestMemoryHonoursCancellation(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	m := kv.NewMemory()
+	m := kv.NewMemoryNamespace()
 	if err := m.Put(ctx, "k", kv.Entry{Value: "v"}, kv.PutOptions{}); !errors.Is(err, context.Canceled) {
 		t.Fatalf("Put error = %v, want context.Canceled", err)
 	}
@@ -54,7 +54,7 @@ func TestMemoryHonoursCancellation(t *testing.T) {
 // each claim succeeds, because KV has no compare-and-swap.
 func TestMemoryIsNotAtomic(t *testing.T) {
 	const callers = 8
-	m := kv.NewMemory()
+	m := kv.NewMemoryNamespace()
 	ctx := context.Background()
 	var checked, done sync.WaitGroup
 	checked.Add(callers)

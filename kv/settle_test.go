@@ -23,9 +23,9 @@ func (c *settleClock) Now() time.Time { return c.now }
 // these tests: past the settler's attempts and a receipt's TTL.
 const keep = 48 * time.Hour
 
-func newSettleStore() (*kv.Memory, *kv.Store, *settleClock) {
+func newSettleStore() (*kv.MemoryNamespace, *kv.Store, *settleClock) {
 	c := &settleClock{now: time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)}
-	mem := kv.NewMemory()
+	mem := kv.NewMemoryNamespace()
 	mem.Now = c.Now
 	return mem, kv.NewStore(mem, c.Now), c
 }
@@ -247,7 +247,7 @@ func TestOverdueReadsEveryPage(t *testing.T) {
 // TestOverdueNeedsANamespaceThatLists: a namespace without List is an
 // error, not an empty list that would hide every lost key.
 func TestOverdueNeedsANamespaceThatLists(t *testing.T) {
-	store := kv.NewStore(&kvtest.Recording{Namespace: kv.NewMemory()}, nil)
+	store := kv.NewStore(&kvtest.Recording{Namespace: kv.NewMemoryNamespace()}, nil)
 	if keys, err := store.Overdue(context.Background(), time.Now(), 10); err == nil {
 		t.Fatalf("Overdue over a namespace that cannot list = %v, nil; want an error", keys)
 	}

@@ -9,13 +9,13 @@ import (
 )
 
 // TestStoreConformance runs the checks every intake.Store passes against
-// the reference's KV lifecycle over Memory, on a clock the test moves. KV
+// the reference's KV lifecycle over MemoryNamespace, on a clock the test moves. KV
 // neither fences claims nor grants them atomically, and its shortest TTL
 // is a minute.
 func TestStoreConformance(t *testing.T) {
 	now := time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
 	clock := func() time.Time { return now }
-	mem := kv.NewMemory()
+	mem := kv.NewMemoryNamespace()
 	mem.Now = clock
 	storetest.Run(t, kv.NewStore(mem, clock), "memory:", storetest.Options{
 		Short:   kv.MinTTL,

@@ -9,7 +9,7 @@ import (
 	"github.com/edge-orders/edge-orders/workers"
 )
 
-// calls reaches one ledger object's methods: in memory (Memory) or over RPC
+// calls reaches one ledger object's methods: in memory (MemoryStore) or over RPC
 // (Client).
 type calls interface {
 	claim(ctx context.Context, key intake.Key, c intake.Claim) (intake.Record, error)

@@ -13,7 +13,7 @@ import (
 
 // leaveOpen claims key for an order and releases it open, as a request
 // does after an unknown outcome, due for the settler at due.
-func leaveOpen(t *testing.T, m *ledger.Memory, c *clock, key intake.Key, due time.Time) intake.Claim {
+func leaveOpen(t *testing.T, m *ledger.MemoryStore, c *clock, key intake.Key, due time.Time) intake.Claim {
 	t.Helper()
 	ctx := context.Background()
 	o := order.Order{Symbol: "AAPL", Side: order.Buy, Quantity: 10}

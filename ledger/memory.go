@@ -10,11 +10,11 @@ import (
 	"github.com/edge-orders/edge-orders/intake"
 )
 
-// Memory is an intake.Store over one in-memory Object: the ledger's own
+// MemoryStore is an intake.Store over one in-memory Object: the ledger's own
 // logic, with a map for its SQL table, for tests and native use. Like the
 // Durable Object it runs one call at a time, and like a round trip each call
 // first lets other goroutines run.
-type Memory struct {
+type MemoryStore struct {
 	adapter
 	// Now is the clock; tests replace it to move time.
 	Now func() time.Time
@@ -25,9 +25,9 @@ type Memory struct {
 	Alarm time.Time
 }
 
-// NewMemory returns an empty ledger on the wall clock.
-func NewMemory() *Memory {
-	m := &Memory{Now: time.Now}
+// NewMemoryStore returns an empty ledger on the wall clock.
+func NewMemoryStore() *MemoryStore {
+	m := &MemoryStore{Now: time.Now}
 	m.adapter = adapter{calls: m}
 	m.obj = Object{
 		rows:     &memTable{rows: make(map[string]row)},
@@ -38,7 +38,7 @@ func NewMemory() *Memory {
 }
 
 // do runs f as one call of the object.
-func (m *Memory) do(ctx context.Context, f func()) error {
+func (m *MemoryStore) do(ctx context.Context, f func()) error {
 	runtime.Gosched()
 	if err := ctx.Err(); err != nil {
 		return err
@@ -49,30 +49,30 @@ func (m *Memory) do(ctx context.Context, f func()) error {
 	return nil
 }
 
-func (m *Memory) claim(ctx context.Context, key intake.Key, c intake.Claim) (rec intake.Record, err error) {
+func (m *MemoryStore) claim(ctx context.Context, key intake.Key, c intake.Claim) (rec intake.Record, err error) {
 	err = m.do(ctx, func() { rec = m.obj.Claim(key, c) })
 	return rec, err
 }
 
-func (m *Memory) commit(ctx context.Context, key intake.Key, c intake.Claim, r intake.Result) (err error) {
+func (m *MemoryStore) commit(ctx context.Context, key intake.Key, c intake.Claim, r intake.Result) (err error) {
 	if derr := m.do(ctx, func() { err = m.obj.Commit(key, c, r) }); derr != nil {
 		return derr
 	}
 	return err
 }
 
-func (m *Memory) release(ctx context.Context, key intake.Key, c intake.Claim) error {
+func (m *MemoryStore) release(ctx context.Context, key intake.Key, c intake.Claim) error {
 	return m.do(ctx, func() { m.obj.Release(key, c) })
 }
 
-func (m *Memory) lookup(ctx context.Context, key intake.Key) (rec intake.Record, err error) {
+func (m *MemoryStore) lookup(ctx context.Context, key intake.Key) (rec intake.Record, err error) {
 	err = m.do(ctx, func() { rec = m.obj.Lookup(key) })
 	return rec, err
 }
 
 // Sweep runs the object's alarm handler, as the runtime does when Alarm is
 // due.
-func (m *Memory) Sweep() {
+func (m *MemoryStore) Sweep() {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.Alarm = time.Time{} // the alarm fired
@@ -82,7 +82,7 @@ func (m *Memory) Sweep() {
 // DueKeys begins the object's alarm, as the runtime does when Alarm is
 // due: it sweeps if the sweep is due and returns the keys due for the
 // settler, at most limit. Settle them, then call AlarmDone.
-func (m *Memory) DueKeys(limit int) []intake.Key {
+func (m *MemoryStore) DueKeys(limit int) []intake.Key {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.Alarm = time.Time{} // the alarm fired
@@ -90,14 +90,14 @@ func (m *Memory) DueKeys(limit int) []intake.Key {
 }
 
 // AlarmDone ends the alarm DueKeys began (Object.AlarmDone).
-func (m *Memory) AlarmDone(retryDue time.Duration) {
+func (m *MemoryStore) AlarmDone(retryDue time.Duration) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.obj.AlarmDone(retryDue)
 }
 
 // Rows reports how many rows the object stores, expired ones included.
-func (m *Memory) Rows() int {
+func (m *MemoryStore) Rows() int {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	rows, _, _ := m.obj.Stats()

@@ -16,9 +16,9 @@ type clock struct{ now time.Time }
 func (c *clock) Now() time.Time          { return c.now }
 func (c *clock) Advance(d time.Duration) { c.now = c.now.Add(d) }
 
-func newMemory() (*ledger.Memory, *clock) {
+func newMemory() (*ledger.MemoryStore, *clock) {
 	c := &clock{now: time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)}
-	m := ledger.NewMemory()
+	m := ledger.NewMemoryStore()
 	m.Now = c.Now
 	return m, c
 }

@@ -5,7 +5,7 @@
 //
 // Object holds the decisions and runs inside the Durable Object, each
 // method one synchronous step over the object's SQL storage; Client (in the
-// Worker) and Memory (in tests) reach it as an intake.Store.
+// Worker) and MemoryStore (in tests) reach it as an intake.Store.
 package ledger
 
 import (
@@ -80,7 +80,7 @@ func (r row) record(now time.Time) intake.Record {
 }
 
 // table is an object's storage: SQLite in a Durable Object, a map in
-// Memory. Each method is one step; an Object method's steps run with
+// MemoryStore. Each method is one step; an Object method's steps run with
 // nothing in between.
 type table interface {
 	get(key string) (row, bool)

@@ -76,7 +76,7 @@ func (g *Gateway) Place(ctx context.Context, p intake.Placement) error {
 	if err != nil {
 		return errs.Prefix("oms: no answer", err)
 	}
-	return Outcome(p.OrderID, resp.Status, resp.Body)
+	return ReadAnswer(p.OrderID, resp.Status, resp.Body)
 }
 
 // Body is the JSON the gateway receives for p: orderId, clientId (only
@@ -94,10 +94,10 @@ func Body(p intake.Placement) []byte {
 	return append(b, `"}`...)
 }
 
-// Outcome reads the gateway's answer for orderID: nil when accepted, an
+// ReadAnswer reads the gateway's answer for orderID: nil when accepted, an
 // *intake.Rejection when refused, or an error wrapping ErrGatewayUnavailable or
 // ErrMalformed when the outcome is unknown.
-func Outcome(orderID string, status int, body []byte) error {
+func ReadAnswer(orderID string, status int, body []byte) error {
 	accepted := status >= 200 && status < 300
 	rejected := status >= 400 && status < 500 && status != 408 && status != 429
 	if !accepted && !rejected {

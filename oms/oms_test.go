@@ -71,7 +71,7 @@ func TestOutcome(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			err := oms.Outcome(orderID, tc.status, []byte(tc.body))
+			err := oms.ReadAnswer(orderID, tc.status, []byte(tc.body))
 			if !errors.Is(err, tc.wantErr) || (tc.wantErr == nil) != (err == nil) {
 				t.Fatalf("Outcome = %v, want %v", err, tc.wantErr)
 			}

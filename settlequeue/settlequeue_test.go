@@ -210,7 +210,7 @@ func overdueStore(t *testing.T, due map[intake.Key]time.Duration) *kv.Store {
 	t.Helper()
 	ctx := context.Background()
 	clock := func() time.Time { return now }
-	mem := kv.NewMemory()
+	mem := kv.NewMemoryNamespace()
 	mem.Now = clock
 	store := kv.NewStore(mem, clock)
 	o := order.Order{Symbol: "AAPL", Side: order.Buy, Quantity: 10}

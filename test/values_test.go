@@ -24,6 +24,7 @@ import (
 //     (under standard Go a value Go dropped keeps its slot until the
 //     collector finalizes it; TinyGo 0.40 finalizes nothing): Go takes
 //     only numbers and bytes from the bridge, so it must stay flat.
+//
 // The rounds go through the OMS gateway (receipts, rejections, an unknown
 // outcome that the settler settles) and, in ledger mode, the Durable
 // Object and its alarm, so every kind of crossing is counted.

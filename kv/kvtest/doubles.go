@@ -11,7 +11,7 @@ import (
 )
 
 // The doubles below wrap any kv.Namespace, the way testing/fstest ships MapFS
-// beside TestFS: the store behind them stays a real one (kv.Memory, or a
+// beside TestFS: the store behind them stays a real one (kv.MemoryNamespace, or a
 // namespace), and they only watch, stall or fail the calls that pass. Their
 // zero values pass every call through to Namespace, which must be set.
 

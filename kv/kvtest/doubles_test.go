@@ -15,19 +15,19 @@ import (
 // kv.Namespace that behaves like the Memory it wraps.
 func TestDoublesConform(t *testing.T) {
 	t.Run("Recording passes every call through", func(t *testing.T) {
-		kvtest.Run(t, &kvtest.Recording{Namespace: kv.NewMemory()}, "conformance:")
+		kvtest.Run(t, &kvtest.Recording{Namespace: kv.NewMemoryNamespace()}, "conformance:")
 	})
 	t.Run("Faulty without faults passes every call through", func(t *testing.T) {
-		kvtest.Run(t, &kvtest.Faulty{Namespace: kv.NewMemory()}, "conformance:")
+		kvtest.Run(t, &kvtest.Faulty{Namespace: kv.NewMemoryNamespace()}, "conformance:")
 	})
 	t.Run("Hooked without hooks passes every call through", func(t *testing.T) {
-		kvtest.Run(t, &kvtest.Hooked{Namespace: kv.NewMemory()}, "conformance:")
+		kvtest.Run(t, &kvtest.Hooked{Namespace: kv.NewMemoryNamespace()}, "conformance:")
 	})
 }
 
 func TestRecording(t *testing.T) {
 	ctx := context.Background()
-	rec := &kvtest.Recording{Namespace: kv.NewMemory()}
+	rec := &kvtest.Recording{Namespace: kv.NewMemoryNamespace()}
 	entry := kv.Entry{Value: "v", Metadata: []byte(`{"m":1}`)}
 	if err := rec.Put(ctx, "a:1", entry, kv.PutOptions{TTL: kv.MinTTL}); err != nil {
 		t.Fatal(err)
@@ -147,7 +147,7 @@ func TestFaulty(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			mem := kv.NewMemory()
+			mem := kv.NewMemoryNamespace()
 			f := &kvtest.Faulty{Namespace: mem, Err: tc.err}
 			f.Set(tc.fault)
 			err := tc.call(f)
@@ -161,7 +161,7 @@ func TestFaulty(t *testing.T) {
 	}
 
 	t.Run("Nth fails only that call and Set restarts the count", func(t *testing.T) {
-		f := &kvtest.Faulty{Namespace: kv.NewMemory()}
+		f := &kvtest.Faulty{Namespace: kv.NewMemoryNamespace()}
 		f.Set(kvtest.Fault{Op: kvtest.OpDelete, Nth: 2})
 		var got []bool
 		for range 3 {
@@ -180,7 +180,7 @@ func TestFaulty(t *testing.T) {
 		}
 	})
 	t.Run("error names the method and key", func(t *testing.T) {
-		f := &kvtest.Faulty{Namespace: kv.NewMemory()}
+		f := &kvtest.Faulty{Namespace: kv.NewMemoryNamespace()}
 		f.Set(kvtest.Fault{Op: kvtest.OpGet})
 		_, err := f.Get(ctx, "k:1")
 		if got, want := err.Error(), `Get "k:1": `+kvtest.ErrFault.Error(); got != want {
@@ -193,7 +193,7 @@ func TestHooked(t *testing.T) {
 	ctx := context.Background()
 	errRefused := errors.New("refused")
 	t.Run("Before's error is returned without the call", func(t *testing.T) {
-		rec := &kvtest.Recording{Namespace: kv.NewMemory()}
+		rec := &kvtest.Recording{Namespace: kv.NewMemoryNamespace()}
 		h := &kvtest.Hooked{Namespace: rec, Before: func(op kvtest.Op, key string) error {
 			if op == kvtest.OpPut {
 				return errRefused
@@ -211,7 +211,7 @@ func TestHooked(t *testing.T) {
 		}
 	})
 	t.Run("After sees the call's result and decides the error", func(t *testing.T) {
-		mem := kv.NewMemory()
+		mem := kv.NewMemoryNamespace()
 		var seen []string
 		h := &kvtest.Hooked{Namespace: mem, After: func(op kvtest.Op, key string, err error) error {
 			seen = append(seen, op.String()+" "+key)
