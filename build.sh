@@ -29,7 +29,7 @@ trap 'rm -rf "$tmp"' EXIT
 tinygo_inputs() {
   {
     tinygo version
-    sha256sum go.mod go.sum workers/wasm_exec_tinygo.js "$(tinygo env TINYGOROOT)/targets/wasm_exec.js"
+    sha256sum go.mod go.sum build.sh workers/wasm_exec_tinygo.js "$(tinygo env TINYGOROOT)/targets/wasm_exec.js"
     find . -name '*.go' ! -name '*_test.go' ! -path './node_modules/*' ! -path './build/*' -print0 | sort -z | xargs -0 sha256sum
   } | sha256sum | cut -d' ' -f1
 }
@@ -50,7 +50,12 @@ build_tinygo() {
   # wrangler's bundler defines a require that wasm_exec.js would adopt as
   # global.require and then call into forever at start-up (tinygo#5370,
   # fixed after 0.40.1); the Worker needs none of what it loads with it.
-  sed 's/typeof require !== "undefined"/false/' "$(tinygo env TINYGOROOT)/targets/wasm_exec.js" > "$tmp/wasm_exec.js"
+  # Its Node.js polyfills (node:fs, node:crypto, node:util) run only where
+  # crypto and TextEncoder are missing, never in workerd; left in, they
+  # make wrangler warn at every start and deploy that they "may throw
+  # errors at runtime unless you enable nodejs_compat". They go.
+  sed -e 's/typeof require !== "undefined"/false/' -e 's/require("node:[a-z]*")/undefined/g' \
+    "$(tinygo env TINYGOROOT)/targets/wasm_exec.js" > "$tmp/wasm_exec.js"
   cat workers/wasm_exec_tinygo.js >> "$tmp/wasm_exec.js"
 }
 
