@@ -46,6 +46,8 @@ type wrappedStats struct {
 	MemoryBytes       int64 `json:"memoryBytes"`
 	GoValues          int   `json:"goValues"`
 	HeldObjects       int   `json:"heldObjects"`
+	IntoGo            int   `json:"intoGo"`
+	OutOfGo           int   `json:"outOfGo"`
 	// Compiler built the Worker: "go" or "tinygo".
 	Compiler string `json:"compiler"`
 }

@@ -130,3 +130,49 @@ func (w *target) settledStats(t *testing.T) wrappedStats {
 	}
 	return last
 }
+
+// TestCrossingsPerRequest counts the calls between Go and JavaScript that
+// each kind of request makes (test/wrapped counts them at their source:
+// wasm_exec.js's _resume for every call into Go, its syscall/js imports
+// for every call out), and holds them to the bridge's design: one call in
+// with the request, one per binding call as it settles, and nothing more.
+// Under TinyGo each call into Go costs a goroutine with a 64 KB stack.
+func TestCrossingsPerRequest(t *testing.T) {
+	requireWorker(t)
+	g := startGateway(t)
+	for _, c := range []struct {
+		mode string
+		w    *target
+		// newOrderCalls are the calls into Go a new order makes besides its
+		// own: KV's reads of the body, the lookup, the claim, the gateway,
+		// the receipt and the claim's release (after the response) as each
+		// settles; the ledger's reads of the body, its claim, the gateway
+		// and its commit, and, since under wrangler dev the object runs in
+		// the same Go instance, the object's claim and commit methods and
+		// its constructor when the key's object is new.
+		newOrderCalls int
+	}{
+		{"kv", g.kv, 6},
+		{"ledger", g.ledger, 4 + 2 + 1},
+	} {
+		t.Run(c.mode, func(t *testing.T) {
+			symbol, key := newSymbol(t), newKey(t)
+			measure := func(what string, send func() response, want int) {
+				t.Helper()
+				before := c.w.settledStats(t)
+				send()
+				after := c.w.settledStats(t)
+				into, out := after.IntoGo-before.IntoGo, after.OutOfGo-before.OutOfGo
+				t.Logf("%s, %s mode: %d calls into Go, %d out of Go", what, c.mode, into, out)
+				if into > want {
+					t.Errorf("%s: %d calls into Go, want at most %d (one for the request, one per binding call and object method)", what, into, want)
+				}
+			}
+			measure("a new order", func() response { return c.w.post(t, key, gatewayOrder(symbol)) }, 1+c.newOrderCalls)
+			// A replay on the same instance is answered from memory: only
+			// its body is read.
+			measure("a replay", func() response { return c.w.post(t, key, gatewayOrder(symbol)) }, 2)
+			measure("a lookup", func() response { return c.w.lookup(t, key) }, 2)
+		})
+	}
+}

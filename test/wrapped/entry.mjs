@@ -16,9 +16,10 @@
 //                             linear memory in bytes, the JavaScript
 //                             values it holds in wasm_exec.js's table,
 //                             after a collection (goValues), the objects
-//                             the bridge keeps for it (heldObjects) and the
-//                             compiler that built it ("go" or "tinygo"),
-//                             as JSON
+//                             the bridge keeps for it (heldObjects), the
+//                             calls into Go and out of it so far (intoGo,
+//                             outOfGo) and the compiler that built it
+//                             ("go" or "tinygo"), as JSON
 //   POST /__wrapped/settings  {"faultRate": 0.2} changes the fault rate;
 //                             {"dropSettleSends": true} loses every
 //                             settle queue message sent from then on
@@ -52,10 +53,27 @@ WebAssembly.Instance = new Proxy(WebAssembly.Instance, {
 // The Go program's wasm_exec.js instance, whose table of the JavaScript
 // values Go holds shows whether the bridge releases them: a table that
 // grows with every request is a leak (TinyGo 0.40 never finalizes one).
+// It also counts the crossings between Go and JavaScript: every call into
+// Go goes through the program's _resume, and every call out of Go is one
+// of wasm_exec.js's syscall/js imports.
 let goProgram;
+const crossings = { intoGo: 0, outOfGo: 0 };
 globalThis.Go = new Proxy(globalThis.Go, {
   construct(target, args) {
     goProgram = Reflect.construct(target, args);
+    const resume = goProgram._resume.bind(goProgram);
+    goProgram._resume = () => {
+      crossings.intoGo++;
+      return resume();
+    };
+    const imports = goProgram.importObject.gojs ?? goProgram.importObject.go ?? {};
+    for (const [name, f] of Object.entries(imports)) {
+      if (!name.startsWith("syscall/js.") || name === "syscall/js.finalizeRef") continue;
+      imports[name] = (...a) => {
+        crossings.outOfGo++;
+        return f(...a);
+      };
+    }
     return goProgram;
   },
 });
@@ -73,10 +91,13 @@ export default {
       // Under standard Go a value Go dropped stays in wasm_exec.js's table
       // until the collector finalizes it: collect first, so the count is
       // what Go holds.
+      // The collection is the entry's own call: it is not counted.
+      const counted = { ...crossings };
       globalThis.__goCollect?.();
+      Object.assign(crossings, counted);
       const goValues = goProgram ? goProgram._values.length - goProgram._idPool.length : 0;
       const compiler = goMemory ? (goInstance.exports.mem ? "go" : "tinygo") : "";
-      return Response.json({ ...stats, memoryBytes: goMemory?.buffer.byteLength ?? 0, goValues, heldObjects: heldObjects(), compiler });
+      return Response.json({ ...stats, ...crossings, memoryBytes: goMemory?.buffer.byteLength ?? 0, goValues, heldObjects: heldObjects(), compiler });
     }
     if (path === "/__wrapped/settings" && request.method === "POST") {
       Object.assign(settings, await request.json());

@@ -1,0 +1,234 @@
+// An order ticket that cannot place an order twice, with
+// @edge-orders/client.
+//
+// - The Idempotency-Key is minted when the ticket is opened: one per
+//   intent, never per click.
+// - Submit is disabled while the order is in flight, so a double-click
+//   sends one request (and a second one would carry the same key anyway).
+// - The ticket (key and order) stays in sessionStorage until the order has
+//   a final answer, so a reload in flight re-sends the same intent under
+//   the same key instead of a new one.
+// - Each answer a person must tell apart has its own state (data-state on
+//   #status): placed, replayed (placed earlier), rejected (with the OMS's
+//   reason), unknown (the Worker is settling it), unresolved, rate-limited,
+//   invalid, unauthorized, and unreadable (no answer this page may read:
+//   the network, or a Worker that does not allow this page's origin).
+//
+// Open it as index.html?worker=<the Worker's URL>; the Worker's
+// ALLOWED_ORIGINS must list this page's origin.
+import {
+  Client,
+  EdgeOrdersError,
+  InProgressError,
+  InvalidOrderError,
+  KeyReusedError,
+  NetworkError,
+  OutcomeUnknownError,
+  OutcomeUnresolvedError,
+  RateLimitedError,
+  RejectedError,
+  StorageUnavailableError,
+  UnauthorizedError,
+  newKey,
+} from "@edge-orders/client";
+
+const workerURL = new URLSearchParams(location.search).get("worker") ?? "http://127.0.0.1:8787";
+const client = new Client(workerURL, { attemptTimeoutMs: 15_000 });
+
+// How long one Submit keeps retrying before it says what it knows.
+const submitBudgetMs = 20_000;
+// Where the open ticket lives until its order has a final answer.
+const stored = "edge-orders.ticket";
+
+const $ = (id) => document.getElementById(id);
+const form = $("ticket");
+const fields = [$("symbol"), $("side"), $("quantity")];
+const submitButton = $("submit");
+const newButton = $("new");
+
+// ticket is the open intent: its key, and the order once sent.
+let ticket;
+let inFlight = false;
+let recheck; // the timer of a lookup while the Worker settles the order
+
+$("worker").textContent = workerURL;
+$("origin").textContent = location.origin;
+
+function save() {
+  sessionStorage.setItem(stored, JSON.stringify(ticket));
+}
+
+// settled forgets the stored ticket: its order has a final answer, and a
+// reload now opens a new ticket. The ticket stays in memory, so Submit
+// sends the same intent again and gets the same answer.
+function settled() {
+  sessionStorage.removeItem(stored);
+}
+
+function openTicket() {
+  clearTimeout(recheck);
+  ticket = { key: newKey(), order: null };
+  save();
+  fields.forEach((f) => (f.disabled = false));
+  $("key").textContent = ticket.key;
+  $("receipts").replaceChildren();
+  show("new", "New ticket", "Fill in the order and submit it. Its key was minted when this ticket opened; every retry of it is sent under that key.");
+}
+
+function show(state, title, detail) {
+  $("status").dataset.state = state;
+  $("status-title").textContent = title;
+  $("status-detail").textContent = detail;
+}
+
+function readForm() {
+  return { symbol: $("symbol").value.trim(), side: $("side").value, quantity: Number($("quantity").value) };
+}
+
+function showReceipt(result) {
+  const r = result.receipt;
+  const card = document.createElement("article");
+  card.className = "receipt";
+  card.dataset.orderId = r.orderId;
+  const h = document.createElement("h3");
+  h.textContent = result.replay ? "Receipt (placed earlier)" : "Receipt";
+  const dl = document.createElement("dl");
+  for (const [name, value] of [["Order", r.orderId], ["Symbol", r.symbol], ["Side", r.side], ["Quantity", String(r.quantity)], ["Accepted", r.acceptedAt]]) {
+    const dt = document.createElement("dt");
+    dt.textContent = name;
+    const dd = document.createElement("dd");
+    dd.textContent = value;
+    dl.append(dt, dd);
+  }
+  card.append(h, dl);
+  // One receipt per ticket, however many times its answer comes.
+  $("receipts").replaceChildren(card);
+}
+
+const seconds = (ms) => `${Math.max(1, Math.round(ms / 1000))} s`;
+
+// onRetry shows why the client waits before sending the intent again.
+function onRetry({ attempt, error, waitMs }) {
+  if (error instanceof OutcomeUnknownError) {
+    show("unknown", "Outcome not yet known",
+      `The OMS did not confirm order ${error.orderId}, so it may or may not exist. The Worker is settling it with the OMS by itself ` +
+        `(${error.omsAttempts} call${error.omsAttempts === 1 ? "" : "s"} so far). This page asks again in ${seconds(waitMs)}, under the same key: ` +
+        "it can never place a second order. Do not open a new ticket for it.");
+  } else if (error instanceof InProgressError) {
+    show("sending", "Still being placed", `An earlier request of this ticket is still working on it; asking again in ${seconds(waitMs)}.`);
+  } else if (error instanceof StorageUnavailableError) {
+    show("retrying", "Worker busy", `The Worker's storage failed; sending the same order again in ${seconds(waitMs)}.`);
+  } else {
+    show("retrying", `No answer (attempt ${attempt})`, `Sending the same order again in ${seconds(waitMs)}, under the same key.`);
+  }
+}
+
+async function send(resuming) {
+  if (inFlight) return;
+  inFlight = true;
+  clearTimeout(recheck);
+  submitButton.disabled = newButton.disabled = true;
+  show(resuming ? "resuming" : "sending", resuming ? "Resuming" : "Sending",
+    resuming ? "This ticket was sent before the page reloaded: sending the same order again under its key, to learn its outcome."
+      : "Sending the order.");
+  try {
+    const result = await client.submit(ticket.order, { key: ticket.key, deadline: Date.now() + submitBudgetMs, onRetry });
+    settled();
+    showReceipt(result);
+    if (result.replay) {
+      show("replayed", "Placed earlier", `Order ${result.receipt.orderId} was already placed under this ticket's key; this is its original receipt.`);
+    } else {
+      show("placed", "Placed", `Order ${result.receipt.orderId} is placed.`);
+    }
+  } catch (e) {
+    answerError(e);
+  } finally {
+    inFlight = false;
+    submitButton.disabled = newButton.disabled = false;
+  }
+}
+
+function answerError(e) {
+  if (e instanceof RejectedError) {
+    settled();
+    const replay = e.headers?.get("Idempotent-Replay") === "true";
+    show("rejected", replay ? "Refused (earlier)" : "Refused", `The OMS refused order ${e.orderId}: ${e.reason}. This is final for this ticket; submitting it again shows this answer again.`);
+  } else if (e instanceof OutcomeUnresolvedError) {
+    show("unresolved", "Outcome unresolved",
+      `The OMS never confirmed order ${e.orderId} and the Worker stopped asking. It may or may not exist: ask the desk to look up ${e.orderId} in the OMS. Keep this ticket; never re-enter the order.`);
+  } else if (e instanceof OutcomeUnknownError) {
+    // Still unknown after this Submit's budget: the Worker keeps settling
+    // it; look it up when it next asks the OMS.
+    const wait = Math.max(e.retryAfterMs, 1000);
+    show("unknown", "Outcome not yet known",
+      `The OMS did not confirm order ${e.orderId}. The Worker is settling it by itself (${e.omsAttempts} calls so far${e.nextAttemptAt ? `, next at ${e.nextAttemptAt.toLocaleTimeString()}` : ""}). ` +
+        "This page checks again by itself. Do not open a new ticket for it.");
+    recheck = setTimeout(lookup, wait);
+  } else if (e instanceof RateLimitedError) {
+    show("rate-limited", "Rate limited", `Too many new orders: the Worker takes new ones again in ${seconds(e.retryAfterMs)}. Nothing was placed; Submit then sends this ticket under the same key.`);
+  } else if (e instanceof InvalidOrderError) {
+    // The key stays free: a corrected order may use it.
+    ticket.order = null;
+    save();
+    fields.forEach((f) => (f.disabled = false));
+    show("invalid", "Invalid order", "The Worker refused this order as invalid: a symbol, buy or sell, and a whole quantity above 0. Correct it and submit again.");
+  } else if (e instanceof KeyReusedError) {
+    settled();
+    show("key-reused", "Key already used", "This ticket's key names a different order. Open a new ticket.");
+  } else if (e instanceof UnauthorizedError) {
+    show("unauthorized", "Not authorized", "The Worker refused this page's token.");
+  } else if (e instanceof NetworkError) {
+    show("unreadable", "No answer this page can read",
+      `No answer came that this page may read: the network may be down, or the Worker does not allow this page's origin (${location.origin}) in its ALLOWED_ORIGINS, so the browser hides its answers. ` +
+        "The order may or may not have been sent. Submit again sends it under the same key, which can never place it twice.");
+  } else {
+    show("error", "Failed", e instanceof EdgeOrdersError ? `${e.status} ${e.code || ""}: ${e.problem?.detail ?? e.message}` : String(e));
+  }
+}
+
+// lookup asks for the outcome of an order the Worker is settling, until
+// it is final.
+async function lookup() {
+  if (inFlight) return;
+  try {
+    const result = await client.lookup(ticket.key, { maxAttempts: 1 });
+    settled();
+    showReceipt(result);
+    show("replayed", "Placed earlier", `Order ${result.receipt.orderId} was placed: the Worker settled it with the OMS.`);
+  } catch (e) {
+    answerError(e);
+  }
+}
+
+form.addEventListener("submit", (event) => {
+  event.preventDefault();
+  // Disabled at once, in the same task as the click: a second click of a
+  // double-click finds the button disabled.
+  if (inFlight) return;
+  if (!ticket.order) {
+    ticket.order = readForm();
+    save();
+  }
+  fields.forEach((f) => (f.disabled = true));
+  send(false);
+});
+
+newButton.addEventListener("click", openTicket);
+
+// A ticket left by a reload: the same intent, under the same key.
+const left = JSON.parse(sessionStorage.getItem(stored) ?? "null");
+if (left?.key) {
+  ticket = left;
+  $("key").textContent = ticket.key;
+  if (ticket.order) {
+    $("symbol").value = ticket.order.symbol;
+    $("side").value = ticket.order.side;
+    $("quantity").value = String(ticket.order.quantity);
+    fields.forEach((f) => (f.disabled = true));
+    send(true);
+  } else {
+    show("new", "Ticket", "Fill in the order and submit it.");
+  }
+} else {
+  openTicket();
+}
