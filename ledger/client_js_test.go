@@ -4,12 +4,12 @@ package ledger_test
 
 import (
 	"context"
-	"encoding/json"
 	"testing"
 	"time"
 
 	"github.com/edge-orders/edge-orders/intake"
 	"github.com/edge-orders/edge-orders/intake/storetest"
+	"github.com/edge-orders/edge-orders/internal/jsjson"
 	"github.com/edge-orders/edge-orders/ledger"
 	"github.com/edge-orders/edge-orders/workers"
 )
@@ -50,11 +50,13 @@ func TestClientSweepRunsInWorkerd(t *testing.T) {
 		if err != nil {
 			t.Fatalf("stats: %v", err)
 		}
-		var s struct{ Rows, NextSweep int64 }
-		if err := json.Unmarshal(res, &s); err != nil {
+		// jsjson, not encoding/json: TinyGo's reflect cannot decode into
+		// a struct.
+		s, err := jsjson.Parse(res, "rows", "nextSweep")
+		if err != nil {
 			t.Fatalf("stats %s: %v", res, err)
 		}
-		return int(s.Rows), s.NextSweep
+		return int(s.Get("rows").Num), int64(s.Get("nextSweep").Num)
 	}
 
 	short := intake.Claim{Token: "a", Lease: time.Second}
