@@ -30,7 +30,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/edge-orders/edge-orders/internal/wranglerdev"
+	"github.com/edge-orders/edge-orders/internal/devtools/wranglerdev"
 )
 
 // options are the flags.

@@ -16,7 +16,7 @@ import (
 	"github.com/edge-orders/edge-orders/config"
 	"github.com/edge-orders/edge-orders/httpapi"
 	"github.com/edge-orders/edge-orders/intake"
-	"github.com/edge-orders/edge-orders/internal/httpserve"
+	"github.com/edge-orders/edge-orders/internal/devtools/httpserve"
 	"github.com/edge-orders/edge-orders/ledger"
 )
 

@@ -17,7 +17,7 @@ import (
 	"github.com/edge-orders/edge-orders/eventlog"
 	"github.com/edge-orders/edge-orders/httpapi"
 	"github.com/edge-orders/edge-orders/intake"
-	"github.com/edge-orders/edge-orders/internal/httpserve"
+	"github.com/edge-orders/edge-orders/internal/devtools/httpserve"
 	"github.com/edge-orders/edge-orders/kv"
 	"github.com/edge-orders/edge-orders/kv/kvtest"
 	"github.com/edge-orders/edge-orders/workers"

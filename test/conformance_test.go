@@ -13,7 +13,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/edge-orders/edge-orders/internal/wranglerdev"
+	"github.com/edge-orders/edge-orders/internal/devtools/wranglerdev"
 )
 
 // TestConformanceInWorkerd runs the store packages' checks, compiled to

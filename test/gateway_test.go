@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/edge-orders/edge-orders/internal/wranglerdev"
+	"github.com/edge-orders/edge-orders/internal/devtools/wranglerdev"
 )
 
 // gatewayOrder is an order for symbol: each test, or each key of a test,

@@ -6,7 +6,7 @@ import (
 	"encoding/json"
 	"testing"
 
-	"github.com/edge-orders/edge-orders/internal/wranglerdev"
+	"github.com/edge-orders/edge-orders/internal/devtools/wranglerdev"
 )
 
 // startWrapped serves the Worker in mode through test/wrapped/entry.mjs,

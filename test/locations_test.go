@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/edge-orders/edge-orders/internal/wranglerdev"
+	"github.com/edge-orders/edge-orders/internal/devtools/wranglerdev"
 )
 
 // Two locations: 30 keys, each sent by 16 concurrent requests, half to

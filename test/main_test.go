@@ -24,7 +24,7 @@ import (
 	"time"
 
 	"github.com/edge-orders/edge-orders/api/apitest"
-	"github.com/edge-orders/edge-orders/internal/wranglerdev"
+	"github.com/edge-orders/edge-orders/internal/devtools/wranglerdev"
 )
 
 // root is the repository, where wrangler.toml and node_modules live.

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/edge-orders/edge-orders/internal/wranglerdev"
+	"github.com/edge-orders/edge-orders/internal/devtools/wranglerdev"
 )
 
 // TestAuthenticatedClients runs the Worker with API tokens, as a secret in an

@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/edge-orders/edge-orders/internal/wranglerdev"
+	"github.com/edge-orders/edge-orders/internal/devtools/wranglerdev"
 )
 
 // step is what the fake OMS does with one call.

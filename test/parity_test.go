@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/edge-orders/edge-orders/internal/wranglerdev"
+	"github.com/edge-orders/edge-orders/internal/devtools/wranglerdev"
 )
 
 // TestParityWithJavaScriptInWorkerd sends the same tricky bodies to the Go

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/edge-orders/edge-orders/intake"
-	"github.com/edge-orders/edge-orders/internal/wranglerdev"
+	"github.com/edge-orders/edge-orders/internal/devtools/wranglerdev"
 )
 
 // settleWithin bounds the wait for the settler to store a final outcome

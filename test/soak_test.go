@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/edge-orders/edge-orders/internal/wranglerdev"
+	"github.com/edge-orders/edge-orders/internal/devtools/wranglerdev"
 )
 
 // soakConns is how many clients load the Worker at once during a soak.

@@ -6,11 +6,12 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/edge-orders/edge-orders/internal/wranglerdev"
+	"github.com/edge-orders/edge-orders/internal/devtools/wranglerdev"
 )
 
 // TestBridgeKeepsNothingPastItsRequest serves every kind of request, many
@@ -82,6 +83,48 @@ func TestBridgeKeepsNothingPastItsRequest(t *testing.T) {
 			// A value kept by one request in ten would be 40.
 			if grown := after.GoValues - before.GoValues; grown > 8 {
 				t.Errorf("the JavaScript values Go holds grew by %d over %d requests: the bridge leaks", grown, requests)
+			}
+		})
+	}
+}
+
+// TestBridgeKeepsNothingForRefusedOrders counts, as
+// TestBridgeKeepsNothingPastItsRequest does, over requests the rate limit
+// refuses (test/ratelimit: 3 new orders a minute), with replays and
+// lookups between them, in both modes.
+func TestBridgeKeepsNothingForRefusedOrders(t *testing.T) {
+	requireWorker(t)
+	t.Parallel()
+	for _, mode := range []string{"kv", "ledger"} {
+		t.Run(mode, func(t *testing.T) {
+			t.Parallel()
+			w := startWorker(t, mode, wrappedOptions(wranglerdev.Options{Config: filepath.Join("test", "ratelimit", "wrangler.toml")}))
+			base := newKey(t)
+			waitForAFreshMinute()
+			for i := range 3 {
+				w.post(t, fmt.Sprint(base, i), validOrder) // the budget
+			}
+			refused := func(n int) {
+				wantStatus(t, "a new order over the budget", w.post(t, fmt.Sprint(base, "-over-", n), validOrder), 429)
+				w.post(t, fmt.Sprint(base, 0), validOrder) // a replay, or a 429 if its order was refused too
+				w.lookup(t, fmt.Sprint(base, 0))
+			}
+			for n := range 5 {
+				refused(n)
+			}
+			before := w.settledStats(t)
+			const rounds = 25
+			for n := range rounds {
+				refused(10 + n)
+			}
+			after := w.settledStats(t)
+			t.Logf("%s mode, over %d requests: objects the bridge keeps for Go %d → %d; values in wasm_exec.js's table %d → %d",
+				mode, 3*rounds, before.HeldObjects, after.HeldObjects, before.GoValues, after.GoValues)
+			if after.HeldObjects != before.HeldObjects {
+				t.Errorf("the objects bridge.mjs keeps for Go went from %d to %d over %d requests", before.HeldObjects, after.HeldObjects, 3*rounds)
+			}
+			if grown := after.GoValues - before.GoValues; grown > 8 {
+				t.Errorf("the JavaScript values Go holds grew by %d over %d requests", grown, 3*rounds)
 			}
 		})
 	}
