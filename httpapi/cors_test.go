@@ -145,7 +145,11 @@ func TestPreflight(t *testing.T) {
 		{"an allowed origin's preflight is 204 on the open Worker", []string{deskOrigin}, false, preflightRequest(deskOrigin), 204, "", allowed, "preflight"},
 		{"the second of two allowed origins is allowed", []string{otherOrigin + "x", deskOrigin}, true, preflightRequest(deskOrigin), 204, "", allowed, "preflight"},
 		{"a preflight for a GET is answered alike", []string{deskOrigin}, true,
-			func() *http.Request { r := preflightRequest(deskOrigin); r.Header.Set("Access-Control-Request-Method", "GET"); return r }(), 204, "", allowed, "preflight"},
+			func() *http.Request {
+				r := preflightRequest(deskOrigin)
+				r.Header.Set("Access-Control-Request-Method", "GET")
+				return r
+			}(), 204, "", allowed, "preflight"},
 		{"another origin's preflight is 403 without CORS headers", []string{deskOrigin}, true, preflightRequest(otherOrigin), 403, notAllowed,
 			corsHeaders("", "", "Origin"), "origin_not_allowed"},
 		{"an origin that differs in case is another origin", []string{deskOrigin}, true, preflightRequest("https://Desk.example.com"), 403, notAllowed,

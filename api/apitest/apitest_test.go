@@ -240,13 +240,25 @@ func TestValidateResponseRejects(t *testing.T) {
 		{"preflight without Access-Control-Allow-Headers", "OPTIONS", 204, preflightHeader("Access-Control-Allow-Headers"), "", "Access-Control-Allow-Headers"},
 		{"preflight without Access-Control-Max-Age", "OPTIONS", 204, preflightHeader("Access-Control-Max-Age"), "", "Access-Control-Max-Age"},
 		{"preflight without Vary", "OPTIONS", 204, preflightHeader("Vary"), "", "Vary"},
-		{"preflight allowing PUT", "OPTIONS", 204, func() http.Header { h := preflightHeader(); h.Set("Access-Control-Allow-Methods", "GET, POST, PUT"); return h }(), "", "Access-Control-Allow-Methods"},
+		{"preflight allowing PUT", "OPTIONS", 204, func() http.Header {
+			h := preflightHeader()
+			h.Set("Access-Control-Allow-Methods", "GET, POST, PUT")
+			return h
+		}(), "", "Access-Control-Allow-Methods"},
 		{"preflight allowing every origin", "OPTIONS", 204, func() http.Header { h := preflightHeader(); h.Set("Access-Control-Allow-Origin", "*"); return h }(), "", "Access-Control-Allow-Origin"},
 		{"a 204 for a POST", "POST", 204, preflightHeader(), "", "status"},
 		{"a 403 for a POST", "POST", 403, problemHeader(), problem("origin_not_allowed", 403), "status"},
 		{"origin not allowed as a 400", "OPTIONS", 400, problemHeader(), problem("origin_not_allowed", 400), "status"},
-		{"receipt allowing every origin", "POST", 201, func() http.Header { h := readable(receiptHeader(false)); h.Set("Access-Control-Allow-Origin", "*"); return h }(), receipt, "Access-Control-Allow-Origin"},
-		{"receipt hiding Idempotent-Replay", "POST", 200, func() http.Header { h := readable(receiptHeader(true)); h.Set("Access-Control-Expose-Headers", "Retry-After"); return h }(), receipt, "Access-Control-Expose-Headers"},
+		{"receipt allowing every origin", "POST", 201, func() http.Header {
+			h := readable(receiptHeader(false))
+			h.Set("Access-Control-Allow-Origin", "*")
+			return h
+		}(), receipt, "Access-Control-Allow-Origin"},
+		{"receipt hiding Idempotent-Replay", "POST", 200, func() http.Header {
+			h := readable(receiptHeader(true))
+			h.Set("Access-Control-Expose-Headers", "Retry-After")
+			return h
+		}(), receipt, "Access-Control-Expose-Headers"},
 		{"receipt varying on another header", "POST", 201, func() http.Header { h := readable(receiptHeader(false)); h.Set("Vary", "Accept"); return h }(), receipt, "Vary"},
 		{"a 502 from a proxy", "POST", 502, http.Header{"Content-Type": {"text/html"}}, "<h1>Bad gateway</h1>", "status"},
 	}
