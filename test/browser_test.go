@@ -91,11 +91,18 @@ func servePages(t *testing.T) string {
 	for _, dir := range []string{"/examples/ticket/", "/clients/js/"} {
 		mux.Handle(dir, files)
 	}
+	return serveLoopback(t, mux)
+}
+
+// serveLoopback serves h on a free loopback port until t ends, and
+// returns its base URL.
+func serveLoopback(t *testing.T, h http.Handler) string {
+	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := &http.Server{Handler: mux}
+	srv := &http.Server{Handler: h}
 	go srv.Serve(l)
 	t.Cleanup(func() { srv.Close() })
 	return "http://" + l.Addr().String()

@@ -4,7 +4,6 @@ package e2e
 
 import (
 	"encoding/json"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -62,14 +61,7 @@ func omsControl(t *testing.T, oms *fakeOMS) string {
 		w.Header().Set("Content-Type", "application/json")
 		json.NewEncoder(w).Encode(map[string][]string{"orderIds": append([]string{}, ids...), "accepted": accepted})
 	})
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := &http.Server{Handler: mux}
-	go srv.Serve(l)
-	t.Cleanup(func() { srv.Close() })
-	return "http://" + l.Addr().String()
+	return serveLoopback(t, mux)
 }
 
 // nodeBinary is the Node.js that package.json installs (22), or the one on
