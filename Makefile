@@ -75,8 +75,9 @@ chaos: tools build
 # Several minutes of mixed load in each mode; prints statuses, p50/p99 per
 # minute and the Go instance's memory.
 SOAK_MINUTES ?= 4
+SOAK_CONNS ?= 8
 soak: tools build
-	EDGE_ORDERS_E2E=1 EDGE_ORDERS_SOAK_MINUTES=$(SOAK_MINUTES) \
+	EDGE_ORDERS_E2E=1 EDGE_ORDERS_SOAK_MINUTES=$(SOAK_MINUTES) EDGE_ORDERS_SOAK_CONNS=$(SOAK_CONNS) \
 		go test -count=1 -v -timeout 60m -run 'TestSoak' ./test
 
 clean:

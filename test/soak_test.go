@@ -17,8 +17,14 @@ import (
 	"github.com/edge-orders/edge-orders/internal/devtools/wranglerdev"
 )
 
-// soakConns is how many clients load the Worker at once during a soak.
-const soakConns = 8
+// soakConns is how many clients load the Worker at once during a soak:
+// EDGE_ORDERS_SOAK_CONNS (make soak SOAK_CONNS=32), 8 by default.
+var soakConns = func() int {
+	if n, err := strconv.Atoi(os.Getenv("EDGE_ORDERS_SOAK_CONNS")); err == nil && n > 0 {
+		return n
+	}
+	return 8
+}()
 
 // soakMinute is one minute of a soak's figures.
 type soakMinute struct {
