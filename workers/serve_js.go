@@ -31,28 +31,36 @@ func Serve(newHandler func(Env) Handler) {
 		}
 		go func() {
 			defer drop(req)
-			// The handler recovers its own panics; this catches the
-			// bridge's, which would otherwise end the Go instance that every
-			// request and Durable Object call of the isolate shares.
-			defer func() {
-				if p := recover(); p != nil {
-					if ph, ok := handler.(PanicHandler); ok {
-						respond(req, ph.ServePanic(p))
-						return
-					}
-					respond(req, &Response{Status: 500, Body: []byte("internal error")})
-				}
-			}()
-			respond(req, serve(handler, req, head))
+			after := &afterResponse{event: req}
+			respond(req, serveRecovered(handler, req, head, after))
+			after.run()
 		}()
 		return nil
 	}))
 	select {}
 }
 
+// serveRecovered runs one request through handler. The handler recovers
+// its own panics; this catches the bridge's, which would otherwise end the
+// Go instance that every request and Durable Object call of the isolate
+// shares.
+func serveRecovered(handler Handler, req Handle, head []byte, after *afterResponse) (resp *Response) {
+	defer func() {
+		if p := recover(); p != nil {
+			if ph, ok := handler.(PanicHandler); ok {
+				resp = ph.ServePanic(p)
+				return
+			}
+			resp = &Response{Status: 500, Body: []byte("internal error")}
+		}
+	}()
+	return serve(handler, req, head, after)
+}
+
 // serve runs one request through handler.
-func serve(handler Handler, req Handle, head []byte) *Response {
+func serve(handler Handler, req Handle, head []byte, after *afterResponse) *Response {
 	ctx := context.WithValue(context.Background(), executionContextKey{}, req)
+	ctx = context.WithValue(ctx, afterResponseKey{}, after)
 	f := ReadFields(head)
 	method, _, lines := f.Str(), f.Str(), f.Str()
 	return handler.ServeWorker(ctx, &Request{
@@ -124,27 +132,66 @@ type executionContextKey struct{}
 // WaitUntil runs task after the response is sent, keeping the Worker alive
 // until it finishes (ExecutionContext.waitUntil). Outside a Worker event,
 // or inside such a task, it runs task before returning.
+//
+// A request's tasks run one after another on the request's own goroutine,
+// once its response is sent, under one waitUntil: no goroutine per task.
+// Under TinyGo every goroutine is a 64 KB stack on a conservatively
+// scanned heap, and a goroutine per task grew it without bound in the
+// soak.
 func WaitUntil(ctx context.Context, task func(context.Context)) {
 	event, ok := ctx.Value(executionContextKey{}).(Handle)
 	if !ok || event == 0 {
 		task(ctx)
 		return
 	}
+	// The event is forgotten once it is served, so the task must not
+	// reach it: a WaitUntil inside runs inline.
+	taskCtx := context.WithValue(context.WithoutCancel(ctx), executionContextKey{}, Handle(0))
+	if after, ok := ctx.Value(afterResponseKey{}).(*afterResponse); ok && !after.started {
+		after.add(func() { task(taskCtx) })
+		return
+	}
 	done := Handle(jsBridge.Call("waitUntil", int(event)).Int())
 	go func() {
-		failure := ""
-		// A panicking task must not take down the Go instance that every
-		// request of the isolate shares.
-		defer func() {
-			if recover() != nil {
-				failure = "workers: panic in a task after the response"
-			}
-			finishTask(done, failure, "")
-		}()
-		// The event is forgotten once it is served, so the task must not
-		// reach it: a WaitUntil inside runs inline.
-		task(context.WithValue(context.WithoutCancel(ctx), executionContextKey{}, Handle(0)))
+		finishTask(done, runTask(func() error { task(taskCtx); return nil }), "")
 	}()
+}
+
+// afterResponseKey carries a request's afterResponse.
+type afterResponseKey struct{}
+
+// afterResponse is the work a request hands to WaitUntil, run once its
+// response is sent, on its goroutine.
+type afterResponse struct {
+	event   Handle
+	done    Handle // the waitUntil that keeps the Worker alive; 0 for none yet
+	tasks   []func()
+	started bool
+}
+
+// add queues task, and keeps the Worker alive for it from now on.
+func (a *afterResponse) add(task func()) {
+	if a.done == 0 {
+		a.done = Handle(jsBridge.Call("waitUntil", int(a.event)).Int())
+	}
+	a.tasks = append(a.tasks, task)
+}
+
+// run runs the queued tasks in order; a panicking task fails the
+// waitUntil, and the tasks after it still run.
+func (a *afterResponse) run() {
+	a.started = true
+	if a.done == 0 {
+		return
+	}
+	failure := ""
+	for _, task := range a.tasks {
+		if f := runTask(func() error { task(); return nil }); f != "" && failure == "" {
+			failure = "workers: panic in a task after the response"
+		}
+	}
+	a.tasks = nil
+	finishTask(a.done, failure, "")
 }
 
 // finishTask ends task: a waitUntil, or an event handed to Go whole, with
