@@ -74,10 +74,11 @@ type worker struct {
 	// service is the Worker's, over its Store; the ledger's alarm builds
 	// one over its own object instead.
 	service *intake.Service
-	// consumer settles KV mode's keys from the settle queue, and kvStore
-	// lists the overdue ones; nil in ledger mode.
+	// consumer settles KV mode's keys from the settle queue, and overdue
+	// lists those whose message was lost; nil in ledger mode, which
+	// settles by its own alarm.
 	consumer   *settlequeue.Consumer
-	kvStore    *kv.Store
+	overdue    settlequeue.Overdue
 	sweepGrace time.Duration
 }
 
@@ -124,8 +125,9 @@ func newWorker(env workers.Env) *worker {
 		w.opts.Limit = ratelimit.New(limiter).Allow
 	}
 	ns, hasKV := env.Binding(kvBinding)
+	var kvStore *kv.Store
 	if hasKV {
-		w.kvStore = kv.NewStore(kv.NewBinding(ns), nil)
+		kvStore = kv.NewStore(kv.NewBinding(ns), nil)
 	}
 	var store intake.Store
 	switch cfg.Storage {
@@ -139,17 +141,16 @@ func newWorker(env workers.Env) *worker {
 			if !hasKV {
 				return misconfigured(config.KVFallbackUntilVar + " is set but the " + kvBinding + " KV namespace binding is missing")
 			}
-			w.opts.Fallback, w.opts.FallbackUntil = w.kvStore, cfg.KVFallbackUntil
+			w.opts.Fallback, w.opts.FallbackUntil = kvStore, cfg.KVFallbackUntil
 		}
-		w.kvStore = nil // the ledger settles by its own alarm
 	default:
 		if !hasKV {
 			return misconfigured("the " + kvBinding + " KV namespace binding is missing; see wrangler.toml")
 		}
-		w.kvStore.ReleaseClaims = cfg.ReleaseClaims
-		store = w.kvStore
+		kvStore.ReleaseClaims = cfg.ReleaseClaims
+		store = kvStore
 		if queue, ok := env.Binding(settleQueueBinding); ok && w.opts.Gateway != nil {
-			w.consumer = &settlequeue.Consumer{Queue: workers.NewQueue(queue)}
+			w.consumer, w.overdue = &settlequeue.Consumer{Queue: workers.NewQueue(queue)}, kvStore
 			w.opts.Schedule = w.consumer.Schedule
 		}
 	}
@@ -192,10 +193,10 @@ func (w *worker) settleMessage(ctx context.Context, body []byte) error {
 // sweep settles KV mode's overdue keys: those whose settle message was
 // never sent.
 func (w *worker) sweep(ctx context.Context) error {
-	if w.consumer == nil || w.kvStore == nil {
+	if w.consumer == nil {
 		return nil
 	}
-	n, err := w.consumer.Sweep(ctx, w.kvStore, time.Now(), w.sweepGrace, sweepLimit)
+	n, err := w.consumer.Sweep(ctx, w.overdue, time.Now(), w.sweepGrace, sweepLimit)
 	if n > 0 || err != nil {
 		line := eventlog.Line{Outcome: "settle_sweep", Attempts: n}
 		if err != nil {

@@ -153,8 +153,8 @@ func (h *Handler) serve(ctx context.Context, r *workers.Request) (resp *workers.
 			return fail(bodyError(err))
 		}
 		// The open Worker's rate limit counts per caller address; a
-		// client's counts per client, and its request does not pay for
-		// the header read, a crossing into JavaScript.
+		// client's counts per client, and its request never reads the
+		// address.
 		var caller string
 		if key.Client == "" {
 			caller = r.Header.Get("CF-Connecting-IP")

@@ -227,6 +227,20 @@ func TestKVClaimCarriesItsOrderWhenTheOpenReleaseFails(t *testing.T) {
 	}
 }
 
+// migrating is a migration from KV to the ledger on a fake clock: the old
+// namespace keeps key "k" open with order id order-x for validBody, and the
+// ledger is empty.
+func migrating(t *testing.T) (*fakeClock, *kv.MemoryNamespace, *ledger.MemoryStore) {
+	t.Helper()
+	clock := &fakeClock{now: acceptedAt}
+	old := kv.NewMemoryNamespace()
+	old.Now = clock.Now
+	openInOldNamespace(t, old, clock.Now, key("k"), validBody, "order-x")
+	mem := ledger.NewMemoryStore()
+	mem.Now = clock.Now
+	return clock, old, mem
+}
+
 // openInOldNamespace leaves key open in a KV namespace with orderID for
 // the order in body, as KV mode does after an unknown outcome, before a
 // migration to the ledger.
@@ -257,13 +271,7 @@ func openInOldNamespace(t *testing.T, ns kv.Namespace, now func() time.Time, k i
 // never taken by a different order under the same key.
 func TestFallbackOrderIDIsNotAdoptedByAnotherOrder(t *testing.T) {
 	ctx := context.Background()
-	clock := &fakeClock{now: acceptedAt}
-	old := kv.NewMemoryNamespace()
-	old.Now = clock.Now
-	openInOldNamespace(t, old, clock.Now, key("k"), validBody, "order-x")
-
-	mem := ledger.NewMemoryStore()
-	mem.Now = clock.Now
+	clock, old, mem := migrating(t)
 	g := &gatewayDouble{}
 	svc := intake.New(mem, intake.Options{ResultTTL: config.DefaultResultTTL, PendingTTL: config.DefaultPendingTTL,
 		Gateway: g, Now: clock.Now, Fallback: kv.NewStore(old, clock.Now), FallbackUntil: acceptedAt.Add(time.Hour)})
@@ -285,13 +293,7 @@ func TestFallbackOrderIDIsNotAdoptedByAnotherOrder(t *testing.T) {
 // sends it again, not the ledger's own.
 func TestFallbackOrderIDReachesTheLedgerBeforeTheGateway(t *testing.T) {
 	ctx := context.Background()
-	clock := &fakeClock{now: acceptedAt}
-	old := kv.NewMemoryNamespace()
-	old.Now = clock.Now
-	openInOldNamespace(t, old, clock.Now, key("k"), validBody, "order-x")
-
-	mem := ledger.NewMemoryStore()
-	mem.Now = clock.Now
+	clock, old, mem := migrating(t)
 	g := &idRecorder{answer: func(n int, _ intake.Placement) error {
 		if n == 1 {
 			panic(isolateKilled{}) // nothing after the call runs: no release

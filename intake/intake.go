@@ -186,12 +186,8 @@ func (s *Service) keepUntil(acceptedAt time.Time) time.Time {
 	return acceptedAt.Add(s.opts.SettleMaxAge + s.opts.ResultTTL)
 }
 
-// release ends claim, reporting a failure to OnReleaseError. A claim left
-// behind blocks its key for the whole lease, and Release is idempotent for
-// its claim, so a failed release is tried once more. It ignores ctx's
-// cancellation: a request that is abandoned midway must still free its key.
-//
-// A claim that may have reached the gateway leaves the key Open, and due
+// release ends claim through ReleaseTwice, reporting a failure to
+// OnReleaseError. A claim that may have reached the gateway leaves the key Open, and due
 // for the settler: at claim.NextAttempt, or at once if no attempt set it.
 func (s *Service) release(ctx context.Context, key Key, claim Claim) {
 	if claim.Sent && !claim.Unresolved && claim.NextAttempt.IsZero() && s.settles && claim.Fingerprint != "" {
