@@ -103,7 +103,7 @@ type Problem struct {
 	OrderID string `json:"orderId"`
 	// Attempts is the "attempts" member, sent with outcome_unknown and
 	// outcome_unresolved: how many of the Worker's calls to the
-	// order-management system for the order ended without an answer.
+	// order-management system for the order ended without an answer stored.
 	Attempts int `json:"attempts"`
 	// NextAttemptAt is the "nextAttemptAt" member, sent with
 	// outcome_unknown when the Worker knows it: when it calls the

@@ -28,7 +28,7 @@ type Line struct {
 	// during I/O, so this is mostly storage time.
 	Millis int64
 	// Attempts is how many gateway calls for the order ended without an
-	// answer, on the settler's lines.
+	// answer stored, on the settler's lines.
 	Attempts int
 	// Alert marks a line someone must act on, such as an order the settler
 	// gave up on: it is written with "level":"error", which Workers Logs

@@ -1,6 +1,9 @@
 package intake
 
-import "context"
+import (
+	"context"
+	"errors"
+)
 
 // Fallback is a read-only source of receipts stored before a migration.
 type Fallback interface {
@@ -37,6 +40,9 @@ func (s *Service) adopt(ctx context.Context, sub *submission, claim *Claim) (out
 	}
 	result := Result{Body: rec.Body, Rejected: rec.Rejected, Fingerprint: rec.Fingerprint, TTL: s.opts.ResultTTL}
 	if err := s.commit(ctx, sub.key, *claim, result, s.opts.Now()); err != nil {
+		if !errors.Is(err, ErrInProgress) {
+			s.release(ctx, sub.key, *claim)
+		}
 		return Outcome{}, true, err
 	}
 	out, err = s.replay(rec, sub)

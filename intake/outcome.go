@@ -41,7 +41,7 @@ func (r *Rejection) Is(target error) bool { return target == ErrRejected }
 // settler gave up.
 type Unsettled struct {
 	OrderID string
-	// Attempts is how many gateway calls ended without an answer.
+	// Attempts is how many gateway calls ended without an answer stored.
 	Attempts int
 	// NextAttempt is when the settler calls again; zero when it is not
 	// known (a Store that does not say) or the key is Unresolved.

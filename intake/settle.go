@@ -7,7 +7,7 @@ import (
 )
 
 // The settler's backoff: capped and exponential, from the first attempt
-// that ended without an answer.
+// that ended without an answer stored.
 const (
 	FirstSettleDelay = time.Second
 	MaxSettleDelay   = 5 * time.Minute
@@ -34,7 +34,7 @@ type Settlement struct {
 	// backoff, or once the claim that holds the key now ends.
 	NextAttempt time.Time
 	// Attempts is how many gateway calls for the key ended without an
-	// answer so far.
+	// answer stored so far.
 	Attempts int
 }
 
@@ -73,7 +73,14 @@ func (s *Service) Settle(ctx context.Context, key Key) (Settlement, error) {
 	case err != nil:
 		return Settlement{}, storageUnavailable(err)
 	case rec.State == Held:
-		return Settlement{NextAttempt: now.Add(s.opts.PendingTTL), Attempts: rec.Attempts}, nil
+		// Once the holder's lease ends, the key is Open again if its holder
+		// died; a Store that cannot say when (the reference's claim) has it
+		// end a whole lease from now at the latest.
+		next := rec.NextAttempt
+		if !next.After(now) {
+			next = now.Add(s.opts.PendingTTL)
+		}
+		return Settlement{NextAttempt: next, Attempts: rec.Attempts}, nil
 	case rec.State == Open:
 		return Settlement{Final: true, Unresolved: rec.Unresolved, Attempts: rec.Attempts}, nil
 	case rec.State != Claimed:

@@ -408,7 +408,7 @@ func TestSettleLeavesKeysWithNothingUnknownAlone(t *testing.T) {
 
 // TestSettleWaitsForAClientHoldingTheKey: a key a client's retry holds on
 // another instance is not settled: Settle calls no gateway and says when
-// to come back, once the claim's lease is over.
+// to come back: when the claim's lease ends, not a whole lease from now.
 func TestSettleWaitsForAClientHoldingTheKey(t *testing.T) {
 	ctx := context.Background()
 	forEachStore(t, intake.Options{}, func(t *testing.T, e *settleEnv) {
@@ -420,6 +420,7 @@ func TestSettleWaitsForAClientHoldingTheKey(t *testing.T) {
 			retried <- err
 		}()
 		<-entered
+		leaseEnd := e.clock.Now().Add(config.DefaultPendingTTL) // the retry claimed the key at this time
 		e.clock.Advance(intake.FirstSettleDelay)
 		st, err := e.service().Settle(ctx, deskKey)
 		calls := len(e.g.placements())
@@ -427,9 +428,9 @@ func TestSettleWaitsForAClientHoldingTheKey(t *testing.T) {
 		if err := <-retried; err != nil {
 			t.Errorf("the client's retry = %v, want its receipt", err)
 		}
-		if err != nil || st.Final || !st.NextAttempt.Equal(e.clock.Now().Add(config.DefaultPendingTTL)) {
+		if err != nil || st.Final || !st.NextAttempt.Equal(leaseEnd) {
 			t.Errorf("Settle while a client holds the key = %+v, %v; want not final, next at the lease's end %v",
-				st, err, e.clock.Now().Add(config.DefaultPendingTTL))
+				st, err, leaseEnd)
 		}
 		if calls != 2 {
 			t.Errorf("gateway calls during the client's = %d, want 2", calls)
@@ -631,4 +632,60 @@ func TestKVSettlerWhoseClaimWriteFailsReopensTheKey(t *testing.T) {
 		t.Fatalf("after the failed settle the key is %v with order %q, has order %v (%v); want Open with %s and its order",
 			rec.State, rec.OrderID, rec.HasOrder, err, id)
 	}
+}
+
+// commitFailing is a Store whose first Commit fails before it is made.
+type commitFailing struct {
+	intake.Store
+	failed bool
+}
+
+func (s *commitFailing) Commit(ctx context.Context, key intake.Key, c intake.Claim, r intake.Result) error {
+	if !s.failed {
+		s.failed = true
+		return errors.New("commit refused")
+	}
+	return s.Store.Commit(ctx, key, c, r)
+}
+
+// TestSettlerStoresAnAnswerThatWasNotStored: the OMS accepted the order
+// but its receipt could not be stored, and the client gives up. The order
+// is live at the OMS, so the key is left open as after an unknown outcome:
+// due for the settler, and Schedule told, which calls again with the same
+// order id and stores the receipt.
+func TestSettlerStoresAnAnswerThatWasNotStored(t *testing.T) {
+	ctx := context.Background()
+	forEachStore(t, intake.Options{}, func(t *testing.T, e *settleEnv) {
+		e.store = &commitFailing{Store: e.store}
+		var scheduled []time.Time
+		e.opts.Schedule = func(_ context.Context, key intake.Key, at time.Time) error {
+			if key != deskKey {
+				t.Errorf("Schedule(%v), want %v", key, deskKey)
+			}
+			scheduled = append(scheduled, at)
+			return nil
+		}
+		if _, err := e.service().Submit(ctx, deskKey, []byte(validBody), ""); !errors.Is(err, intake.ErrStorageUnavailable) {
+			t.Fatalf("Submit with the receipt's write failing = %v, want ErrStorageUnavailable", err)
+		}
+		if want := e.clock.Now().Add(intake.FirstSettleDelay); len(scheduled) != 1 || !scheduled[0].Equal(want) {
+			t.Fatalf("Schedule told %v, want once, for %v", scheduled, want)
+		}
+		e.clock.Advance(intake.FirstSettleDelay)
+		if due := e.due(t); len(due) != 1 || due[0] != deskKey {
+			t.Fatalf("due after the backoff: %v, want %v", due, deskKey)
+		}
+		if st, err := e.service().Settle(ctx, deskKey); err != nil || !st.Final {
+			t.Fatalf("Settle = %+v, %v; want Final", st, err)
+		}
+		calls := e.g.placements()
+		wantSamePlacement(t, calls)
+		if len(calls) != 2 {
+			t.Fatalf("gateway calls = %d, want 2: the client's and the settler's", len(calls))
+		}
+		out, err := e.service().Lookup(ctx, deskKey)
+		if err != nil || out.OrderID != calls[0].OrderID {
+			t.Fatalf("Lookup = %+v, %v; want the receipt for %s", out, err, calls[0].OrderID)
+		}
+	})
 }

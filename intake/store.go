@@ -71,7 +71,7 @@ type Record struct {
 	Order    order.Order
 	HasOrder bool
 	// Attempts counts the gateway calls for the key that ended without an
-	// answer; NextAttempt is when the settler is due to call again (zero
+	// answer stored; NextAttempt is when the settler is due to call again (zero
 	// when no call is due); Unresolved is true once the settler gave up
 	// (Options.SettleMaxAge). Set for Held, Open and a Claimed takeover.
 	Attempts    int
@@ -110,7 +110,7 @@ type Claim struct {
 	// OrderID: Release then keeps the order id and leaves the key Open.
 	Sent bool
 	// Attempts and NextAttempt are what Release stores with an Open key:
-	// the gateway calls that ended without an answer, and when the settler
+	// the gateway calls that ended without an answer stored, and when the settler
 	// is due to call again. Unresolved marks a key the settler gave up on.
 	Attempts    int
 	NextAttempt time.Time

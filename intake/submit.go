@@ -235,7 +235,9 @@ func takenOver(claim Claim, rec Record) Claim {
 // unknown outcome releases the claim with its order id kept, so a retry
 // may come at once and calls the gateway again with the same order id, and
 // the settler is due after a backoff (told to Options.Schedule unless the
-// settler itself is placing).
+// settler itself is placing). So does an answer that could not be stored:
+// the order may be live at the OMS, and nobody but the settler may ask
+// again.
 func (s *Service) place(ctx context.Context, key Key, claim Claim, bySettler bool) (Outcome, error) {
 	receipt := order.Receipt{OrderID: claim.OrderID, Status: order.StatusAccepted, Order: claim.Order, AcceptedAt: claim.AcceptedAt}
 	claim.Sent = true
@@ -251,6 +253,9 @@ func (s *Service) place(ctx context.Context, key Key, claim Claim, bySettler boo
 	result := Result{Body: receipt.JSON(), Rejected: receipt.Status == order.StatusRejected,
 		Fingerprint: claim.Fingerprint, TTL: s.opts.ResultTTL}
 	if err := s.commit(ctx, key, claim, result, s.opts.Now()); err != nil {
+		if !errors.Is(err, ErrInProgress) {
+			s.leaveOpen(ctx, key, claim, err, bySettler)
+		}
 		return Outcome{}, err
 	}
 	s.opened.forget(key.String())
@@ -261,7 +266,7 @@ func (s *Service) place(ctx context.Context, key Key, claim Claim, bySettler boo
 }
 
 // leaveOpen releases claim after a gateway call that ended without an
-// answer (cause): the key stays Open with its order id and one more
+// answer stored (cause): the key stays Open with its order id and one more
 // attempt, due for the settler after the backoff (told to
 // Options.Schedule the first time), and this instance remembers it.
 func (s *Service) leaveOpen(ctx context.Context, key Key, claim Claim, cause error, bySettler bool) *Unsettled {
@@ -291,15 +296,15 @@ func (s *Service) leaveOpen(ctx context.Context, key Key, claim Claim, cause err
 // commit stores result under claim and caches it as stored no later than
 // at (its expiry in the cache then comes no later than in storage).
 // ErrInProgress means another request took the key over after claim's
-// lease ran out: its outcome is the key's. Any other failure releases the
-// claim: without a stored outcome a retry places the order, under the same
-// order id once it may have reached the gateway.
+// lease ran out: its outcome is the key's. Any other failure wraps
+// ErrStorageUnavailable, and the caller releases the claim: without a
+// stored outcome a retry places the order, under the same order id once
+// it may have reached the gateway.
 func (s *Service) commit(ctx context.Context, key Key, claim Claim, result Result, at time.Time) error {
 	if err := s.store.Commit(ctx, key, claim, result); err != nil {
 		if errors.Is(err, ErrLostClaim) {
 			return ErrInProgress
 		}
-		s.release(ctx, key, claim)
 		return storageUnavailable(err)
 	}
 	s.receipts.put(key.String(), Record{State: Stored, Body: result.Body, Rejected: result.Rejected,

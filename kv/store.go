@@ -290,7 +290,7 @@ type metadata struct {
 	// no longer does.
 	leaseUntil time.Time
 	open       bool
-	// attempts counts the gateway calls without an answer; due is when
+	// attempts counts the gateway calls without an answer stored; due is when
 	// the settler is next due (zero: never); unresolved marks a key the
 	// settler gave up on.
 	attempts   int

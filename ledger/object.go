@@ -38,7 +38,7 @@ type row struct {
 	// written before claims had leases of their own, whose claims hold
 	// until the row expires.
 	leaseUntil time.Time
-	// attempts counts the gateway calls without an answer; due is when
+	// attempts counts the gateway calls without an answer stored; due is when
 	// the settler is due for the key (zero: never): the lease's end for a
 	// claim, whose holder may die, and the backoff's end for an open key.
 	// The row is the settler's outbox: written in the claim's own step,

@@ -67,6 +67,7 @@ type fakeOMS struct {
 	mostInCall map[string]int
 	// via counts the calls that came through a service binding (X-Via).
 	via     map[string]int
+	faulted map[string]int    // symbol → its calls that failed or got no answer
 	acted   map[string]int    // order id → the status it was given for good
 	scripts map[string][]step // symbol → the steps of its next calls; then accept
 	gates   map[string]chan struct{}
@@ -79,7 +80,7 @@ func startFakeOMS() (*fakeOMS, error) {
 	if err != nil {
 		return nil, err
 	}
-	f := &fakeOMS{URL: "http://" + l.Addr().String() + "/orders", calls: map[string][]string{}, acted: map[string]int{}, via: map[string]int{},
+	f := &fakeOMS{URL: "http://" + l.Addr().String() + "/orders", calls: map[string][]string{}, acted: map[string]int{}, via: map[string]int{}, faulted: map[string]int{},
 		at: map[string][]time.Time{}, inCall: map[string]int{}, mostInCall: map[string]int{},
 		scripts: map[string][]step{}, gates: map[string]chan struct{}{}, arrived: map[string]chan struct{}{}}
 	f.srv = &http.Server{Handler: http.HandlerFunc(f.serve)}
@@ -166,6 +167,14 @@ func (f *fakeOMS) accepted(orderID string) bool {
 	return f.acted[orderID] == http.StatusCreated
 }
 
+// faults is how many calls for symbol failed or got no answer, scripted or
+// by chaos.
+func (f *fakeOMS) faults(symbol string) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.faulted[symbol]
+}
+
 // viaBinding is how many calls for symbol came through a service binding.
 func (f *fakeOMS) viaBinding(symbol string) int {
 	f.mu.Lock()
@@ -210,6 +219,9 @@ func (f *fakeOMS) serve(w http.ResponseWriter, r *http.Request) {
 		s, f.scripts[p.Symbol] = steps[0], steps[1:]
 	} else if f.chaos > 0 && rand.Float64() < f.chaos {
 		s = []step{failBefore, failAfter, hang, drop}[rand.IntN(4)]
+	}
+	if s == failBefore || s == failAfter || s == hang || s == drop {
+		f.faulted[p.Symbol]++
 	}
 	gate, arrived := f.gates[p.Symbol], f.arrived[p.Symbol]
 	f.mu.Unlock()

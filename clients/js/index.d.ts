@@ -50,7 +50,7 @@ export interface Problem {
   retryAfter?: number;
   /** With order_rejected, outcome_unknown and outcome_unresolved. */
   orderId?: string;
-  /** With outcome_unknown and outcome_unresolved: the Worker's calls to the OMS that ended without an answer. */
+  /** With outcome_unknown and outcome_unresolved: the Worker's calls to the OMS that ended without an answer stored. */
   attempts?: number;
   /** With outcome_unknown, when known: when the Worker calls the OMS next. */
   nextAttemptAt?: string;
@@ -173,7 +173,7 @@ export declare class UnexpectedResponseError extends EdgeOrdersError {}
 /** outcome_unknown when the call ended: the Worker is settling the order with the OMS. Keep the key. */
 export declare class OutcomeUnknownError extends EdgeOrdersError {
   readonly orderId: string;
-  /** The Worker's calls to the OMS for the order that ended without an answer. */
+  /** The Worker's calls to the OMS for the order that ended without an answer stored. */
   readonly omsAttempts: number;
   /** When the Worker calls the OMS next, or null. */
   readonly nextAttemptAt: Date | null;
