@@ -20,7 +20,14 @@ type receiptCache struct {
 	mu      sync.Mutex
 	max     int
 	entries map[string]cachedReceipt
-	order   []string // insertion order, for eviction
+	// order is a ring of the keys in the order they were put, oldest at
+	// head, for eviction: allocated once, so that a busy cache never asks
+	// the heap for a larger array. Under TinyGo, whose heap stays
+	// fragmented by what stale words pin, one such request grew a busy
+	// instance's memory from 16 to 32 MB.
+	order []string
+	head  int
+	count int
 	// bytes is what the entries' keys, bodies and fingerprints take;
 	// eviction keeps it within maxCachedBytes, so that the cache costs
 	// what its bytes cost whatever the receipts' size.
@@ -51,7 +58,7 @@ type cachedReceipt struct {
 }
 
 func newReceiptCache(max int) *receiptCache {
-	return &receiptCache{max: max, entries: make(map[string]cachedReceipt, max)}
+	return &receiptCache{max: max, entries: make(map[string]cachedReceipt, max), order: make([]string, max)}
 }
 
 // get returns key's receipt if it is cached and not expired at now.
@@ -84,16 +91,27 @@ func (c *receiptCache) put(key string, rec Record, now time.Time) {
 	if old, ok := c.entries[key]; ok {
 		c.bytes -= old.size(key)
 	} else {
-		c.order = append(c.order, key)
+		if c.count == c.max {
+			c.evictOldest()
+		}
+		c.order[(c.head+c.count)%c.max] = key
+		c.count++
 	}
 	c.entries[key] = entry
 	c.bytes += entry.size(key)
-	for len(c.order) > 0 && (len(c.order) > c.max || c.bytes > maxCachedBytes) {
-		oldest := c.order[0]
-		c.order = c.order[1:]
-		if e, ok := c.entries[oldest]; ok {
-			c.bytes -= e.size(oldest)
-			delete(c.entries, oldest)
-		}
+	for c.count > 0 && c.bytes > maxCachedBytes {
+		c.evictOldest()
+	}
+}
+
+// evictOldest forgets the entry put first.
+func (c *receiptCache) evictOldest() {
+	oldest := c.order[c.head]
+	c.order[c.head] = ""
+	c.head = (c.head + 1) % c.max
+	c.count--
+	if e, ok := c.entries[oldest]; ok {
+		c.bytes -= e.size(oldest)
+		delete(c.entries, oldest)
 	}
 }

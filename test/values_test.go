@@ -176,10 +176,10 @@ func (w *target) settledStats(t *testing.T) wrappedStats {
 
 // TestCrossingsPerRequest counts the calls between Go and JavaScript that
 // each kind of request makes (test/wrapped counts them at their source:
-// wasm_exec.js's _resume for every call into Go, its syscall/js imports
-// for every call out), and holds them to the bridge's design: one call in
-// with the request, one per binding call as it settles, and nothing more.
-// Under TinyGo each call into Go costs a goroutine with a 64 KB stack.
+// wasm_exec.js's _resume, or under TinyGo the bridge's _enter, for every
+// call into Go, its syscall/js imports for every call out), and holds them
+// to the bridge's design: one call in with the request, one per binding
+// call as it settles, and nothing more.
 func TestCrossingsPerRequest(t *testing.T) {
 	requireWorker(t)
 	g := startGateway(t)

@@ -28,15 +28,15 @@ var alarmHandlers = map[string]AlarmHandler{}
 // with nothing, or with the failure's message.
 func ExportAlarm(class string, handle AlarmHandler) {
 	if len(alarmHandlers) == 0 {
-		js.Global().Set(alarmGlobal, js.FuncOf(startAlarm))
+		js.Global().Set(alarmGlobal, goFunc(startAlarm))
 	}
 	alarmHandlers[class] = handle
 }
 
-func startAlarm(_ js.Value, args []js.Value) any {
-	alarm := Handle(args[0].Int())
-	class := ReadFields(receive(args[1].Int())).Str()
-	go func() {
+func startAlarm(alarmHandle, frameLength, _ int) int {
+	alarm := Handle(alarmHandle)
+	class := ReadFields(receive(frameLength)).Str()
+	goroutines.run(func() {
 		failure := runTask(func() error {
 			handle, ok := alarmHandlers[class]
 			if !ok {
@@ -45,8 +45,8 @@ func startAlarm(_ js.Value, args []js.Value) any {
 			return handle(context.Background(), State{alarm}, EnvOf(alarm))
 		})
 		finishTask(alarm, failure, "")
-	}()
-	return nil
+	})
+	return 0
 }
 
 type errNoAlarm string

@@ -4,7 +4,6 @@ package workers
 
 import (
 	"context"
-	"runtime"
 	"sync"
 	"syscall/js"
 )
@@ -25,8 +24,14 @@ var (
 	bufferBytes = jsBuffer.Length()
 	// program is this Go program's number in the bridge: its settle
 	// function gets the answers of its binding calls.
-	program = jsBridge.Call("register", js.FuncOf(settle)).Int()
+	program = jsBridge.Call("register", goFunc(settle)).Int()
 )
+
+// entry is a function JavaScript calls, with up to three numbers (0 for
+// those it leaves out), and that answers one. It must not block: it runs
+// whole before JavaScript goes on, so work that waits starts a goroutine.
+// goFunc makes the JavaScript function, one way per compiler.
+type entry func(a, b, c int) int
 
 // Handle names an object JavaScript keeps for Go: a binding, a request, an
 // environment, a Durable Object's state. Zero names none.
@@ -123,13 +128,14 @@ func Call(ctx context.Context, op string, frame Frame, handles ...Handle) ([]byt
 
 // settle is the program's settle function: (call, ok, length), with the
 // answer's frame in the buffer, copied here, in the turn that wrote it.
-func settle(_ js.Value, args []js.Value) any {
-	id, ok, n := uint64(args[0].Int()), args[1].Int() == 1, args[2].Int()
+// Its channel is buffered, so it wakes the call's goroutine without
+// blocking.
+func settle(id, ok, n int) int {
 	frame := receive(n)
 	if ch, waiting := waiters.take(id); waiting {
-		ch <- settlement{frame: frame, ok: ok}
+		ch <- settlement{frame: frame, ok: ok == 1}
 	}
-	return nil
+	return 0
 }
 
 // settlement is how a binding call settled.
@@ -141,25 +147,35 @@ type settlement struct {
 // waiterSet holds the channel of every call in progress, by id.
 type waiterSet struct {
 	mu   sync.Mutex
-	next uint64
-	m    map[uint64]chan settlement
+	next int
+	m    map[int]chan settlement
 }
 
-var waiters = waiterSet{m: make(map[uint64]chan settlement)}
+var waiters = waiterSet{m: make(map[int]chan settlement)}
+
+// maxWaiterID keeps ids within a signed 32-bit number, which is how they
+// cross into Go under TinyGo; they wrap past it, skipping any id a call
+// still holds.
+const maxWaiterID = 1<<31 - 1
 
 // add registers a new waiter. Its channel is buffered, so settling never
 // blocks.
-func (w *waiterSet) add() (uint64, chan settlement) {
+func (w *waiterSet) add() (int, chan settlement) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	w.next++
+	for {
+		w.next = w.next%maxWaiterID + 1
+		if _, taken := w.m[w.next]; !taken {
+			break
+		}
+	}
 	ch := make(chan settlement, 1)
 	w.m[w.next] = ch
 	return w.next, ch
 }
 
 // take removes waiter id and returns its channel, if it is still there.
-func (w *waiterSet) take(id uint64) (chan settlement, bool) {
+func (w *waiterSet) take(id int) (chan settlement, bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	ch, ok := w.m[id]
@@ -186,11 +202,8 @@ func HeldObjects() int { return jsBridge.Call("heldObjects").Int() }
 const collectGlobal = "__goCollect"
 
 func init() {
-	js.Global().Set(collectGlobal, js.FuncOf(func(js.Value, []js.Value) any {
-		for range 2 {
-			runtime.GC()
-			runtime.Gosched() // the finalizers run on a goroutine of their own
-		}
-		return nil
+	js.Global().Set(collectGlobal, goFunc(func(_, _, _ int) int {
+		collect()
+		return 0
 	}))
 }

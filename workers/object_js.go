@@ -32,16 +32,16 @@ var objectClasses = map[string]ObjectMethod{}
 // thrown error.
 func ExportObject(class string, serve ObjectMethod) {
 	if len(objectClasses) == 0 {
-		js.Global().Set(objectGlobal, js.FuncOf(callObject))
+		js.Global().Set(objectGlobal, goFunc(callObject))
 	}
 	objectClasses[class] = serve
 }
 
 // callObject runs one method call, and answers the length of its result's
 // frame in the buffer, or -1 - the length of its error's.
-func callObject(_ js.Value, args []js.Value) any {
-	state := State{Handle(args[0].Int())}
-	f := ReadFields(receive(args[1].Int()))
+func callObject(stateHandle, frameLength, _ int) int {
+	state := State{Handle(stateHandle)}
+	f := ReadFields(receive(frameLength))
 	class, method, arg := f.Str(), f.Str(), f.Bytes()
 	result, err := serveObjectCall(class, method, state, arg)
 	if err != nil {

@@ -40,15 +40,15 @@ type QueueHandler func(ctx context.Context, env Env, body []byte) error
 // done}) and calls the published function with (event, length of the
 // body's frame); done then acknowledges or retries the message.
 func ServeQueue(handle QueueHandler, retryDelay time.Duration) {
-	js.Global().Set(queueGlobal, js.FuncOf(func(_ js.Value, args []js.Value) any {
-		event := Handle(args[0].Int())
-		body := ReadFields(receive(args[1].Int())).Bytes()
-		go func() {
+	js.Global().Set(queueGlobal, goFunc(func(eventHandle, frameLength, _ int) int {
+		event := Handle(eventHandle)
+		body := ReadFields(receive(frameLength)).Bytes()
+		goroutines.run(func() {
 			ctx := context.WithValue(context.Background(), executionContextKey{}, event)
 			failure := runTask(func() error { return handle(ctx, EnvOf(event), body) })
 			finishTask(event, failure, strconv.Itoa(int(retryDelay/time.Second)))
-		}()
-		return nil
+		})
+		return 0
 	}))
 }
 
@@ -56,13 +56,13 @@ func ServeQueue(handle QueueHandler, retryDelay time.Duration) {
 // scheduled() holds the event ({env, ctx, done}) and calls the published
 // function with its number.
 func ServeScheduled(handle func(ctx context.Context, env Env) error) {
-	js.Global().Set(scheduledGlobal, js.FuncOf(func(_ js.Value, args []js.Value) any {
-		event := Handle(args[0].Int())
-		go func() {
+	js.Global().Set(scheduledGlobal, goFunc(func(eventHandle, _, _ int) int {
+		event := Handle(eventHandle)
+		goroutines.run(func() {
 			ctx := context.WithValue(context.Background(), executionContextKey{}, event)
 			finishTask(event, runTask(func() error { return handle(ctx, EnvOf(event)) }), "")
-		}()
-		return nil
+		})
+		return 0
 	}))
 }
 

@@ -23,19 +23,19 @@ const fetchGlobal = "__goFetch"
 // crossing into Go per request; the response is the one crossing out.
 func Serve(newHandler func(Env) Handler) {
 	var handler Handler
-	js.Global().Set(fetchGlobal, js.FuncOf(func(_ js.Value, args []js.Value) any {
-		req := Handle(args[0].Int())
-		head := receive(args[1].Int())
+	js.Global().Set(fetchGlobal, goFunc(func(request, headLength, _ int) int {
+		req := Handle(request)
+		head := receive(headLength)
 		if handler == nil {
 			handler = newHandler(EnvOf(req))
 		}
-		go func() {
+		goroutines.run(func() {
 			defer drop(req)
 			after := &afterResponse{event: req}
 			respond(req, serveRecovered(handler, req, head, after))
 			after.run()
-		}()
-		return nil
+		})
+		return 0
 	}))
 	select {}
 }
@@ -134,10 +134,8 @@ type executionContextKey struct{}
 // or inside such a task, it runs task before returning.
 //
 // A request's tasks run one after another on the request's own goroutine,
-// once its response is sent, under one waitUntil: no goroutine per task.
-// Under TinyGo every goroutine is a 64 KB stack on a conservatively
-// scanned heap, and a goroutine per task grew it without bound in the
-// soak.
+// once its response is sent, under one waitUntil: no goroutine per task
+// (see goroutinePool for what a goroutine costs under TinyGo).
 func WaitUntil(ctx context.Context, task func(context.Context)) {
 	event, ok := ctx.Value(executionContextKey{}).(Handle)
 	if !ok || event == 0 {
@@ -152,9 +150,9 @@ func WaitUntil(ctx context.Context, task func(context.Context)) {
 		return
 	}
 	done := Handle(jsBridge.Call("waitUntil", int(event)).Int())
-	go func() {
+	goroutines.run(func() {
 		finishTask(done, runTask(func() error { task(taskCtx); return nil }), "")
-	}()
+	})
 }
 
 // afterResponseKey carries a request's afterResponse.

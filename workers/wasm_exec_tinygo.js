@@ -35,3 +35,33 @@
     };
   };
 })();
+
+// Calls into Go through the export edge_orders_enter (workers/
+// entry_tinygo_js.go) instead of a js.FuncOf. TinyGo runs every js.FuncOf
+// call on a new goroutine whose stack it allocates on its heap and scans
+// conservatively; a stale word in one dead stack that points into another
+// keeps it alive, so with a goroutine per crossing the heap grew with load.
+// The export runs on the stack of its caller and starts no goroutine;
+// the scheduler then runs whatever it woke, as resume() would.
+(() => {
+  const run = Go.prototype.run;
+  Go.prototype.run = function (instance) {
+    // The program asks for its functions while it starts, inside run.
+    globalThis.__goExported = (entry) => (a = 0, b = 0, c = 0) => this._enter(entry, a, b, c);
+    return run.call(this, instance);
+  };
+  Go.prototype._enter = function (entry, a, b, c) {
+    if (this.exited) throw new Error("Go program has already exited");
+    if (this._entered) throw new Error("edge-orders: a call into Go from JavaScript that Go is calling");
+    this._entered = true;
+    try {
+      const exports = this._inst.exports;
+      const result = exports.edge_orders_enter(entry, a, b, c);
+      exports.go_scheduler();
+      return result;
+    } finally {
+      this._entered = false;
+      if (this.exited) this._resolveExitPromise();
+    }
+  };
+})();

@@ -54,8 +54,9 @@ WebAssembly.Instance = new Proxy(WebAssembly.Instance, {
 // values Go holds shows whether the bridge releases them: a table that
 // grows with every request is a leak (TinyGo 0.40 never finalizes one).
 // It also counts the crossings between Go and JavaScript: every call into
-// Go goes through the program's _resume, and every call out of Go is one
-// of wasm_exec.js's syscall/js imports.
+// Go goes through the program's _resume (or, under TinyGo, its _enter, see
+// workers/wasm_exec_tinygo.js), and every call out of Go is one of
+// wasm_exec.js's syscall/js imports.
 let goProgram;
 const crossings = { intoGo: 0, outOfGo: 0 };
 globalThis.Go = new Proxy(globalThis.Go, {
@@ -66,6 +67,13 @@ globalThis.Go = new Proxy(globalThis.Go, {
       crossings.intoGo++;
       return resume();
     };
+    if (goProgram._enter) {
+      const enter = goProgram._enter.bind(goProgram);
+      goProgram._enter = (...a) => {
+        crossings.intoGo++;
+        return enter(...a);
+      };
+    }
     const imports = goProgram.importObject.gojs ?? goProgram.importObject.go ?? {};
     for (const [name, f] of Object.entries(imports)) {
       if (!name.startsWith("syscall/js.") || name === "syscall/js.finalizeRef") continue;

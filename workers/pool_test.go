@@ -1,0 +1,65 @@
+package workers
+
+import (
+	"runtime"
+	"sync"
+	"testing"
+)
+
+func TestGoroutinePoolRunsEveryFunction(t *testing.T) {
+	p := newGoroutinePool(4)
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	ran := map[int]bool{}
+	for i := range 100 {
+		wg.Add(1)
+		p.run(func() {
+			defer wg.Done()
+			mu.Lock()
+			ran[i] = true
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	if got, want := len(ran), 100; got != want {
+		t.Errorf("ran %d functions, want %d", got, want)
+	}
+}
+
+func TestGoroutinePoolReusesWaitingGoroutines(t *testing.T) {
+	// One processor, so the pool's goroutine runs only when this one
+	// yields: it is waiting for work once idle counts it.
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	p := newGoroutinePool(2)
+	done := make(chan struct{})
+	for range 100 {
+		p.run(func() { done <- struct{}{} })
+		<-done
+		for p.idle.Load() == 0 {
+			runtime.Gosched()
+		}
+	}
+	if got, want := p.started.Load(), int32(1); got != want {
+		t.Errorf("100 functions run one after another started %d goroutines, want %d", got, want)
+	}
+}
+
+func TestGoroutinePoolKeepsAtMostMaxIdle(t *testing.T) {
+	const maxIdle = 3
+	p := newGoroutinePool(maxIdle)
+	base := runtime.NumGoroutine()
+	gate := make(chan struct{})
+	var started sync.WaitGroup
+	for range 10 {
+		started.Add(1)
+		p.run(func() { started.Done(); <-gate })
+	}
+	started.Wait()
+	close(gate)
+	for runtime.NumGoroutine() > base+maxIdle {
+		runtime.Gosched()
+	}
+	if got := p.idle.Load(); got > maxIdle {
+		t.Errorf("%d goroutines idle, want at most %d", got, maxIdle)
+	}
+}
