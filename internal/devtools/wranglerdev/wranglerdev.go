@@ -63,7 +63,8 @@ type Server struct {
 	err  error
 }
 
-// Start runs `wrangler dev` and waits until the Worker answers HTTP.
+// Start runs `wrangler dev` and waits until the Worker answers HTTP. A
+// start that lost a port to another process is made again on fresh ports.
 func Start(ctx context.Context, opts Options) (*Server, error) {
 	if opts.Config == "" {
 		opts.Config = "wrangler.toml"
@@ -78,6 +79,25 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 		}
 		opts.StateDir = dir
 	}
+	for attempt := 1; ; attempt++ {
+		s, err := start(ctx, opts)
+		if err == nil || attempt == startAttempts || !errors.Is(err, errPortTaken) {
+			return s, err
+		}
+	}
+}
+
+// startAttempts bounds the starts Start makes when a port is taken: besides
+// the two ports it chooses, wrangler and workerd choose some of their own
+// (the dev registry's direct sockets), and another process starting at the
+// same moment may bind one between its choice and its use.
+const startAttempts = 3
+
+// errPortTaken is a start that lost a port to another process.
+var errPortTaken = errors.New("wranglerdev: a port was taken by another process")
+
+// start makes one attempt at Start, on fresh ports.
+func start(ctx context.Context, opts Options) (*Server, error) {
 	port, err := freePort()
 	if err != nil {
 		return nil, err
@@ -130,6 +150,9 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 	}()
 	if err := s.waitReady(ctx, opts.StartTimeout); err != nil {
 		s.Stop()
+		if strings.Contains(s.Logs(), "Address already in use") {
+			err = fmt.Errorf("%w: %w", errPortTaken, err)
+		}
 		return nil, fmt.Errorf("%w\n--- wrangler output ---\n%s", err, s.Logs())
 	}
 	return s, nil
@@ -168,7 +191,7 @@ func (s *Server) waitReady(ctx context.Context, timeout time.Duration) error {
 			if strings.Contains(s.Logs(), "Ready on "+s.URL) {
 				return nil
 			}
-			return fmt.Errorf("wranglerdev: %s answers, but this wrangler dev does not say it serves there", s.URL)
+			return fmt.Errorf("%w: %s answers, but this wrangler dev does not say it serves there", errPortTaken, s.URL)
 		}
 		select {
 		case <-s.done:
