@@ -36,15 +36,12 @@ func ExportAlarm(class string, handle AlarmHandler) {
 func startAlarm(alarmHandle, frameLength, _ int) int {
 	alarm := Handle(alarmHandle)
 	class := ReadFields(receive(frameLength)).Str()
-	goroutines.run(func() {
-		failure := runTask(func() error {
-			handle, ok := alarmHandlers[class]
-			if !ok {
-				return errNoAlarm(class)
-			}
-			return handle(context.Background(), State{alarm}, EnvOf(alarm))
-		})
-		finishTask(alarm, failure, "")
+	runEvent(alarm, "", func() error {
+		handle, ok := alarmHandlers[class]
+		if !ok {
+			return errNoAlarm(class)
+		}
+		return handle(context.Background(), State{alarm}, EnvOf(alarm))
 	})
 	return 0
 }

@@ -4,6 +4,7 @@ import (
 	"runtime"
 	"sync"
 	"testing"
+	"time"
 )
 
 func TestGoroutinePoolRunsEveryFunction(t *testing.T) {
@@ -56,8 +57,13 @@ func TestGoroutinePoolKeepsAtMostMaxIdle(t *testing.T) {
 	}
 	started.Wait()
 	close(gate)
-	for runtime.NumGoroutine() > base+maxIdle {
+	// The seven goroutines past maxIdle end once their function returns:
+	// wait for them, for a bounded time.
+	for deadline := time.Now().Add(5 * time.Second); runtime.NumGoroutine() > base+maxIdle && time.Now().Before(deadline); {
 		runtime.Gosched()
+	}
+	if got, want := runtime.NumGoroutine(), base+maxIdle; got > want {
+		t.Errorf("%d goroutines after the functions returned, want at most %d", got, want)
 	}
 	if got := p.idle.Load(); got > maxIdle {
 		t.Errorf("%d goroutines idle, want at most %d", got, maxIdle)

@@ -43,11 +43,8 @@ func ServeQueue(handle QueueHandler, retryDelay time.Duration) {
 	js.Global().Set(queueGlobal, goFunc(func(eventHandle, frameLength, _ int) int {
 		event := Handle(eventHandle)
 		body := ReadFields(receive(frameLength)).Bytes()
-		goroutines.run(func() {
-			ctx := context.WithValue(context.Background(), executionContextKey{}, event)
-			failure := runTask(func() error { return handle(ctx, EnvOf(event), body) })
-			finishTask(event, failure, strconv.Itoa(int(retryDelay/time.Second)))
-		})
+		ctx := context.WithValue(context.Background(), executionContextKey{}, event)
+		runEvent(event, strconv.Itoa(int(retryDelay/time.Second)), func() error { return handle(ctx, EnvOf(event), body) })
 		return 0
 	}))
 }
@@ -58,10 +55,8 @@ func ServeQueue(handle QueueHandler, retryDelay time.Duration) {
 func ServeScheduled(handle func(ctx context.Context, env Env) error) {
 	js.Global().Set(scheduledGlobal, goFunc(func(eventHandle, _, _ int) int {
 		event := Handle(eventHandle)
-		goroutines.run(func() {
-			ctx := context.WithValue(context.Background(), executionContextKey{}, event)
-			finishTask(event, runTask(func() error { return handle(ctx, EnvOf(event)) }), "")
-		})
+		ctx := context.WithValue(context.Background(), executionContextKey{}, event)
+		runEvent(event, "", func() error { return handle(ctx, EnvOf(event)) })
 		return 0
 	}))
 }

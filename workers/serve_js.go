@@ -150,9 +150,7 @@ func WaitUntil(ctx context.Context, task func(context.Context)) {
 		return
 	}
 	done := Handle(jsBridge.Call("waitUntil", int(event)).Int())
-	goroutines.run(func() {
-		finishTask(done, runTask(func() error { task(taskCtx); return nil }), "")
-	})
+	runEvent(done, "", func() error { task(taskCtx); return nil })
 }
 
 // afterResponseKey carries a request's afterResponse.
@@ -190,6 +188,12 @@ func (a *afterResponse) run() {
 	}
 	a.tasks = nil
 	finishTask(a.done, failure, "")
+}
+
+// runEvent runs fn on a goroutine of the pool, then ends task (finishTask)
+// with fn's failure, a panic included, and detail.
+func runEvent(task Handle, detail string, fn func() error) {
+	goroutines.run(func() { finishTask(task, runTask(fn), detail) })
 }
 
 // finishTask ends task: a waitUntil, or an event handed to Go whole, with
