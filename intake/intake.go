@@ -90,8 +90,8 @@ type Options struct {
 	FallbackUntil time.Time
 	// Now is the clock stamped on receipts.
 	Now func() time.Time
-	// NewID mints claim tokens and order ids: random and unique, such as
-	// UUIDs. Nil uses crypto/rand.
+	// NewID mints claim tokens: random and unique, such as UUIDs. Nil
+	// uses math/rand/v2. Order ids are derived (OrderIDFor).
 	NewID func() string
 	// Sleep waits between polls. The Worker passes workers.Sleep; nil uses a
 	// Go timer.

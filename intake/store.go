@@ -115,6 +115,14 @@ type Claim struct {
 	Attempts    int
 	NextAttempt time.Time
 	Unresolved  bool
+	// Tentative marks a claim whose order id is not yet the key's: one
+	// taken while a migration's Fallback may still hold the key's order id.
+	// If it ends without Commit or Release (its holder died, or its release
+	// failed), the key is free again and nothing is due for the settler,
+	// since its order never reached the gateway under it. Begin with the
+	// same token and Tentative false makes it firm; only the ledger, which
+	// has a Fallback, tells the two apart.
+	Tentative bool
 	// Settling marks the settler's claim: Begin takes over an Open key that
 	// is not Unresolved, and otherwise returns what it found, claiming
 	// nothing (an Absent key stays absent).
@@ -195,12 +203,17 @@ type Lifecycle struct {
 	// replaces the claim, as the ledger's does, leaves it off; so does KV
 	// when its claims are left to expire with their lease.
 	ReleaseAfterCommit bool
+	// Tentative says the Store keeps a tentative claim (Claim.Tentative)
+	// apart from a firm one, and makes it firm on a Begin with the same
+	// token: the ledger. The Service then claims tentatively while a
+	// Fallback may hold the key's order id.
+	Tentative bool
 }
 
 // Placement is an order as the gateway receives it: the same for every
 // call made for one key, the settler's included.
 type Placement struct {
-	// OrderID is minted once per key; the gateway dedupes by it.
+	// OrderID is the order's (OrderIDFor); the gateway dedupes by it.
 	OrderID string
 	// Client is the authenticated client's id, empty for the open Worker.
 	Client     string

@@ -142,6 +142,10 @@ func (s *Service) attempt(ctx context.Context, sub *submission, now time.Time) (
 	if s.opts.Limit != nil && !limitLater && !claim.Sent {
 		claim.Admit = func(ctx context.Context) error { return s.admit(ctx, sub) }
 	}
+	// Until the Fallback has been asked, the Store's own order id is not
+	// the key's: the Fallback may hold another, which a request that dies
+	// now must not leave behind for the settler.
+	claim.Tentative = s.life.Tentative && s.fallback() && !claim.Sent
 	rec, err := s.store.Begin(ctx, sub.key, claim)
 	claim.Admit = nil
 	switch {
@@ -193,19 +197,42 @@ func (s *Service) attempt(ctx context.Context, sub *submission, now time.Time) (
 			return Outcome{}, err
 		}
 	}
+	if claim.Tentative {
+		if err := s.firm(ctx, sub.key, &claim); err != nil {
+			return Outcome{}, err
+		}
+	}
 	return s.place(ctx, sub.key, claim, false)
 }
 
-// newClaim is a new claim for sub at now: a fresh token, and the order id
-// and time minted now and stored with it, so every gateway call for the
-// key carries them. If this instance left the key open moments ago, the
-// claim keeps that order id instead, whatever a stale read of the Store
-// says, and another order under the key is ErrKeyReused.
+// firm makes a tentative claim the key's, before its order id may reach
+// the gateway: Begin again with its own token. If that fails the claim is
+// released, and a claim left tentative frees its key when its lease ends.
+func (s *Service) firm(ctx context.Context, key Key, claim *Claim) error {
+	claim.Tentative = false
+	rec, err := s.store.Begin(ctx, key, *claim)
+	switch {
+	case err != nil:
+		s.release(ctx, key, *claim)
+		return storageUnavailable(err)
+	case rec.State != Claimed:
+		return ErrInProgress // the lease ran out and another request took the key
+	}
+	return nil
+}
+
+// newClaim is a new claim for sub at now: a fresh token, the order's id
+// (OrderIDFor) and the time, stored with it, so every gateway call for
+// the key carries them. If this instance left the key open moments ago,
+// the claim keeps that claim's time and attempts too, whatever a stale
+// read of the Store says, and another order under the key is
+// ErrKeyReused.
 func (s *Service) newClaim(sub *submission, now time.Time) (Claim, error) {
-	claim := Claim{Token: s.opts.NewID(), OrderID: s.opts.NewID(), AcceptedAt: now,
-		Lease: s.opts.PendingTTL, KeepUntil: s.keepUntil(now)}
+	claim := Claim{Token: s.opts.NewID(), AcceptedAt: now, Lease: s.opts.PendingTTL, KeepUntil: s.keepUntil(now)}
 	if sub.parsed {
-		claim.Fingerprint, claim.Order = sub.fp, sub.order
+		claim.Fingerprint, claim.Order, claim.OrderID = sub.fp, sub.order, OrderIDFor(sub.key, sub.fp)
+	} else {
+		claim.OrderID = s.opts.NewID() // never sent: the body is not an order
 	}
 	if opened, ok := s.opened.get(sub.key.String(), now); ok {
 		if sub.parsed && opened.Fingerprint != "" && opened.Fingerprint != sub.fp {
@@ -220,7 +247,7 @@ func (s *Service) newClaim(sub *submission, now time.Time) (Claim, error) {
 // takenOver is claim once it holds an Open key rec: with the key's order
 // id, time, order and attempts, sent.
 func takenOver(claim Claim, rec Record) Claim {
-	claim.OrderID, claim.AcceptedAt, claim.Sent = rec.OrderID, rec.AcceptedAt, true
+	claim.OrderID, claim.AcceptedAt, claim.Sent, claim.Tentative = rec.OrderID, rec.AcceptedAt, true, false
 	claim.Attempts, claim.Unresolved = rec.Attempts, rec.Unresolved
 	if rec.Fingerprint != "" {
 		claim.Fingerprint = rec.Fingerprint

@@ -2,6 +2,7 @@ package kv_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -190,14 +191,15 @@ func TestOverdueListsOnlyKeysDueForTheSettler(t *testing.T) {
 	}
 }
 
-// TestOverdueSkipsAReceiptWhoseClaimIsLeftToExpire: with
-// KV_CLAIM_AFTER_RECEIPT=expire the claim outlives its lease beside the
-// receipt; the key's outcome is stored, so it is never due for the
-// settler. Listed, every sweep would settle it again until the claim
-// expires, and its sweepLimit would be spent on keys that need nothing.
-func TestOverdueSkipsAReceiptWhoseClaimIsLeftToExpire(t *testing.T) {
+// TestAClaimLeftBesideItsReceiptIsListedOnceAndDeleted: with
+// KV_CLAIM_AFTER_RECEIPT=expire (or a failed delete) the claim outlives
+// its lease beside the receipt. The sweep's listing reads nothing per key,
+// so it lists the claim; the settler's claim finds the outcome, deletes the
+// claim beside it, and the next sweep lists nothing: the sweep's limit is
+// not spent again on keys that need nothing.
+func TestAClaimLeftBesideItsReceiptIsListedOnceAndDeleted(t *testing.T) {
 	ctx := context.Background()
-	_, store, c := newSettleStore()
+	mem, store, c := newSettleStore()
 	k := intake.Key{Client: "desk-a", ID: "done"}
 	cl := claimFor(c, "done", order.Order{Symbol: "AAPL", Side: order.Buy, Quantity: 1})
 	if _, err := store.Begin(ctx, k, cl); err != nil {
@@ -207,15 +209,42 @@ func TestOverdueSkipsAReceiptWhoseClaimIsLeftToExpire(t *testing.T) {
 		t.Fatal(err)
 	}
 	c.now = c.now.Add(time.Hour)
-	if rec, err := store.Lookup(ctx, k); err != nil || rec.State != intake.Stored {
-		t.Fatalf("Lookup = %v, %v; want Stored", rec.State, err)
+	if got, err := store.Overdue(ctx, c.now, 100); err != nil || len(got) != 1 {
+		t.Fatalf("Overdue = %v, %v; want the claim past its lease", got, err)
 	}
-	got, err := store.Overdue(ctx, c.now, 100)
-	if err != nil {
+	rec, err := store.Begin(ctx, k, intake.Claim{Token: "settler", Lease: time.Minute, Settling: true})
+	if err != nil || rec.State != intake.Stored {
+		t.Fatalf("the settler's Begin = %v, %v; want Stored", rec.State, err)
+	}
+	if _, err := mem.Get(ctx, "pending:desk-a:done"); !errors.Is(err, kv.ErrNotFound) {
+		t.Fatalf("the claim beside the receipt: %v; want it deleted", err)
+	}
+	if got, err := store.Overdue(ctx, c.now, 100); err != nil || len(got) != 0 {
+		t.Errorf("Overdue after settling = %v, %v; want none", got, err)
+	}
+}
+
+// TestAReceiptOutlivesItsClaim: a receipt is kept as long as the claim
+// beside it can be, so a claim never outlives its receipt, whatever
+// becomes of the claim's delete.
+func TestAReceiptOutlivesItsClaim(t *testing.T) {
+	ctx := context.Background()
+	mem, store, c := newSettleStore()
+	k := intake.Key{Client: "desk-a", ID: "kept"}
+	cl := claimFor(c, "kept", order.Order{Symbol: "AAPL", Side: order.Buy, Quantity: 1})
+	if _, err := store.Begin(ctx, k, cl); err != nil {
 		t.Fatal(err)
 	}
-	if len(got) != 0 {
-		t.Errorf("Overdue = %v, want none: the key's receipt is stored", got)
+	if err := store.Commit(ctx, k, cl, intake.Result{Body: []byte(`{"orderId":"order-kept"}`), Fingerprint: cl.Fingerprint, TTL: time.Hour}); err != nil {
+		t.Fatal(err)
+	}
+	for _, after := range []time.Duration{time.Hour, 24 * time.Hour, cl.KeepUntil.Sub(c.now)} {
+		mem.Now = func() time.Time { return c.now.Add(after) }
+		_, claimErr := mem.Get(ctx, "pending:desk-a:kept")
+		_, receiptErr := mem.Get(ctx, "result:desk-a:kept")
+		if claimErr == nil && receiptErr != nil {
+			t.Fatalf("%s after the commit the claim is live and the receipt is %v; want the receipt kept as long as the claim", after, receiptErr)
+		}
 	}
 }
 

@@ -65,16 +65,22 @@ func (k *Store) Lifecycle() intake.Lifecycle {
 // two goroutines. A stored outcome wins over a claim.
 func (k *Store) Lookup(ctx context.Context, key intake.Key) (intake.Record, error) {
 	stored, pending, err := k.readBoth(ctx, key)
-	switch {
-	case err != nil:
+	if err != nil {
 		return intake.Record{}, err
+	}
+	return k.record(stored, pending), nil
+}
+
+// record is what a key's outcome and claim, nil when not found, say.
+func (k *Store) record(stored, pending *Entry) intake.Record {
+	switch {
 	case stored != nil:
 		m := decodeMetadata(stored.Metadata)
-		return intake.Record{State: intake.Stored, Body: []byte(stored.Value), Rejected: m.rejected, Fingerprint: m.fingerprint}, nil
+		return intake.Record{State: intake.Stored, Body: []byte(stored.Value), Rejected: m.rejected, Fingerprint: m.fingerprint}
 	case pending != nil:
-		return k.claimRecord(*pending), nil
+		return k.claimRecord(*pending)
 	}
-	return intake.Record{State: intake.Absent}, nil
+	return intake.Record{State: intake.Absent}
 }
 
 // readBoth reads result:<key> and pending:<key>, nil for one not found.
@@ -119,12 +125,12 @@ func (k *Store) readBoth(ctx context.Context, key intake.Key) (stored, pending *
 	switch {
 	case err != nil:
 		return nil, nil, err
-	case stored != nil:
-		return stored, nil, nil
+	case c.err != nil && stored != nil:
+		return stored, nil, nil // the outcome wins over the claim
 	case c.err != nil:
 		return nil, nil, c.err
 	}
-	return nil, c.e, nil
+	return stored, c.e, nil
 }
 
 // claimRecord reads a claim. The reference's, and one made without a
@@ -155,11 +161,22 @@ func (panicked) Error() string { return "panic in a KV lookup" }
 // gateway (c.KeepUntil), the claim also keeps its order id and order until
 // then, with the lease in its metadata. The settler's claim takes over an
 // Open key only.
+//
+// The settler's claim on a key whose outcome is stored deletes the claim
+// left beside it, if any (a failed delete, or ReleaseClaims false), so
+// that the sweep never lists it again.
 func (k *Store) Begin(ctx context.Context, key intake.Key, c intake.Claim) (intake.Record, error) {
-	rec, err := k.Lookup(ctx, key)
-	switch {
-	case err != nil:
+	stored, pending, err := k.readBoth(ctx, key)
+	if err != nil {
 		return intake.Record{}, err
+	}
+	if c.Settling && stored != nil && pending != nil {
+		if err := k.ns.Delete(ctx, pendingPrefix+key.String()); err != nil {
+			return intake.Record{}, errs.Prefix("deleting a claim past its outcome", err)
+		}
+	}
+	rec := k.record(stored, pending)
+	switch {
 	case rec.State == intake.Open && !(c.Settling && rec.Unresolved):
 		return k.takeOver(ctx, key, c, rec)
 	case rec.State != intake.Absent || c.Settling:
@@ -217,9 +234,7 @@ func (k *Store) putClaim(ctx context.Context, key intake.Key, c intake.Claim, op
 		return k.ns.Put(ctx, pendingPrefix+key.String(), e, PutOptions{TTL: c.Lease})
 	}
 	now := k.now()
-	// KV counts a TTL in whole seconds: rounded up, the key outlives
-	// KeepUntil rather than expire before it.
-	ttl := max(c.Lease, c.KeepUntil.Sub(now).Truncate(time.Second)+time.Second)
+	ttl := claimTTL(c, now)
 	m := metadata{fingerprint: c.Fingerprint, orderID: c.OrderID, acceptedAt: c.AcceptedAt, client: key.Client,
 		order: c.Order, hasOrder: c.Fingerprint != "", leaseUntil: now.Add(c.Lease), open: open,
 		attempts: c.Attempts, unresolved: c.Unresolved}
@@ -245,9 +260,26 @@ func (k *Store) putClaim(ctx context.Context, key intake.Key, c intake.Claim, op
 // reference stores it). From then on the outcome wins over the claim for
 // every reader; the Service deletes the claim after the response, as the
 // reference does, or leaves it to expire.
-func (k *Store) Commit(ctx context.Context, key intake.Key, _ intake.Claim, r intake.Result) error {
+//
+// The receipt is kept at least as long as c's claim can be (claimTTL): a
+// claim that outlived its receipt, left by a failed delete or by
+// ReleaseClaims false, would be listed as overdue once the receipt
+// expired, and the settler would call the gateway again for an order
+// whose outcome was stored, and report it unresolved past SETTLE_MAX_AGE.
+func (k *Store) Commit(ctx context.Context, key intake.Key, c intake.Claim, r intake.Result) error {
 	entry := Entry{Value: string(r.Body), Metadata: metadata{fingerprint: r.Fingerprint, rejected: r.Rejected}.encode()}
-	return k.ns.Put(ctx, resultPrefix+key.String(), entry, PutOptions{TTL: r.TTL})
+	return k.ns.Put(ctx, resultPrefix+key.String(), entry, PutOptions{TTL: max(r.TTL, claimTTL(c, k.now()))})
+}
+
+// claimTTL is the TTL putClaim gives c's claim when written at now: its
+// lease, or, once its order may reach a gateway, until c.KeepUntil.
+func claimTTL(c intake.Claim, now time.Time) time.Duration {
+	if c.KeepUntil.IsZero() {
+		return c.Lease
+	}
+	// KV counts a TTL in whole seconds: rounded up, the key outlives
+	// KeepUntil rather than expire before it.
+	return max(c.Lease, c.KeepUntil.Sub(now).Truncate(time.Second)+time.Second)
 }
 
 // Release implements intake.Store by deleting pending:<key>, or, once the
@@ -314,7 +346,10 @@ const (
 	dueMember         = "due"
 	rejectedValue     = "rejected"
 	openValue         = "open"
-	unresolvedValue   = "unresolved"
+	unresolvedValue   = "unresolved" // open, and given up on
+	// heldUnresolvedValue is a live claim on a key the settler gave up
+	// on: it holds the key like any claim until its lease ends.
+	heldUnresolvedValue = "unresolved-held"
 )
 
 // encode writes m as a JSON object with only the members that are set, in
@@ -365,8 +400,10 @@ func (m metadata) encode() []byte {
 		b = jsjson.AppendNumber(b, m.order.Quantity)
 	}
 	switch {
-	case m.unresolved:
+	case m.unresolved && m.open:
 		str(stateMember, unresolvedValue)
+	case m.unresolved:
+		str(stateMember, heldUnresolvedValue)
 	case m.open:
 		str(stateMember, openValue)
 	}
@@ -414,7 +451,7 @@ func decodeMetadata(b []byte) metadata {
 		client:      str(clientMember),
 		leaseUntil:  ms(leaseUntilMember),
 		open:        str(stateMember) == openValue || str(stateMember) == unresolvedValue,
-		unresolved:  str(stateMember) == unresolvedValue,
+		unresolved:  str(stateMember) == unresolvedValue || str(stateMember) == heldUnresolvedValue,
 		attempts:    int(num(attemptsMember)),
 		due:         ms(dueMember),
 	}
@@ -427,10 +464,14 @@ func decodeMetadata(b []byte) metadata {
 
 // Overdue returns up to limit keys whose settler was due before before:
 // open keys, and claims whose holder did not come back by the end of its
-// lease (one read each, to skip those whose receipt is stored). It lists
-// pending:<key> with its metadata, a page at a time, and needs a namespace
-// that lists (Lister). The list may lag behind writes, as KV's does: a key
-// is listed again on a later sweep.
+// lease. It costs its list pages and nothing per key: a claim past its
+// lease whose outcome was stored (its delete failed, or ReleaseClaims is
+// false) is listed too, and settling it finds the outcome and deletes the
+// claim (Begin). It reads at most maxSweepPages pages of pending:<key>,
+// from where the last call stopped (a cursor kept under sweepCursorKey),
+// so that one Cron Trigger's operations stay bounded however many claims
+// there are. It needs a namespace that lists (Lister). The list may lag
+// behind writes, as KV's does: a key is listed again on a later sweep.
 func (k *Store) Overdue(ctx context.Context, before time.Time, limit int) ([]intake.Key, error) {
 	lister, ok := k.ns.(Lister)
 	if !ok {
@@ -438,7 +479,10 @@ func (k *Store) Overdue(ctx context.Context, before time.Time, limit int) ([]int
 	}
 	var keys []intake.Key
 	cursor := ""
-	for {
+	if e, err := k.ns.Get(ctx, sweepCursorKey); err == nil {
+		cursor = e.Value
+	}
+	for range maxSweepPages {
 		page, next, err := lister.List(ctx, pendingPrefix, cursor, listPage)
 		if err != nil {
 			return keys, errs.Prefix("kv: list", err)
@@ -449,29 +493,45 @@ func (k *Store) Overdue(ctx context.Context, before time.Time, limit int) ([]int
 				continue
 			}
 			name := strings.TrimPrefix(l.Name, pendingPrefix)
-			if !m.open {
-				// A claim past its lease: its holder died, or, with
-				// KV_CLAIM_AFTER_RECEIPT=expire, stored the receipt and
-				// left the claim to expire, which only a read tells.
-				if _, err := k.ns.Get(ctx, resultPrefix+name); err == nil {
-					continue
-				}
-			}
 			id := name
 			if m.client != "" {
 				id = strings.TrimPrefix(id, m.client+":")
 			}
 			keys = append(keys, intake.Key{Client: m.client, ID: id})
 			if len(keys) == limit {
-				return keys, nil
+				// The rest of this page waits for the next sweep.
+				return keys, k.saveSweepCursor(ctx, cursor)
 			}
 		}
-		if next == "" {
-			return keys, nil
+		if cursor = next; cursor == "" {
+			break
 		}
-		cursor = next
 	}
+	return keys, k.saveSweepCursor(ctx, cursor)
 }
+
+// saveSweepCursor keeps where the next sweep starts: "" for the first
+// page. A cursor that fails to save only makes the next sweep start over.
+func (k *Store) saveSweepCursor(ctx context.Context, cursor string) error {
+	if cursor == "" {
+		if err := k.ns.Delete(ctx, sweepCursorKey); err != nil {
+			return errs.Prefix("kv: clearing the sweep's cursor", err)
+		}
+		return nil
+	}
+	if err := k.ns.Put(ctx, sweepCursorKey, Entry{Value: cursor}, PutOptions{TTL: sweepCursorTTL}); err != nil {
+		return errs.Prefix("kv: saving the sweep's cursor", err)
+	}
+	return nil
+}
+
+// The sweep's bounds: pages per sweep, and where its cursor is kept
+// between sweeps (an hour, past which it starts over).
+const (
+	maxSweepPages  = 10
+	sweepCursorKey = "sweep:cursor"
+	sweepCursorTTL = time.Hour
+)
 
 // listPage is how many keys a KV list call returns at most.
 const listPage = 1000

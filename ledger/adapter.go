@@ -27,8 +27,10 @@ type adapter struct{ calls calls }
 // error Begin releases it, which removes only a claim with this token
 // (unless the object said it is overloaded: then nothing was taken, and
 // another call only adds load). A claim the rate limit refuses is
-// released too. Only a new claim asks the rate limit: taking over an Open
-// key is the same order again, as in KV mode.
+// released too, and if that release fails the refusal becomes a storage
+// error: the claim stays and its settler places the order, so its client
+// must not be told it was refused. Only a new claim asks the rate limit:
+// taking over an Open key is the same order again, as in KV mode.
 func (s adapter) Begin(ctx context.Context, key intake.Key, c intake.Claim) (intake.Record, error) {
 	rec, err := s.calls.claim(ctx, key, c)
 	if err != nil {
@@ -40,7 +42,12 @@ func (s adapter) Begin(ctx context.Context, key intake.Key, c intake.Claim) (int
 	}
 	if rec.State == intake.Claimed && rec.OrderID == "" && c.Admit != nil {
 		if err := c.Admit(ctx); err != nil {
-			return intake.Record{}, s.releaseAfter(ctx, key, c, err)
+			if rerr := intake.ReleaseTwice(ctx, s, key, c); rerr != nil && !c.Tentative {
+				// The claim stays, due for the settler once its lease
+				// ends: its client must not be told the order was refused.
+				return intake.Record{}, errors.New("ledger: a claim the rate limit refused could not be released: " + rerr.Error())
+			}
+			return intake.Record{}, err
 		}
 	}
 	return rec, nil
@@ -69,9 +76,9 @@ func (s adapter) Release(ctx context.Context, key intake.Key, c intake.Claim) er
 // Lifecycle implements intake.Store. A claim carries the order's
 // fingerprint, so an invalid body is refused before anything is stored;
 // Commit replaces the claim with the outcome in the same row, so there is
-// no claim left to release.
+// no claim left to release; a row keeps a tentative claim apart.
 func (adapter) Lifecycle() intake.Lifecycle {
-	return intake.Lifecycle{ValidateFirst: true}
+	return intake.Lifecycle{ValidateFirst: true, Tentative: true}
 }
 
 // Lookup implements intake.Store.

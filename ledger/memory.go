@@ -4,6 +4,7 @@ import (
 	"context"
 	"runtime"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -23,6 +24,12 @@ type MemoryStore struct {
 	obj Object
 	// Alarm is when the object's alarm is set for; zero for none.
 	Alarm time.Time
+	// RoundTrip, if set, carries each call to the object as an RPC does:
+	// it runs apply at most once, and returns an error when the call
+	// failed, before apply (nothing happened) or after it (the answer was
+	// lost). Fault injection and the simulator set it; nil runs apply
+	// after letting other goroutines run, as a round trip would.
+	RoundTrip func(ctx context.Context, method string, apply func()) error
 }
 
 // NewMemoryStore returns an empty ledger on the wall clock.
@@ -37,36 +44,42 @@ func NewMemoryStore() *MemoryStore {
 	return m
 }
 
-// do runs f as one call of the object.
-func (m *MemoryStore) do(ctx context.Context, f func()) error {
+// do runs f as one call of the object, named method.
+func (m *MemoryStore) do(ctx context.Context, method string, f func()) error {
+	apply := func() {
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		f()
+	}
+	if m.RoundTrip != nil {
+		return m.RoundTrip(ctx, method, apply)
+	}
 	runtime.Gosched()
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	f()
+	apply()
 	return nil
 }
 
 func (m *MemoryStore) claim(ctx context.Context, key intake.Key, c intake.Claim) (rec intake.Record, err error) {
-	err = m.do(ctx, func() { rec = m.obj.Claim(key, c) })
+	err = m.do(ctx, "claim", func() { rec = m.obj.Claim(key, c) })
 	return rec, err
 }
 
 func (m *MemoryStore) commit(ctx context.Context, key intake.Key, c intake.Claim, r intake.Result) (err error) {
-	if derr := m.do(ctx, func() { err = m.obj.Commit(key, c, r) }); derr != nil {
+	if derr := m.do(ctx, "commit", func() { err = m.obj.Commit(key, c, r) }); derr != nil {
 		return derr
 	}
 	return err
 }
 
 func (m *MemoryStore) release(ctx context.Context, key intake.Key, c intake.Claim) error {
-	return m.do(ctx, func() { m.obj.Release(key, c) })
+	return m.do(ctx, "release", func() { m.obj.Release(key, c) })
 }
 
 func (m *MemoryStore) lookup(ctx context.Context, key intake.Key) (rec intake.Record, err error) {
-	err = m.do(ctx, func() { rec = m.obj.Lookup(key) })
+	err = m.do(ctx, "lookup", func() { rec = m.obj.Lookup(key) })
 	return rec, err
 }
 
@@ -141,7 +154,14 @@ func (t *memTable) dueRows(now time.Time, limit int) []row {
 			due = append(due, r)
 		}
 	}
-	slices.SortFunc(due, func(a, b row) int { return a.due.Compare(b.due) })
+	// By due time, then key: the map's order is random, and the
+	// simulator replays a seed only if every choice is deterministic.
+	slices.SortFunc(due, func(a, b row) int {
+		if c := a.due.Compare(b.due); c != 0 {
+			return c
+		}
+		return strings.Compare(a.key, b.key)
+	})
 	return due[:min(len(due), limit)]
 }
 

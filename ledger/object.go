@@ -46,7 +46,10 @@ type row struct {
 	attempts   int
 	due        time.Time
 	unresolved bool
-	expires    time.Time
+	// tentative marks a claim that is not yet the key's (intake.Claim's
+	// Tentative): once its lease ends the key is absent, not open.
+	tentative bool
+	expires   time.Time
 }
 
 // holds reports whether r is a claim that holds its key at now.
@@ -71,6 +74,8 @@ func (r row) record(now time.Time) intake.Record {
 		return intake.Record{State: intake.Stored, Body: r.receipt, Rejected: r.rejected, Fingerprint: r.fingerprint, Expires: r.expires}
 	case r.holds(now):
 		rec.State = intake.Held
+	case r.tentative:
+		return intake.Record{State: intake.Absent}
 	case r.orderID != "":
 		rec.State = intake.Open
 	default:
@@ -143,7 +148,7 @@ func (o *Object) Claim(key intake.Key, c intake.Claim) intake.Record {
 		return rec
 	case rec.State == intake.Absent:
 		r = row{key: key.String(), client: key.Client, fingerprint: c.Fingerprint, order: c.Order, hasOrder: c.Fingerprint != "",
-			orderID: c.OrderID, acceptedAt: c.AcceptedAt}
+			orderID: c.OrderID, acceptedAt: c.AcceptedAt, tentative: c.Tentative}
 	case c.Fingerprint != "" && r.fingerprint != "" && c.Fingerprint != r.fingerprint:
 		return rec // open, and another order's
 	}
@@ -153,9 +158,15 @@ func (o *Object) Claim(key intake.Key, c intake.Claim) intake.Record {
 	if r.fingerprint == "" && c.Fingerprint != "" {
 		r.fingerprint, r.order, r.hasOrder = c.Fingerprint, c.Order, true
 	}
-	r.expires = latest(r.expires, r.leaseUntil, c.KeepUntil)
+	// A tentative claim is kept for its lease only, and is due never: its
+	// order id reaches the gateway only once the claim is made firm.
+	r.tentative = r.tentative && c.Tentative
+	r.expires = latest(r.expires, r.leaseUntil)
+	if !r.tentative {
+		r.expires = latest(r.expires, c.KeepUntil)
+	}
 	r.due = time.Time{}
-	if r.hasOrder && !r.unresolved && r.expires.After(r.leaseUntil) {
+	if r.hasOrder && !r.unresolved && !r.tentative && r.expires.After(r.leaseUntil) {
 		// Kept past the lease, so the order may reach the gateway: due for
 		// the settler if this claim's holder never comes back.
 		r.due = r.leaseUntil
@@ -185,7 +196,7 @@ func (o *Object) Commit(key intake.Key, c intake.Claim, r intake.Result) error {
 	case cur.receipt != nil:
 		return nil
 	}
-	cur.fingerprint, cur.receipt, cur.rejected = r.Fingerprint, r.Body, r.Rejected
+	cur.fingerprint, cur.receipt, cur.rejected, cur.tentative = r.Fingerprint, r.Body, r.Rejected, false
 	cur.leaseUntil, cur.due, cur.expires = time.Time{}, time.Time{}, o.now().Add(r.TTL)
 	o.rows.put(cur)
 	return nil
@@ -207,7 +218,7 @@ func (o *Object) Release(key intake.Key, c intake.Claim) {
 		if c.Sent {
 			cur.orderID, cur.acceptedAt = c.OrderID, c.AcceptedAt
 		}
-		cur.token, cur.leaseUntil = "", time.Time{}
+		cur.token, cur.leaseUntil, cur.tentative = "", time.Time{}, false
 		cur.attempts = max(cur.attempts, c.Attempts)
 		cur.unresolved = cur.unresolved || c.Unresolved
 		cur.expires = latest(cur.expires, c.KeepUntil)

@@ -38,6 +38,7 @@ const (
 	mAttempts    = "attempts"
 	mNextAttempt = "nextAttempt"
 	mUnresolved  = "unresolved"
+	mTentative   = "tentative"
 	mReceipt     = "receipt"
 	mRejected    = "rejected"
 	mTTL         = "ttl"
@@ -49,7 +50,7 @@ const (
 
 // wireNames is every member a document may have: a reader keeps them all.
 var wireNames = []string{mClient, mID, mToken, mFingerprint, mSymbol, mSide, mQuantity, mOrderID, mAcceptedAt,
-	mLease, mKeepUntil, mSettling, mSent, mAttempts, mNextAttempt, mUnresolved, mReceipt, mRejected, mTTL,
+	mLease, mKeepUntil, mSettling, mSent, mAttempts, mNextAttempt, mUnresolved, mTentative, mReceipt, mRejected, mTTL,
 	mState, mExpires, mCommitted, mLost}
 
 // doc writes one JSON object, leaving out members that are zero.
@@ -177,6 +178,7 @@ func encodeClaim(key intake.Key, c intake.Claim) []byte {
 	d.int(mAttempts, int64(c.Attempts))
 	d.time(mNextAttempt, c.NextAttempt)
 	d.flag(mUnresolved, c.Unresolved)
+	d.flag(mTentative, c.Tentative)
 	return d.bytes()
 }
 
@@ -188,7 +190,7 @@ func decodeClaim(b []byte) (intake.Key, intake.Claim, error) {
 	c := intake.Claim{Token: r.str(mToken), Fingerprint: r.str(mFingerprint), OrderID: r.str(mOrderID),
 		AcceptedAt: r.time(mAcceptedAt), Lease: r.millis(mLease), KeepUntil: r.time(mKeepUntil),
 		Settling: r.flag(mSettling), Sent: r.flag(mSent), Attempts: int(r.num(mAttempts)),
-		NextAttempt: r.time(mNextAttempt), Unresolved: r.flag(mUnresolved)}
+		NextAttempt: r.time(mNextAttempt), Unresolved: r.flag(mUnresolved), Tentative: r.flag(mTentative)}
 	if o, ok := r.order(); ok && c.Fingerprint != "" {
 		c.Order = o
 	}

@@ -1,0 +1,93 @@
+package sim
+
+import (
+	"flag"
+	"fmt"
+	"maps"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"pgregory.net/rapid"
+)
+
+// budget is how many histories each mode runs in go test: make simulate
+// sets RAPID_CHECKS for more.
+const budget = 3000
+
+// fixedSeed makes go test's histories the same every run, so that CI
+// stays green or red for a reason; make simulate draws a fresh seed.
+const fixedSeed = 20261124
+
+func TestMain(m *testing.M) {
+	flag.Parse()
+	set := make(map[string]bool)
+	flag.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if _, ok := os.LookupEnv("RAPID_CHECKS"); !ok && !set["rapid.checks"] {
+		flag.Set("rapid.checks", fmt.Sprint(budget))
+	}
+	if _, ok := os.LookupEnv("RAPID_SEED"); !ok && !set["rapid.seed"] && os.Getenv("SIM_RANDOM_SEED") == "" {
+		flag.Set("rapid.seed", fmt.Sprint(fixedSeed))
+	}
+	flag.Set("rapid.nofailfile", "true")
+	os.Exit(m.Run())
+}
+
+// totals adds up what every history exercised, per mode.
+var totals = struct {
+	sync.Mutex
+	counts map[string]int
+}{counts: make(map[string]int)}
+
+// TestSimulatedHistoriesKeepTheInvariants runs randomized histories of
+// the whole lifecycle in each mode and fails, with the shrunk history and
+// the seed that replays it, on the first that breaks an invariant.
+func TestSimulatedHistoriesKeepTheInvariants(t *testing.T) {
+	for _, mode := range []Mode{KVMode, LedgerMode} {
+		t.Run(mode.String(), func(t *testing.T) {
+			t.Parallel()
+			start := time.Now()
+			histories := 0
+			counts := make(map[string]int)
+			rapid.Check(t, func(rt *rapid.T) {
+				w := run(mode, chooser(rt))
+				histories++
+				for k, v := range w.counts {
+					counts[k] += v
+				}
+				if len(w.violations) > 0 {
+					rt.Logf("history (%s):\n%s", mode, w)
+					rt.Fatalf("invariant broken: %s", strings.Join(w.violations, "; "))
+				}
+			})
+			elapsed := time.Since(start)
+			t.Logf("%d histories in %s (%.0f a second); exercised:\n%s", histories, elapsed.Round(time.Millisecond),
+				float64(histories)/elapsed.Seconds(), report(counts))
+		})
+	}
+}
+
+// chooser draws each choice from rapid, which can then shrink a failing
+// history's choices toward 0, the least eventful.
+func chooser(t *rapid.T) func(n int, label string) int {
+	gens := make(map[int]*rapid.Generator[int])
+	return func(n int, label string) int {
+		g, ok := gens[n]
+		if !ok {
+			g = rapid.IntRange(0, n-1)
+			gens[n] = g
+		}
+		return g.Draw(t, label)
+	}
+}
+
+func report(counts map[string]int) string {
+	var b strings.Builder
+	for _, k := range slices.Sorted(maps.Keys(counts)) {
+		fmt.Fprintf(&b, "  %8d  %s\n", counts[k], k)
+	}
+	return b.String()
+}

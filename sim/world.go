@@ -1,0 +1,741 @@
+package sim
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/edge-orders/edge-orders/intake"
+	"github.com/edge-orders/edge-orders/kv"
+	"github.com/edge-orders/edge-orders/ledger"
+	"github.com/edge-orders/edge-orders/order"
+	"github.com/edge-orders/edge-orders/settlequeue"
+	"github.com/edge-orders/edge-orders/workers"
+)
+
+// Mode is the storage a history runs over.
+type Mode uint8
+
+const (
+	// KVMode is the reference's layout over Workers KV, settled by the
+	// settle queue and the Cron Trigger's sweep.
+	KVMode Mode = iota
+	// LedgerMode is the Durable Object ledger, settled by its alarm; a
+	// history may migrate to it from KV (the fallback).
+	LedgerMode
+)
+
+func (m Mode) String() string {
+	if m == KVMode {
+		return "kv"
+	}
+	return "ledger"
+}
+
+// The Worker's wiring, as main.go sets it.
+const (
+	pendingTTL      = 60 * time.Second // config.DefaultPendingTTL
+	waitForHolder   = 2 * time.Second  // config.DefaultWait
+	sweepEvery      = 5 * time.Minute  // wrangler.toml's Cron Trigger
+	sweepGrace      = time.Minute      // config.DefaultSweepGrace
+	sweepLimit      = 100              // main.sweepLimit
+	queueRetryDelay = 5 * time.Second  // main.queueRetryDelay
+	queueMaxRetries = 3                // wrangler.toml's max_retries
+	alarmBatch      = 32               // ledger's settleBatch
+	// quietFor is how long a history runs without faults at its end, for
+	// every unknown outcome to be settled: past the settler's longest
+	// backoff, a sweep and its grace, several times over.
+	quietFor = 40 * time.Minute
+)
+
+// keyName is a key in its scoped form, intake.Key.String.
+type keyName = string
+
+// world is one history: the isolates, the stores, the OMS, the clients'
+// submissions and what every part saw, driven by one stream of choices.
+type world struct {
+	mode    Mode
+	sched   *scheduler
+	choices func(n int, label string) int
+	log     []string
+	counts  map[string]int
+
+	// knobs, drawn per history
+	resultTTL, settleMaxAge time.Duration
+	faultRate               int // in 1/1000 per chance
+	staleReads              bool
+	releaseClaims           bool
+	migrating               bool
+
+	faultsOn bool // false once the history quiets down
+	jumping  bool // the driver moves the clock hours ahead
+	direct   bool // the checks read the stores: no yields, no faults
+	ids      int
+
+	ns      *namespace
+	kvStore *kv.Store
+	ledger  *ledger.MemoryStore
+	oms     *oms
+
+	instances []*instance
+	keys      []*clientKey
+	answers   []*answer
+	// commits is when each key's last outcome was stored, and receipts
+	// the keys with an accepted receipt stored at some time.
+	commits    map[keyName]time.Time
+	receipts   map[keyName]bool
+	unresolved map[keyName]time.Time
+	absent     map[keyName]bool // reported absent too early
+
+	violations []string
+}
+
+// instance is one Worker isolate: its Service's memory lives as long as
+// the isolate, and dies with it.
+type instance struct {
+	id  int
+	gen int
+	svc *intake.Service
+}
+
+// clientKey is one key a client uses, with the order it stands for.
+type clientKey struct {
+	key   intake.Key
+	order order.Order
+	other order.Order // another order the client sends under the same key
+}
+
+// answerKind is what a client was told.
+type answerKind string
+
+const (
+	created    answerKind = "201 created"
+	replayed   answerKind = "200 replayed"
+	rejected   answerKind = "422 rejected by the OMS"
+	inProgress answerKind = "409 in progress"
+	reused     answerKind = "422 key reused"
+	limited    answerKind = "429 rate limited"
+	invalid    answerKind = "400 invalid"
+	unknown    answerKind = "503 outcome unknown"
+	unresolved answerKind = "503 outcome unresolved"
+	storage    answerKind = "503 storage unavailable"
+	notFound   answerKind = "404 not found"
+	gaveUp     answerKind = "client gave up"
+)
+
+// refusal is true for the answers that tell a client its order was not
+// placed and will not be.
+func (k answerKind) refusal() bool { return k == reused || k == limited || k == invalid }
+
+// answer is one request and what its client was told.
+type answer struct {
+	lookup     bool
+	key        keyName
+	fp         string
+	inst       int
+	start, end time.Time
+	kind       answerKind
+	body       []byte
+	orderID    string
+}
+
+// run plays one history in mode, every choice made by choose (0 is always
+// the least eventful choice), and returns it with its violations.
+func run(mode Mode, choose func(n int, label string) int) *world {
+	w := &world{mode: mode, choices: choose, counts: make(map[string]int),
+		commits: make(map[keyName]time.Time), receipts: make(map[keyName]bool), unresolved: make(map[keyName]time.Time), absent: make(map[keyName]bool)}
+	start := time.Date(2026, 11, 24, 9, 30, 0, 0, time.UTC)
+	w.sched = newScheduler(start, choose)
+	w.sched.stop = w.stopped
+	w.ns = newNamespace(w)
+	w.kvStore = kv.NewStore(w.ns, w.now)
+	w.oms = newOMS(w)
+
+	w.resultTTL = []time.Duration{24 * time.Hour, time.Hour}[choose(2, "RESULT_TTL")]
+	w.settleMaxAge = []time.Duration{24 * time.Hour, 30 * time.Minute}[choose(2, "SETTLE_MAX_AGE")]
+	w.faultRate = []int{0, 20, 80, 200}[choose(4, "fault rate")]
+	w.staleReads = choose(2, "stale reads") == 1
+	w.releaseClaims = choose(2, "KV_CLAIM_AFTER_RECEIPT") == 0
+	w.faultsOn = w.faultRate > 0
+	if mode == LedgerMode {
+		w.ledger = ledger.NewMemoryStore()
+		w.ledger.Now = w.now
+		w.ledger.RoundTrip = w.ledgerCall
+		w.migrating = choose(3, "migrating") == 2
+	}
+
+	nKeys := 1 + choose(4, "keys")
+	for i := range nKeys {
+		client := []string{"desk-a", ""}[choose(2, "client")]
+		k := &clientKey{key: intake.Key{Client: client, ID: "k" + strconv.Itoa(i)},
+			order: order.Order{Symbol: "AAPL", Side: order.Buy, Quantity: float64(10 + i)},
+			other: order.Order{Symbol: "MSFT", Side: order.Sell, Quantity: float64(10 + i)}}
+		w.keys = append(w.keys, k)
+	}
+	if w.migrating {
+		w.seedLegacyKV()
+	}
+	for i := range 1 + choose(3, "isolates") {
+		inst := &instance{id: i}
+		inst.svc = w.newService(inst)
+		w.instances = append(w.instances, inst)
+	}
+
+	driver := &actor{name: "driver", kind: driverActor, inv: &invocation{kind: "driver"}}
+	done := false
+	w.sched.spawn(driver, func() {
+		w.drive()
+		done = true
+	})
+	if mode == KVMode {
+		w.sched.spawn(&actor{name: "cron", kind: daemonActor}, w.cron)
+	} else {
+		w.sched.spawn(&actor{name: "alarms", kind: daemonActor}, w.alarms)
+	}
+	for !done && w.sched.panicked == "" && w.sched.rapidPanic == nil && w.sched.step() {
+	}
+	if p := w.sched.rapidPanic; p != nil {
+		w.sched.clear()
+		panic(p)
+	}
+	if w.sched.panicked != "" {
+		w.violate("an actor panicked: %s", w.sched.panicked)
+	}
+	w.direct = true
+	w.checkEnd()
+	w.sched.clear()
+	return w
+}
+
+func (w *world) now() time.Time { return w.sched.Now() }
+
+func (w *world) choose(n int, label string) int { return w.choices(n, label) }
+
+func (w *world) logf(format string, args ...any) {
+	w.log = append(w.log, w.now().Format("15:04:05.000")+" "+fmt.Sprintf(format, args...))
+}
+
+func (w *world) count(what string) { w.counts[what]++ }
+
+func (w *world) violate(format string, args ...any) {
+	msg := fmt.Sprintf(format, args...)
+	w.logf("VIOLATION: %s", msg)
+	w.violations = append(w.violations, msg)
+}
+
+// faults is true while the history injects faults.
+func (w *world) faults() bool { return w.faultsOn && !w.direct }
+
+// fault draws whether what happens now, and counts it.
+func (w *world) fault(what string) bool {
+	if !w.faults() || w.choose(1000, what) >= w.faultRate {
+		return false
+	}
+	w.count(what)
+	return true
+}
+
+// newID mints ids in order: claim tokens, and order ids where the Worker
+// mints them.
+func (w *world) newID() string {
+	w.ids++
+	return "id-" + strconv.Itoa(w.ids)
+}
+
+// newService is inst's Service, wired as main.go wires the Worker's.
+func (w *world) newService(inst *instance) *intake.Service {
+	opts := w.options(gateway{w: w, inst: inst.id})
+	opts.Defer = func(ctx context.Context, task func(context.Context)) {
+		parent := w.sched.running
+		w.sched.spawn(&actor{name: parent.name + " after", inst: inst, gen: inst.gen, inv: parent.inv, key: parent.key, kind: taskActor},
+			func() { task(context.WithoutCancel(ctx)) })
+	}
+	opts.Limit = func(ctx context.Context, who string) (bool, error) {
+		w.sched.yield()
+		if w.fault("rate limit fails") {
+			return false, errors.New("sim: rate limiter failed")
+		}
+		if w.fault("rate limit refuses") {
+			return false, nil
+		}
+		return true, nil
+	}
+	var store intake.Store
+	if w.mode == KVMode {
+		s := kv.NewStore(w.ns, w.now)
+		s.ReleaseClaims = w.releaseClaims
+		store = s
+		consumer := w.consumer(inst)
+		opts.Schedule = consumer.Schedule
+	} else {
+		store = w.ledger
+		if w.migrating {
+			opts.Fallback, opts.FallbackUntil = w.kvStore, w.now().Add(7*24*time.Hour)
+		}
+	}
+	return intake.New(store, opts)
+}
+
+// options are the Service's options every isolate and the settler share.
+func (w *world) options(gw intake.Gateway) intake.Options {
+	return intake.Options{
+		ResultTTL:    w.resultTTL,
+		PendingTTL:   pendingTTL,
+		Wait:         waitForHolder,
+		SettleMaxAge: w.settleMaxAge,
+		Gateway:      gw,
+		Now:          w.now,
+		NewID:        w.newID,
+		Sleep: func(ctx context.Context, d time.Duration) error {
+			w.sched.sleep(d)
+			return ctx.Err()
+		},
+		OnReleaseError: func(key intake.Key, err error) { w.count("claim not released") },
+		OnUnresolved: func(ctx context.Context, key intake.Key, p intake.Placement, attempts int) {
+			w.count("settler gave up")
+			w.logf("%s: settler gave up on %s (%s)", w.sched.running.name, key, p.OrderID)
+			w.unresolved[key.String()] = w.now()
+			if w.receipts[key.String()] {
+				w.violate("%s is reported unresolved, but its accepted receipt was stored", key)
+			}
+		},
+	}
+}
+
+// consumer is KV mode's settle queue consumer on inst.
+func (w *world) consumer(inst *instance) settlequeue.Consumer {
+	return settlequeue.Consumer{Settler: settler{w: w, inst: inst}, Queue: queue{w: w}, Now: w.now}
+}
+
+// settler settles keys on an isolate's Service, naming the key it works
+// on for the gateway's record.
+type settler struct {
+	w    *world
+	inst *instance
+}
+
+func (s settler) Settle(ctx context.Context, key intake.Key) (intake.Settlement, error) {
+	s.w.sched.running.key = key.String()
+	st, err := s.inst.svc.Settle(ctx, key)
+	s.w.logf("%s: settled %s: %+v %v", s.w.sched.running.name, key, st, err)
+	return st, err
+}
+
+// queue is the settle queue: a message is delivered at its delay, or
+// later, or twice, or never.
+type queue struct{ w *world }
+
+func (q queue) Send(ctx context.Context, body []byte, delay time.Duration) error {
+	w := q.w
+	w.sched.yield()
+	if w.fault("queue send fails") {
+		return errors.New("sim: queue send failed")
+	}
+	w.count("queue message sent")
+	copies := 1
+	switch {
+	case w.fault("queue message lost"):
+		copies = 0
+	case w.fault("queue message duplicated"):
+		copies = 2
+	}
+	for range copies {
+		w.deliver(body, delay, 0)
+	}
+	return nil
+}
+
+// deliver hands body to a consumer on a live isolate after delay; a
+// failed delivery is retried, up to the queue's retries.
+func (w *world) deliver(body []byte, delay time.Duration, attempt int) {
+	pump := &actor{name: "queue delivery", kind: daemonActor}
+	w.sched.spawn(pump, func() {
+		w.sched.sleep(delay)
+		if w.fault("queue delivery late") {
+			w.sched.sleep(time.Minute)
+		}
+		inst := w.instances[w.choose(len(w.instances), "consumer isolate")]
+		a := &actor{name: "queue consumer", inst: inst, gen: inst.gen, inv: &invocation{kind: "queue"}, kind: settlerActor}
+		w.sched.spawn(a, func() {
+			if attempt > 0 {
+				w.count("queue redelivery")
+			}
+			err := w.consumer(inst).Handle(context.Background(), body)
+			if err != nil && attempt < queueMaxRetries {
+				w.deliver(body, queueRetryDelay, attempt+1)
+			}
+		})
+	})
+}
+
+// cron runs the Cron Trigger's sweep on a live isolate every sweepEvery.
+//
+// While the driver jumps hours ahead the sweeps in between are skipped,
+// as Cron Triggers may be: a day's 288 sweeps would cost more than the
+// rest of the history.
+func (w *world) cron() {
+	for {
+		w.sched.sleep(sweepEvery)
+		if w.jumping {
+			w.count("sweep skipped in a time jump")
+			continue
+		}
+		inst := w.instances[w.choose(len(w.instances), "sweep isolate")]
+		inv := &invocation{kind: "sweep"}
+		a := &actor{name: "sweep", inst: inst, gen: inst.gen, inv: inv, kind: settlerActor}
+		w.sched.spawn(a, func() {
+			w.count("sweep")
+			_, err := w.consumer(inst).Sweep(context.Background(), overdue{w: w, inv: inv}, w.now(), sweepGrace, sweepLimit)
+			w.logf("sweep: %d KV operations, %v", inv.kvOps, err)
+		})
+	}
+}
+
+// overdue is the KV store's listing of overdue keys, watched: what it
+// costs is the sweep's listing.
+type overdue struct {
+	w   *world
+	inv *invocation
+}
+
+func (o overdue) Overdue(ctx context.Context, before time.Time, limit int) ([]intake.Key, error) {
+	o.inv.kind = "sweep listing"
+	defer func() { o.inv.kind = "sweep" }()
+	return o.w.kvStore.Overdue(ctx, before, limit)
+}
+
+// alarms runs the ledger object's alarm when it is due, as the runtime
+// does: at least once.
+func (w *world) alarms() {
+	for {
+		at := w.ledger.Alarm
+		if at.IsZero() || at.After(w.now()) {
+			wait := time.Minute
+			if !at.IsZero() {
+				wait = min(wait, at.Sub(w.now()))
+			}
+			w.sched.sleep(wait)
+			continue
+		}
+		runs := 1
+		if w.fault("alarm runs twice") {
+			runs = 2
+		}
+		for range runs {
+			w.sched.spawn(&actor{name: "alarm", inv: &invocation{kind: "alarm"}, kind: alarmActor}, w.alarm)
+		}
+		w.sched.yield()
+	}
+}
+
+// alarm is the ledger's alarm handler (ledger/object_js.go): it settles
+// the due keys with a Service over the object's own rows, which caches
+// nothing, consults no fallback and asks no rate limit.
+func (w *world) alarm() {
+	w.count("alarm")
+	keys := w.ledger.DueKeys(alarmBatch)
+	opts := w.options(gateway{w: w, inst: -1})
+	opts.CachedReceipts = -1
+	svc := intake.New(w.ledger, opts)
+	for _, key := range keys {
+		w.sched.running.key = key.String()
+		st, err := svc.Settle(context.Background(), key)
+		w.logf("alarm: settled %s: %+v %v", key, st, err)
+	}
+	w.ledger.AlarmDone(intake.FirstSettleDelay)
+}
+
+// ledgerCall carries one call to the ledger object: over RPC from an
+// isolate, yielding and failing as RPC does; in the alarm, in the
+// object's own call stack, atomic.
+func (w *world) ledgerCall(ctx context.Context, method string, apply func()) error {
+	a := w.sched.running
+	if w.direct || a == nil || a.kind == alarmActor {
+		apply()
+		w.observeLedgerCall(method)
+		return nil
+	}
+	w.countOp("ledger "+method, "")
+	w.sched.yield()
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	switch {
+	case w.fault("ledger " + method + " overloaded"):
+		return &workers.Error{Message: "sim: Durable Object is overloaded", Overloaded: true}
+	case w.fault("ledger " + method + " fails before"):
+		return &workers.Error{Message: "sim: Durable Object call failed", Retryable: true}
+	}
+	apply()
+	w.observeLedgerCall(method)
+	w.sched.yield()
+	if method != "lookup" && w.fault("ledger "+method+" fails after") {
+		return &workers.Error{Message: "sim: Durable Object call failed after it took effect", Retryable: true}
+	}
+	return nil
+}
+
+// stopped decides, as a scheduler resumes a, whether it is stopped for
+// good instead: its client gave up on it, or its isolate died.
+func (w *world) stopped(a *actor) bool {
+	stop := w.stops(a)
+	if stop {
+		w.closeCalls(a)
+	}
+	return stop
+}
+
+func (w *world) stops(a *actor) bool {
+	if a.inst != nil && a.gen != a.inst.gen {
+		return true // its isolate died
+	}
+	if !w.faults() || a.kind == driverActor || a.kind == daemonActor {
+		return false
+	}
+	switch w.choose(200, "stop") {
+	case 1:
+		if a.kind != requestActor {
+			return false
+		}
+		w.count("client gave up")
+		w.logf("%s: its client gave up", a.name)
+		return true
+	case 2:
+		if a.inst == nil {
+			if a.kind == alarmActor {
+				// The object was reset mid-alarm: the runtime runs the
+				// alarm again.
+				w.count("alarm interrupted")
+				w.ledger.Alarm = w.now().Add(time.Second)
+				return true
+			}
+			return false
+		}
+		w.kill(a.inst)
+		return true
+	}
+	return false
+}
+
+// kill ends inst's isolate: every actor in it stops where it waits, and
+// the next event there starts a new isolate with empty memory.
+func (w *world) kill(inst *instance) {
+	w.count("isolate died")
+	w.logf("isolate %d died", inst.id)
+	gen := inst.gen
+	inst.gen++
+	inst.svc = w.newService(inst)
+	w.sched.park(func(a *actor) bool { return a.inst == inst && a.gen == gen })
+	for _, c := range w.oms.calls {
+		if c.open && c.inst == inst.id && c.gen == gen {
+			c.open, c.end = false, w.now()
+		}
+	}
+}
+
+func (w *world) closeCalls(a *actor) {
+	for _, c := range w.oms.calls {
+		if c.open && c.by == a {
+			c.open, c.end = false, w.now()
+		}
+	}
+}
+
+// countOp counts one storage operation against the running invocation.
+func (w *world) countOp(op, key string) {
+	a := w.sched.running
+	if a == nil || a.inv == nil || w.direct {
+		return
+	}
+	inv := a.inv
+	inv.kvOps++
+	if inv.kvOps == maxOpsPerInvocation+1 {
+		w.violate("a %s invocation made more than %d storage operations", inv.kind, maxOpsPerInvocation)
+	}
+	if inv.kind == "sweep listing" && op != "list" && !strings.HasPrefix(key, "sweep:") {
+		w.violate("the sweep's listing made a %s of %s: it costs more than its list pages", op, key)
+	}
+}
+
+// drive is the clients and the passing of time: a run of random actions
+// with faults, then a quiet time for the settler.
+func (w *world) drive() {
+	steps := 1 + w.choose(30, "steps")
+	for range steps {
+		k := w.keys[w.choose(len(w.keys), "key")]
+		inst := w.instances[w.choose(len(w.instances), "isolate")]
+		switch w.choose(10, "action") {
+		case 0, 1, 2:
+			w.submit(inst, k, k.order.JSON())
+		case 3:
+			w.submit(inst, k, k.other.JSON())
+		case 4:
+			w.lookup(inst, k)
+		case 5:
+			w.submit(inst, k, []byte(`{"symbol":"AAPL","side":"hold"}`))
+		case 6:
+			w.sched.sleep([]time.Duration{0, 10 * time.Millisecond, 300 * time.Millisecond, 2 * time.Second}[w.choose(4, "pause")])
+		case 7:
+			w.sched.sleep([]time.Duration{pendingTTL + time.Second, sweepEvery, 10 * time.Minute, staleWindow}[w.choose(4, "wait")])
+		case 8:
+			w.jumpToEdge()
+		case 9:
+			if w.faultsOn && w.choose(2, "kill") == 1 {
+				w.kill(inst)
+			}
+		}
+		w.sched.yield()
+	}
+	w.logf("faults stop")
+	w.faultsOn = false
+	for range int(quietFor / time.Minute) {
+		w.sched.sleep(time.Minute)
+		w.checkKept()
+	}
+}
+
+// jumpToEdge moves the clock to just before or just after one of the
+// lifecycle's time limits, counted from a key's first gateway call.
+func (w *world) jumpToEdge() {
+	edges := []struct {
+		name string
+		d    time.Duration
+	}{
+		{"lease", pendingTTL},
+		{"RESULT_TTL", w.resultTTL},
+		{"SETTLE_MAX_AGE", w.settleMaxAge},
+		{"KeepUntil", w.settleMaxAge + w.resultTTL},
+		{"a day", 24 * time.Hour},
+	}
+	e := edges[w.choose(len(edges), "edge")]
+	from := w.now()
+	if len(w.oms.calls) > 0 {
+		from = w.oms.calls[w.choose(len(w.oms.calls), "edge from")].acceptedAt
+	}
+	at := from.Add(e.d).Add([]time.Duration{time.Second, -time.Second}[w.choose(2, "edge side")])
+	if at.After(w.now()) {
+		w.count("time jump past " + e.name)
+		w.logf("time jumps to %s %s", e.name, at.Sub(from))
+		w.jumping = at.Sub(w.now()) > time.Hour
+		w.sched.sleep(at.Sub(w.now()))
+		w.jumping = false
+		w.checkKept()
+	}
+}
+
+// submit starts a request that submits body under k's key on inst.
+func (w *world) submit(inst *instance, k *clientKey, body []byte) {
+	w.count("submission")
+	a := w.request(inst, k, "submit")
+	fp := ""
+	if o, err := order.Parse(body); err == nil {
+		fp = o.Fingerprint()
+	}
+	ans := &answer{key: k.key.String(), fp: fp, inst: inst.id, start: w.now(), kind: gaveUp}
+	w.answers = append(w.answers, ans)
+	w.sched.spawn(a, func() {
+		out, err := inst.svc.Submit(context.Background(), k.key, body, "192.0.2.1")
+		w.answered(a, ans, out, err)
+	})
+}
+
+// lookup starts a request that looks k's key up on inst.
+func (w *world) lookup(inst *instance, k *clientKey) {
+	w.count("lookup")
+	a := w.request(inst, k, "lookup")
+	ans := &answer{lookup: true, key: k.key.String(), inst: inst.id, start: w.now(), kind: gaveUp}
+	w.answers = append(w.answers, ans)
+	w.sched.spawn(a, func() {
+		out, err := inst.svc.Lookup(context.Background(), k.key)
+		w.answered(a, ans, out, err)
+	})
+}
+
+func (w *world) request(inst *instance, k *clientKey, what string) *actor {
+	return &actor{name: fmt.Sprintf("%s %s #%d @%d", what, k.key, len(w.answers), inst.id), inst: inst, gen: inst.gen,
+		inv: &invocation{kind: "request"}, key: k.key.String(), kind: requestActor}
+}
+
+// answered records what a request's client was told.
+func (w *world) answered(a *actor, ans *answer, out intake.Outcome, err error) {
+	ans.end = w.now()
+	var rej *intake.Rejection
+	var open *intake.Unsettled
+	switch {
+	case err == nil && out.Replayed:
+		ans.kind, ans.body, ans.orderID = replayed, out.Receipt, out.OrderID
+	case err == nil:
+		ans.kind, ans.body, ans.orderID = created, out.Receipt, out.OrderID
+	case errors.As(err, &rej):
+		ans.kind, ans.orderID = rejected, rej.OrderID
+	case errors.As(err, &open):
+		ans.kind, ans.orderID = unknown, open.OrderID
+		if open.Unresolved {
+			ans.kind = unresolved
+		}
+	case errors.Is(err, intake.ErrKeyReused):
+		ans.kind = reused
+	case errors.Is(err, order.ErrInvalid):
+		ans.kind = invalid
+	case errors.Is(err, intake.ErrRateLimited):
+		ans.kind = limited
+	case errors.Is(err, intake.ErrInProgress):
+		ans.kind = inProgress
+	case errors.Is(err, intake.ErrNotFound):
+		ans.kind = notFound
+	case errors.Is(err, intake.ErrStorageUnavailable):
+		ans.kind = storage
+	default:
+		w.violate("%s: an error that is none of intake's: %v", a.name, err)
+		return
+	}
+	w.count("answer " + string(ans.kind))
+	w.logf("%s: %s %s", a.name, ans.kind, ans.orderID)
+	w.checkAnswer(ans)
+}
+
+// seedLegacyKV writes what the KV namespace holds before a migration to
+// the ledger: for each key, nothing, a receipt, a claim left open after an
+// unknown outcome, or a claim still held, each with an order id the OMS
+// may have.
+func (w *world) seedLegacyKV() {
+	w.direct = true
+	defer func() { w.direct = false }()
+	ctx := context.Background()
+	for i, k := range w.keys {
+		orderID := "legacy-" + strconv.Itoa(i)
+		acceptedAt := w.now()
+		claim := intake.Claim{Token: "legacy-token-" + strconv.Itoa(i), Fingerprint: k.order.Fingerprint(), Order: k.order,
+			OrderID: orderID, AcceptedAt: acceptedAt, Lease: pendingTTL, KeepUntil: acceptedAt.Add(w.settleMaxAge + w.resultTTL)}
+		p := intake.Placement{OrderID: orderID, Client: k.key.Client, Order: k.order, AcceptedAt: acceptedAt}
+		legacyCall := func() {
+			w.oms.calls = append(w.oms.calls, &gatewayCall{key: k.key.String(), orderID: orderID, fp: claim.Fingerprint,
+				acceptedAt: acceptedAt, inst: -2, start: acceptedAt, end: acceptedAt})
+		}
+		switch w.choose(4, "legacy state") {
+		case 1:
+			legacyCall()
+			w.oms.act(k.key.String(), p).accepted = true
+			receipt := order.Receipt{OrderID: orderID, Status: order.StatusAccepted, Order: k.order, AcceptedAt: acceptedAt}
+			w.kvStore.Commit(ctx, k.key, claim, intake.Result{Body: receipt.JSON(), Fingerprint: claim.Fingerprint, TTL: w.resultTTL})
+			w.receipts[k.key.String()] = true
+		case 2:
+			legacyCall()
+			if w.choose(2, "legacy order reached the OMS") == 1 {
+				w.oms.act(k.key.String(), p).accepted = true
+			}
+			w.kvStore.Begin(ctx, k.key, claim)
+			claim.Sent, claim.Attempts, claim.NextAttempt = true, 1, acceptedAt.Add(time.Second)
+			w.kvStore.Release(ctx, k.key, claim)
+		case 3:
+			w.kvStore.Begin(ctx, k.key, claim)
+		}
+	}
+	w.count("migration")
+}
+
+// String is the history's log, for a failure's report.
+func (w *world) String() string { return strings.Join(w.log, "\n") }
