@@ -47,7 +47,8 @@ type Settlement struct {
 // at the same time as a client's retry: everywhere over the ledger, within
 // the instance over KV.
 //
-// Once the order is SettleMaxAge old, the key is left Unresolved, kept for
+// Once the order is SettleMaxAge old, the gateway is called one last time;
+// if its answer is still unknown, the key is left Unresolved, kept for
 // another ResultTTL and reported to OnUnresolved: the settler stops, and a
 // client's retry still calls the gateway with the same order id.
 //
@@ -94,12 +95,19 @@ func (s *Service) Settle(ctx context.Context, key Key) (Settlement, error) {
 		s.release(ctx, key, claim)
 		return Settlement{Final: true, Attempts: claim.Attempts}, nil
 	}
+	// Past SettleMaxAge the gateway is called one last time before the
+	// settler gives up: the OMS answers a repeated order id with its first
+	// outcome, so an order it has is never reported unresolved, even when
+	// a read missed the receipt already stored (a stale KV read).
+	by := bySettler
 	if !now.Before(claim.AcceptedAt.Add(s.opts.SettleMaxAge)) {
-		return s.giveUp(ctx, key, claim, now)
+		by = bySettlerLastTime
 	}
-	_, err = s.place(ctx, key, claim, true)
+	_, err = s.place(ctx, key, claim, by)
 	var open *Unsettled
 	switch {
+	case errors.As(err, &open) && open.Unresolved:
+		return Settlement{Final: true, Unresolved: true, Attempts: open.Attempts}, nil
 	case errors.As(err, &open):
 		return Settlement{NextAttempt: open.NextAttempt, Attempts: open.Attempts}, nil
 	case errors.Is(err, ErrInProgress):
@@ -111,19 +119,4 @@ func (s *Service) Settle(ctx context.Context, key Key) (Settlement, error) {
 	}
 	// Stored: a receipt, or a rejection.
 	return Settlement{Final: true, Attempts: claim.Attempts}, nil
-}
-
-// giveUp leaves key Unresolved: open with its order id, kept for another
-// ResultTTL, and never due for the settler again.
-func (s *Service) giveUp(ctx context.Context, key Key, claim Claim, now time.Time) (Settlement, error) {
-	claim.Unresolved, claim.NextAttempt = true, time.Time{}
-	claim.KeepUntil = later(claim.KeepUntil, now.Add(s.opts.ResultTTL))
-	if err := ReleaseTwice(ctx, s.store, key, claim); err != nil {
-		return Settlement{}, storageUnavailable(err)
-	}
-	s.opened.put(key.String(), claim, now)
-	if s.opts.OnUnresolved != nil {
-		s.opts.OnUnresolved(ctx, key, Placement{OrderID: claim.OrderID, Client: key.Client, Order: claim.Order, AcceptedAt: claim.AcceptedAt}, claim.Attempts)
-	}
-	return Settlement{Final: true, Unresolved: true, Attempts: claim.Attempts}, nil
 }

@@ -442,31 +442,33 @@ func TestSettleWaitsForAClientHoldingTheKey(t *testing.T) {
 }
 
 // TestSettleGivesUpAfterSettleMaxAge: once the order is SettleMaxAge old
-// the key is unresolved: reported once, shown by a lookup, kept for
-// another ResultTTL, never due again; a client's retry still calls the
-// gateway with the key's order id and can settle it.
+// the settler calls the gateway one last time, and if that answer is
+// unknown too the key is unresolved: reported once, shown by a lookup,
+// kept for another ResultTTL, never due again; a client's retry still
+// calls the gateway with the key's order id and can settle it.
 func TestSettleGivesUpAfterSettleMaxAge(t *testing.T) {
 	ctx := context.Background()
 	const maxAge = time.Hour
 	forEachStore(t, intake.Options{SettleMaxAge: maxAge}, func(t *testing.T, e *settleEnv) {
 		u := leaveUnknown(t, e)
 		e.clock.Advance(maxAge)
+		e.g.answer(errLost)
 		for i := range 2 {
 			st, err := e.service().Settle(ctx, deskKey)
-			if err != nil || !st.Final || !st.Unresolved || st.Attempts != 1 {
-				t.Fatalf("Settle %d after SettleMaxAge = %+v, %v; want Final, Unresolved, 1 attempt", i+1, st, err)
+			if err != nil || !st.Final || !st.Unresolved || st.Attempts != 2 {
+				t.Fatalf("Settle %d after SettleMaxAge = %+v, %v; want Final, Unresolved, 2 attempts", i+1, st, err)
 			}
 		}
-		if n := len(e.g.placements()); n != 1 {
-			t.Errorf("gateway calls = %d, want 1: the settler gave up without calling", n)
+		if n := len(e.g.placements()); n != 2 {
+			t.Errorf("gateway calls = %d, want 2: one last call, then none once unresolved", n)
 		}
 		calls := e.unresolvedCalls()
 		if len(calls) != 1 {
 			t.Fatalf("OnUnresolved calls %+v, want 1", calls)
 		}
 		if c := calls[0]; c.key != deskKey || c.p.OrderID != u.OrderID || c.p.Client != deskKey.Client || c.p.Order != parsedValid(t) ||
-			!c.p.AcceptedAt.Equal(acceptedAt) || c.attempts != 1 {
-			t.Errorf("OnUnresolved(%v, %+v, %d), want %v, order %s accepted at %v, 1 attempt", c.key, c.p, c.attempts, deskKey, u.OrderID, acceptedAt)
+			!c.p.AcceptedAt.Equal(acceptedAt) || c.attempts != 2 {
+			t.Errorf("OnUnresolved(%v, %+v, %d), want %v, order %s accepted at %v, 2 attempts", c.key, c.p, c.attempts, deskKey, u.OrderID, acceptedAt)
 		}
 		if keys := e.due(t); len(keys) != 0 {
 			t.Errorf("keys due after giving up: %v, want none", keys)
@@ -491,6 +493,29 @@ func TestSettleGivesUpAfterSettleMaxAge(t *testing.T) {
 		}
 		if n := len(e.unresolvedCalls()); n != 1 {
 			t.Errorf("OnUnresolved calls = %d, want 1", n)
+		}
+	})
+}
+
+// TestAnAcceptedOrderIsNeverReportedUnresolved: past SettleMaxAge the
+// settler's last call finds the order the OMS has, and stores its receipt
+// instead of giving up: a read that missed the stored receipt (a stale KV
+// read) costs a gateway call, never a false alert.
+func TestAnAcceptedOrderIsNeverReportedUnresolved(t *testing.T) {
+	ctx := context.Background()
+	const maxAge = time.Hour
+	forEachStore(t, intake.Options{SettleMaxAge: maxAge}, func(t *testing.T, e *settleEnv) {
+		u := leaveUnknown(t, e)
+		e.clock.Advance(maxAge)
+		st, err := e.service().Settle(ctx, deskKey)
+		if err != nil || !st.Final || st.Unresolved {
+			t.Fatalf("Settle after SettleMaxAge of an order the OMS accepts = %+v, %v; want Final, not unresolved", st, err)
+		}
+		if calls := e.unresolvedCalls(); len(calls) != 0 {
+			t.Errorf("OnUnresolved calls %+v, want none", calls)
+		}
+		if out, err := e.service().Lookup(ctx, deskKey); err != nil || out.OrderID != u.OrderID {
+			t.Errorf("Lookup = %s, %v; want the receipt of %s", out.OrderID, err, u.OrderID)
 		}
 	})
 }

@@ -41,9 +41,11 @@ func (s *Service) Submit(ctx context.Context, key Key, body []byte, caller strin
 	sub := submission{key: key, body: body, caller: caller}
 	// The body is parsed before anything is stored, so that the claim's one
 	// write carries the order. An invalid body is refused at once with
-	// the Store's Lifecycle.ValidateFirst; otherwise it claims and releases
-	// the key as the reference does, and its claim carries no order.
-	if err := sub.parse(); err != nil && s.life.ValidateFirst {
+	// the Store's Lifecycle.ValidateFirst or a gateway (whose claims must
+	// never be overwritten by one for no order); otherwise it claims and
+	// releases the key as the reference does, and its claim carries no
+	// order.
+	if err := sub.parse(); err != nil && (s.life.ValidateFirst || s.settles) {
 		return Outcome{}, err
 	}
 	// The wait ends at the deadline or once the sleeps add up to Wait,
@@ -202,8 +204,18 @@ func (s *Service) attempt(ctx context.Context, sub *submission, now time.Time) (
 			return Outcome{}, err
 		}
 	}
-	return s.place(ctx, sub.key, claim, false)
+	return s.place(ctx, sub.key, claim, byClient)
 }
+
+// placer is who calls the gateway: a client's request, the settler, or
+// the settler for the last time, once SettleMaxAge has passed.
+type placer uint8
+
+const (
+	byClient placer = iota
+	bySettler
+	bySettlerLastTime
+)
 
 // firm makes a tentative claim the key's, before its order id may reach
 // the gateway: Begin again with its own token. If that fails the claim is
@@ -265,7 +277,7 @@ func takenOver(claim Claim, rec Record) Claim {
 // settler itself is placing). So does an answer that could not be stored:
 // the order may be live at the OMS, and nobody but the settler may ask
 // again.
-func (s *Service) place(ctx context.Context, key Key, claim Claim, bySettler bool) (Outcome, error) {
+func (s *Service) place(ctx context.Context, key Key, claim Claim, by placer) (Outcome, error) {
 	receipt := order.Receipt{OrderID: claim.OrderID, Status: order.StatusAccepted, Order: claim.Order, AcceptedAt: claim.AcceptedAt}
 	claim.Sent = true
 	claim.KeepUntil = later(claim.KeepUntil, s.keepUntil(claim.AcceptedAt))
@@ -275,13 +287,15 @@ func (s *Service) place(ctx context.Context, key Key, claim Claim, bySettler boo
 	case errors.As(err, &rejection):
 		receipt.Status, receipt.Reason = order.StatusRejected, order.TruncateReason(rejection.Reason)
 	case err != nil:
-		return Outcome{}, s.leaveOpen(ctx, key, claim, err, bySettler)
+		return Outcome{}, s.leaveOpen(ctx, key, claim, err, by)
 	}
 	result := Result{Body: receipt.JSON(), Rejected: receipt.Status == order.StatusRejected,
 		Fingerprint: claim.Fingerprint, TTL: s.opts.ResultTTL}
 	if err := s.commit(ctx, key, claim, result, s.opts.Now()); err != nil {
 		if !errors.Is(err, ErrInProgress) {
-			s.leaveOpen(ctx, key, claim, err, bySettler)
+			// The OMS answered: even the settler's last call does not
+			// give up on an answer it could not store.
+			s.leaveOpen(ctx, key, claim, err, min(by, bySettler))
 		}
 		return Outcome{}, err
 	}
@@ -296,20 +310,29 @@ func (s *Service) place(ctx context.Context, key Key, claim Claim, bySettler boo
 // answer stored (cause): the key stays Open with its order id and one more
 // attempt, due for the settler after the backoff (told to
 // Options.Schedule the first time), and this instance remembers it.
-func (s *Service) leaveOpen(ctx context.Context, key Key, claim Claim, cause error, bySettler bool) *Unsettled {
+func (s *Service) leaveOpen(ctx context.Context, key Key, claim Claim, cause error, by placer) *Unsettled {
 	now := s.opts.Now()
 	claim.Attempts++
 	claim.NextAttempt = time.Time{}
+	if by == bySettlerLastTime {
+		// The settler gives up: the key is kept for another ResultTTL,
+		// never due again, and reported.
+		claim.Unresolved = true
+		claim.KeepUntil = later(claim.KeepUntil, now.Add(s.opts.ResultTTL))
+	}
 	if !claim.Unresolved {
 		claim.NextAttempt = now.Add(SettleBackoff(claim.Attempts))
 	}
 	s.release(ctx, key, claim)
 	s.opened.put(key.String(), claim, now)
+	if by == bySettlerLastTime && s.opts.OnUnresolved != nil {
+		s.opts.OnUnresolved(ctx, key, Placement{OrderID: claim.OrderID, Client: key.Client, Order: claim.Order, AcceptedAt: claim.AcceptedAt}, claim.Attempts)
+	}
 	// Only the first unknown outcome starts the settler's chain: from then
 	// on each of its attempts schedules the next, and a client's retry that
 	// ends unknown too must not start a second chain beside it. A chain
 	// whose message is lost is found by the Store's due time.
-	if !bySettler && claim.Attempts == 1 && !claim.Unresolved && s.opts.Schedule != nil {
+	if by == byClient && claim.Attempts == 1 && !claim.Unresolved && s.opts.Schedule != nil {
 		if err := s.opts.Schedule(context.WithoutCancel(ctx), key, claim.NextAttempt); err != nil {
 			// The Store's record says when the key is due; the sweep of
 			// overdue keys finds it (README, The settler).

@@ -189,7 +189,13 @@ func (k *Store) Begin(ctx context.Context, key intake.Key, c intake.Claim) (inta
 	}
 	if err := k.putClaim(ctx, key, c, false); err != nil {
 		// A failed put may still have landed: release it so retries are not
-		// blocked for its lease, trying twice.
+		// blocked for its lease, trying twice. A claim for an order that
+		// may reach a gateway is left open with it rather than deleted:
+		// the read that found the key free may have been stale, and a
+		// delete would take an open key's order id and order with it.
+		if c.Fingerprint != "" && !c.KeepUntil.IsZero() {
+			c.Sent = true
+		}
 		if rerr := intake.ReleaseTwice(ctx, k, key, c); rerr != nil {
 			err = errs.Wrap(err, err.Error()+" (and releasing the claim: "+rerr.Error()+")")
 		}
@@ -241,7 +247,13 @@ func (k *Store) putClaim(ctx context.Context, key intake.Key, c intake.Claim, op
 	switch {
 	case !m.hasOrder || c.Unresolved:
 	case open:
+		// An open key with its order is always due: at once, if no
+		// attempt said when (a takeover written back after its put
+		// failed, from a read that did not say).
 		m.due = c.NextAttempt
+		if m.due.IsZero() {
+			m.due = now
+		}
 	default:
 		m.due = m.leaseUntil
 	}

@@ -49,7 +49,12 @@ type row struct {
 	// tentative marks a claim that is not yet the key's (intake.Claim's
 	// Tentative): once its lease ends the key is absent, not open.
 	tentative bool
-	expires   time.Time
+	// sent marks a row whose order id may have reached the gateway: it
+	// was released open, so a release that does not say so (a claim
+	// whose answer was lost, released after it took the row over) leaves
+	// it open instead of deleting it.
+	sent    bool
+	expires time.Time
 }
 
 // holds reports whether r is a claim that holds its key at now.
@@ -197,15 +202,19 @@ func (o *Object) Commit(key intake.Key, c intake.Claim, r intake.Result) error {
 		return nil
 	}
 	cur.fingerprint, cur.receipt, cur.rejected, cur.tentative = r.Fingerprint, r.Body, r.Rejected, false
-	cur.leaseUntil, cur.due, cur.expires = time.Time{}, time.Time{}, o.now().Add(r.TTL)
+	// The outcome is kept its TTL, and at least as long as the claim
+	// kept the key: a Fallback's record of the key, which this row's
+	// adoption kept the claim for, must not outlive it.
+	cur.leaseUntil, cur.due, cur.expires = time.Time{}, time.Time{}, latest(o.now().Add(r.TTL), c.KeepUntil)
 	o.rows.put(cur)
 	return nil
 }
 
 // Release ends c's claim on key; an outcome, or another's claim, stays.
 // The key is left open with c's order id if the order may have reached the
-// gateway: c says so, or the row kept its order id from an earlier claim
-// (this claim's answer may have been lost before the Worker learnt it).
+// gateway: c says so, or the row was open before c took it over (this
+// claim's answer may have been lost before the Worker learnt it), or it
+// kept another order id from an earlier claim.
 // An open key keeps its order, its attempts (c's, if more), and is due for
 // the settler at c.NextAttempt, or at once if c set none; an unresolved
 // one is due never. Otherwise the row goes.
@@ -214,7 +223,8 @@ func (o *Object) Release(key intake.Key, c intake.Claim) {
 	switch {
 	case !ok || cur.token != c.Token || cur.receipt != nil:
 		return
-	case c.Sent || cur.orderID != c.OrderID:
+	case c.Sent || cur.sent || cur.orderID != c.OrderID:
+		cur.sent = true
 		if c.Sent {
 			cur.orderID, cur.acceptedAt = c.OrderID, c.AcceptedAt
 		}

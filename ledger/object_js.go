@@ -168,6 +168,7 @@ var addedColumns = []struct{ name, decl string }{
 	{"due", "INTEGER NOT NULL DEFAULT 0"},
 	{"unresolved", "INTEGER NOT NULL DEFAULT 0"},
 	{"tentative", "INTEGER NOT NULL DEFAULT 0"},
+	{"sent", "INTEGER NOT NULL DEFAULT 0"},
 }
 
 // millis reads a time column; 0 is the zero time.
@@ -180,7 +181,7 @@ func millis(v workers.SQLValue) time.Time {
 
 func (t sqlTable) get(key string) (row, bool) {
 	rows := t.query(`SELECT client, token, fingerprint, order_id, accepted_at, order_json, receipt, rejected,
-		lease_until, attempts, due, unresolved, tentative, expires FROM entries WHERE key = ?`, key)
+		lease_until, attempts, due, unresolved, tentative, sent, expires FROM entries WHERE key = ?`, key)
 	if len(rows.Values) == 0 {
 		return row{}, false
 	}
@@ -188,7 +189,8 @@ func (t sqlTable) get(key string) (row, bool) {
 	r := row{key: key, client: v("client").Str, token: v("token").Str, fingerprint: v("fingerprint").Str,
 		orderID: v("order_id").Str, acceptedAt: millis(v("accepted_at")), rejected: v("rejected").Num != 0,
 		leaseUntil: millis(v("lease_until")), attempts: int(v("attempts").Num), due: millis(v("due")),
-		unresolved: v("unresolved").Num != 0, tentative: v("tentative").Num != 0, expires: millis(v("expires"))}
+		unresolved: v("unresolved").Num != 0, tentative: v("tentative").Num != 0, sent: v("sent").Num != 0,
+		expires: millis(v("expires"))}
 	if o, err := order.Parse([]byte(v("order_json").Str)); err == nil {
 		r.order, r.hasOrder = o, true
 	}
@@ -221,9 +223,9 @@ func (t sqlTable) put(r row) {
 	}
 	t.query(`INSERT OR REPLACE INTO entries
 		(key, client, token, fingerprint, order_id, accepted_at, order_json, receipt, rejected, lease_until,
-		 attempts, due, unresolved, tentative, expires) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		 attempts, due, unresolved, tentative, sent, expires) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		r.key, r.client, r.token, r.fingerprint, r.orderID, ms(r.acceptedAt), orderJSON, receipt, flag(r.rejected),
-		ms(r.leaseUntil), r.attempts, ms(r.due), flag(r.unresolved), flag(r.tentative), r.expires.UnixMilli())
+		ms(r.leaseUntil), r.attempts, ms(r.due), flag(r.unresolved), flag(r.tentative), flag(r.sent), r.expires.UnixMilli())
 }
 
 // dueRows returns the due rows with their key and client only: all the

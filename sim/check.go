@@ -3,6 +3,7 @@ package sim
 import (
 	"bytes"
 	"context"
+	"os"
 	"slices"
 	"strings"
 	"time"
@@ -58,6 +59,13 @@ func (w *world) checkAnswer(ans *answer) {
 // observeKVWrite: no receipt is stored for an order the OMS did not
 // accept (or, for a rejection, reject).
 func (w *world) observeKVWrite(key string, e *kv.Entry, expires time.Time) {
+	if strings.HasPrefix(key, "pending:") && os.Getenv("SIM_DEBUG") != "" {
+		if e != nil {
+			w.logf("  kv put %s %s %s", key, e.Value, e.Metadata)
+		} else {
+			w.logf("  kv delete %s", key)
+		}
+	}
 	name, ok := strings.CutPrefix(key, "result:")
 	if !ok || e == nil {
 		return
@@ -79,6 +87,9 @@ func (w *world) observeLedgerCall(method string) {
 }
 
 func (w *world) stored(key keyName, receipt []byte) {
+	if os.Getenv("SIM_DEBUG") != "" {
+		w.logf("  stored %s %s", key, receipt)
+	}
 	w.commits[key] = w.now()
 	id, status, _ := order.ReceiptFields(receipt)
 	got, ok := w.oms.orders[id]
@@ -112,12 +123,11 @@ func (w *world) peek(key keyName) intake.Record {
 }
 
 func (w *world) keyOf(name keyName) intake.Key {
-	for _, k := range w.keys {
-		if k.key.String() == name {
-			return k.key
-		}
+	client, id, ok := strings.Cut(name, ":")
+	if !ok || (client != "desk-a" && client != "desk-b") {
+		return intake.Key{ID: name}
 	}
-	panic("sim: unknown key " + name)
+	return intake.Key{Client: client, ID: id}
 }
 
 // checkKept: a key whose order may have reached the OMS is never absent
@@ -273,8 +283,8 @@ func (w *world) checkSettled() {
 				w.violate("%s is unresolved before SETTLE_MAX_AGE", key)
 			}
 		default:
-			w.violate("%s's outcome is still not final after %s without faults (state %d, %d attempts, due %s)",
-				key, quietFor, rec.State, rec.Attempts, rec.NextAttempt.Sub(w.now()))
+			w.violate("%s's outcome is still not final after a quiet time without faults (state %d, %d attempts, due %s)",
+				key, rec.State, rec.Attempts, rec.NextAttempt.Sub(w.now()))
 		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -65,10 +66,12 @@ type world struct {
 
 	// knobs, drawn per history
 	resultTTL, settleMaxAge time.Duration
-	faultRate               int // in 1/1000 per chance
-	staleReads              bool
-	releaseClaims           bool
-	migrating               bool
+	// fault rates in 1/1000 per chance: storage (KV, the ledger's RPC),
+	// the OMS, and the rest (queue, alarms, rate limiter, isolates).
+	storageRate, omsRate, otherRate int
+	staleReads                      bool
+	releaseClaims                   bool
+	migrating                       bool
 
 	faultsOn bool // false once the history quiets down
 	jumping  bool // the driver moves the clock hours ahead
@@ -156,10 +159,12 @@ func run(mode Mode, choose func(n int, label string) int) *world {
 
 	w.resultTTL = []time.Duration{24 * time.Hour, time.Hour}[choose(2, "RESULT_TTL")]
 	w.settleMaxAge = []time.Duration{24 * time.Hour, 30 * time.Minute}[choose(2, "SETTLE_MAX_AGE")]
-	w.faultRate = []int{0, 20, 80, 200}[choose(4, "fault rate")]
+	w.storageRate = []int{0, 10, 50, 150}[choose(4, "storage fault rate")]
+	w.omsRate = []int{0, 100, 250, 500}[choose(4, "OMS fault rate")]
+	w.otherRate = []int{0, 20, 100}[choose(3, "other fault rate")]
 	w.staleReads = choose(2, "stale reads") == 1
 	w.releaseClaims = choose(2, "KV_CLAIM_AFTER_RECEIPT") == 0
-	w.faultsOn = w.faultRate > 0
+	w.faultsOn = w.storageRate+w.omsRate+w.otherRate > 0
 	if mode == LedgerMode {
 		w.ledger = ledger.NewMemoryStore()
 		w.ledger.Now = w.now
@@ -229,9 +234,17 @@ func (w *world) violate(format string, args ...any) {
 // faults is true while the history injects faults.
 func (w *world) faults() bool { return w.faultsOn && !w.direct }
 
-// fault draws whether what happens now, and counts it.
+// fault draws whether what happens now, at the rate of its part, and
+// counts it.
 func (w *world) fault(what string) bool {
-	if !w.faults() || w.choose(1000, what) >= w.faultRate {
+	rate := w.otherRate
+	switch {
+	case strings.HasPrefix(what, "kv "), strings.HasPrefix(what, "ledger "):
+		rate = w.storageRate
+	case strings.HasPrefix(what, "oms "):
+		rate = w.omsRate
+	}
+	if !w.faults() || rate == 0 || w.choose(1000, what) >= rate {
 		return false
 	}
 	w.count(what)
@@ -470,6 +483,9 @@ func (w *world) ledgerCall(ctx context.Context, method string, apply func()) err
 		return &workers.Error{Message: "sim: Durable Object call failed", Retryable: true}
 	}
 	apply()
+	if os.Getenv("SIM_DEBUG") != "" {
+		w.logf("  %s: ledger %s %s", a.name, method, a.key)
+	}
 	w.observeLedgerCall(method)
 	w.sched.yield()
 	if method != "lookup" && w.fault("ledger "+method+" fails after") {
@@ -495,7 +511,10 @@ func (w *world) stops(a *actor) bool {
 	if !w.faults() || a.kind == driverActor || a.kind == daemonActor {
 		return false
 	}
-	switch w.choose(200, "stop") {
+	if w.otherRate == 0 {
+		return false
+	}
+	switch w.choose(4000/w.otherRate, "stop") {
 	case 1:
 		if a.kind != requestActor {
 			return false
@@ -567,9 +586,17 @@ func (w *world) drive() {
 	for range steps {
 		k := w.keys[w.choose(len(w.keys), "key")]
 		inst := w.instances[w.choose(len(w.instances), "isolate")]
-		switch w.choose(10, "action") {
+		switch w.choose(11, "action") {
 		case 0, 1, 2:
 			w.submit(inst, k, k.order.JSON())
+		case 10:
+			// A burst past the opened set's 1,024 keys is KV mode's: over
+			// the ledger it only costs time.
+			size := []int{3, 3, 3, 3, 3, 40, 40, 1100}[w.choose(8, "burst")]
+			if w.mode == LedgerMode {
+				size = min(size, 40)
+			}
+			w.burst(inst, size)
 		case 3:
 			w.submit(inst, k, k.other.JSON())
 		case 4:
@@ -591,9 +618,25 @@ func (w *world) drive() {
 	}
 	w.logf("faults stop")
 	w.faultsOn = false
-	for range int(quietFor / time.Minute) {
+	// Time enough for the sweeps to reach every key, however many.
+	quiet := max(quietFor, time.Duration(2+2*len(w.keys)/sweepLimit)*sweepEvery)
+	for range int(quiet / time.Minute) {
 		w.sched.sleep(time.Minute)
 		w.checkKept()
+	}
+}
+
+// burst submits n new keys' orders on inst at once, as a busy desk does:
+// during an OMS outage it leaves them all open in one isolate.
+func (w *world) burst(inst *instance, n int) {
+	w.count("burst of new keys")
+	for range n {
+		i := len(w.keys)
+		k := &clientKey{key: intake.Key{Client: "desk-b", ID: "b" + strconv.Itoa(i)},
+			order: order.Order{Symbol: "NVDA", Side: order.Buy, Quantity: float64(1 + i)},
+			other: order.Order{Symbol: "NVDA", Side: order.Sell, Quantity: float64(1 + i)}}
+		w.keys = append(w.keys, k)
+		w.submit(inst, k, k.order.JSON())
 	}
 }
 
@@ -701,9 +744,14 @@ func (w *world) answered(a *actor, ans *answer, out intake.Outcome, err error) {
 // the ledger: for each key, nothing, a receipt, a claim left open after an
 // unknown outcome, or a claim still held, each with an order id the OMS
 // may have.
+//
+// It was written a while before the history starts, past KV's staleness:
+// a migration starts on a namespace the old version has written for long.
 func (w *world) seedLegacyKV() {
 	w.direct = true
-	defer func() { w.direct = false }()
+	start := w.sched.now
+	w.sched.now = start.Add(-2 * staleWindow)
+	defer func() { w.direct, w.sched.now = false, start }()
 	ctx := context.Background()
 	for i, k := range w.keys {
 		orderID := "legacy-" + strconv.Itoa(i)
