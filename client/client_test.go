@@ -864,7 +864,7 @@ func TestUnsettledOutcomes(t *testing.T) {
 
 	t.Run("an unresolved order is returned at once, and the key keeps its order id", func(t *testing.T) {
 		w := newWorker(t, "")
-		w.gateway.answers = []error{lost, lost}
+		w.gateway.answers = []error{lost, lost, lost} // the client's, the settler's last, the retry's
 		c, s := newClient(w, &client.Options{MaxAttempts: 5})
 		first, _ := newClient(w, &client.Options{MaxAttempts: 1})
 		_, err := first.SubmitWithKey(t.Context(), "k-unresolved", msft)
@@ -881,7 +881,7 @@ func TestUnsettledOutcomes(t *testing.T) {
 			name         string
 			err          error
 			wantAttempts int
-		}{{"Lookup", lookupErr, 1}, {"SubmitWithKey", submitErr, 2}} {
+		}{{"Lookup", lookupErr, 2}, {"SubmitWithKey", submitErr, 3}} {
 			if !errors.Is(tc.err, client.ErrOutcomeUnresolved) || !errors.Is(tc.err, client.ErrOutcomeUnknown) || client.IsRetryable(tc.err) {
 				t.Fatalf("%s error = %v, want ErrOutcomeUnresolved, matching ErrOutcomeUnknown too, not retryable", tc.name, tc.err)
 			}

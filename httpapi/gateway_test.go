@@ -255,10 +255,11 @@ func TestUnsettledOutcomes(t *testing.T) {
 				return lookup(w)
 			},
 			wantStatus:  503,
-			wantBody:    func(id string) string { return unresolved(id, 1) },
+			wantBody:    func(id string) string { return unresolved(id, 2) },
 			retryAfter:  "1",
 			wantOutcome: "outcome_unresolved",
-			wantCalls:   1,
+			wantCalls:   2, // the client's, and the settler's last
+
 		},
 		{
 			name: "retry of an unresolved key asks the OMS with the same order id, and stays unresolved if the answer is lost",
@@ -269,10 +270,10 @@ func TestUnsettledOutcomes(t *testing.T) {
 				return post(w)
 			},
 			wantStatus:  503,
-			wantBody:    func(id string) string { return unresolved(id, 2) },
+			wantBody:    func(id string) string { return unresolved(id, 3) },
 			retryAfter:  "1",
 			wantOutcome: "outcome_unresolved",
-			wantCalls:   2,
+			wantCalls:   3,
 		},
 		{
 			name: "retry of an unresolved key that the OMS accepts is its receipt",
@@ -288,7 +289,7 @@ func TestUnsettledOutcomes(t *testing.T) {
 				return `{"orderId":"` + id + `","status":"accepted","symbol":"AAPL","side":"buy","quantity":10,"acceptedAt":"2026-03-14T15:09:26.535Z"}`
 			},
 			wantOutcome: "created",
-			wantCalls:   2,
+			wantCalls:   3,
 		},
 	}
 	for _, tc := range tests {

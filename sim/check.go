@@ -22,10 +22,7 @@ import (
 // compare-and-swap, so two isolates may each claim a key and call at
 // once: that is counted, not a violation.
 func (w *world) checkOneCallAtOnce(call *gatewayCall) {
-	for _, c := range w.oms.calls {
-		if !c.open || c.key != call.key {
-			continue
-		}
+	for _, c := range w.oms.open[call.key] {
 		if w.mode == LedgerMode || (c.inst == call.inst && c.gen == call.gen) {
 			w.violate("two gateway calls for %s at once: %s (isolate %d) and %s (isolate %d)", call.key, c.orderID, c.inst, call.orderID, call.inst)
 			return
@@ -135,12 +132,8 @@ func (w *world) keyOf(name keyName) intake.Key {
 // receipt's TTL once one is stored, nor before another receipt's TTL
 // once the settler gave up on it.
 func (w *world) checkKept() {
-	last := make(map[keyName]*gatewayCall)
-	for _, c := range w.oms.calls {
-		last[c.key] = c
-	}
 	now := w.now()
-	for key, c := range last {
+	for key, c := range w.oms.last {
 		var until time.Time
 		if at, ok := w.commits[key]; ok && !at.Before(c.start) {
 			until = at.Add(w.resultTTL)
@@ -260,11 +253,7 @@ func (w *world) checkReplaysIdentical() {
 // whose order may have reached the OMS has a final outcome, or is
 // unresolved once SETTLE_MAX_AGE has passed.
 func (w *world) checkSettled() {
-	last := make(map[keyName]*gatewayCall)
-	for _, c := range w.oms.calls {
-		last[c.key] = c
-	}
-	for key, c := range last {
+	for key, c := range w.oms.last {
 		rec := w.peek(key)
 		if w.migrating && rec.State != intake.Stored {
 			if inLedger, _ := w.ledger.Lookup(context.Background(), w.keyOf(key)); inLedger.State == intake.Absent {

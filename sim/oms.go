@@ -3,6 +3,7 @@ package sim
 import (
 	"context"
 	"errors"
+	"slices"
 	"time"
 
 	"github.com/edge-orders/edge-orders/intake"
@@ -24,6 +25,9 @@ type oms struct {
 	w      *world
 	orders map[string]*omsOrder
 	calls  []*gatewayCall
+	// open are the calls in progress, and last the latest call, per key.
+	open map[keyName][]*gatewayCall
+	last map[keyName]*gatewayCall
 }
 
 // omsOrder is an order the OMS acted on.
@@ -47,7 +51,27 @@ type gatewayCall struct {
 	by         *actor
 }
 
-func newOMS(w *world) *oms { return &oms{w: w, orders: make(map[string]*omsOrder)} }
+func newOMS(w *world) *oms {
+	return &oms{w: w, orders: make(map[string]*omsOrder), open: make(map[keyName][]*gatewayCall), last: make(map[keyName]*gatewayCall)}
+}
+
+// record adds call, in progress unless it already ended.
+func (o *oms) record(call *gatewayCall) {
+	o.calls = append(o.calls, call)
+	o.last[call.key] = call
+	if call.open {
+		o.open[call.key] = append(o.open[call.key], call)
+	}
+}
+
+// end ends call.
+func (o *oms) end(call *gatewayCall) {
+	if !call.open {
+		return
+	}
+	call.open, call.end = false, o.w.now()
+	o.open[call.key] = slices.DeleteFunc(o.open[call.key], func(c *gatewayCall) bool { return c == call })
+}
 
 // act places p's order id if it is new: accepted, or rejected when the
 // history's OMS rejects it.
@@ -74,9 +98,9 @@ func (g gateway) Place(ctx context.Context, p intake.Placement) error {
 	call := &gatewayCall{key: a.key, orderID: p.OrderID, fp: p.Order.Fingerprint(), acceptedAt: p.AcceptedAt,
 		inst: g.inst, gen: a.gen, start: w.now(), open: true, by: a}
 	w.checkOneCallAtOnce(call)
-	o.calls = append(o.calls, call)
+	o.record(call)
 	w.logf("%s: gateway call %s for %s", a.name, p.OrderID, a.key)
-	defer func() { call.open, call.end = false, w.now() }()
+	defer o.end(call)
 	w.sched.sleep(time.Duration(1+w.choose(3, "oms latency")) * 10 * time.Millisecond)
 	switch {
 	case w.fault("oms 503 before acting"):

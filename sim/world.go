@@ -550,7 +550,7 @@ func (w *world) kill(inst *instance) {
 	w.sched.park(func(a *actor) bool { return a.inst == inst && a.gen == gen })
 	for _, c := range w.oms.calls {
 		if c.open && c.inst == inst.id && c.gen == gen {
-			c.open, c.end = false, w.now()
+			w.oms.end(c)
 		}
 	}
 }
@@ -558,7 +558,7 @@ func (w *world) kill(inst *instance) {
 func (w *world) closeCalls(a *actor) {
 	for _, c := range w.oms.calls {
 		if c.open && c.by == a {
-			c.open, c.end = false, w.now()
+			w.oms.end(c)
 		}
 	}
 }
@@ -592,7 +592,13 @@ func (w *world) drive() {
 		case 10:
 			// A burst past the opened set's 1,024 keys is KV mode's: over
 			// the ledger it only costs time.
-			size := []int{3, 3, 3, 3, 3, 40, 40, 1100}[w.choose(8, "burst")]
+			size := 3
+			switch w.choose(24, "burst") {
+			case 1, 2, 3, 4, 5:
+				size = 40
+			case 6:
+				size = 1100
+			}
 			if w.mode == LedgerMode {
 				size = min(size, 40)
 			}
@@ -760,7 +766,7 @@ func (w *world) seedLegacyKV() {
 			OrderID: orderID, AcceptedAt: acceptedAt, Lease: pendingTTL, KeepUntil: acceptedAt.Add(w.settleMaxAge + w.resultTTL)}
 		p := intake.Placement{OrderID: orderID, Client: k.key.Client, Order: k.order, AcceptedAt: acceptedAt}
 		legacyCall := func() {
-			w.oms.calls = append(w.oms.calls, &gatewayCall{key: k.key.String(), orderID: orderID, fp: claim.Fingerprint,
+			w.oms.record(&gatewayCall{key: k.key.String(), orderID: orderID, fp: claim.Fingerprint,
 				acceptedAt: acceptedAt, inst: -2, start: acceptedAt, end: acceptedAt})
 		}
 		switch w.choose(4, "legacy state") {
