@@ -152,12 +152,12 @@ func (h *Handler) serve(ctx context.Context, r *workers.Request) (resp *workers.
 		if body, err = r.Body.ReadAll(MaxBodyBytes); err != nil {
 			return fail(bodyError(err))
 		}
-		// The open Worker's rate limit counts per caller address; a
+		// The open Worker's rate limit counts per caller (rateCaller); a
 		// client's counts per client, and its request never reads the
 		// address.
 		var caller string
 		if key.Client == "" {
-			caller = r.Header.Get("CF-Connecting-IP")
+			caller = rateCaller(r.Header.Get("CF-Connecting-IP"))
 		}
 		out, err = h.svc.Submit(ctx, key, body, caller)
 	}
