@@ -48,10 +48,19 @@ func New(opts Options) *Gateway { return &Gateway{opts: opts} }
 // not read past the bound.
 const MaxAnswerBytes = 64 << 10
 
+// Answer statuses: the "status" member an answer must carry beside the
+// orderId. The Worker's request has no such member, so a gateway that
+// echoes its request never passes for one that answered.
+const (
+	StatusAccepted = "accepted"
+	StatusRejected = "rejected"
+)
+
 // Errors for answers that leave the outcome unknown. None is a rejection:
 // a 4xx counts as one only when the gateway says which order it refuses,
-// so that a misrouted URL or a wrong token (a proxy's 404, a 401) never
-// turns into orders refused for good.
+// and that it refuses it, so that a misrouted URL, a wrong token (a
+// proxy's 404, a 401) or an endpoint that echoes its request never turns
+// into orders refused for good.
 var (
 	// ErrGatewayUnavailable is an answer that says to try again: 408, 429 or 5xx.
 	ErrGatewayUnavailable = errors.New("oms: gateway unavailable")
@@ -59,7 +68,8 @@ var (
 	// origin it names is not the one OMS_URL trusts to place orders.
 	ErrRedirected = errors.New("oms: gateway redirected")
 	// ErrMalformed is an answer that does not follow the gateway contract:
-	// a body that is not a JSON object naming the order.
+	// a body that is not a JSON object naming the order with the status
+	// its HTTP status means.
 	ErrMalformed = errors.New("oms: malformed gateway answer")
 )
 
@@ -111,10 +121,10 @@ func Body(p intake.Placement) []byte {
 }
 
 // ReadAnswer reads the gateway's answer for orderID. A 2xx whose body is a
-// JSON object with orderID as its "orderId" accepts the order: it returns
-// nil. A 4xx other than 408 and 429 whose body names orderID refuses it:
-// it returns an *intake.Rejection, whose reason is the "reason" member.
-// Every other
+// JSON object with orderID as its "orderId" and "status" StatusAccepted
+// accepts the order: it returns nil. A 4xx other than 408 and 429 whose
+// body names orderID with "status" StatusRejected refuses it: it returns
+// an *intake.Rejection, whose reason is the "reason" member. Every other
 // answer is an unknown outcome: an error wrapping ErrGatewayUnavailable,
 // ErrRedirected (naming its Location) or ErrMalformed.
 func ReadAnswer(orderID string, resp *workers.OutgoingResponse) error {
@@ -126,18 +136,23 @@ func ReadAnswer(orderID string, resp *workers.OutgoingResponse) error {
 		}
 		return errs.Detail(ErrRedirected, statusLine+" to "+resp.Location+", not followed")
 	}
-	accepted := status >= 200 && status < 300
-	rejected := status >= 400 && status < 500 && status != 408 && status != 429
-	if !accepted && !rejected {
+	want := StatusAccepted
+	switch {
+	case status >= 200 && status < 300:
+	case status >= 400 && status < 500 && status != 408 && status != 429:
+		want = StatusRejected
+	default:
 		return errs.Detail(ErrGatewayUnavailable, statusLine)
 	}
-	doc, err := jsjson.Parse(resp.Body, "orderId", "reason")
+	doc, err := jsjson.Parse(resp.Body, "orderId", "status", "reason")
 	switch {
 	case err != nil || !doc.IsObject():
 		return errs.Detail(ErrMalformed, statusLine+" without a JSON object body")
 	case doc.Get("orderId").Kind != jsjson.String || doc.Get("orderId").Str != orderID:
 		return errs.Detail(ErrMalformed, statusLine+" for another order, or none: orderId "+strconv.Quote(doc.Get("orderId").Str))
-	case accepted:
+	case doc.Get("status").Kind != jsjson.String || doc.Get("status").Str != want:
+		return errs.Detail(ErrMalformed, statusLine+" without the status "+want+": status "+strconv.Quote(doc.Get("status").Str))
+	case want == StatusAccepted:
 		return nil
 	}
 	reason := doc.Get("reason").Str

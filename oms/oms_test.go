@@ -48,6 +48,7 @@ func TestBody(t *testing.T) {
 func TestReadAnswer(t *testing.T) {
 	accepted := `{"orderId":"` + orderID + `","status":"accepted"}`
 	rejected := `{"orderId":"` + orderID + `","status":"rejected"}`
+	echo := string(oms.Body(placement))
 	tests := []struct {
 		name       string
 		answer     workers.OutgoingResponse
@@ -55,13 +56,20 @@ func TestReadAnswer(t *testing.T) {
 		wantReason string
 		wantText   string // in the error's text
 	}{
-		{"201 naming the order accepts", answer(201, accepted), nil, "", ""},
-		{"200 naming the order accepts", answer(200, `{"status":"accepted","orderId":"`+orderID+`","extra":[1]}`), nil, "", ""},
+		{"201 naming the order as accepted accepts", answer(201, accepted), nil, "", ""},
+		{"200 naming the order as accepted accepts", answer(200, `{"status":"accepted","orderId":"`+orderID+`","extra":[1]}`), nil, "", ""},
 		{"2xx without a body is malformed", answer(200, ``), oms.ErrMalformed, "", "HTTP 200 without a JSON object body"},
 		{"2xx naming another order is malformed", answer(201, `{"orderId":"another","status":"accepted"}`), oms.ErrMalformed, "", `orderId "another"`},
 		{"2xx with HTML is malformed", answer(200, `<html>ok</html>`), oms.ErrMalformed, "", ""},
-		{"422 naming the order rejects with its reason", answer(422, `{"orderId":"`+orderID+`","status":"rejected","reason":"halted"}`), intake.ErrRejected, "halted", ""},
-		{"400 naming the order without a reason rejects", answer(400, rejected), intake.ErrRejected, "refused with HTTP 400", ""},
+		{"2xx naming the order without a status is malformed", answer(201, `{"orderId":"`+orderID+`"}`), oms.ErrMalformed, "", `HTTP 201 without the status accepted: status ""`},
+		{"2xx naming the order as rejected is malformed", answer(200, rejected), oms.ErrMalformed, "", `status "rejected"`},
+		{"2xx with a status that is not a string is malformed", answer(200, `{"orderId":"`+orderID+`","status":true}`), oms.ErrMalformed, "", ""},
+		{"a 200 echo of the request is malformed", answer(200, echo), oms.ErrMalformed, "", "HTTP 200 without the status accepted"},
+		{"422 naming the order as rejected rejects with its reason", answer(422, `{"orderId":"`+orderID+`","status":"rejected","reason":"halted"}`), intake.ErrRejected, "halted", ""},
+		{"400 naming the order as rejected without a reason rejects", answer(400, rejected), intake.ErrRejected, "refused with HTTP 400", ""},
+		{"4xx naming the order without a status is malformed", answer(422, `{"orderId":"`+orderID+`","reason":"halted"}`), oms.ErrMalformed, "", "HTTP 422 without the status rejected"},
+		{"4xx naming the order as accepted is malformed", answer(409, accepted), oms.ErrMalformed, "", `status "accepted"`},
+		{"a 400 echo of the request is malformed", answer(400, echo), oms.ErrMalformed, "", "HTTP 400 without the status rejected"},
 		{"a proxy's 404 is unknown, not a rejection", answer(404, `Not Found`), oms.ErrMalformed, "", ""},
 		{"401 for a wrong token is unknown", answer(401, `{"error":"unauthorized"}`), oms.ErrMalformed, "", ""},
 		{"408 is unknown", answer(408, rejected), oms.ErrGatewayUnavailable, "", "HTTP 408"},
@@ -93,6 +101,24 @@ func TestReadAnswer(t *testing.T) {
 // answer is an answer with status and body.
 func answer(status int, body string) workers.OutgoingResponse {
 	return workers.OutgoingResponse{Status: status, Body: []byte(body)}
+}
+
+// TestBodyNeverCarriesAStatus checks that the request can never pass for
+// an answer: it has no "status" member, with or without a client id.
+func TestBodyNeverCarriesAStatus(t *testing.T) {
+	for _, tc := range []struct{ name, client string }{{"open worker", ""}, {"with API tokens", "desk-a"}} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := placement
+			p.Client = tc.client
+			var body map[string]any
+			if err := json.Unmarshal(oms.Body(p), &body); err != nil {
+				t.Fatal(err)
+			}
+			if got, ok := body["status"]; ok {
+				t.Errorf("the request's status = %v, want none", got)
+			}
+		})
+	}
 }
 
 // send is an oms.Send over net/http, as the Worker's fetch is over the

@@ -12,8 +12,8 @@ import (
 
 // TestAnswersThatSayNothingAreUnknown has the fake OMS answer the first
 // call in ways no gateway should: a redirect to an origin that would
-// accept the order, and an answer past the cap (plainly or once decoded).
-// Each must leave the outcome unknown: a 503
+// accept the order, an answer past the cap (plainly or once decoded), and
+// an echo of the request. Each must leave the outcome unknown: a 503
 // outcome_unknown, logged with what was wrong, that the settler then
 // settles with the same order id; no redirect is followed, and an
 // oversized answer is not read to its end.
@@ -34,6 +34,10 @@ func TestAnswersThatSayNothingAreUnknown(t *testing.T) {
 				func(string) string { return "over " + limit + " bytes" }},
 			{"a gzip answer that decodes past the cap is cut short", gzipped,
 				func(string) string { return "over " + limit + " bytes" }},
+			{"a 200 echo of the request is not an acceptance", echo200,
+				func(string) string { return "HTTP 200 without" }},
+			{"a 400 echo of the request is not a rejection", echo400,
+				func(string) string { return "HTTP 400 without" }},
 		} {
 			t.Run(c.name, func(t *testing.T) {
 				t.Parallel()

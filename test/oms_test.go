@@ -54,11 +54,15 @@ const (
 	// gzipped accepts, and answers with the order named in a gzip body
 	// smaller than oms.MaxAnswerBytes that decodes far past it.
 	gzipped
+	// echo200 and echo400 answer the request's own body with a 200 and a
+	// 400, without acting: a relay or a debugging endpoint.
+	echo200
+	echo400
 )
 
 func (s step) String() string {
 	return [...]string{"accept", "reject", "503 before acting", "503 after acting", "accept, never answer", "accept, drop the connection", "gated",
-		"302 elsewhere", "307 elsewhere", "accept, oversized answer", "accept, gzip answer past the cap"}[s]
+		"302 elsewhere", "307 elsewhere", "accept, oversized answer", "accept, gzip answer past the cap", "echo with 200", "echo with 400"}[s]
 }
 
 // oversizedBytes is how long an oversized answer is: long enough that the
@@ -315,6 +319,11 @@ func (f *fakeOMS) serve(w http.ResponseWriter, r *http.Request) {
 	case redirectFound, redirectTemporary:
 		status := map[step]int{redirectFound: http.StatusFound, redirectTemporary: http.StatusTemporaryRedirect}[s]
 		http.Redirect(w, r, f.elsewhereURL+p.Symbol, status)
+		return
+	case echo200, echo400:
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(map[step]int{echo200: http.StatusOK, echo400: http.StatusBadRequest}[s])
+		w.Write(body)
 		return
 	}
 	status := f.act(p.OrderID, s == reject)
