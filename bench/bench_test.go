@@ -74,11 +74,11 @@ func TestGatewayAcceptsAndTimes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var answer struct{ OrderID string }
+	var answer struct{ OrderID, Status string }
 	json.NewDecoder(resp.Body).Decode(&answer)
 	resp.Body.Close()
-	if resp.StatusCode != 201 || answer.OrderID != "o-1" {
-		t.Fatalf("gateway = %d %+v, want 201 naming the order", resp.StatusCode, answer)
+	if resp.StatusCode != 201 || answer.OrderID != "o-1" || answer.Status != "accepted" {
+		t.Fatalf("gateway = %d %+v, want 201 naming the order as accepted", resp.StatusCode, answer)
 	}
 	if s := g.take(); len(s) != 1 || s[0] < 20*time.Millisecond {
 		t.Fatalf("service times %v, want one of at least the 20 ms delay", s)

@@ -77,7 +77,7 @@ func (g *gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(http.StatusCreated)
-	json.NewEncoder(w).Encode(map[string]string{"orderId": p.OrderID})
+	json.NewEncoder(w).Encode(map[string]string{"orderId": p.OrderID, "status": "accepted"})
 	if !marked {
 		g.mu.Lock()
 		g.service = append(g.service, time.Since(began))

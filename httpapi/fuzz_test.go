@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/edge-orders/edge-orders/api/apitest"
 	"github.com/edge-orders/edge-orders/auth"
 	"github.com/edge-orders/edge-orders/httpapi"
 	"github.com/edge-orders/edge-orders/intake"
@@ -85,4 +86,29 @@ func checkFuzzed(t *testing.T, mode string, resp *workers.Response) {
 	} else if doc["orderId"] == nil {
 		t.Fatalf("%s: status %d without a receipt: %s", mode, resp.Status, resp.Body)
 	}
+}
+
+// FuzzKeyAgreesWithTheDocument checks that the handler and api/openapi.yaml
+// agree on every Idempotency-Key: a lookup's key is refused as
+// invalid_idempotency_key exactly when the document's pattern refuses it.
+func FuzzKeyAgreesWithTheDocument(f *testing.F) {
+	for _, seed := range []string{"k", `"k"`, "k, k", `"k", "k"`, `"a, b"`, `"a\"b"`, `"a\x"`, " k", `k"`, ",", strings.Repeat("k", 256)} {
+		f.Add(seed)
+	}
+	v, err := apitest.Load()
+	if err != nil {
+		f.Fatal(err)
+	}
+	h := httpapi.New(newService(kv.NewMemoryNamespace()), httpapi.Options{})
+	f.Fuzz(func(t *testing.T, key string) {
+		if key == "" {
+			return // no key at all: another error
+		}
+		r := request(http.MethodGet, &key, nil)
+		w := serve(h, r)
+		refused := w.Code == http.StatusBadRequest && strings.Contains(w.Body.String(), `"invalid_idempotency_key"`)
+		if invalid := v.ValidateRequest(r) != nil; refused != invalid {
+			t.Errorf("key %q: the handler answers %d %s; the document finds it invalid: %v", key, w.Code, w.Body, invalid)
+		}
+	})
 }

@@ -152,12 +152,12 @@ func (h *Handler) serve(ctx context.Context, r *workers.Request) (resp *workers.
 		if body, err = r.Body.ReadAll(MaxBodyBytes); err != nil {
 			return fail(bodyError(err))
 		}
-		// The open Worker's rate limit counts per caller address; a
+		// The open Worker's rate limit counts per caller (rateCaller); a
 		// client's counts per client, and its request never reads the
 		// address.
 		var caller string
 		if key.Client == "" {
-			caller = r.Header.Get("CF-Connecting-IP")
+			caller = rateCaller(r.Header.Get("CF-Connecting-IP"))
 		}
 		out, err = h.svc.Submit(ctx, key, body, caller)
 	}
@@ -196,7 +196,10 @@ func bodyError(err error) error {
 // parseKey reads an Idempotency-Key header value: the key itself, or the
 // IETF draft's Structured Field string form, "..." with \" and \\ escapes,
 // which names the same key. The key must then be 1 to MaxIdempotencyKeyBytes printable
-// ASCII characters, which is always a valid KV key.
+// ASCII characters, which is always a valid KV key. The field is one
+// string, never a list: a comma outside a quoted key is refused, since the
+// runtime joins a header sent on two lines into "k, k", which would
+// otherwise name a new key and place a second order.
 func parseKey(v string) (string, error) {
 	key, err := unquoteKey(v)
 	if err != nil {
@@ -217,32 +220,39 @@ func parseKey(v string) (string, error) {
 	return key, nil
 }
 
-// unquoteKey undoes the Structured Field string form, if v is in it.
+// keyList says why a list is refused, for error messages.
+const keyList = "one Idempotency-Key, not a list: the header came on more than one line, or holds a comma outside a quoted key"
+
+// unquoteKey undoes the Structured Field string form, if v is in it, and
+// refuses a list.
 func unquoteKey(v string) (string, error) {
 	if v == "" || v[0] != '"' {
+		if strings.Contains(v, ",") {
+			return v, errs.Detail(errInvalidKey, keyList)
+		}
 		return v, nil
 	}
-	if len(v) < 2 || v[len(v)-1] != '"' {
-		return v, errs.Detail(errInvalidKey, "a quoted key must end with a quote")
-	}
-	inner := v[1 : len(v)-1]
-	if !strings.ContainsAny(inner, `"\`) {
-		return inner, nil
-	}
 	var b strings.Builder
-	for i := 0; i < len(inner); i++ {
-		c := inner[i]
-		switch {
-		case c == '\\' && i+1 < len(inner) && (inner[i+1] == '"' || inner[i+1] == '\\'):
+	for i := 1; i < len(v); i++ {
+		switch c := v[i]; {
+		case c == '\\' && i+1 < len(v) && (v[i+1] == '"' || v[i+1] == '\\'):
 			i++
-			b.WriteByte(inner[i])
-		case c == '\\' || c == '"':
+			b.WriteByte(v[i])
+		case c == '\\':
 			return v, errs.Detail(errInvalidKey, `in a quoted key only \" and \\ are escapes`)
+		case c == '"':
+			switch rest := v[i+1:]; {
+			case rest == "":
+				return b.String(), nil
+			case strings.HasPrefix(strings.TrimLeft(rest, " \t"), ","):
+				return v, errs.Detail(errInvalidKey, keyList)
+			}
+			return v, errs.Detail(errInvalidKey, `a quoted key must end at its closing quote`)
 		default:
 			b.WriteByte(c)
 		}
 	}
-	return b.String(), nil
+	return v, errs.Detail(errInvalidKey, "a quoted key must end with a quote")
 }
 
 // Misconfigured returns a handler that answers every request with a 500

@@ -29,6 +29,8 @@ func TestQuotedKeyIsTheSameKey(t *testing.T) {
 		{`escaped backslash names a\b`, `"a\\b"`, `a\b`, `a\b`},
 		{"escapes in a row name both characters", `"\\\""`, `\"`, `\"`},
 		{"255 characters quoted is the 255-character key", `"` + strings.Repeat("q", 255) + `"`, strings.Repeat("q", 255), strings.Repeat("q", 255)},
+		{"a comma inside a quoted key is part of it", `"a, b"`, `"a, b"`, `a, b`},
+		{"an escaped quote before a comma stays inside the key", `"a\", \"b"`, `"a\", \"b"`, `a", "b`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -90,6 +92,19 @@ func TestInvalidKeys(t *testing.T) {
 		{"256 characters quoted is invalid", `"` + strings.Repeat("q", 256) + `"`},
 		{"a control character quoted is invalid", "\"a\x01b\""},
 		{"non-ASCII quoted is invalid", `"café"`},
+		{"two keys joined by a comma are invalid", "k1, k2"},
+		{"one key twice, as the runtime joins two lines, is invalid", "k, k"},
+		{"a comma without a space is invalid", "k1,k2"},
+		{"a trailing comma is invalid", "k,"},
+		{"a leading comma is invalid", ",k"},
+		{"a lone comma is invalid", ","},
+		{"a UUID twice is invalid", uuidKey + ", " + uuidKey},
+		{"two quoted keys are invalid", `"k", "k"`},
+		{"two quoted keys without a space are invalid", `"k","k"`},
+		{"a quoted key then a bare one is invalid", `"k", k`},
+		{"a bare key then a quoted one is invalid", `k, "k"`},
+		{"a quoted key with a trailing comma is invalid", `"k",`},
+		{"a quoted key with something after it is invalid", `"k";x`},
 	}
 	for _, tc := range tests {
 		for _, method := range []string{http.MethodPost, http.MethodGet} {
@@ -114,13 +129,51 @@ func TestInvalidKeys(t *testing.T) {
 	}
 }
 
+// TestRepeatedKeyHeader sends Idempotency-Key on two header lines, which
+// the runtime's Headers object joins into "k, k" (as httpserve does): a
+// list, refused before any storage call, even after k holds an order.
+func TestRepeatedKeyHeader(t *testing.T) {
+	tests := []struct {
+		name   string
+		method string
+		lines  []string
+	}{
+		{"the same key twice in a POST is invalid", http.MethodPost, []string{"k", "k"}},
+		{"two keys in a POST are invalid", http.MethodPost, []string{"k", "k2"}},
+		{"the same quoted key twice in a POST is invalid", http.MethodPost, []string{`"k"`, `"k"`}},
+		{"the same key twice in a lookup is invalid", http.MethodGet, []string{"k", "k"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			rec := &kvtest.Recording{Namespace: kv.NewMemoryNamespace()}
+			var lines []eventlog.Line
+			h := httpapi.New(newService(rec), httpapi.Options{Log: logTo(&lines)})
+			if first := serve(h, request(http.MethodPost, ptr("k"), strings.NewReader(validBody))); first.Code != http.StatusCreated {
+				t.Fatalf("first = %d %s, want 201", first.Code, first.Body)
+			}
+			before := len(rec.Calls())
+			r := request(tc.method, nil, strings.NewReader(validBody))
+			r.Header["Idempotency-Key"] = tc.lines
+			check(t, serve(h, r), response{400, problemInvalidKey, map[string]string{"Idempotent-Replay": ""}})
+			if got := rec.Calls()[before:]; len(got) != 0 {
+				t.Errorf("storage calls = %v, want none", got)
+			}
+			if got := lines[len(lines)-1]; got.Outcome != "invalid_idempotency_key" || got.Status != 400 {
+				t.Errorf("log line = %+v, want invalid_idempotency_key 400", got)
+			}
+		})
+	}
+}
+
 // TestValidKeys checks keys at the edges of the format are accepted and
 // stored as they are.
 func TestValidKeys(t *testing.T) {
 	var printable strings.Builder
 	printable.WriteByte('k') // a leading quote would make it a quoted key
 	for c := byte(' '); c <= '~'; c++ {
-		printable.WriteByte(c)
+		if c != ',' { // a list, unless quoted
+			printable.WriteByte(c)
+		}
 	}
 	tests := []struct {
 		name string
@@ -129,9 +182,9 @@ func TestValidKeys(t *testing.T) {
 		{"255 characters is created", strings.Repeat("k", 255)},
 		{"MaxIdempotencyKeyBytes characters is created", strings.Repeat("k", httpapi.MaxIdempotencyKeyBytes)},
 		{"a UUID is created", uuidKey},
-		{"printable ASCII after a leading space is created", " !\"#$%&'()*+,-./0123456789:;<=>?@AZ[\\]^_`az{|}~"},
+		{"printable ASCII after a leading space is created", " !\"#$%&'()*+-./0123456789:;<=>?@AZ[\\]^_`az{|}~"},
 		{"one character is created", "k"},
-		{"every printable ASCII character is created", printable.String()},
+		{"every printable ASCII character but the comma is created", printable.String()},
 		{"a space inside is created", "a b"},
 		{"a quote at the end only is the key itself", `abc"`},
 		{"a backslash unquoted is the key itself", `a\xb`},

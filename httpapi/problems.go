@@ -108,7 +108,7 @@ var problems = []struct {
 	{errMissingKey, problem{statusBadRequest, "missing_idempotency_key", "Idempotency-Key is missing",
 		"Every order needs an Idempotency-Key header, repeated unchanged on every retry.", ""}},
 	{errInvalidKey, problem{statusBadRequest, "invalid_idempotency_key", "Idempotency-Key is invalid",
-		strings.ToUpper(keyFormat[:1]) + keyFormat[1:] + ", such as a UUID; it may be sent as a quoted string.", ""}},
+		strings.ToUpper(keyFormat[:1]) + keyFormat[1:] + ", such as a UUID, on one header line; it may be sent as a quoted string, and must be if it holds a comma.", ""}},
 	{errUnreadableBody, problem{statusBadRequest, "unreadable_body", "Request body could not be read",
 		"The request body ended early or could not be read; retry under the same key.", ""}},
 	{errBodyTooLarge, problem{statusRequestTooLarge, "body_too_large", "Request body is too large",

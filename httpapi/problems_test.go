@@ -50,7 +50,7 @@ var (
 	problemMissingKey = problemJSON("missing_idempotency_key", 400, "Idempotency-Key is missing",
 		"Every order needs an Idempotency-Key header, repeated unchanged on every retry.", "")
 	problemInvalidKey = problemJSON("invalid_idempotency_key", 400, "Idempotency-Key is invalid",
-		"An Idempotency-Key is 1 to 255 printable ASCII characters, such as a UUID; it may be sent as a quoted string.", "")
+		"An Idempotency-Key is 1 to 255 printable ASCII characters, such as a UUID, on one header line; it may be sent as a quoted string, and must be if it holds a comma.", "")
 	problemUnreadableBody = problemJSON("unreadable_body", 400, "Request body could not be read",
 		"The request body ended early or could not be read; retry under the same key.", "")
 	problemBodyTooLarge = problemJSON("body_too_large", 413, "Request body is too large",

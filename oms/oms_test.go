@@ -45,35 +45,50 @@ func TestBody(t *testing.T) {
 	}
 }
 
-func TestOutcome(t *testing.T) {
-	named := `{"orderId":"` + orderID + `"}`
+func TestReadAnswer(t *testing.T) {
+	accepted := `{"orderId":"` + orderID + `","status":"accepted"}`
+	rejected := `{"orderId":"` + orderID + `","status":"rejected"}`
+	echo := string(oms.Body(placement))
 	tests := []struct {
 		name       string
-		status     int
-		body       string
+		answer     workers.OutgoingResponse
 		wantErr    error // nil: accepted
 		wantReason string
+		wantText   string // in the error's text
 	}{
-		{"201 naming the order accepts", 201, named, nil, ""},
-		{"200 naming the order accepts", 200, `{"orderId":"` + orderID + `","status":"accepted"}`, nil, ""},
-		{"2xx without a body is malformed", 200, ``, oms.ErrMalformed, ""},
-		{"2xx naming another order is malformed", 201, `{"orderId":"another"}`, oms.ErrMalformed, ""},
-		{"2xx with HTML is malformed", 200, `<html>ok</html>`, oms.ErrMalformed, ""},
-		{"422 naming the order rejects with its reason", 422, `{"orderId":"` + orderID + `","reason":"halted"}`, intake.ErrRejected, "halted"},
-		{"400 naming the order without a reason rejects", 400, named, intake.ErrRejected, "refused with HTTP 400"},
-		{"a proxy's 404 is unknown, not a rejection", 404, `Not Found`, oms.ErrMalformed, ""},
-		{"401 for a wrong token is unknown", 401, `{"error":"unauthorized"}`, oms.ErrMalformed, ""},
-		{"408 is unknown", 408, named, oms.ErrGatewayUnavailable, ""},
-		{"429 is unknown", 429, named, oms.ErrGatewayUnavailable, ""},
-		{"500 is unknown", 500, named, oms.ErrGatewayUnavailable, ""},
-		{"503 is unknown", 503, ``, oms.ErrGatewayUnavailable, ""},
-		{"a redirect is unknown", 302, ``, oms.ErrGatewayUnavailable, ""},
+		{"201 naming the order as accepted accepts", answer(201, accepted), nil, "", ""},
+		{"200 naming the order as accepted accepts", answer(200, `{"status":"accepted","orderId":"`+orderID+`","extra":[1]}`), nil, "", ""},
+		{"2xx without a body is malformed", answer(200, ``), oms.ErrMalformed, "", "HTTP 200 without a JSON object body"},
+		{"2xx naming another order is malformed", answer(201, `{"orderId":"another","status":"accepted"}`), oms.ErrMalformed, "", `orderId "another"`},
+		{"2xx with HTML is malformed", answer(200, `<html>ok</html>`), oms.ErrMalformed, "", ""},
+		{"2xx naming the order without a status is malformed", answer(201, `{"orderId":"`+orderID+`"}`), oms.ErrMalformed, "", `HTTP 201 without the status accepted: status ""`},
+		{"2xx naming the order as rejected is malformed", answer(200, rejected), oms.ErrMalformed, "", `status "rejected"`},
+		{"2xx with a status that is not a string is malformed", answer(200, `{"orderId":"`+orderID+`","status":true}`), oms.ErrMalformed, "", ""},
+		{"a 200 echo of the request is malformed", answer(200, echo), oms.ErrMalformed, "", "HTTP 200 without the status accepted"},
+		{"422 naming the order as rejected rejects with its reason", answer(422, `{"orderId":"`+orderID+`","status":"rejected","reason":"halted"}`), intake.ErrRejected, "halted", ""},
+		{"400 naming the order as rejected without a reason rejects", answer(400, rejected), intake.ErrRejected, "refused with HTTP 400", ""},
+		{"4xx naming the order without a status is malformed", answer(422, `{"orderId":"`+orderID+`","reason":"halted"}`), oms.ErrMalformed, "", "HTTP 422 without the status rejected"},
+		{"4xx naming the order as accepted is malformed", answer(409, accepted), oms.ErrMalformed, "", `status "accepted"`},
+		{"a 400 echo of the request is malformed", answer(400, echo), oms.ErrMalformed, "", "HTTP 400 without the status rejected"},
+		{"a proxy's 404 is unknown, not a rejection", answer(404, `Not Found`), oms.ErrMalformed, "", ""},
+		{"401 for a wrong token is unknown", answer(401, `{"error":"unauthorized"}`), oms.ErrMalformed, "", ""},
+		{"408 is unknown", answer(408, rejected), oms.ErrGatewayUnavailable, "", "HTTP 408"},
+		{"429 is unknown", answer(429, rejected), oms.ErrGatewayUnavailable, "", ""},
+		{"500 is unknown", answer(500, accepted), oms.ErrGatewayUnavailable, "", ""},
+		{"503 is unknown", answer(503, ``), oms.ErrGatewayUnavailable, "", ""},
+		{"a 302 is unknown and names its Location", workers.OutgoingResponse{Status: 302, Location: "https://elsewhere.example/orders", Body: []byte(accepted)},
+			oms.ErrRedirected, "", "HTTP 302 to https://elsewhere.example/orders, not followed"},
+		{"a 307 is unknown", workers.OutgoingResponse{Status: 307, Location: "/again"}, oms.ErrRedirected, "", "HTTP 307 to /again"},
+		{"a 304 without a Location is unknown", answer(304, ``), oms.ErrRedirected, "", "HTTP 304 without a Location"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			err := oms.ReadAnswer(orderID, tc.status, []byte(tc.body))
+			err := oms.ReadAnswer(orderID, &tc.answer)
 			if !errors.Is(err, tc.wantErr) || (tc.wantErr == nil) != (err == nil) {
-				t.Fatalf("Outcome = %v, want %v", err, tc.wantErr)
+				t.Fatalf("ReadAnswer = %v, want %v", err, tc.wantErr)
+			}
+			if err != nil && !strings.Contains(err.Error(), tc.wantText) {
+				t.Errorf("ReadAnswer = %q, want it to say %q", err, tc.wantText)
 			}
 			var rejection *intake.Rejection
 			if errors.As(err, &rejection) != (tc.wantReason != "") || (rejection != nil && rejection.Reason != tc.wantReason) {
@@ -83,8 +98,33 @@ func TestOutcome(t *testing.T) {
 	}
 }
 
+// answer is an answer with status and body.
+func answer(status int, body string) workers.OutgoingResponse {
+	return workers.OutgoingResponse{Status: status, Body: []byte(body)}
+}
+
+// TestBodyNeverCarriesAStatus checks that the request can never pass for
+// an answer: it has no "status" member, with or without a client id.
+func TestBodyNeverCarriesAStatus(t *testing.T) {
+	for _, tc := range []struct{ name, client string }{{"open worker", ""}, {"with API tokens", "desk-a"}} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := placement
+			p.Client = tc.client
+			var body map[string]any
+			if err := json.Unmarshal(oms.Body(p), &body); err != nil {
+				t.Fatal(err)
+			}
+			if got, ok := body["status"]; ok {
+				t.Errorf("the request's status = %v, want none", got)
+			}
+		})
+	}
+}
+
 // send is an oms.Send over net/http, as the Worker's fetch is over the
-// runtime's: the test drives Place against a real HTTP server.
+// runtime's (workers.Fetcher, bridge.mjs): it follows no redirect and
+// reads at most MaxAnswerBytes of the answer. The test drives Place
+// against a real HTTP server.
 func send(ctx context.Context, r *workers.OutgoingRequest) (*workers.OutgoingResponse, error) {
 	if r.Timeout > 0 {
 		var cancel context.CancelFunc
@@ -98,40 +138,54 @@ func send(ctx context.Context, r *workers.OutgoingRequest) (*workers.OutgoingRes
 	for _, f := range r.Header {
 		req.Header.Set(f.Name, f.Value)
 	}
-	resp, err := http.DefaultClient.Do(req)
+	client := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	resp, err := client.Do(req)
 	if err != nil {
 		return nil, err
 	}
 	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
+	body, err := io.ReadAll(io.LimitReader(resp.Body, r.MaxAnswerBytes+1))
+	switch {
+	case err != nil:
 		return nil, err
+	case int64(len(body)) > r.MaxAnswerBytes:
+		return nil, workers.ErrTooLarge
 	}
-	return &workers.OutgoingResponse{Status: resp.StatusCode, Body: body}, nil
+	return &workers.OutgoingResponse{Status: resp.StatusCode, Location: resp.Header.Get("Location"), Body: body}, nil
 }
 
 // TestPlace checks the whole call against a server: method, headers, body,
 // and each kind of answer, no answer included.
 func TestPlace(t *testing.T) {
 	type seen struct {
-		method, contentType, key, auth string
-		body                           map[string]any
+		method, path, contentType, key, auth, encoding string
+		body                                           map[string]any
 	}
 	calls := make(chan seen, 10)
 	release := make(chan struct{})
 	defer close(release)
+	accepted := `{"orderId":"` + orderID + `","status":"accepted"}`
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		var s seen
-		s.method, s.contentType, s.key, s.auth = r.Method, r.Header.Get("Content-Type"), r.Header.Get("Idempotency-Key"), r.Header.Get("Authorization")
+		s := seen{method: r.Method, path: r.URL.Path, contentType: r.Header.Get("Content-Type"), key: r.Header.Get("Idempotency-Key"),
+			auth: r.Header.Get("Authorization"), encoding: r.Header.Get("Accept-Encoding")}
 		json.NewDecoder(r.Body).Decode(&s.body)
 		calls <- s
 		switch r.URL.Path {
-		case "/accept":
+		case "/accept", "/elsewhere":
 			w.WriteHeader(201)
-			io.WriteString(w, `{"orderId":"`+orderID+`"}`)
+			io.WriteString(w, accepted)
 		case "/reject":
 			w.WriteHeader(422)
-			io.WriteString(w, `{"orderId":"`+orderID+`","reason":"symbol halted"}`)
+			io.WriteString(w, `{"orderId":"`+orderID+`","status":"rejected","reason":"symbol halted"}`)
+		case "/redirect":
+			http.Redirect(w, r, "/elsewhere", http.StatusFound)
+		case "/at-the-cap", "/over-the-cap":
+			pad := oms.MaxAnswerBytes - len(accepted)
+			if r.URL.Path == "/over-the-cap" {
+				pad++
+			}
+			w.WriteHeader(201)
+			io.WriteString(w, accepted+strings.Repeat(" ", pad))
 		case "/hang":
 			select {
 			case <-release:
@@ -149,9 +203,9 @@ func TestPlace(t *testing.T) {
 		t.Fatalf("accepted: %v", err)
 	}
 	s := <-calls
-	if s.method != "POST" || s.contentType != "application/json" || s.key != orderID || s.auth != "Bearer s3cret" {
-		t.Errorf("call = %s, Content-Type %q, Idempotency-Key %q, Authorization %q; want POST, application/json, the order id, Bearer s3cret",
-			s.method, s.contentType, s.key, s.auth)
+	if s.method != "POST" || s.contentType != "application/json" || s.key != orderID || s.auth != "Bearer s3cret" || s.encoding != "identity" {
+		t.Errorf("call = %s, Content-Type %q, Idempotency-Key %q, Authorization %q, Accept-Encoding %q; want POST, application/json, the order id, Bearer s3cret, identity",
+			s.method, s.contentType, s.key, s.auth, s.encoding)
 	}
 	if s.body["orderId"] != orderID || s.body["symbol"] != "MSFT" || s.body["quantity"] != 100.0 {
 		t.Errorf("body = %v, want the placement", s.body)
@@ -160,6 +214,27 @@ func TestPlace(t *testing.T) {
 	var rejection *intake.Rejection
 	if err := place("/reject", time.Second); !errors.As(err, &rejection) || rejection.Reason != "symbol halted" {
 		t.Errorf("rejected: %v, want a Rejection with the reason", err)
+	}
+	<-calls
+
+	if err := place("/redirect", time.Second); !errors.Is(err, oms.ErrRedirected) || !strings.Contains(err.Error(), "/elsewhere") {
+		t.Errorf("redirected: %v, want ErrRedirected naming /elsewhere", err)
+	}
+	if got := <-calls; got.path != "/redirect" {
+		t.Errorf("call to %s, want /redirect", got.path)
+	}
+	select {
+	case got := <-calls:
+		t.Errorf("the redirect was followed to %s", got.path)
+	default:
+	}
+
+	if err := place("/at-the-cap", time.Second); err != nil {
+		t.Errorf("an answer of MaxAnswerBytes: %v, want accepted", err)
+	}
+	<-calls
+	if err := place("/over-the-cap", time.Second); !errors.Is(err, workers.ErrTooLarge) || errors.Is(err, intake.ErrRejected) {
+		t.Errorf("an answer of MaxAnswerBytes+1: %v, want an unknown outcome wrapping workers.ErrTooLarge", err)
 	}
 	<-calls
 

@@ -4,10 +4,13 @@ package e2e
 
 import (
 	"fmt"
+	"io"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/edge-orders/edge-orders/api/apitest"
 )
 
 // TestKeyReuse checks that a key holds one order: a different order under it
@@ -95,4 +98,64 @@ func TestLogLine(t *testing.T) {
 			t.Fatalf("%d lines name the key, want only the order's: the replay was logged at LOG_LEVEL=orders", n)
 		}
 	})
+}
+
+// TestRepeatedKeyHeaderIsRefused sends Idempotency-Key on two header lines,
+// which the runtime's Headers object joins into one value, "k, k": a list,
+// which the contract refuses with a 400 before anything is stored or
+// placed, whether the lines agree or not. One quoted key that holds a
+// comma is still one key.
+func TestRepeatedKeyHeaderIsRefused(t *testing.T) {
+	forEachGatewayMode(t, func(t *testing.T, g *gatewayWorkers, w *target) {
+		symbol, key := newSymbol(t), newKey(t)
+		if first := w.post(t, key, gatewayOrder(symbol)); first.status != 201 {
+			t.Fatalf("first = %d %s, want 201", first.status, first.body)
+		}
+		for _, c := range []struct {
+			name   string
+			method string
+			lines  []string
+		}{
+			{"the same key twice in a POST", http.MethodPost, []string{key, key}},
+			{"two keys in a POST", http.MethodPost, []string{key, key + "-other"}},
+			{"the same key quoted twice in a POST", http.MethodPost, []string{`"` + key + `"`, `"` + key + `"`}},
+			{"the same key twice in a lookup", http.MethodGet, []string{key, key}},
+		} {
+			t.Run(c.name, func(t *testing.T) {
+				wantProblem(t, w.sendKeyLines(t, c.method, gatewayOrder(symbol), c.lines...), 400, "invalid_idempotency_key")
+			})
+		}
+		if got := len(g.oms.orderIDs(symbol)); got != 1 {
+			t.Errorf("gateway calls = %d, want 1: a repeated header placed another order", got)
+		}
+		t.Run("one quoted key with a comma is one key", func(t *testing.T) {
+			quoted := `"` + newKey(t) + `, still one key"`
+			if got := w.sendKeyLines(t, http.MethodPost, validOrder, quoted); got.status != 201 {
+				t.Fatalf("got %d %s, want 201", got.status, got.body)
+			}
+		})
+	})
+}
+
+// sendKeyLines sends body with one Idempotency-Key header line per value
+// in lines, and checks the answer against the OpenAPI document.
+func (w *target) sendKeyLines(t *testing.T, method, body string, lines ...string) response {
+	t.Helper()
+	req, err := http.NewRequest(method, w.URL()+"/orders", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header["Idempotency-Key"] = lines
+	resp, err := httpClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	apitest.CheckResponse(t, req, resp.StatusCode, resp.Header, b)
+	return response{status: resp.StatusCode, header: resp.Header, body: string(b)}
 }

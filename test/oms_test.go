@@ -3,6 +3,8 @@
 package e2e
 
 import (
+	"bytes"
+	"compress/gzip"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -11,6 +13,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -37,11 +40,39 @@ const (
 	drop
 	// gated waits until the test opens the symbol's gate, then accepts.
 	gated
+	// The steps below answer what no gateway should: each must leave the
+	// outcome unknown.
+	//
+	// redirectFound and redirectTemporary answer 302 and 307 to the
+	// fake's other origin (fakeOMS.elsewhere), which would accept the
+	// order, without acting.
+	redirectFound
+	redirectTemporary
+	// oversized accepts, and answers with the order named, padded past
+	// oms.MaxAnswerBytes many times over.
+	oversized
+	// gzipped accepts, and answers with the order named in a gzip body
+	// smaller than oms.MaxAnswerBytes that decodes far past it.
+	gzipped
+	// echo200 and echo400 answer the request's own body with a 200 and a
+	// 400, without acting: a relay or a debugging endpoint.
+	echo200
+	echo400
 )
 
 func (s step) String() string {
-	return [...]string{"accept", "reject", "503 before acting", "503 after acting", "accept, never answer", "accept, drop the connection", "gated"}[s]
+	return [...]string{"accept", "reject", "503 before acting", "503 after acting", "accept, never answer", "accept, drop the connection", "gated",
+		"302 elsewhere", "307 elsewhere", "accept, oversized answer", "accept, gzip answer past the cap", "echo with 200", "echo with 400"}[s]
 }
+
+// oversizedBytes is how long an oversized answer is: long enough that the
+// loopback connection's buffers cannot take it whole, so a reader that
+// stops at the cap cuts the write short.
+const oversizedBytes = 64 << 20
+
+// gzippedBytes is how long a gzipped answer is once decoded; compressed,
+// it stays under the cap.
+const gzippedBytes = 32 << 20
 
 // omsToken is the OMS_TOKEN the gateway Workers send; the fake refuses
 // calls without it (a 401 without the order, which is an unknown outcome).
@@ -73,6 +104,17 @@ type fakeOMS struct {
 	gates   map[string]chan struct{}
 	arrived map[string]chan struct{} // closed at a gated call's arrival
 	chaos   float64                  // share of unscripted calls that fail at random
+	// cut counts, per symbol, the oversized answers whose write failed:
+	// the Worker stopped reading.
+	cut map[string]int
+
+	// elsewhere is another origin on loopback, where the redirect steps
+	// send a call: it answers 201 naming the order of the call's
+	// Idempotency-Key, and counts calls per symbol (the last part of its
+	// path) in redirected.
+	elsewhere    *http.Server
+	elsewhereURL string
+	redirected   map[string]int
 }
 
 func startFakeOMS() (*fakeOMS, error) {
@@ -82,10 +124,45 @@ func startFakeOMS() (*fakeOMS, error) {
 	}
 	f := &fakeOMS{URL: "http://" + l.Addr().String() + "/orders", calls: map[string][]string{}, acted: map[string]int{}, via: map[string]int{}, faulted: map[string]int{},
 		at: map[string][]time.Time{}, inCall: map[string]int{}, mostInCall: map[string]int{},
-		scripts: map[string][]step{}, gates: map[string]chan struct{}{}, arrived: map[string]chan struct{}{}}
+		scripts: map[string][]step{}, gates: map[string]chan struct{}{}, arrived: map[string]chan struct{}{},
+		cut: map[string]int{}, redirected: map[string]int{}}
 	f.srv = &http.Server{Handler: http.HandlerFunc(f.serve)}
 	go f.srv.Serve(l)
+	other, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		f.srv.Close()
+		return nil, err
+	}
+	f.elsewhereURL = "http://" + other.Addr().String() + "/redirected/"
+	f.elsewhere = &http.Server{Handler: http.HandlerFunc(f.serveElsewhere)}
+	go f.elsewhere.Serve(other)
 	return f, nil
+}
+
+// serveElsewhere is the other origin: whatever reaches it is an order
+// the OMS never saw, accepted.
+func (f *fakeOMS) serveElsewhere(w http.ResponseWriter, r *http.Request) {
+	f.mu.Lock()
+	f.redirected[strings.TrimPrefix(r.URL.Path, "/redirected/")]++
+	f.mu.Unlock()
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusCreated)
+	json.NewEncoder(w).Encode(map[string]string{"orderId": r.Header.Get("Idempotency-Key"), "status": "accepted"})
+}
+
+// redirectedCalls is how many calls for symbol reached the other origin.
+func (f *fakeOMS) redirectedCalls(symbol string) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.redirected[symbol]
+}
+
+// cutShort is how many of symbol's oversized answers the Worker stopped
+// reading before their end.
+func (f *fakeOMS) cutShort(symbol string) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.cut[symbol]
 }
 
 // stop ends the server and every call still waiting.
@@ -100,6 +177,7 @@ func (f *fakeOMS) stop() {
 	}
 	f.mu.Unlock()
 	f.srv.Close()
+	f.elsewhere.Close()
 }
 
 // script sets what the next calls for symbol do, then accept; a gated step
@@ -234,8 +312,18 @@ func (f *fakeOMS) serve(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	if s == failBefore {
+	switch s {
+	case failBefore:
 		http.Error(w, "try again", http.StatusServiceUnavailable)
+		return
+	case redirectFound, redirectTemporary:
+		status := map[step]int{redirectFound: http.StatusFound, redirectTemporary: http.StatusTemporaryRedirect}[s]
+		http.Redirect(w, r, f.elsewhereURL+p.Symbol, status)
+		return
+	case echo200, echo400:
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(map[step]int{echo200: http.StatusOK, echo400: http.StatusBadRequest}[s])
+		w.Write(body)
 		return
 	}
 	status := f.act(p.OrderID, s == reject)
@@ -252,6 +340,12 @@ func (f *fakeOMS) serve(w http.ResponseWriter, r *http.Request) {
 			conn.Close()
 		}
 		return
+	case oversized:
+		f.answerOversized(w, p)
+		return
+	case gzipped:
+		answerGzipped(w, p)
+		return
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
@@ -260,6 +354,46 @@ func (f *fakeOMS) serve(w http.ResponseWriter, r *http.Request) {
 		answer = map[string]string{"orderId": p.OrderID, "status": "rejected", "reason": rejectReason}
 	}
 	json.NewEncoder(w).Encode(answer)
+}
+
+// answerOversized accepts p in an answer of oversizedBytes, valid JSON
+// that names the order, and counts it as cut if its write fails.
+func (f *fakeOMS) answerOversized(w http.ResponseWriter, p placement) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusCreated)
+	head := fmt.Sprintf(`{"orderId":%q,"status":"accepted","pad":"`, p.OrderID)
+	pad := bytes.Repeat([]byte("a"), 64<<10)
+	_, err := io.WriteString(w, head)
+	for n := len(head); err == nil && n < oversizedBytes; n += len(pad) {
+		_, err = w.Write(pad)
+	}
+	if err == nil {
+		_, err = io.WriteString(w, `"}`)
+	}
+	if err != nil {
+		f.mu.Lock()
+		f.cut[p.Symbol]++
+		f.mu.Unlock()
+	}
+}
+
+// answerGzipped accepts p in a gzip answer that decodes to gzippedBytes of
+// valid JSON naming the order, whatever the request's Accept-Encoding.
+func answerGzipped(w http.ResponseWriter, p placement) {
+	var packed bytes.Buffer
+	z, _ := gzip.NewWriterLevel(&packed, gzip.BestCompression)
+	fmt.Fprintf(z, `{"orderId":%q,"status":"accepted","pad":"`, p.OrderID)
+	pad := bytes.Repeat([]byte("a"), 64<<10)
+	for n := 0; n < gzippedBytes; n += len(pad) {
+		z.Write(pad)
+	}
+	io.WriteString(z, `"}`)
+	z.Close()
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Encoding", "gzip")
+	w.Header().Set("Content-Length", fmt.Sprint(packed.Len()))
+	w.WriteHeader(http.StatusCreated)
+	w.Write(packed.Bytes())
 }
 
 // act places or refuses orderID once; a repeated order id keeps its first

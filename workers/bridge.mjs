@@ -176,6 +176,34 @@ export function requestHead(request) {
   return encodeFrame([request.method, request.url, headerLines(request.headers)]);
 }
 
+// readAtMost reads a body stream whole if it holds at most limit bytes, as
+// the stream gives them (a fetch answer's decoded, whatever its
+// Content-Encoding); past limit it cancels the stream and returns null, so
+// that a body over the limit is never held whole.
+async function readAtMost(stream, limit) {
+  if (!stream) return new Uint8Array(0);
+  const reader = stream.getReader();
+  const chunks = [];
+  let size = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    size += value.length;
+    if (size > limit) {
+      reader.cancel().catch(() => {});
+      return null;
+    }
+    chunks.push(value);
+  }
+  const body = new Uint8Array(size);
+  let at = 0;
+  for (const c of chunks) {
+    body.set(c, at);
+    at += c.length;
+  }
+  return body;
+}
+
 // Each Go program registers its settle function; start's calls name it.
 const programs = [];
 
@@ -193,28 +221,9 @@ const calls = {
       const body = new Uint8Array(await request.arrayBuffer());
       return body.length > limit ? [new Uint8Array(0), true] : [body];
     }
-    // No declared length: chunk by chunk, so that a body over the limit
-    // is never held whole.
-    const reader = request.body.getReader();
-    const chunks = [];
-    let size = 0;
-    for (;;) {
-      const { done, value } = await reader.read();
-      if (done) break;
-      size += value.length;
-      if (size > limit) {
-        reader.cancel().catch(() => {});
-        return [new Uint8Array(0), true];
-      }
-      chunks.push(value);
-    }
-    const body = new Uint8Array(size);
-    let at = 0;
-    for (const c of chunks) {
-      body.set(c, at);
-      at += c.length;
-    }
-    return [body];
+    // No declared length: chunk by chunk.
+    const body = await readAtMost(request.body, limit);
+    return body === null ? [new Uint8Array(0), true] : [body];
   },
 
   async kvGet([ns], keys) {
@@ -257,14 +266,19 @@ const calls = {
   },
 
   // fetch sends a request with target.fetch (the global scope, or a service
-  // binding); a timeout over 0 aborts it, its answer's body included.
-  async fetch([target], [method, url, headers, body, timeoutMs]) {
-    const init = { method: text(method), headers: headerPairs(text(headers)) };
+  // binding) and answers [status, body, over the limit, Location]. A
+  // redirect is the answer, never followed. The body is read as it
+  // streams, decoded, up to maxBytes (Go's OutgoingRequest.MaxAnswerBytes):
+  // past it, the stream is cancelled and the answer has no body. A
+  // timeout over 0 aborts the call, its answer's body included.
+  async fetch([target], [method, url, headers, body, timeoutMs, maxBytes]) {
+    const init = { method: text(method), headers: headerPairs(text(headers)), redirect: "manual" };
     if (body.length > 0) init.body = body.slice();
     const timeout = Number(text(timeoutMs));
     if (timeout > 0) init.signal = AbortSignal.timeout(timeout);
     const response = await (target ?? globalThis).fetch(text(url), init);
-    return [response.status, new Uint8Array(await response.arrayBuffer())];
+    const answer = await readAtMost(response.body, Number(text(maxBytes)));
+    return [response.status, answer, answer === null, response.headers.get("Location")];
   },
 
   async rateLimit([limiter], [key]) {

@@ -91,10 +91,17 @@ type OutgoingRequest struct {
 	// Timeout bounds the whole exchange, the answer's body included; zero
 	// means none but the runtime's.
 	Timeout time.Duration
+	// MaxAnswerBytes bounds the answer's body as read, after any
+	// Content-Encoding is undone: a longer one is ErrTooLarge, and is not
+	// read past the bound. Zero allows only an empty body.
+	MaxAnswerBytes int64
 }
 
-// OutgoingResponse is the whole answer to an OutgoingRequest.
+// OutgoingResponse is the whole answer to an OutgoingRequest. A redirect
+// is never followed: it is the answer.
 type OutgoingResponse struct {
 	Status int
-	Body   []byte
+	// Location is the answer's Location header: where a redirect points.
+	Location string
+	Body     []byte
 }
