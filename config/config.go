@@ -182,7 +182,7 @@ func Load(lookup func(name string) (string, bool)) (Config, error) {
 		{ClaimAfterReceiptVar, func(v string) (err error) { c.ReleaseClaims, err = parseClaimAfterReceipt(v); return }},
 		{OMSURLVar, func(v string) (err error) { c.OMSURL, err = parseURL(v); return }},
 		{OMSTimeoutVar, func(v string) (err error) { c.OMSTimeout, err = parseOMSTimeout(v); return }},
-		{OMSTokenVar, func(v string) error { c.OMSToken = strings.TrimSpace(v); return nil }},
+		{OMSTokenVar, func(v string) (err error) { c.OMSToken, err = parseToken(v); return }},
 		{SettleMaxAgeVar, func(v string) (err error) { c.SettleMaxAge, err = parseTTL(v); return }},
 		{SweepGraceVar, func(v string) (err error) { c.SweepGrace, err = parseSeconds(v); return }},
 		{AllowedOriginsVar, func(v string) (err error) { c.AllowedOrigins, err = parseOrigins(v); return }},
@@ -215,7 +215,10 @@ func parseClaimAfterReceipt(v string) (bool, error) {
 
 // parseURL reads an absolute http or https URL; empty means none. It
 // checks the form only: a gateway that cannot be reached is an unknown
-// outcome for every order, which the log lines show.
+// outcome for every order, which the log lines show. Its errors never
+// quote the URL, which is shown in a public 500 and may carry a password;
+// a URL that carries credentials is refused, since the token belongs in
+// OMS_TOKEN, a secret.
 func parseURL(v string) (string, error) {
 	v = strings.TrimSpace(v)
 	if v == "" {
@@ -226,7 +229,24 @@ func parseURL(v string) (string, error) {
 		rest, ok = strings.CutPrefix(v, "http://")
 	}
 	if !ok || rest == "" || rest[0] == '/' || strings.ContainsAny(v, " \t\r\n") {
-		return "", errors.New(strconv.Quote(v) + " is not an absolute http:// or https:// URL")
+		return "", errors.New("the URL is not an absolute http:// or https:// URL")
+	}
+	authority, _, _ := strings.Cut(rest, "/")
+	if strings.Contains(authority, "@") {
+		return "", errors.New("the URL carries credentials before its host: send them as " + OMSTokenVar + ", a secret, instead")
+	}
+	return v, nil
+}
+
+// parseToken reads OMS_TOKEN: one header value, so no control character
+// and no space, which would split or end the Authorization header. Its
+// errors never quote it.
+func parseToken(v string) (string, error) {
+	v = strings.TrimSpace(v)
+	for _, r := range v {
+		if r < 0x21 || r == 0x7f {
+			return "", errors.New("the token holds a space or a control character, which an Authorization header cannot carry")
+		}
 	}
 	return v, nil
 }

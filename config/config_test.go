@@ -237,6 +237,9 @@ func TestGatewayAndClaimSettings(t *testing.T) {
 		{"a URL without a scheme is refused", map[string]string{"OMS_URL": "oms.example/orders"}, nil, "OMS_URL"},
 		{"a URL without a host is refused", map[string]string{"OMS_URL": "https:///orders"}, nil, "OMS_URL"},
 		{"a ftp URL is refused", map[string]string{"OMS_URL": "ftp://oms.example"}, nil, "OMS_URL"},
+		{"a URL with credentials is refused", map[string]string{"OMS_URL": "https://desk:s3cret@oms.example/orders"}, nil, "OMS_URL"},
+		{"a token with a newline is refused", map[string]string{"OMS_TOKEN": "t0k\r\nX-Injected: 1"}, nil, "OMS_TOKEN"},
+		{"a token with a NUL is refused", map[string]string{"OMS_TOKEN": "t0k\x00"}, nil, "OMS_TOKEN"},
 		{"a timeout is read in ms", map[string]string{"OMS_TIMEOUT_MS": "250"},
 			func(c config.Config) bool { return c.OMSTimeout == 250*time.Millisecond }, ""},
 		{"a zero timeout is refused", map[string]string{"OMS_TIMEOUT_MS": "0"}, nil, "OMS_TIMEOUT_MS"},
@@ -339,6 +342,35 @@ func TestLoadRefusesOrigins(t *testing.T) {
 			cerr := wantConfigError(t, err, originsVar)
 			if !strings.Contains(cerr.Reason, tc.wantReason) {
 				t.Errorf("reason = %q, want it to say %q", cerr.Reason, tc.wantReason)
+			}
+		})
+	}
+}
+
+// TestErrorsNeverQuoteASecret: a configuration error is every caller's 500
+// detail, without authentication, so no error quotes a secret or a URL's
+// credentials: it names the setting and what is wrong with it.
+func TestErrorsNeverQuoteASecret(t *testing.T) {
+	const secret = "s3cretPassw0rd-4f1c"
+	tests := []struct {
+		name string
+		vars map[string]string
+	}{
+		{"a mistyped URL with a password", map[string]string{"OMS_URL": "htps://desk:" + secret + "@oms.example/orders"}},
+		{"a valid URL with a password", map[string]string{"OMS_URL": "https://desk:" + secret + "@oms.example/orders"}},
+		{"a URL with a space and a password", map[string]string{"OMS_URL": "https://desk:" + secret + "@oms.example/ orders"}},
+		{"a token with a newline inside", map[string]string{"OMS_TOKEN": secret + "\nX-Injected: 1"}},
+		{"a client token written the wrong way round", map[string]string{"API_TOKENS": secret + "0000:desk-a"}},
+		{"a client token too short", map[string]string{"API_TOKENS": "desk-a:" + secret[:10]}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := config.Load(env(tc.vars))
+			if err == nil {
+				t.Fatal("Load = nil error, want the setting refused")
+			}
+			if strings.Contains(err.Error(), secret[:10]) {
+				t.Errorf("error %q quotes the secret", err)
 			}
 		})
 	}

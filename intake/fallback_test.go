@@ -129,3 +129,43 @@ func TestFallback(t *testing.T) {
 		}
 	})
 }
+
+// TestAnAdoptedOrderIDIsNeverLostToTheLedgersOwn: during a migration the
+// ledger's first claim on a key is tentative until the old namespace was
+// asked. If writing the old namespace's order id into the ledger fails,
+// and so does every release, the claim lapses with its lease: the settler
+// finds nothing due, and the retry adopts the old order id again. The
+// gateway only ever sees that one.
+func TestAnAdoptedOrderIDIsNeverLostToTheLedgersOwn(t *testing.T) {
+	ctx := context.Background()
+	clock, old, mem := migrating(t)
+	releases := 0
+	mem.RoundTrip = func(_ context.Context, method string, apply func()) error {
+		if method == "release" && releases < 10 {
+			releases++
+			return errStorage
+		}
+		apply()
+		return nil
+	}
+	g := &idRecorder{answer: func(int, intake.Placement) error { return nil }}
+	svc := func() *intake.Service {
+		return intake.New(mem, intake.Options{ResultTTL: config.DefaultResultTTL, PendingTTL: config.DefaultPendingTTL,
+			Gateway: g, Now: clock.Now, Fallback: kv.NewStore(old, clock.Now), FallbackUntil: acceptedAt.Add(time.Hour)})
+	}
+	if _, err := svc().Submit(ctx, key("k"), []byte(validBody), ""); !errors.Is(err, intake.ErrStorageUnavailable) {
+		t.Fatalf("Submit while every release fails = %v, want ErrStorageUnavailable", err)
+	}
+	clock.Advance(config.DefaultPendingTTL + time.Second)
+	if due := mem.DueKeys(10); len(due) != 0 {
+		t.Fatalf("keys due for the settler after the lease = %v, want none: the tentative claim never reached the gateway", due)
+	}
+	releases = 10 // storage is back
+	out, err := svc().Submit(ctx, key("k"), []byte(validBody), "")
+	if err != nil || out.OrderID != "order-x" {
+		t.Fatalf("the retry = %s, %v; want the receipt of order-x", out.OrderID, err)
+	}
+	if ids := g.orderIDs(); len(ids) != 1 || ids[0] != "order-x" {
+		t.Fatalf("gateway calls carried %v, want only order-x", ids)
+	}
+}

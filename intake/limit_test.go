@@ -101,3 +101,43 @@ func TestRateLimitLedger(t *testing.T) {
 		t.Fatalf("with budget again: %v", err)
 	}
 }
+
+// TestARefusalIsAnsweredOnlyOnceItsClaimIsGone: over the ledger the rate
+// limit is asked right after the claim, which the refusal then releases.
+// If that release fails, the claim stays and its settler places the order
+// once its lease ends, so the client must not be told 429, which clients
+// never retry, but 503: a refusal never leads to a placement.
+func TestARefusalIsAnsweredOnlyOnceItsClaimIsGone(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name        string
+		releaseFail bool
+		want        error
+		wantRows    int
+	}{
+		{"released: 429, and nothing stays", false, intake.ErrRateLimited, 0},
+		{"not released: 503, never 429", true, intake.ErrStorageUnavailable, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			clock := &fakeClock{now: acceptedAt}
+			mem := ledger.NewMemoryStore()
+			mem.Now = clock.Now
+			mem.RoundTrip = func(_ context.Context, method string, apply func()) error {
+				if tc.releaseFail && method == "release" {
+					return errStorage
+				}
+				apply()
+				return nil
+			}
+			svc := intake.New(mem, intake.Options{ResultTTL: config.DefaultResultTTL, PendingTTL: config.DefaultPendingTTL,
+				Gateway: &gatewayDouble{}, Now: clock.Now, Limit: newBudget(0).limit})
+			_, err := svc.Submit(ctx, intake.Key{Client: "desk-a", ID: "k"}, []byte(validBody), "")
+			if !errors.Is(err, tc.want) || (tc.releaseFail && errors.Is(err, intake.ErrRateLimited)) {
+				t.Fatalf("Submit = %v, want %v", err, tc.want)
+			}
+			if n := mem.Rows(); n != tc.wantRows {
+				t.Errorf("rows = %d, want %d", n, tc.wantRows)
+			}
+		})
+	}
+}

@@ -281,3 +281,74 @@ func TestOverdueNeedsANamespaceThatLists(t *testing.T) {
 		t.Fatalf("Overdue over a namespace that cannot list = %v, nil; want an error", keys)
 	}
 }
+
+// TestAHeldClaimOnAnUnresolvedKeyHolds: a client's retry of a key the
+// settler gave up on claims it like any other, and for its lease that
+// claim holds the key: another request sees it in progress and cannot
+// take it over, so no two gateway calls for the key overlap.
+func TestAHeldClaimOnAnUnresolvedKeyHolds(t *testing.T) {
+	ctx := context.Background()
+	_, store, c := newSettleStore()
+	k := intake.Key{Client: "desk-a", ID: "unresolved"}
+	cl := claimFor(c, "first", order.Order{Symbol: "AAPL", Side: order.Buy, Quantity: 1})
+	if _, err := store.Begin(ctx, k, cl); err != nil {
+		t.Fatal(err)
+	}
+	cl.Sent, cl.Unresolved = true, true
+	if err := store.Release(ctx, k, cl); err != nil {
+		t.Fatal(err)
+	}
+	retry := cl
+	retry.Token, retry.Sent, retry.Unresolved = "retry", false, false
+	if rec, err := store.Begin(ctx, k, retry); err != nil || rec.State != intake.Claimed || !rec.Unresolved {
+		t.Fatalf("the retry's Begin = %+v, %v; want the unresolved key Claimed", rec, err)
+	}
+	if rec, err := store.Lookup(ctx, k); err != nil || rec.State != intake.Held {
+		t.Errorf("Lookup during the retry = %v, %v; want Held", rec.State, err)
+	}
+	other := cl
+	other.Token, other.Sent, other.Unresolved = "other", false, false
+	if rec, err := store.Begin(ctx, k, other); err != nil || rec.State != intake.Held {
+		t.Errorf("another Begin during the retry = %v, %v; want Held, not a takeover", rec.State, err)
+	}
+}
+
+// TestAFailedClaimNeverDeletesAnOpenKey: a read that found the key free
+// may have been stale, missing an open claim. If the new claim's write then
+// fails, releasing it must not delete what the write may have replaced:
+// the key is left open with the order's id and order, due for the settler.
+func TestAFailedClaimNeverDeletesAnOpenKey(t *testing.T) {
+	ctx := context.Background()
+	mem, _, c := newSettleStore()
+	o := order.Order{Symbol: "AAPL", Side: order.Buy, Quantity: 1}
+	k := intake.Key{Client: "desk-a", ID: "open"}
+	open := claimFor(c, "first", o)
+	fresh := kv.NewStore(mem, c.Now)
+	if _, err := fresh.Begin(ctx, k, open); err != nil {
+		t.Fatal(err)
+	}
+	open.Sent, open.Attempts, open.NextAttempt = true, 1, c.now.Add(time.Second)
+	if err := fresh.Release(ctx, k, open); err != nil {
+		t.Fatal(err)
+	}
+
+	// A stale read misses the open claim, and the new claim's write fails
+	// after it landed.
+	stale := &kvtest.Hooked{Namespace: mem, After: func(op kvtest.Op, key string, err error) error {
+		if op == kvtest.OpGet && strings.HasPrefix(key, "pending:") {
+			return kv.ErrNotFound
+		}
+		return err
+	}}
+	faulty := &kvtest.Faulty{Namespace: stale}
+	faulty.Set(kvtest.Fault{Op: kvtest.OpPut, Prefix: "pending:", Nth: 1, Applied: true})
+	retry := open
+	retry.Token, retry.Sent, retry.Attempts, retry.NextAttempt = "retry", false, 0, time.Time{}
+	if _, err := kv.NewStore(faulty, c.Now).Begin(ctx, k, retry); err == nil {
+		t.Fatal("Begin = nil error, want the failed write")
+	}
+	rec, err := fresh.Lookup(ctx, k)
+	if err != nil || rec.State == intake.Absent || rec.OrderID != open.OrderID || !rec.HasOrder || rec.NextAttempt.IsZero() {
+		t.Fatalf("Lookup = %+v, %v; want the key kept with %s and its order, due", rec, err, open.OrderID)
+	}
+}

@@ -155,3 +155,54 @@ func TestAlarmSkipsUnresolvedKeys(t *testing.T) {
 		t.Fatalf("Lookup = %+v, %v; want Open, unresolved, with %s", rec, err, claim.OrderID)
 	}
 }
+
+// TestAnOpenRowStaysOpenWhenATakeoverIsReleasedUnsent: a claim whose
+// answer was lost is released as its caller sent it, not knowing it took
+// an open row over; every claim for the order carries the same order id
+// (intake.OrderIDFor), so the row itself must remember that its order id
+// may have reached the gateway, and stay open, due for the settler.
+func TestAnOpenRowStaysOpenWhenATakeoverIsReleasedUnsent(t *testing.T) {
+	ctx := context.Background()
+	m, c := newMemory()
+	k := intake.Key{Client: "desk-a", ID: "k"}
+	first := leaveOpen(t, m, c, k, c.now.Add(time.Second))
+	retry := first
+	retry.Token, retry.Sent, retry.Attempts, retry.NextAttempt = "t-retry", false, 0, time.Time{}
+	if rec, err := m.Begin(ctx, k, retry); err != nil || rec.State != intake.Claimed {
+		t.Fatalf("the retry's Begin = %+v, %v; want Claimed", rec, err)
+	}
+	if err := m.Release(ctx, k, retry); err != nil {
+		t.Fatal(err)
+	}
+	rec, err := m.Lookup(ctx, k)
+	if err != nil || rec.State != intake.Open || rec.OrderID != first.OrderID {
+		t.Fatalf("Lookup = %+v, %v; want the key open with %s", rec, err, first.OrderID)
+	}
+	c.Advance(time.Second)
+	if keys := m.DueKeys(10); len(keys) != 1 {
+		t.Errorf("DueKeys = %v, want the open key", keys)
+	}
+}
+
+// TestAnOutcomeIsKeptAsLongAsItsClaimKeptTheKey: the receipt is kept its
+// TTL, and at least until the claim's KeepUntil, so that a record of the
+// key elsewhere (the KV namespace a migration adopted it from) never
+// outlives the outcome.
+func TestAnOutcomeIsKeptAsLongAsItsClaimKeptTheKey(t *testing.T) {
+	ctx := context.Background()
+	m, c := newMemory()
+	k := intake.Key{Client: "desk-a", ID: "k"}
+	cl := leaveOpen(t, m, c, k, c.now.Add(time.Second))
+	settler := cl
+	settler.Token = "t-settler"
+	if rec, err := m.Begin(ctx, k, settler); err != nil || rec.State != intake.Claimed {
+		t.Fatalf("Begin = %+v, %v; want Claimed", rec, err)
+	}
+	if err := m.Commit(ctx, k, settler, intake.Result{Body: []byte(`{"orderId":"x"}`), Fingerprint: cl.Fingerprint, TTL: time.Hour}); err != nil {
+		t.Fatal(err)
+	}
+	c.now = cl.KeepUntil.Add(-time.Second)
+	if rec, err := m.Lookup(ctx, k); err != nil || rec.State != intake.Stored {
+		t.Errorf("Lookup just before KeepUntil = %v, %v; want the outcome Stored", rec.State, err)
+	}
+}
