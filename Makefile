@@ -16,7 +16,7 @@ ENV ?=
 export PATH := $(CURDIR)/node_modules/.bin:$(PATH)
 export WRANGLER_SEND_METRICS := false
 
-.PHONY: dev test unit bench chaos soak tools build clean
+.PHONY: dev test unit bench chaos soak simulate tools build clean
 
 tools: node_modules/.installed
 
@@ -63,6 +63,13 @@ test: tools
 # look; bench/README.md has the rest.
 bench: tools
 	go run ./bench $(BENCH_FLAGS)
+
+# The simulator for longer than make unit runs it: SEEDS histories a mode
+# from a fresh random seed, or SEED=... to replay (and shrink) a failure.
+SEEDS ?= 20000
+simulate:
+	set -o pipefail; $(if $(SEED),RAPID_SEED=$(SEED) RAPID_CHECKS=1,SIM_RANDOM_SEED=1 RAPID_CHECKS=$(SEEDS)) \
+		go test -count=1 -v -timeout 0 -run 'TestSimulatedHistoriesKeepTheInvariants' ./sim | grep -v '^    sim_test.go:[0-9]*: \[rapid\] draw'
 
 # Fault injection for longer than make test does: FAULT_RATE of the storage
 # calls fail (half before, half after they take effect), KEYS keys.
