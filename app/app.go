@@ -1,0 +1,243 @@
+// Package app builds the Worker from its runtime's vars and bindings: the
+// store, the OMS gateway, the settler (the ledger's alarm, KV mode's settle
+// queue and Cron sweep) and the HTTP handler. main.go adapts the workers
+// runtime to it; tests build it natively, with in-memory bindings.
+package app
+
+import (
+	"context"
+	"io"
+	"time"
+
+	"github.com/edge-orders/edge-orders/config"
+	"github.com/edge-orders/edge-orders/eventlog"
+	"github.com/edge-orders/edge-orders/httpapi"
+	"github.com/edge-orders/edge-orders/intake"
+	"github.com/edge-orders/edge-orders/kv"
+	"github.com/edge-orders/edge-orders/oms"
+	"github.com/edge-orders/edge-orders/settlequeue"
+	"github.com/edge-orders/edge-orders/workers"
+)
+
+// Binding names, as wrangler.toml declares them.
+const (
+	KVBinding        = "ORDERS"
+	LedgerBinding    = "LEDGER"
+	RateLimitBinding = "NEW_ORDERS_LIMIT"
+	OMSBinding       = "OMS"
+	// SettleQueueBinding is KV mode's settle queue (producer), and
+	// DeadLetterBinding the queue unresolved orders are sent to.
+	SettleQueueBinding = "SETTLE_QUEUE"
+	DeadLetterBinding  = "SETTLE_DLQ"
+)
+
+// OMSBindingURL is the URL a service-bound gateway Worker sees when
+// OMS_URL does not name one.
+const OMSBindingURL = "https://oms/orders"
+
+// SweepLimit bounds the overdue keys one Cron Trigger settles.
+const SweepLimit = 100
+
+// QueueRetryDelay is how long a settle message waits before the queue
+// delivers it again after a storage failure.
+const QueueRetryDelay = 5 * time.Second
+
+// Namespace is a KV namespace as the store and its sweep need it.
+type Namespace interface {
+	kv.Namespace
+	kv.Lister
+}
+
+// Env is what the runtime gives the Worker: its vars, its bindings as Go
+// values (nil when unbound), and the platform's clock, ids, sleep and
+// after-the-response hook. Nil platform fields take Go's own.
+type Env struct {
+	// Var reads a var or a secret.
+	Var func(name string) (string, bool)
+	// Console receives the log lines, one Write each.
+	Console io.Writer
+
+	KV Namespace // ORDERS
+	// Ledger is the LEDGER Durable Object namespace as a Store, sharded
+	// over shards objects per client.
+	Ledger                  func(shards int) intake.Store
+	RateLimit               func(ctx context.Context, key string) (bool, error) // NEW_ORDERS_LIMIT
+	OMS                     oms.Send                                            // the OMS service binding
+	Fetch                   oms.Send                                            // the global fetch
+	SettleQueue, DeadLetter settlequeue.Sender
+
+	Now   func() time.Time
+	NewID func() string
+	Sleep func(ctx context.Context, d time.Duration) error
+	Defer func(ctx context.Context, task func(context.Context))
+}
+
+// Worker is the Worker as its environment configures it.
+type Worker struct {
+	// Handler answers HTTP requests; a Worker that cannot work answers
+	// each with a 500 misconfigured that names the setting, and settles
+	// nothing.
+	Handler workers.Handler
+	// Service is the Worker's, over its Store; nil when misconfigured.
+	Service *intake.Service
+
+	log  eventlog.Sink
+	opts intake.Options // the Service's, which the settler shares
+	// consumer settles KV mode's keys from the settle queue, and overdue
+	// lists those whose message was lost; nil in ledger mode, which
+	// settles by its own alarm.
+	consumer   *settlequeue.Consumer
+	overdue    settlequeue.Overdue
+	sweepGrace time.Duration
+	now        func() time.Time
+}
+
+// New builds the Worker from env. A setting that cannot work makes every
+// request a 500 misconfigured naming it, before any storage call, and
+// leaves nothing to settle.
+func New(env Env) *Worker {
+	cfg, err := config.Load(env.Var)
+	if env.Console == nil {
+		env.Console = io.Discard
+	}
+	if env.Now == nil {
+		env.Now = time.Now
+	}
+	log := eventlog.To(env.Console, cfg.LogLevel)
+	w := &Worker{log: log, now: env.Now}
+	misconfigured := func(detail string) *Worker {
+		w.Handler = httpapi.Misconfigured(detail, httpapi.Options{Log: log})
+		return w
+	}
+	if err != nil {
+		return misconfigured(err.Error())
+	}
+	w.sweepGrace = cfg.SweepGrace
+	w.opts = intake.Options{
+		ResultTTL:    cfg.ResultTTL,
+		PendingTTL:   cfg.PendingTTL,
+		Wait:         cfg.Wait,
+		SettleMaxAge: cfg.SettleMaxAge,
+		Now:          env.Now,
+		Sleep:        env.Sleep,
+		Defer:        env.Defer,
+		NewID:        env.NewID,
+		Gateway:      gateway(env, cfg),
+		OnReleaseError: func(key intake.Key, err error) {
+			log.Log(eventlog.Line{Outcome: "claim_not_released", Client: key.Client, Key: key.ID, Error: err.Error()})
+		},
+		OnUnresolved: func(ctx context.Context, key intake.Key, p intake.Placement, attempts int) {
+			line := eventlog.Line{Outcome: "order_unresolved", Client: key.Client, Key: key.ID, OrderID: p.OrderID, Attempts: attempts, Alert: true,
+				Error: "the settler gave up after " + config.SettleMaxAgeVar + ": the OMS never confirmed this order"}
+			if env.DeadLetter != nil {
+				if err := env.DeadLetter.Send(ctx, settlequeue.Message(key), 0); err != nil {
+					line.Error += " (and sending it to " + DeadLetterBinding + ": " + err.Error() + ")"
+				}
+			}
+			log.Log(line)
+		},
+	}
+	if env.RateLimit != nil {
+		w.opts.Limit = env.RateLimit
+	}
+	var kvStore *kv.Store
+	if env.KV != nil {
+		kvStore = kv.NewStore(env.KV, env.Now)
+	}
+	var store intake.Store
+	switch cfg.Storage {
+	case config.StorageLedger:
+		if env.Ledger == nil {
+			return misconfigured("the " + LedgerBinding + " Durable Object binding is missing; see wrangler.toml's [env.ledger]")
+		}
+		store = env.Ledger(cfg.LedgerShards)
+		if !cfg.KVFallbackUntil.IsZero() {
+			if kvStore == nil {
+				return misconfigured(config.KVFallbackUntilVar + " is set but the " + KVBinding + " KV namespace binding is missing")
+			}
+			w.opts.Fallback, w.opts.FallbackUntil = kvStore, cfg.KVFallbackUntil
+		}
+	default:
+		if kvStore == nil {
+			return misconfigured("the " + KVBinding + " KV namespace binding is missing; see wrangler.toml")
+		}
+		kvStore.ReleaseClaims = cfg.ReleaseClaims
+		store = kvStore
+		if env.SettleQueue != nil && w.opts.Gateway != nil {
+			w.consumer, w.overdue = &settlequeue.Consumer{Queue: env.SettleQueue, Now: env.Now}, kvStore
+			w.opts.Schedule = w.consumer.Schedule
+		}
+	}
+	if cfg.Clients == nil {
+		log.Log(eventlog.Line{Outcome: "auth_disabled", Error: "no " + config.TokensVar + " secret: the Worker accepts orders from anyone"})
+	}
+	w.Service = intake.New(store, w.opts)
+	if w.consumer != nil {
+		w.consumer.Settler = w.Service
+	}
+	w.Handler = httpapi.New(w.Service, httpapi.Options{Clients: cfg.Clients, Log: log, AllowedOrigins: cfg.AllowedOrigins})
+	return w
+}
+
+// Settler is a Service over store (a ledger object's own rows) with the
+// Worker's options, for the object's alarm; it caches no receipts, since
+// it never replays. Nil when the Worker is misconfigured: the alarm then
+// settles nothing.
+func (w *Worker) Settler(store intake.Store) *intake.Service {
+	if w.Service == nil {
+		return nil
+	}
+	opts := w.opts
+	opts.CachedReceipts, opts.Fallback, opts.Limit = -1, nil, nil
+	return intake.New(store, opts)
+}
+
+// SettleMessage settles the key a settle queue message names. An error
+// has the queue deliver the message again; a body that is no settle
+// message is logged and acknowledged.
+func (w *Worker) SettleMessage(ctx context.Context, body []byte) error {
+	if w.consumer == nil {
+		return nil // nothing settles here: acknowledged
+	}
+	err := w.consumer.Handle(ctx, body)
+	if err == settlequeue.ErrNotMessage {
+		w.log.Log(eventlog.Line{Outcome: "settle_message_dropped", Error: err.Error()})
+		return nil
+	}
+	return err
+}
+
+// Sweep settles KV mode's overdue keys, those whose settle message was
+// never sent: the Cron Trigger's work.
+func (w *Worker) Sweep(ctx context.Context) error {
+	if w.consumer == nil {
+		return nil
+	}
+	n, err := w.consumer.Sweep(ctx, w.overdue, w.now(), w.sweepGrace, SweepLimit)
+	if n > 0 || err != nil {
+		line := eventlog.Line{Outcome: "settle_sweep", Attempts: n}
+		if err != nil {
+			line.Error = err.Error()
+		}
+		w.log.Log(line)
+	}
+	return err
+}
+
+// gateway is the OMS gateway: the OMS service binding if there is one,
+// else OMS_URL over the network, else nil, the reference's stand-in.
+func gateway(env Env, cfg config.Config) intake.Gateway {
+	gw := oms.Options{URL: cfg.OMSURL, Token: cfg.OMSToken, Timeout: cfg.OMSTimeout}
+	if env.OMS != nil {
+		if gw.URL == "" {
+			gw.URL = OMSBindingURL
+		}
+		gw.Send = env.OMS
+		return oms.New(gw)
+	}
+	if gw.URL == "" || env.Fetch == nil {
+		return nil
+	}
+	gw.Send = env.Fetch
+	return oms.New(gw)
+}
