@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/edge-orders/edge-orders/app"
+	"github.com/edge-orders/edge-orders/config"
 	"github.com/edge-orders/edge-orders/kv"
 	"github.com/edge-orders/edge-orders/settlequeue"
 	"github.com/edge-orders/edge-orders/workers"
@@ -279,5 +280,13 @@ func TestAnOpenWorkerSaysSo(t *testing.T) {
 	app.New(w.env)
 	if lines := w.lines("auth_disabled"); len(lines) != 1 {
 		t.Errorf("auth_disabled lines = %v, want 1", lines)
+	}
+}
+
+// TestConfigTakesTheTTLsKVTakes: config's shortest TTL is KV's, so that no
+// configuration it accepts makes every KV write fail.
+func TestConfigTakesTheTTLsKVTakes(t *testing.T) {
+	if config.MinTTL != kv.MinTTL {
+		t.Fatalf("config.MinTTL = %v, kv.MinTTL = %v; want them equal", config.MinTTL, kv.MinTTL)
 	}
 }

@@ -14,7 +14,6 @@ import (
 	"github.com/edge-orders/edge-orders/auth"
 	"github.com/edge-orders/edge-orders/eventlog"
 	"github.com/edge-orders/edge-orders/intake"
-	"github.com/edge-orders/edge-orders/kv"
 )
 
 // Names of the variables, as set in wrangler.toml [vars] or as secrets.
@@ -73,7 +72,7 @@ const (
 	DefaultResultTTL = 24 * time.Hour
 	// DefaultPendingTTL is the shortest claim KV accepts: a claim whose holder
 	// died mid-request unblocks its key after this long.
-	DefaultPendingTTL = kv.MinTTL
+	DefaultPendingTTL = MinTTL
 	// DefaultWait lets a duplicate wait out a request in flight, which
 	// takes well under a second, instead of being told to come back.
 	DefaultWait = 2 * time.Second
@@ -282,14 +281,17 @@ func parseTTL(v string) (time.Duration, error) {
 		return 0, errors.New(strconv.FormatInt(n, 10) + " seconds is over ten years")
 	}
 	d := time.Duration(n) * time.Second
-	if d == 0 {
-		return 0, errors.New("0 seconds would never expire; KV's minimum is " + strconv.FormatInt(int64(kv.MinTTL/time.Second), 10))
-	}
-	if err := kv.CheckTTL(d); err != nil {
-		return 0, err
+	if d < MinTTL {
+		return 0, errors.New(strconv.FormatInt(n, 10) + " seconds is under the minimum of " + strconv.FormatInt(int64(MinTTL/time.Second), 10) +
+			", the shortest expiration KV accepts")
 	}
 	return d, nil
 }
+
+// MinTTL is the shortest receipt TTL and claim lease the Worker takes:
+// KV's minimum expirationTtl (kv.MinTTL; package app's tests keep the two
+// equal), in both modes, so that a configuration moves between them.
+const MinTTL = 60 * time.Second
 
 func parseWait(v string) (time.Duration, error) {
 	n, err := parseInt(v, "milliseconds")

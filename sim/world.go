@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/edge-orders/edge-orders/app"
+	"github.com/edge-orders/edge-orders/config"
 	"github.com/edge-orders/edge-orders/intake"
 	"github.com/edge-orders/edge-orders/kv"
 	"github.com/edge-orders/edge-orders/ledger"
@@ -36,16 +38,17 @@ func (m Mode) String() string {
 	return "ledger"
 }
 
-// The Worker's wiring, as main.go sets it.
+// The Worker's wiring, as config's defaults and package app set it, and
+// what wrangler.toml asks of the platform.
 const (
-	pendingTTL      = 60 * time.Second // config.DefaultPendingTTL
-	waitForHolder   = 2 * time.Second  // config.DefaultWait
-	sweepEvery      = 5 * time.Minute  // wrangler.toml's Cron Trigger
-	sweepGrace      = time.Minute      // config.DefaultSweepGrace
-	sweepLimit      = 100              // main.sweepLimit
-	queueRetryDelay = 5 * time.Second  // main.queueRetryDelay
-	queueMaxRetries = 3                // wrangler.toml's max_retries
-	alarmBatch      = 32               // ledger's settleBatch
+	pendingTTL      = config.DefaultPendingTTL
+	waitForHolder   = config.DefaultWait
+	sweepGrace      = config.DefaultSweepGrace
+	sweepLimit      = app.SweepLimit
+	queueRetryDelay = app.QueueRetryDelay
+	sweepEvery      = 5 * time.Minute // wrangler.toml's Cron Trigger
+	queueMaxRetries = 3               // wrangler.toml's max_retries
+	alarmBatch      = 32              // ledger's settleBatch
 	// quietFor is how long a history runs without faults at its end, for
 	// every unknown outcome to be settled: past the settler's longest
 	// backoff, a sweep and its grace, several times over.
