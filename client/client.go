@@ -86,8 +86,11 @@ const maxResponseBytes = 1 << 20
 
 // Options tunes a Client; nil, or a zero field, takes the default.
 type Options struct {
-	// HTTPClient sends the requests; nil means http.DefaultClient. Its
-	// Timeout, if set, bounds each attempt; the context bounds the whole call.
+	// HTTPClient sends the requests; nil means http.DefaultClient. The
+	// client sends them through a copy of it that follows no redirect, so
+	// that the token and the order never go anywhere but baseURL: a 3xx is
+	// an ErrUnexpectedResponse. Its Timeout, if set, bounds each attempt;
+	// the context bounds the whole call.
 	HTTPClient *http.Client
 	// Token, if set, is sent as Authorization: Bearer <Token>. A Worker with
 	// API tokens configured refuses requests without one.
@@ -123,9 +126,13 @@ func New(baseURL string, opts *Options) *Client {
 	if opts != nil {
 		c.opts = *opts
 	}
-	if c.opts.HTTPClient == nil {
-		c.opts.HTTPClient = http.DefaultClient
+	hc := http.DefaultClient
+	if c.opts.HTTPClient != nil {
+		hc = c.opts.HTTPClient
 	}
+	noRedirects := *hc
+	noRedirects.CheckRedirect = refuseRedirect
+	c.opts.HTTPClient = &noRedirects
 	if c.opts.MaxAttempts <= 0 {
 		c.opts.MaxAttempts = DefaultMaxAttempts
 	}
@@ -145,6 +152,11 @@ func New(baseURL string, opts *Options) *Client {
 	}
 	return c
 }
+
+// refuseRedirect hands the caller the redirect itself: following it would
+// send the order to another place, and net/http keeps Authorization on
+// the same host, even from https to http.
+func refuseRedirect(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 
 // Submit places order under a new random (version 4 UUID) Idempotency-Key,
 // kept across every retry. See SubmitWithKey for the errors.
@@ -300,6 +312,9 @@ func (c *Client) read(resp *http.Response, raw []byte) outcome {
 			Replay:     resp.Header.Get("Idempotent-Replay") == "true",
 			StatusCode: resp.StatusCode,
 		}}
+	case resp.StatusCode >= 300 && resp.StatusCode < 400:
+		return outcome{err: &Error{StatusCode: resp.StatusCode, Header: resp.Header, Body: raw,
+			Err: fmt.Errorf("%w: status %d, a redirect, which the client never follows", ErrUnexpectedResponse, resp.StatusCode)}}
 	case resp.StatusCode < 400:
 		return outcome{err: &Error{StatusCode: resp.StatusCode, Header: resp.Header, Body: raw,
 			Err: fmt.Errorf("%w: status %d", ErrUnexpectedResponse, resp.StatusCode)}}
