@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -539,10 +540,11 @@ func TestRetryAfterCappedByDeadline(t *testing.T) {
 }
 
 func TestCancelWhileWaitingReturnsTheLastError(t *testing.T) {
-	// The default sleep, with a backoff far longer than the test: only the
-	// cancellation can end the wait.
-	w := newWorker(t, "", fail(503, "storage_unavailable"))
-	c := client.New(w.srv.URL, &client.Options{BaseDelay: time.Hour, MaxDelay: time.Hour})
+	// The default sleep, with a wait (the longest there is) far longer than
+	// the test, and a call timeout longer still: only the cancellation can
+	// end the wait.
+	w := newWorker(t, "", fail(503, "storage_unavailable", "Retry-After", strconv.Itoa(int(client.MaxRetryWait/time.Second))))
+	c := client.New(w.srv.URL, &client.Options{CallTimeout: time.Hour})
 	ctx, cancel := context.WithCancel(t.Context())
 	time.AfterFunc(20*time.Millisecond, cancel)
 	start := time.Now()

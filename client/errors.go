@@ -148,8 +148,8 @@ type Error struct {
 	// such as a proxy's error page.
 	Problem Problem
 	// RetryAfter is how long the Worker asked the client to wait: the
-	// Retry-After header, or else the problem's retryAfter; 0 when it said
-	// neither.
+	// Retry-After header, or else the problem's retryAfter, at most
+	// MaxRetryWait; 0 when it said neither.
 	RetryAfter time.Duration
 	// Header and Body are the last response's, for what the fields above do
 	// not hold (WWW-Authenticate, say).

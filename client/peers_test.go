@@ -1,12 +1,17 @@
 package client_test
 
 import (
+	"context"
 	"errors"
+	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
+	"time"
 
 	"github.com/edge-orders/edge-orders/client"
 )
@@ -151,4 +156,158 @@ func TestRedirectsAreRefused(t *testing.T) {
 func newTestClient(t *testing.T, url string, opts *client.Options) *client.Client {
 	t.Helper()
 	return client.New(url, opts)
+}
+
+func TestWaitsAreCapped(t *testing.T) {
+	// now is a whole second, as HTTP dates are.
+	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	const thousandDays = "86400000"
+	unavailable := func(body string, header ...string) step {
+		return raw(503, "application/problem+json", body, header...)
+	}
+	const problem = `{"type":"tag:edge-orders,2026:storage_unavailable","title":"t","status":503,"detail":"d","error":"storage_unavailable"`
+	tests := []struct {
+		name      string
+		step      step
+		base, max time.Duration
+		// wantRetryAfter is Error.RetryAfter of the first answer alone.
+		wantRetryAfter time.Duration
+		wantWaitMin    time.Duration
+	}{
+		{"Retry-After of 1000 days in seconds", unavailable(problem+"}", "Retry-After", thousandDays),
+			time.Millisecond, time.Millisecond, client.MaxRetryWait, client.MaxRetryWait},
+		{"Retry-After as a date in the year 9999", unavailable(problem+"}", "Retry-After", "Fri, 31 Dec 9999 23:59:59 GMT"),
+			time.Millisecond, time.Millisecond, client.MaxRetryWait, client.MaxRetryWait},
+		{"the problem's retryAfter of 1000 days without the header", unavailable(problem + `,"retryAfter":` + thousandDays + "}"),
+			time.Millisecond, time.Millisecond, client.MaxRetryWait, client.MaxRetryWait},
+		{"a MaxDelay of an hour and no Retry-After", unavailable(problem + "}"),
+			time.Hour, time.Hour, 0, 0},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			w := newWorker(t, "", tc.step)
+			c, s := newClient(w, &client.Options{MaxAttempts: 1, Now: func() time.Time { return now }})
+			_, err := c.SubmitWithKey(t.Context(), "k-capped", msft)
+			if got := asError(t, err).RetryAfter; got != tc.wantRetryAfter {
+				t.Errorf("RetryAfter = %v, want %v", got, tc.wantRetryAfter)
+			}
+
+			// With a call timeout far longer than the cap, the wait is the cap.
+			w = newWorker(t, "", tc.step)
+			c, s = newClient(w, &client.Options{BaseDelay: tc.base, MaxDelay: tc.max, CallTimeout: 24 * time.Hour, Now: func() time.Time { return now }})
+			if _, err := c.SubmitWithKey(t.Context(), "k-capped", msft); err != nil {
+				t.Fatalf("SubmitWithKey: %v", err)
+			}
+			waits := s.recorded()
+			if len(waits) != 1 || waits[0] < tc.wantWaitMin || waits[0] > client.MaxRetryWait {
+				t.Errorf("waits = %v, want one in [%v, %v]", waits, tc.wantWaitMin, client.MaxRetryWait)
+			}
+		})
+	}
+	t.Run("with the default call timeout a Retry-After past it ends the call at once", func(t *testing.T) {
+		w := newWorker(t, "", unavailable(problem+"}", "Retry-After", "Fri, 31 Dec 9999 23:59:59 GMT"))
+		c, s := newClient(w, nil)
+		_, err := c.SubmitWithKey(t.Context(), "k-capped", msft)
+		if !errors.Is(err, client.ErrStorageUnavailable) {
+			t.Fatalf("error = %v, want ErrStorageUnavailable", err)
+		}
+		if got, want := asError(t, err).Attempts, 1; got != want {
+			t.Errorf("attempts = %d, want %d", got, want)
+		}
+		if waits := s.recorded(); len(waits) != 0 {
+			t.Errorf("waits = %v, want none: %v of waiting passes the %v call timeout", waits, client.MaxRetryWait, client.DefaultCallTimeout)
+		}
+	})
+}
+
+// stalled is a transport whose requests get no answer until their
+// context ends.
+type stalled struct{}
+
+func (stalled) RoundTrip(r *http.Request) (*http.Response, error) {
+	<-r.Context().Done()
+	return nil, r.Context().Err()
+}
+
+func TestCallTimeout(t *testing.T) {
+	tests := []struct {
+		name        string
+		callTimeout time.Duration // 0: the default
+		ctxTimeout  time.Duration // 0: none
+		want        time.Duration
+		wantNamed   bool // the error names the call timeout
+	}{
+		{"with default options a stalled answer ends at the default timeout", 0, 0, client.DefaultCallTimeout, true},
+		{"a caller's longer CallTimeout is honoured", 2 * time.Minute, 0, 2 * time.Minute, true},
+		{"a context deadline before the CallTimeout ends the call first", 0, 5 * time.Second, 5 * time.Second, false},
+		{"a CallTimeout before the context deadline ends the call first", 10 * time.Second, time.Minute, 10 * time.Second, true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				ctx := t.Context()
+				if tc.ctxTimeout > 0 {
+					var cancel context.CancelFunc
+					ctx, cancel = context.WithTimeout(ctx, tc.ctxTimeout)
+					defer cancel()
+				}
+				c := newTestClient(t, "http://127.0.0.1:1", &client.Options{HTTPClient: &http.Client{Transport: stalled{}}, CallTimeout: tc.callTimeout})
+				start := time.Now()
+				_, err := c.SubmitWithKey(ctx, "k-stalled", msft)
+				if got := time.Since(start); got != tc.want {
+					t.Errorf("the call ended after %v, want %v", got, tc.want)
+				}
+				if err == nil {
+					t.Fatal("SubmitWithKey = a result, want an error")
+				}
+				e := asError(t, err)
+				if !errors.Is(err, context.DeadlineExceeded) || e.StatusCode != 0 || !e.Retryable() {
+					t.Errorf("error = %v (status %d, retryable %v), want a retryable context.DeadlineExceeded without a status", err, e.StatusCode, e.Retryable())
+				}
+				if named := strings.Contains(err.Error(), tc.want.String()+" timeout"); named != tc.wantNamed {
+					t.Errorf("error %q names %v: %v, want %v", err, tc.want, named, tc.wantNamed)
+				}
+			})
+		})
+	}
+
+	// The same over loopback: a Worker that never answers, and one that
+	// stops in the middle of its body.
+	stalls := []struct {
+		name string
+		stop func(rw http.ResponseWriter)
+	}{
+		{"no answer at all", func(rw http.ResponseWriter) {}},
+		{"a body that stops after its headers", func(rw http.ResponseWriter) {
+			rw.Header().Set("Content-Type", "application/json")
+			rw.Header().Set("Content-Length", "500")
+			rw.WriteHeader(http.StatusCreated)
+			io.WriteString(rw, `{"orderId":`)
+			http.NewResponseController(rw).Flush()
+		}},
+	}
+	for _, tc := range stalls {
+		t.Run("over loopback: "+tc.name, func(t *testing.T) {
+			release := make(chan struct{})
+			srv := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+				tc.stop(rw)
+				select {
+				case <-release:
+				case <-r.Context().Done():
+				}
+			}))
+			t.Cleanup(srv.Close)
+			t.Cleanup(func() { close(release) })
+			const timeout = 200 * time.Millisecond
+			c := newTestClient(t, srv.URL, &client.Options{CallTimeout: timeout})
+			start := time.Now()
+			_, err := c.SubmitWithKey(t.Context(), "k-stalled", msft)
+			if got := time.Since(start); got < timeout || got > 10*time.Second {
+				t.Errorf("the call ended after %v, want soon after %v", got, timeout)
+			}
+			if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(fmt.Sprint(err), timeout.String()+" timeout") {
+				t.Errorf("error = %v, want context.DeadlineExceeded naming the %v timeout", err, timeout)
+			}
+		})
+	}
 }
