@@ -130,12 +130,17 @@ type Client struct {
 }
 
 // New returns a Client for the Worker at baseURL (the Worker answers on
-// every path, so any URL of it will do). opts may be nil. A baseURL that
-// is not a URL makes every call fail before sending anything.
-func New(baseURL string, opts *Options) *Client {
+// every path, so any URL of it will do). opts may be nil. It returns an
+// error wrapping ErrInvalidToken for a token that is not printable ASCII
+// without spaces. A baseURL that is not a URL makes every call fail before
+// sending anything.
+func New(baseURL string, opts *Options) (*Client, error) {
 	c := &Client{url: baseURL}
 	if opts != nil {
 		c.opts = *opts
+	}
+	if err := checkToken(c.opts.Token); err != nil {
+		return nil, err
 	}
 	hc := http.DefaultClient
 	if c.opts.HTTPClient != nil {
@@ -164,7 +169,7 @@ func New(baseURL string, opts *Options) *Client {
 	if c.opts.Now == nil {
 		c.opts.Now = time.Now
 	}
-	return c
+	return c, nil
 }
 
 // refuseRedirect hands the caller the redirect itself: following it would
@@ -249,6 +254,18 @@ func checkKey(key string) error {
 // errCallTimeout is the cause of a call's context that its CallTimeout
 // ended: context.DeadlineExceeded, told apart from the caller's deadline.
 var errCallTimeout = fmt.Errorf("%w", context.DeadlineExceeded)
+
+// checkToken refuses a token that no Worker holds (printable ASCII, no
+// spaces) and that a header cannot carry whole. Its error says where and
+// what the character is, never the token.
+func checkToken(token string) error {
+	for i := 0; i < len(token); i++ {
+		if token[i] <= ' ' || token[i] > '~' {
+			return fmt.Errorf("%w: byte %d is 0x%02x; a token is printable ASCII without spaces", ErrInvalidToken, i, token[i])
+		}
+	}
+	return nil
+}
 
 // do sends the request until it succeeds, fails for good, runs out of
 // attempts, or the next wait would outlast ctx or the call's timeout.

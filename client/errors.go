@@ -58,6 +58,10 @@ var (
 	// characters, found by the client before sending or by the Worker
 	// (missing_idempotency_key, invalid_idempotency_key).
 	ErrInvalidKey = errors.New("client: invalid idempotency key")
+	// ErrInvalidToken: New refused Options.Token, which holds a character
+	// that is not printable ASCII or is a space, such as a newline left by
+	// the file it was read from. The error never shows the token.
+	ErrInvalidToken = errors.New("client: invalid token")
 	// ErrQuantityTooLarge: the quantity is above MaxQuantity; nothing was sent.
 	ErrQuantityTooLarge = errors.New("client: quantity too large for the Worker to hold exactly")
 	// ErrMalformedReceipt: a 200 or 201 whose body is not a receipt.

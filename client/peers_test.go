@@ -102,7 +102,7 @@ func TestRedirectsAreRefused(t *testing.T) {
 				callers = srv.Client()
 				opts.HTTPClient = callers
 			}
-			c := newTestClient(t, srv.URL, opts)
+			c := mustNew(t, srv.URL, opts)
 			calls := []struct {
 				name string
 				call func() (*client.Result, error)
@@ -151,11 +151,14 @@ func TestRedirectsAreRefused(t *testing.T) {
 	}
 }
 
-// newTestClient returns a client for url with opts, failing t if it
-// cannot be made.
-func newTestClient(t *testing.T, url string, opts *client.Options) *client.Client {
+// mustNew returns a client for url with opts, failing t if New refuses.
+func mustNew(t *testing.T, url string, opts *client.Options) *client.Client {
 	t.Helper()
-	return client.New(url, opts)
+	c, err := client.New(url, opts)
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	return c
 }
 
 func TestWaitsAreCapped(t *testing.T) {
@@ -251,7 +254,7 @@ func TestCallTimeout(t *testing.T) {
 					ctx, cancel = context.WithTimeout(ctx, tc.ctxTimeout)
 					defer cancel()
 				}
-				c := newTestClient(t, "http://127.0.0.1:1", &client.Options{HTTPClient: &http.Client{Transport: stalled{}}, CallTimeout: tc.callTimeout})
+				c := mustNew(t, "http://127.0.0.1:1", &client.Options{HTTPClient: &http.Client{Transport: stalled{}}, CallTimeout: tc.callTimeout})
 				start := time.Now()
 				_, err := c.SubmitWithKey(ctx, "k-stalled", msft)
 				if got := time.Since(start); got != tc.want {
@@ -299,7 +302,7 @@ func TestCallTimeout(t *testing.T) {
 			t.Cleanup(srv.Close)
 			t.Cleanup(func() { close(release) })
 			const timeout = 200 * time.Millisecond
-			c := newTestClient(t, srv.URL, &client.Options{CallTimeout: timeout})
+			c := mustNew(t, srv.URL, &client.Options{CallTimeout: timeout})
 			start := time.Now()
 			_, err := c.SubmitWithKey(t.Context(), "k-stalled", msft)
 			if got := time.Since(start); got < timeout || got > 10*time.Second {
@@ -307,6 +310,46 @@ func TestCallTimeout(t *testing.T) {
 			}
 			if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(fmt.Sprint(err), timeout.String()+" timeout") {
 				t.Errorf("error = %v, want context.DeadlineExceeded naming the %v timeout", err, timeout)
+			}
+		})
+	}
+}
+
+func TestNewRefusesATokenWithControlCharacters(t *testing.T) {
+	const secret = "s3cret-0123456789abcdef"
+	tests := []struct {
+		name  string
+		token string
+		want  error // nil: accepted
+	}{
+		{"a newline left by the file it came from", secret + "\n", client.ErrInvalidToken},
+		{"CR LF and another header", secret + "\r\nX-Injected: 1", client.ErrInvalidToken},
+		{"NUL", secret[:4] + "\x00" + secret[4:], client.ErrInvalidToken},
+		{"a tab", "\t" + secret, client.ErrInvalidToken},
+		{"DEL", secret + "\x7f", client.ErrInvalidToken},
+		{"a space", secret[:4] + " " + secret[4:], client.ErrInvalidToken},
+		{"a non-ASCII letter", "é" + secret, client.ErrInvalidToken},
+		{"no token", "", nil},
+		{"printable ASCII", secret + "-._~+/=!#$%&'*^`|", nil},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			w := newWorker(t, "")
+			c, err := client.New(w.srv.URL, &client.Options{Token: tc.token})
+			if !errors.Is(err, tc.want) {
+				t.Fatalf("New error = %v, want %v", err, tc.want)
+			}
+			if err != nil {
+				if c != nil {
+					t.Error("New returned a client with its error, want nil")
+				}
+				if strings.Contains(err.Error(), secret[:6]) {
+					t.Errorf("New error %q shows the token", err)
+				}
+				return
+			}
+			if _, err := c.Submit(t.Context(), msft); err != nil {
+				t.Errorf("Submit: %v", err)
 			}
 		})
 	}
