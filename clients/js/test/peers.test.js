@@ -95,7 +95,7 @@ test("redirects are refused: an unexpected response, and nothing sent where they
   }
 });
 
-test("a browser's opaque redirect is an unexpected response, and every request asks for one", async () => {
+test("a browser's opaque redirect is an unexpected response, and every request asks for one", bounded, async () => {
   const inits = [];
   const fetch = async (url, init) => {
     inits.push(init);
@@ -108,7 +108,7 @@ test("a browser's opaque redirect is an unexpected response, and every request a
   assert.deepEqual(inits.map((i) => i.redirect), ["manual"]);
 });
 
-test("Retry-After is capped at MAX_RETRY_WAIT_MS", async (t) => {
+test("Retry-After is capped at MAX_RETRY_WAIT_MS", bounded, async (t) => {
   const thousandDays = String(1000 * 24 * 3600);
   const cases = [
     ["Retry-After of 1000 days in seconds", { "Retry-After": thousandDays }, {}],
@@ -147,7 +147,7 @@ test("Retry-After is capped at MAX_RETRY_WAIT_MS", async (t) => {
   });
 });
 
-test("a stalled answer ends at the call's timeout", async (t) => {
+test("a stalled answer ends at the call's timeout", bounded, async (t) => {
   // The clock reads t0 when the call starts and want - left ms later at
   // every reading after: the attempt's timer then has left ms to run, if
   // the call's deadline is want ms from its start.
@@ -193,7 +193,7 @@ test("a stalled answer ends at the call's timeout", async (t) => {
   }
 });
 
-test("a token a header cannot carry is refused when the client is made, and never shown", async (t) => {
+test("a token a header cannot carry is refused when the client is made, and never shown", bounded, async (t) => {
   const cases = [
     ["a newline left by the file it came from", token + "\n", false],
     ["CR LF and another header", token + "\r\nX-Injected: 1", false],
@@ -226,7 +226,7 @@ test("a token a header cannot carry is refused when the client is made, and neve
   }
 });
 
-test("a body is read only up to MAX_RESPONSE_BYTES; the rest is cancelled unread", async (t) => {
+test("a body is read only up to MAX_RESPONSE_BYTES; the rest is cancelled unread", bounded, async (t) => {
   const chunk = 64 * 1024;
   const total = 64 * 1024 * 1024;
   const cases = [
