@@ -1,6 +1,7 @@
 package client
 
 import (
+	"math"
 	"math/rand/v2"
 	"testing"
 	"time"
@@ -19,7 +20,7 @@ func TestBackoffBounds(t *testing.T) {
 		{"sixth retry doubles five times", 6, base, maxDelay, 32 * base},
 		{"seventh retry is capped", 7, base, maxDelay, maxDelay},
 		{"hundredth retry is capped, not overflowed", 100, base, maxDelay, maxDelay},
-		{"a cap near the largest Duration does not overflow", 70, time.Hour, maxRetryAfter, maxRetryAfter},
+		{"a cap near the largest Duration does not overflow", 70, time.Hour, math.MaxInt64 - 1, math.MaxInt64 - 1},
 		{"a base above the cap is capped", 1, time.Minute, time.Second, time.Second},
 	}
 	for _, tc := range tests {

@@ -78,7 +78,13 @@ const (
 	DefaultMaxAttempts = 5
 	DefaultBaseDelay   = 100 * time.Millisecond
 	DefaultMaxDelay    = 5 * time.Second
+	DefaultCallTimeout = 30 * time.Second
 )
+
+// MaxRetryWait is the longest the client waits before a retry, whatever a
+// Retry-After or Options.MaxDelay asks: a proxy's 503 page must not stall
+// a call for days.
+const MaxRetryWait = 60 * time.Second
 
 // maxResponseBytes bounds what the client reads of a response; a receipt or
 // a problem is well under 1 KiB.
@@ -86,8 +92,11 @@ const maxResponseBytes = 1 << 20
 
 // Options tunes a Client; nil, or a zero field, takes the default.
 type Options struct {
-	// HTTPClient sends the requests; nil means http.DefaultClient. Its
-	// Timeout, if set, bounds each attempt; the context bounds the whole call.
+	// HTTPClient sends the requests; nil means http.DefaultClient. The
+	// client sends them through a copy of it that follows no redirect, so
+	// that the token and the order never go anywhere but baseURL: a 3xx is
+	// an ErrUnexpectedResponse. Its Timeout, if set, bounds each attempt;
+	// the context and CallTimeout bound the whole call.
 	HTTPClient *http.Client
 	// Token, if set, is sent as Authorization: Bearer <Token>. A Worker with
 	// API tokens configured refuses requests without one.
@@ -98,13 +107,18 @@ type Options struct {
 	// BaseDelay and MaxDelay shape the backoff: before retry n the client
 	// waits a uniformly random time in [0, min(MaxDelay, BaseDelay·2ⁿ⁻¹)]
 	// ("full jitter"), so clients that failed together do not retry
-	// together. Defaults DefaultBaseDelay and DefaultMaxDelay.
+	// together. Defaults DefaultBaseDelay and DefaultMaxDelay; either is
+	// at most MaxRetryWait.
 	BaseDelay time.Duration
 	MaxDelay  time.Duration
+	// CallTimeout bounds each call, every attempt and wait included, as
+	// well as ctx does: the earlier of the two ends it. Default
+	// DefaultCallTimeout.
+	CallTimeout time.Duration
 	// Sleep waits d, or until ctx is done and then returns ctx.Err(). Nil
 	// means a timer; tests pass one that records d and returns at once.
 	Sleep func(ctx context.Context, d time.Duration) error
-	// Now tells the time, for comparing waits with the context's deadline
+	// Now tells the time, for comparing waits with the call's deadline
 	// and reading Retry-After dates. Nil means time.Now.
 	Now func() time.Time
 }
@@ -116,16 +130,25 @@ type Client struct {
 }
 
 // New returns a Client for the Worker at baseURL (the Worker answers on
-// every path, so any URL of it will do). opts may be nil. A baseURL that
-// is not a URL makes every call fail before sending anything.
-func New(baseURL string, opts *Options) *Client {
+// every path, so any URL of it will do). opts may be nil. It returns an
+// error wrapping ErrInvalidToken for a token that is not printable ASCII
+// without spaces. A baseURL that is not a URL makes every call fail before
+// sending anything.
+func New(baseURL string, opts *Options) (*Client, error) {
 	c := &Client{url: baseURL}
 	if opts != nil {
 		c.opts = *opts
 	}
-	if c.opts.HTTPClient == nil {
-		c.opts.HTTPClient = http.DefaultClient
+	if err := checkToken(c.opts.Token); err != nil {
+		return nil, err
 	}
+	hc := http.DefaultClient
+	if c.opts.HTTPClient != nil {
+		hc = c.opts.HTTPClient
+	}
+	noRedirects := *hc
+	noRedirects.CheckRedirect = refuseRedirect
+	c.opts.HTTPClient = &noRedirects
 	if c.opts.MaxAttempts <= 0 {
 		c.opts.MaxAttempts = DefaultMaxAttempts
 	}
@@ -135,16 +158,24 @@ func New(baseURL string, opts *Options) *Client {
 	if c.opts.MaxDelay <= 0 {
 		c.opts.MaxDelay = DefaultMaxDelay
 	}
-	c.opts.BaseDelay = min(c.opts.BaseDelay, maxRetryAfter)
-	c.opts.MaxDelay = min(c.opts.MaxDelay, maxRetryAfter)
+	if c.opts.CallTimeout <= 0 {
+		c.opts.CallTimeout = DefaultCallTimeout
+	}
+	c.opts.BaseDelay = min(c.opts.BaseDelay, MaxRetryWait)
+	c.opts.MaxDelay = min(c.opts.MaxDelay, MaxRetryWait)
 	if c.opts.Sleep == nil {
 		c.opts.Sleep = sleep
 	}
 	if c.opts.Now == nil {
 		c.opts.Now = time.Now
 	}
-	return c
+	return c, nil
 }
+
+// refuseRedirect hands the caller the redirect itself: following it would
+// send the order to another place, and net/http keeps Authorization on
+// the same host, even from https to http.
+func refuseRedirect(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 
 // Submit places order under a new random (version 4 UUID) Idempotency-Key,
 // kept across every retry. See SubmitWithKey for the errors.
@@ -158,8 +189,10 @@ func (c *Client) Submit(ctx context.Context, order Order) (*Result, error) {
 // without placing a second order.
 //
 // It retries transport failures, 409 in_progress and 503 responses but
-// outcome_unresolved, up to Options.MaxAttempts requests, and stops early
-// when the next wait would pass ctx's deadline. It returns a *Error for the
+// outcome_unresolved, up to Options.MaxAttempts requests, waiting at most
+// MaxRetryWait before each, and stops early when the next wait would pass
+// ctx's deadline or Options.CallTimeout, which also ends a request in
+// flight (a transport error wrapping context.DeadlineExceeded). It returns a *Error for the
 // last failure: one wrapping the transport error, or one describing the
 // Worker's problem, for which errors.Is matches ErrInvalidOrder,
 // ErrKeyReused, ErrInProgress, ErrUnauthorized, ErrRateLimited,
@@ -168,7 +201,8 @@ func (c *Client) Submit(ctx context.Context, order Order) (*Result, error) {
 // ErrRejected or ErrInvalidKey. Before sending anything it returns an error
 // wrapping ErrInvalidKey for a key that is not 1 to MaxKeyBytes printable
 // ASCII characters, and one wrapping ErrQuantityTooLarge for a quantity
-// above MaxQuantity.
+// above MaxQuantity. A redirect is an ErrUnexpectedResponse: the client
+// never follows one.
 func (c *Client) SubmitWithKey(ctx context.Context, key string, order Order) (*Result, error) {
 	if err := checkKey(key); err != nil {
 		return nil, err
@@ -217,9 +251,27 @@ func checkKey(key string) error {
 	return nil
 }
 
+// errCallTimeout is the cause of a call's context that its CallTimeout
+// ended: context.DeadlineExceeded, told apart from the caller's deadline.
+var errCallTimeout = fmt.Errorf("%w", context.DeadlineExceeded)
+
+// checkToken refuses a token that no Worker holds (printable ASCII, no
+// spaces) and that a header cannot carry whole. Its error says where and
+// what the character is, never the token.
+func checkToken(token string) error {
+	for i := 0; i < len(token); i++ {
+		if token[i] <= ' ' || token[i] > '~' {
+			return fmt.Errorf("%w: byte %d is 0x%02x; a token is printable ASCII without spaces", ErrInvalidToken, i, token[i])
+		}
+	}
+	return nil
+}
+
 // do sends the request until it succeeds, fails for good, runs out of
-// attempts, or the next wait would outlast ctx.
+// attempts, or the next wait would outlast ctx or the call's timeout.
 func (c *Client) do(ctx context.Context, method, key string, body []byte) (*Result, error) {
+	ctx, cancel := context.WithTimeoutCause(ctx, c.opts.CallTimeout, errCallTimeout)
+	defer cancel()
 	for attempt := 1; ; attempt++ {
 		res, err := c.once(ctx, method, key, body)
 		if err != nil {
@@ -231,6 +283,9 @@ func (c *Client) do(ctx context.Context, method, key string, body []byte) (*Resu
 		}
 		e := res.err
 		e.Method, e.Key, e.Attempts = method, key, attempt
+		if e.StatusCode == 0 && context.Cause(ctx) == errCallTimeout {
+			e.Err = fmt.Errorf("client: the call's %v timeout (Options.CallTimeout) passed: %w", c.opts.CallTimeout, e.Err)
+		}
 		if !e.Retryable() || attempt >= c.opts.MaxAttempts || ctx.Err() != nil {
 			return nil, e
 		}
@@ -300,6 +355,9 @@ func (c *Client) read(resp *http.Response, raw []byte) outcome {
 			Replay:     resp.Header.Get("Idempotent-Replay") == "true",
 			StatusCode: resp.StatusCode,
 		}}
+	case resp.StatusCode >= 300 && resp.StatusCode < 400:
+		return outcome{err: &Error{StatusCode: resp.StatusCode, Header: resp.Header, Body: raw,
+			Err: fmt.Errorf("%w: status %d, a redirect, which the client never follows", ErrUnexpectedResponse, resp.StatusCode)}}
 	case resp.StatusCode < 400:
 		return outcome{err: &Error{StatusCode: resp.StatusCode, Header: resp.Header, Body: raw,
 			Err: fmt.Errorf("%w: status %d", ErrUnexpectedResponse, resp.StatusCode)}}
@@ -330,12 +388,17 @@ func parseReceipt(raw []byte) (Receipt, error) {
 
 // retryAfter reads a Retry-After header, in seconds or as an HTTP date, and
 // falls back on the problem's retryAfter seconds; 0 means neither said.
+// Either is capped at MaxRetryWait.
 func (c *Client) retryAfter(header string, body int) time.Duration {
 	header = strings.TrimSpace(header)
 	if s, err := strconv.ParseInt(header, 10, 64); err == nil && s >= 0 {
 		return seconds(s)
 	}
 	if t, err := http.ParseTime(header); err == nil {
+		// Compared before subtracting: a Duration holds 292 years.
+		if t.After(c.opts.Now().Add(MaxRetryWait)) {
+			return MaxRetryWait
+		}
 		return max(t.Sub(c.opts.Now()), 0)
 	}
 	if body > 0 {
@@ -344,12 +407,10 @@ func (c *Client) retryAfter(header string, body int) time.Duration {
 	return 0
 }
 
-// maxRetryAfter keeps a huge Retry-After from overflowing a Duration.
-const maxRetryAfter = 1000 * 24 * time.Hour
-
+// seconds is s seconds, at most MaxRetryWait.
 func seconds(s int64) time.Duration {
-	if s > int64(maxRetryAfter/time.Second) {
-		return maxRetryAfter
+	if s > int64(MaxRetryWait/time.Second) {
+		return MaxRetryWait
 	}
 	return time.Duration(s) * time.Second
 }

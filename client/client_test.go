@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -52,7 +53,11 @@ func newClient(w *worker, opts *client.Options) (*client.Client, *sleeper) {
 	if o.Sleep == nil {
 		o.Sleep = s.sleep
 	}
-	return client.New(w.srv.URL, &o), s
+	c, err := client.New(w.srv.URL, &o)
+	if err != nil {
+		panic(err) // no test here passes a token New refuses
+	}
+	return c, s
 }
 
 // asError returns err as a *client.Error, failing the test if it is not one.
@@ -369,7 +374,7 @@ func TestConcurrentSubmitsPlaceOneOrder(t *testing.T) {
 	// The second submission meets the first's claim (409); its wait lets the
 	// first finish, and its retry replays the first's receipt.
 	var firstRes *client.Result
-	c := client.New(w.srv.URL, &client.Options{Sleep: func(ctx context.Context, d time.Duration) error {
+	c := mustNew(t, w.srv.URL, &client.Options{Sleep: func(ctx context.Context, d time.Duration) error {
 		if firstRes == nil {
 			close(hold)
 			firstRes = <-first
@@ -539,10 +544,11 @@ func TestRetryAfterCappedByDeadline(t *testing.T) {
 }
 
 func TestCancelWhileWaitingReturnsTheLastError(t *testing.T) {
-	// The default sleep, with a backoff far longer than the test: only the
-	// cancellation can end the wait.
-	w := newWorker(t, "", fail(503, "storage_unavailable"))
-	c := client.New(w.srv.URL, &client.Options{BaseDelay: time.Hour, MaxDelay: time.Hour})
+	// The default sleep, with a wait (the longest there is) far longer than
+	// the test, and a call timeout longer still: only the cancellation can
+	// end the wait.
+	w := newWorker(t, "", fail(503, "storage_unavailable", "Retry-After", strconv.Itoa(int(client.MaxRetryWait/time.Second))))
+	c := mustNew(t, w.srv.URL, &client.Options{CallTimeout: time.Hour})
 	ctx, cancel := context.WithCancel(t.Context())
 	time.AfterFunc(20*time.Millisecond, cancel)
 	start := time.Now()
@@ -839,7 +845,7 @@ func TestUnsettledOutcomes(t *testing.T) {
 		_, err := c.SubmitWithKey(t.Context(), "k-settled", msft)
 		orderID := asError(t, err).Problem.OrderID
 		var waits []time.Duration
-		looker := client.New(w.srv.URL, &client.Options{MaxAttempts: 3, Sleep: func(ctx context.Context, d time.Duration) error {
+		looker := mustNew(t, w.srv.URL, &client.Options{MaxAttempts: 3, Sleep: func(ctx context.Context, d time.Duration) error {
 			waits = append(waits, d)
 			w.advance(d)
 			if st := w.settle(t, "k-settled"); !st.Final || st.Unresolved {

@@ -58,6 +58,10 @@ var (
 	// characters, found by the client before sending or by the Worker
 	// (missing_idempotency_key, invalid_idempotency_key).
 	ErrInvalidKey = errors.New("client: invalid idempotency key")
+	// ErrInvalidToken: New refused Options.Token, which holds a character
+	// that is not printable ASCII or is a space, such as a newline left by
+	// the file it was read from. The error never shows the token.
+	ErrInvalidToken = errors.New("client: invalid token")
 	// ErrQuantityTooLarge: the quantity is above MaxQuantity; nothing was sent.
 	ErrQuantityTooLarge = errors.New("client: quantity too large for the Worker to hold exactly")
 	// ErrMalformedReceipt: a 200 or 201 whose body is not a receipt.
@@ -148,8 +152,8 @@ type Error struct {
 	// such as a proxy's error page.
 	Problem Problem
 	// RetryAfter is how long the Worker asked the client to wait: the
-	// Retry-After header, or else the problem's retryAfter; 0 when it said
-	// neither.
+	// Retry-After header, or else the problem's retryAfter, at most
+	// MaxRetryWait; 0 when it said neither.
 	RetryAfter time.Duration
 	// Header and Body are the last response's, for what the fields above do
 	// not hold (WWW-Authenticate, say).

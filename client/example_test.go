@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log"
+	"os"
 	"time"
 
 	"github.com/edge-orders/edge-orders/client"
@@ -16,7 +17,10 @@ func Example() {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 
-	c := client.New("http://127.0.0.1:8787", nil)
+	c, err := client.New("http://127.0.0.1:8787", nil)
+	if err != nil {
+		log.Fatal(err)
+	}
 	res, err := c.Submit(ctx, client.Order{Symbol: "MSFT", Side: client.Buy, Quantity: 100})
 	if err != nil {
 		log.Fatal(err)
@@ -27,7 +31,10 @@ func Example() {
 // A failure says whether the same order may be sent again, under the same
 // key, to learn its outcome.
 func ExampleIsRetryable() {
-	c := client.New("http://127.0.0.1:8787", &client.Options{Token: "my-api-token"})
+	c, err := client.New("http://127.0.0.1:8787", &client.Options{Token: os.Getenv("EDGE_ORDERS_TOKEN")})
+	if err != nil {
+		log.Fatal(err) // a token with a newline, say; the error never shows it
+	}
 	order := client.Order{Symbol: "MSFT", Side: client.Sell, Quantity: 5}
 	res, err := c.SubmitWithKey(context.Background(), "order-2026-0001", order)
 	var e *client.Error
@@ -46,7 +53,10 @@ func ExampleIsRetryable() {
 // Lookup tells whether an order was placed under a key, without placing
 // one, and where an order whose outcome is unknown stands.
 func ExampleClient_Lookup() {
-	c := client.New("http://127.0.0.1:8787", nil)
+	c, err := client.New("http://127.0.0.1:8787", nil)
+	if err != nil {
+		log.Fatal(err)
+	}
 	res, err := c.Lookup(context.Background(), "order-2026-0001")
 	var e *client.Error
 	errors.As(err, &e)

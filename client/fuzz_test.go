@@ -17,7 +17,10 @@ func FuzzRead(f *testing.F) {
 	f.Add(429, "99999999999999999999", `{"retryAfter":1e300}`)
 	f.Add(503, "4", `{"type":"tag:edge-orders,2026:outcome_unknown","title":"t","status":503,"detail":"d","error":"outcome_unknown","orderId":"0b9c3e8e-6f4a-4d2b-9c1e-3a5f7d9b1c2e","attempts":3,"nextAttemptAt":"2026-01-02T03:04:09.678Z"}`)
 	f.Add(503, "1", `{"error":"outcome_unresolved","attempts":-7,"nextAttemptAt":"+275760-09-13T00:00:00.000Z"}`)
-	c := New("http://127.0.0.1:8787", &Options{Now: func() time.Time { return time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC) }})
+	c, err := New("http://127.0.0.1:8787", &Options{Now: func() time.Time { return time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC) }})
+	if err != nil {
+		f.Fatal(err)
+	}
 	f.Fuzz(func(t *testing.T, status int, retryAfter, body string) {
 		if status < 100 || status > 999 {
 			t.Skip()

@@ -11,7 +11,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -21,6 +23,7 @@ import (
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/chromedp"
 
+	"github.com/edge-orders/edge-orders/client"
 	"github.com/edge-orders/edge-orders/internal/devtools/wranglerdev"
 )
 
@@ -50,12 +53,12 @@ func chromiumPath(t *testing.T) string {
 }
 
 // startChromium starts a headless Chromium with a fresh profile, with the
-// flags that work in a container without a GPU or a sandbox, and returns
-// a context for it; the browser ends with t.
-func startChromium(t *testing.T, path string) context.Context {
+// flags that work in a container without a GPU or a sandbox and any extra
+// ones, and returns a context for it; the browser ends with t.
+func startChromium(t *testing.T, path string, extra ...chromedp.ExecAllocatorOption) context.Context {
 	t.Helper()
 	profile := t.TempDir()
-	alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(),
+	alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(), append([]chromedp.ExecAllocatorOption{
 		chromedp.ExecPath(path),
 		chromedp.Headless,
 		chromedp.NoSandbox,
@@ -69,7 +72,7 @@ func startChromium(t *testing.T, path string) context.Context {
 		chromedp.Flag("disable-dev-shm-usage", true),
 		chromedp.UserDataDir(profile),
 		chromedp.WindowSize(800, 900),
-	)
+	}, extra...)...)
 	browser, cancelBrowser := chromedp.NewContext(alloc)
 	t.Cleanup(func() {
 		cancelBrowser()
@@ -322,7 +325,13 @@ func TestBrowser(t *testing.T) {
 	ticketAt := func(origin string) string {
 		return origin + "/examples/ticket/?worker=" + url.QueryEscape(worker)
 	}
-	browser := startChromium(t, chromium)
+	// desk is the other pages' server under a name that is not this
+	// machine's, as a desk's deployed page would be; Chromium resolves it
+	// to loopback, and treats it as secure as https would be.
+	desk := strings.Replace(other, "127.0.0.1", "desk.example", 1)
+	browser := startChromium(t, chromium,
+		chromedp.Flag("host-resolver-rules", "MAP desk.example 127.0.0.1"),
+		chromedp.Flag("unsafely-treat-insecure-origin-as-secure", desk))
 	shots := artifactsDir(t)
 	t.Logf("screenshots in %s", shots)
 	// Each case names its tab: the screenshots' file names and its symbol,
@@ -448,6 +457,91 @@ func TestBrowser(t *testing.T) {
 		}
 	})
 
+	t.Run("New ticket is refused while a lookup is in flight, and a reload resumes the intent: one order", func(t *testing.T) {
+		tb, symbol := open(t, allowed, "lookup-pending")
+		oms.script(symbol, drop) // placed, its answer lost: the outcome is unknown
+		hold := holdLookup(t, tb, worker)
+		tb.fill(symbol)
+		key := tb.text("key")
+		tb.submit()
+		hold.wait(t, tb)
+		tb.screenshot("1-lookup-pending")
+		if disabled := eval[bool](tb, `document.getElementById("new").disabled`); !disabled {
+			t.Errorf("New ticket is enabled while the ticket's lookup is in flight, want it disabled")
+		}
+		tb.do(chromedp.Click(chromedp.ID("new")))
+		if got, stored := tb.text("key"), tb.storedKey(); got != key || stored != key {
+			t.Fatalf("after New ticket with the lookup in flight: key %q, stored %q; want the ticket's %q kept", got, stored, key)
+		}
+		// Let the reloaded page's requests through; the held lookup dies
+		// with the page it was sent from, unanswered.
+		hold.passOthers()
+		tb.do(chromedp.Reload())
+		tb.waitFor(`document.getElementById("key").textContent.length > 0`, 10*time.Second)
+		if got := tb.text("key"); got != key {
+			t.Fatalf("after the reload the ticket's key is %q, want %q: the intent was lost", got, key)
+		}
+		got := tb.waitState(30*time.Second, "placed", "replayed", "rejected", "unknown", "unreadable", "error", "unresolved")
+		tb.screenshot("2-after-reload")
+		if got != "placed" && got != "replayed" {
+			t.Fatalf("state %s (%s), want the one order placed", got, tb.text("status"))
+		}
+		tb.wantOneReceipt(oms, symbol)
+		if stored := tb.storedKey(); stored != "" {
+			t.Errorf("stored key %q after the final answer, want none", stored)
+		}
+	})
+
+	t.Run("a stale lookup never touches a newer ticket, nor its saved intent", func(t *testing.T) {
+		tb, symbol := open(t, allowed, "stale-lookup")
+		oms.script(symbol, drop)
+		hold := holdLookup(t, tb, worker)
+		tb.fill(symbol)
+		older := tb.text("key")
+		tb.submit()
+		hold.wait(t, tb)
+		// The Worker settles the order meanwhile, so the held lookup's
+		// answer is a receipt: what would show on, and clear, a newer ticket.
+		settle := newGoClient(t, w.URL(), nil)
+		placed, err := settle.SubmitWithKey(t.Context(), older, client.Order{Symbol: symbol, Side: client.Buy, Quantity: 25})
+		if err != nil {
+			t.Fatalf("settling the older ticket's order: %v", err)
+		}
+		// New ticket is disabled in flight; open one anyway, as any other
+		// path to a new ticket would.
+		eval[bool](tb, `(() => { const b = document.getElementById("new"); b.disabled = false; b.click(); return true; })()`)
+		newer := tb.text("key")
+		if newer == older || tb.storedKey() != newer {
+			t.Fatalf("forced New ticket: key %q, stored %q; want a new key saved (older %q)", newer, tb.storedKey(), older)
+		}
+		hold.releaseUntilAnswered(t, tb)
+		// The page's one request is over: its answer has been handled.
+		tb.waitFor(`!document.getElementById("submit").disabled`, 20*time.Second)
+		tb.screenshot("1-stale-answer-ignored")
+		if got, shown, state := tb.storedKey(), tb.receipts(), tb.state(); got != newer || len(shown) != 0 || state != "new" {
+			t.Errorf("after the older ticket's lookup answered: stored key %q, receipts %v, state %s (%s); want %q, none, new",
+				got, shown, state, tb.text("status"), newer)
+		}
+		tb.do(chromedp.Reload())
+		tb.waitFor(`document.getElementById("key").textContent.length > 0`, 10*time.Second)
+		if got := tb.text("key"); got != newer {
+			t.Fatalf("after the reload the ticket's key is %q, want the newer ticket's %q", got, newer)
+		}
+		if ids := oms.orderIDs(symbol); len(slices.Compact(ids)) != 1 || ids[0] != placed.Receipt.OrderID {
+			t.Fatalf("OMS order ids %v, want only %s", ids, placed.Receipt.OrderID)
+		}
+	})
+
+	t.Run("?worker= is ignored on a page not served from this machine", func(t *testing.T) {
+		tb := openTicket(t, browser, ticketAt(desk), worker, shots)
+		tb.label = "worker-pinned"
+		tb.screenshot("desk")
+		// ticket.js's pinnedWorker.
+		if got, want := tb.text("worker"), "http://127.0.0.1:8787"; got != want {
+			t.Fatalf("the page on %s sends orders to %s, want its pinned Worker %s, not ?worker=%s", desk, got, want, worker)
+		}
+	})
+
 	t.Run("a rejection shows its reason, and a second Submit does not call the OMS again", func(t *testing.T) {
 		tb, symbol := open(t, allowed, "rejected")
 		oms.script(symbol, reject)
@@ -545,4 +639,120 @@ func TestBrowser(t *testing.T) {
 			t.Fatalf("the Worker's log does not name the refused origin %s", other)
 		}
 	})
+}
+
+// lookupHold drives a tab's order to an unknown outcome in a few seconds
+// and holds the page's first lookup of it before it reaches the Worker.
+// The Worker's answer to the order (the OMS's answer lost: 503
+// outcome_unknown) reaches the page with Retry-After: 1, and the browser
+// repeats it for the page's retries instead of sending them, so the client
+// gives up after its attempts and the page looks the order up.
+type lookupHold struct {
+	held     chan fetch.RequestID // the held lookup, once
+	released atomic.Bool          // every request from now on passes
+	first    atomic.Int64         // the status of the Worker's answer to the order
+	ctx      context.Context
+	// answered is closed once the Worker's answer to a released lookup
+	// has gone on to the page.
+	answered   chan struct{}
+	answerOnce sync.Once
+}
+
+// holdLookup starts holding a tab's requests to worker as lookupHold says.
+func holdLookup(t *testing.T, tb *tab, worker string) *lookupHold {
+	t.Helper()
+	if _, err := chromedp.Call(tb.ctx, fetch.Enable, fetch.EnableParams{Patterns: []*fetch.RequestPattern{
+		{URLPattern: worker + "*", RequestStage: fetch.RequestStageRequest},
+		{URLPattern: worker + "*", RequestStage: fetch.RequestStageResponse},
+	}}); err != nil {
+		t.Fatal(err)
+	}
+	h := &lookupHold{held: make(chan fetch.RequestID, 1), answered: make(chan struct{}), ctx: tb.ctx}
+	paused := chromedp.Events(tb.ctx, fetch.RequestPaused)
+	go func() {
+		var unknown *fetch.FulfillRequestParams // the Worker's answer to the order, Retry-After: 1
+		for ev, err := range paused {
+			if err != nil {
+				return
+			}
+			atResponse := ev.ResponseStatusCode != 0 || ev.ResponseErrorReason != ""
+			method := ev.Request.Method
+			switch {
+			case h.released.Load() || method == http.MethodOptions:
+			case method == http.MethodPost && atResponse && unknown == nil:
+				h.first.Store(ev.ResponseStatusCode)
+				body, err := chromedp.Call(tb.ctx, fetch.GetResponseBody, fetch.GetResponseBodyParams{RequestID: ev.RequestID})
+				if err != nil {
+					break
+				}
+				var headers []*fetch.HeaderEntry
+				for _, e := range ev.ResponseHeaders {
+					switch strings.ToLower(e.Name) {
+					case "retry-after", "content-length", "content-encoding":
+						continue
+					}
+					headers = append(headers, e)
+				}
+				unknown = &fetch.FulfillRequestParams{ResponseCode: ev.ResponseStatusCode, Body: body.Body,
+					ResponseHeaders: append(headers, &fetch.HeaderEntry{Name: "Retry-After", Value: "1"})}
+				fallthrough
+			case method == http.MethodPost && !atResponse && unknown != nil:
+				answer := *unknown
+				answer.RequestID = ev.RequestID
+				chromedp.Call(tb.ctx, fetch.FulfillRequest, answer)
+				continue
+			case method == http.MethodGet && !atResponse:
+				select {
+				case h.held <- ev.RequestID:
+					continue
+				default:
+				}
+			}
+			chromedp.Call(tb.ctx, fetch.ContinueRequest, fetch.ContinueRequestParams{RequestID: ev.RequestID})
+			if method == http.MethodGet && atResponse && h.released.Load() {
+				h.answerOnce.Do(func() { close(h.answered) })
+			}
+		}
+	}()
+	return h
+}
+
+// wait waits until the page's lookup is held.
+func (h *lookupHold) wait(t *testing.T, tb *tab) {
+	t.Helper()
+	select {
+	case id := <-h.held:
+		h.held <- id
+	case <-time.After(30 * time.Second):
+		tb.screenshot("no-lookup")
+		t.Fatalf("no lookup held in 30 s; the Worker answered the order with %d; the page says %s: %s", h.first.Load(), tb.state(), tb.text("status"))
+	}
+	if got := h.first.Load(); got != http.StatusServiceUnavailable {
+		t.Fatalf("the Worker answered the order with %d, want 503 outcome_unknown", got)
+	}
+}
+
+// passOthers lets every later request through, and keeps the held lookup.
+func (h *lookupHold) passOthers() { h.released.Store(true) }
+
+// release lets the held lookup and every later request through.
+func (h *lookupHold) release() {
+	h.released.Store(true)
+	select {
+	case id := <-h.held:
+		chromedp.Call(h.ctx, fetch.ContinueRequest, fetch.ContinueRequestParams{RequestID: id})
+	default:
+	}
+}
+
+// releaseUntilAnswered releases the held lookup and waits until the
+// browser has passed the Worker's answer to it on to the page.
+func (h *lookupHold) releaseUntilAnswered(t *testing.T, tb *tab) {
+	t.Helper()
+	h.release()
+	select {
+	case <-h.answered:
+	case <-time.After(20 * time.Second):
+		t.Fatal("the held lookup got no answer from the Worker in 20 s")
+	}
 }

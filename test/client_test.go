@@ -70,7 +70,7 @@ func TestGoClient(t *testing.T) {
 			// No keep-alive: a dropped connection is then the client's own
 			// retry, not net/http's silent resend on a fresh connection.
 			noKeepAlive := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
-			c := client.New(proxy, &client.Options{HTTPClient: noKeepAlive, BaseDelay: 10 * time.Millisecond})
+			c := newGoClient(t, proxy, &client.Options{HTTPClient: noKeepAlive, BaseDelay: 10 * time.Millisecond})
 			res, err := c.Submit(ctx, client.Order{Symbol: "MSFT", Side: client.Buy, Quantity: 100})
 			if err != nil {
 				t.Fatalf("Submit: %v", err)
@@ -85,14 +85,14 @@ func TestGoClient(t *testing.T) {
 			if res.Receipt.OrderID == "" || !strings.Contains(w.Logs(), `"orderId":"`+res.Receipt.OrderID+`"`) {
 				t.Fatalf("the receipt's order %s is not the one the Worker placed", res.Receipt.OrderID)
 			}
-			looked, err := client.New(w.URL(), nil).Lookup(ctx, res.Key)
+			looked, err := newGoClient(t, w.URL(), nil).Lookup(ctx, res.Key)
 			if err != nil || string(looked.Raw) != string(res.Raw) {
 				t.Fatalf("Lookup = %v, %v; want the receipt %s", looked, err, res.Raw)
 			}
 		})
 
 		t.Run("a final error is typed and not retried", func(t *testing.T) {
-			c := client.New(w.URL(), nil)
+			c := newGoClient(t, w.URL(), nil)
 			_, err := c.Submit(ctx, client.Order{Symbol: "MSFT", Side: "hold", Quantity: 1})
 			var cerr *client.Error
 			if !errors.As(err, &cerr) || !errors.Is(err, client.ErrInvalidOrder) || cerr.Attempts != 1 || cerr.Problem.Code != "invalid_order" {
@@ -103,4 +103,14 @@ func TestGoClient(t *testing.T) {
 			}
 		})
 	})
+}
+
+// newGoClient returns the Go client for url, failing t if New refuses opts.
+func newGoClient(t *testing.T, url string, opts *client.Options) *client.Client {
+	t.Helper()
+	c, err := client.New(url, opts)
+	if err != nil {
+		t.Fatalf("client.New: %v", err)
+	}
+	return c
 }

@@ -57,16 +57,18 @@ export interface Problem {
 }
 
 export interface ClientOptions {
-  /** Sent as Authorization: Bearer <token>; a Worker with API tokens requires one. */
+  /** Sent as Authorization: Bearer <token>; a Worker with API tokens requires one. Printable ASCII without spaces: the constructor throws a TypeError, which never shows the token, for any other character (a newline, NUL, any control character). */
   token?: string;
   /** Requests one call sends at most, the first included; 1 turns retries off. Default 5. */
   maxAttempts?: number;
-  /** Backoff before retry n: uniform in [0, min(maxDelayMs, baseDelayMs·2ⁿ⁻¹)]. Defaults 100 and 5000. */
+  /** Backoff before retry n: uniform in [0, min(maxDelayMs, baseDelayMs·2ⁿ⁻¹)]. Defaults 100 and 5000; either at most MAX_RETRY_WAIT_MS. */
   baseDelayMs?: number;
   maxDelayMs?: number;
   /** Bounds each request, answer included; a request that takes longer is a NetworkError, retried. Default: no bound but the call's deadline. */
   attemptTimeoutMs?: number;
-  /** Sends the requests; default globalThis.fetch. */
+  /** Bounds each call, every attempt and wait included, from its start; a call's own deadline may end it earlier. Default DEFAULT_CALL_TIMEOUT_MS (30 s). */
+  callTimeoutMs?: number;
+  /** Sends the requests, with redirect: "manual": a redirect is an UnexpectedResponseError, never followed. Default globalThis.fetch. */
   fetch?: (input: string, init: RequestInit) => Promise<Response>;
   /** A uniform value in [0, 1), for the jitter; default Math.random. */
   random?: () => number;
@@ -87,7 +89,7 @@ export interface RetryEvent {
 export interface CallOptions {
   /** Ends the call: an attempt in flight fails as a NetworkError, a wait throws the last error. */
   signal?: AbortSignal;
-  /** When the call must end, as a Date or ms since the epoch. An attempt in flight is aborted then; a wait that would pass it is not begun, and the last error is thrown instead. */
+  /** When the call must end, as a Date or ms since the epoch, if before ClientOptions.callTimeoutMs from its start. An attempt in flight is aborted then; a wait that would pass it is not begun, and the last error is thrown instead. */
   deadline?: Date | number;
   /** Overrides ClientOptions.maxAttempts for this call. */
   maxAttempts?: number;
@@ -104,6 +106,11 @@ export declare const MAX_KEY_LENGTH: 255;
 export declare const DEFAULT_MAX_ATTEMPTS: number;
 export declare const DEFAULT_BASE_DELAY_MS: number;
 export declare const DEFAULT_MAX_DELAY_MS: number;
+export declare const DEFAULT_CALL_TIMEOUT_MS: number;
+/** The longest wait before a retry, whatever a Retry-After or maxDelayMs asks (60 s). */
+export declare const MAX_RETRY_WAIT_MS: number;
+/** The most of a response's body the client reads (1 MiB); past it the rest is cancelled unread. */
+export declare const MAX_RESPONSE_BYTES: number;
 
 /** A fresh Idempotency-Key, crypto.randomUUID(): one per order intent. */
 export declare function newKey(): string;
@@ -112,6 +119,7 @@ export declare function newKey(): string;
 export declare function backoff(attempt: number, baseDelayMs: number, maxDelayMs: number, random?: () => number): number;
 
 export declare class Client {
+  /** @throws {TypeError} for a token that is not printable ASCII without spaces. */
   constructor(url: string | URL, options?: ClientOptions);
   readonly url: string;
   /**
@@ -137,7 +145,7 @@ export declare class EdgeOrdersError extends Error {
   readonly problem: Problem | null;
   /** The problem's code, such as "method_not_allowed"; "" without a problem. */
   readonly code: string;
-  /** How long the Worker asked the client to wait, in ms; 0 if it did not say. */
+  /** How long the Worker asked the client to wait, in ms, at most MAX_RETRY_WAIT_MS; 0 if it did not say. */
   readonly retryAfterMs: number;
   readonly headers: Headers | null;
   readonly body: string;
@@ -168,7 +176,7 @@ export declare class StorageUnavailableError extends EdgeOrdersError {}
 export declare class NotFoundError extends EdgeOrdersError {}
 /** The key is not 1 to 255 printable ASCII characters. */
 export declare class InvalidKeyError extends EdgeOrdersError {}
-/** A 2xx that is not a receipt, a status the contract lacks, or an oversized body. */
+/** A 2xx that is not a receipt, a redirect (never followed; status 0 for a browser's opaque one), a status the contract lacks, or a body over MAX_RESPONSE_BYTES. */
 export declare class UnexpectedResponseError extends EdgeOrdersError {}
 /** outcome_unknown when the call ended: the Worker is settling the order with the OMS. Keep the key. */
 export declare class OutcomeUnknownError extends EdgeOrdersError {

@@ -3,8 +3,9 @@
 //
 // The twin of the Go client (client/client.go): the same keys, the same
 // retries, the same errors. It uses only fetch, crypto.randomUUID,
-// AbortController and setTimeout, so it runs unchanged in browsers, Node.js
-// 20 and later, and Workers. No dependencies.
+// AbortController, setTimeout and a body's stream reader, so it runs
+// unchanged in browsers, Node.js 20 and later, and Workers. No
+// dependencies.
 
 /** The longest Idempotency-Key the Worker accepts. */
 export const MAX_KEY_LENGTH = 255;
@@ -13,18 +14,23 @@ export const MAX_KEY_LENGTH = 255;
 export const DEFAULT_MAX_ATTEMPTS = 5;
 export const DEFAULT_BASE_DELAY_MS = 100;
 export const DEFAULT_MAX_DELAY_MS = 5000;
+export const DEFAULT_CALL_TIMEOUT_MS = 30_000;
+
+/**
+ * The longest the client waits before a retry, whatever a Retry-After or
+ * maxDelayMs asks: a proxy's 503 page must not stall a call for days.
+ */
+export const MAX_RETRY_WAIT_MS = 60_000;
+
+/** The most of a response's body the client reads; a receipt or a problem is well under 1 KiB. */
+export const MAX_RESPONSE_BYTES = 1 << 20;
 
 // deadlinePassed marks a NetworkError whose attempt the call's deadline
 // ended (a timer may fire a millisecond before Date.now() reaches it).
 const deadlinePassed = Symbol("deadlinePassed");
 
-// A receipt or a problem is well under 1 KiB; a body larger than this is
-// not the Worker's.
-const MAX_RESPONSE_CHARS = 1 << 20;
-
-// The longest wait the client accepts from a Retry-After, as the Go
-// client's maxRetryAfter: a huge one must not overflow setTimeout.
-const MAX_WAIT_MS = 2 ** 31 - 1;
+// The longest timer setTimeout keeps: a longer one fires at once.
+const MAX_TIMER_MS = 2 ** 31 - 1;
 
 /**
  * newKey returns a fresh Idempotency-Key: a random (version 4) UUID. Mint
@@ -56,7 +62,7 @@ export class EdgeOrdersError extends Error {
     this.problem = fields.problem ?? null;
     /** The problem's stable code (its "error" member), or "". */
     this.code = this.problem?.error ?? "";
-    /** How long the Worker asked the client to wait, in ms; 0 if it did not say. */
+    /** How long the Worker asked the client to wait, in ms, at most MAX_RETRY_WAIT_MS; 0 if it did not say. */
     this.retryAfterMs = fields.retryAfterMs ?? 0;
     /** The last response's headers, or null. */
     this.headers = fields.headers ?? null;
@@ -110,7 +116,7 @@ export class StorageUnavailableError extends EdgeOrdersError {}
 export class NotFoundError extends EdgeOrdersError {}
 /** The key is not 1 to 255 printable ASCII characters, found before sending (attempts 0) or by the Worker. */
 export class InvalidKeyError extends EdgeOrdersError {}
-/** A 2xx that is not a receipt, a status the contract does not have, or a body too large to be the Worker's. */
+/** A 2xx that is not a receipt, a redirect (never followed), a status the contract does not have, or a body over MAX_RESPONSE_BYTES. */
 export class UnexpectedResponseError extends EdgeOrdersError {}
 
 /**
@@ -169,14 +175,18 @@ export class Client {
   /**
    * @param {string} url the Worker's address; it answers on every path.
    * @param {object} [options] see index.d.ts, ClientOptions.
+   * @throws {TypeError} for a token that is not printable ASCII without
+   *   spaces (a newline, NUL, any control character); the message never
+   *   shows the token.
    */
   constructor(url, options = {}) {
     this.url = String(url);
-    this.token = options.token ?? "";
+    this.token = checkToken(options.token ?? "");
     this.maxAttempts = positive(options.maxAttempts, DEFAULT_MAX_ATTEMPTS);
-    this.maxDelayMs = Math.min(positive(options.maxDelayMs, DEFAULT_MAX_DELAY_MS), MAX_WAIT_MS);
+    this.maxDelayMs = Math.min(positive(options.maxDelayMs, DEFAULT_MAX_DELAY_MS), MAX_RETRY_WAIT_MS);
     this.baseDelayMs = Math.min(positive(options.baseDelayMs, DEFAULT_BASE_DELAY_MS), this.maxDelayMs);
     this.attemptTimeoutMs = positive(options.attemptTimeoutMs, 0);
+    this.callTimeoutMs = positive(options.callTimeoutMs, DEFAULT_CALL_TIMEOUT_MS);
     // Called through globalThis: a browser's fetch throws "Illegal
     // invocation" when called as a method of another object.
     this.fetch = options.fetch ?? ((input, init) => globalThis.fetch(input, init));
@@ -188,9 +198,10 @@ export class Client {
    * submit places order under options.key, or under a key it mints when
    * there is none, and keeps that key across every retry. It retries
    * network errors, 409 and 503 but outcome_unresolved, up to maxAttempts
-   * requests, with capped, jittered backoff that honours Retry-After, and
-   * stops early when the next wait would pass options.deadline or
-   * options.signal aborts. It resolves to the receipt and rejects with an
+   * requests, with capped, jittered backoff that honours Retry-After up to
+   * MAX_RETRY_WAIT_MS, and stops early when the next wait would pass the
+   * call's deadline (options.deadline or callTimeoutMs from now, whichever
+   * is first) or options.signal aborts. It resolves to the receipt and rejects with an
    * EdgeOrdersError subclass for the last failure, whose `key` is the key
    * to send the same order under again.
    *
@@ -221,11 +232,16 @@ export class Client {
 
   async #send(method, key, body, options) {
     const maxAttempts = positive(options.maxAttempts, this.maxAttempts);
-    const deadline = options.deadline === undefined ? Infinity : +options.deadline;
+    // The call's deadline is the earlier of its own and the client's
+    // timeout from now; an invalid Date is none of its own.
+    const own = options.deadline === undefined ? Infinity : +options.deadline;
+    const timeout = this.now() + this.callTimeoutMs;
+    const deadline = Math.min(Number.isNaN(own) ? Infinity : own, timeout);
+    const passed = deadline === timeout ? `the call's ${this.callTimeoutMs} ms timeout passed` : "the deadline passed";
     const signal = options.signal;
     let answered; // the last error the Worker answered with
     for (let attempt = 1; ; attempt++) {
-      const outcome = await this.#once(method, key, body, signal, deadline);
+      const outcome = await this.#once(method, key, body, signal, deadline, passed);
       if (!(outcome instanceof EdgeOrdersError)) {
         return { ...outcome, key, attempts: attempt };
       }
@@ -252,8 +268,8 @@ export class Client {
   }
 
   // #once sends one request and returns the result, or the EdgeOrdersError
-  // that describes its failure.
-  async #once(method, key, body, signal, deadline) {
+  // that describes its failure. passed says why the deadline ends it.
+  async #once(method, key, body, signal, deadline, passed) {
     const headers = { "Idempotency-Key": key, Accept: "application/json, application/problem+json" };
     if (body !== undefined) headers["Content-Type"] = "application/json";
     if (this.token) headers.Authorization = `Bearer ${this.token}`;
@@ -265,37 +281,43 @@ export class Client {
     if (signal?.aborted) stop();
     const untilDeadline = deadline - this.now();
     const limit = Math.min(untilDeadline, this.attemptTimeoutMs || Infinity);
-    const reason = limit === untilDeadline ? "the deadline passed" : `the attempt took over ${this.attemptTimeoutMs} ms`;
-    let passed = false; // whether the deadline ended the attempt
+    const reason = limit === untilDeadline ? passed : `the attempt took over ${this.attemptTimeoutMs} ms`;
+    let ended = false; // whether the deadline ended the attempt
     const timer = Number.isFinite(limit)
       ? setTimeout(() => {
-          passed = limit === untilDeadline;
+          ended = limit === untilDeadline;
           controller.abort(new Error(reason));
-        }, Math.max(0, Math.min(limit, MAX_WAIT_MS)))
+        }, Math.max(0, Math.min(limit, MAX_TIMER_MS)))
       : undefined;
+    const what = `edge-orders: ${method} with Idempotency-Key ${JSON.stringify(key)}`;
     let response, text;
     try {
-      response = await this.fetch(this.url, { method, headers, body, signal: controller.signal });
-      text = await response.text();
+      // A redirect is never followed: it would take the order elsewhere.
+      response = await this.fetch(this.url, { method, headers, body, signal: controller.signal, redirect: "manual" });
+      if (response.type === "opaqueredirect" || (response.status >= 300 && response.status < 400)) {
+        response.body?.cancel().catch(() => {});
+        return new UnexpectedResponseError(`${what}: status ${response.status}: a redirect, which the client never follows`, { status: response.status, headers: response.headers });
+      }
+      text = await readText(response);
     } catch (cause) {
       // No response, or one cut off: as unknown an outcome as none at all.
-      const e = new NetworkError(`edge-orders: ${method} with Idempotency-Key ${JSON.stringify(key)}: no response: ${cause?.message ?? cause}`, { cause, status: 0 });
-      if (passed) e[deadlinePassed] = true;
+      const e = new NetworkError(`${what}: no response: ${cause?.message ?? cause}`, { cause, status: 0 });
+      if (ended) e[deadlinePassed] = true;
       return e;
     } finally {
       clearTimeout(timer);
       signal?.removeEventListener("abort", stop);
     }
-    return this.#read(method, key, response, text);
+    return this.#read(what, response, text);
   }
 
-  // #read turns a complete response into a result or an EdgeOrdersError.
-  #read(method, key, response, text) {
+  // #read turns a complete response into a result or an EdgeOrdersError;
+  // text is null for a body over MAX_RESPONSE_BYTES.
+  #read(what, response, text) {
     const { status, headers } = response;
-    const what = `edge-orders: ${method} with Idempotency-Key ${JSON.stringify(key)}`;
     const fields = { status, headers, body: text };
-    if (text.length > MAX_RESPONSE_CHARS) {
-      return new UnexpectedResponseError(`${what}: status ${status}: body over ${MAX_RESPONSE_CHARS} characters`, { ...fields, body: "" });
+    if (text === null) {
+      return new UnexpectedResponseError(`${what}: status ${status}: body over ${MAX_RESPONSE_BYTES} bytes`, { ...fields, body: "" });
     }
     if (status === 200 || status === 201) {
       const receipt = parseJSON(text);
@@ -321,12 +343,13 @@ export class Client {
   // #retryAfter reads a Retry-After header, in seconds or as an HTTP date,
   // and falls back on the problem's retryAfter seconds; 0 when neither
   // said. A browser reads the header only because the Worker exposes it.
+  // Either is capped at MAX_RETRY_WAIT_MS.
   #retryAfter(header, bodySeconds) {
     header = (header ?? "").trim();
-    if (/^\d+$/.test(header)) return Math.min(Number(header) * 1000, MAX_WAIT_MS);
+    if (/^\d+$/.test(header)) return Math.min(Number(header) * 1000, MAX_RETRY_WAIT_MS);
     const date = header ? Date.parse(header) : NaN;
-    if (!Number.isNaN(date)) return Math.min(Math.max(date - this.now(), 0), MAX_WAIT_MS);
-    if (Number.isInteger(bodySeconds) && bodySeconds > 0) return Math.min(bodySeconds * 1000, MAX_WAIT_MS);
+    if (!Number.isNaN(date)) return Math.min(Math.max(date - this.now(), 0), MAX_RETRY_WAIT_MS);
+    if (Number.isInteger(bodySeconds) && bodySeconds > 0) return Math.min(bodySeconds * 1000, MAX_RETRY_WAIT_MS);
     return 0;
   }
 
@@ -365,6 +388,53 @@ function checkKey(key, method) {
       throw new InvalidKeyError(`edge-orders: Idempotency-Key character ${i} is U+${c.toString(16).padStart(4, "0")}, not printable ASCII`, { method, key });
     }
   }
+}
+
+// checkToken returns token, or throws a TypeError for one that no Worker
+// holds (printable ASCII, no spaces) and that a header cannot carry whole.
+// The message says where and what the character is, never the token.
+function checkToken(token) {
+  if (typeof token !== "string") {
+    throw new TypeError(`edge-orders: a token is a string, not ${typeof token}`);
+  }
+  for (let i = 0; i < token.length; i++) {
+    const c = token.charCodeAt(i);
+    if (c <= 0x20 || c > 0x7e) {
+      throw new TypeError(`edge-orders: token character ${i} is U+${c.toString(16).padStart(4, "0")}; a token is printable ASCII without spaces`);
+    }
+  }
+  return token;
+}
+
+// readText reads response's body as UTF-8, counting its bytes as they
+// come, and returns null as soon as they pass MAX_RESPONSE_BYTES, the rest
+// cancelled unread.
+async function readText(response) {
+  if (Number(response.headers?.get("Content-Length")) > MAX_RESPONSE_BYTES) {
+    response.body?.cancel().catch(() => {});
+    return null;
+  }
+  if (!response.body) return "";
+  const reader = response.body.getReader();
+  const chunks = [];
+  let size = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    size += value.byteLength;
+    if (size > MAX_RESPONSE_BYTES) {
+      reader.cancel().catch(() => {});
+      return null;
+    }
+    chunks.push(value);
+  }
+  const bytes = new Uint8Array(size);
+  let at = 0;
+  for (const chunk of chunks) {
+    bytes.set(chunk, at);
+    at += chunk.byteLength;
+  }
+  return new TextDecoder().decode(bytes);
 }
 
 function positive(value, fallback) {

@@ -7,15 +7,20 @@
 //   sends one request (and a second one would carry the same key anyway).
 // - The ticket (key and order) stays in sessionStorage until the order has
 //   a final answer, so a reload in flight re-sends the same intent under
-//   the same key instead of a new one.
+//   the same key instead of a new one. Only the ticket's own final answer
+//   clears it.
+// - One request at a time: Submit and New ticket are disabled while the
+//   ticket's order or lookup is in flight, and every answer is checked
+//   against the open ticket's key, so an answer that comes late never
+//   lands on a newer ticket.
 // - Each answer a person must tell apart has its own state (data-state on
 //   #status): placed, replayed (placed earlier), rejected (with the OMS's
 //   reason), unknown (the Worker is settling it), unresolved, rate-limited,
 //   invalid, unauthorized, and unreadable (no answer this page may read:
 //   the network, or a Worker that does not allow this page's origin).
 //
-// Open it as index.html?worker=<the Worker's URL>; the Worker's
-// ALLOWED_ORIGINS must list this page's origin.
+// Open it as index.html?worker=<the Worker's URL> on this machine; the
+// Worker's ALLOWED_ORIGINS must list this page's origin.
 import {
   Client,
   EdgeOrdersError,
@@ -32,7 +37,14 @@ import {
   newKey,
 } from "@edge-orders/client";
 
-const workerURL = new URLSearchParams(location.search).get("worker") ?? "http://127.0.0.1:8787";
+// The Worker this page sends orders to: pin yours here when you deploy the
+// page. ?worker= overrides it only on a page served from this machine
+// (make dev, the tests, which need Workers on ports of their own): on a
+// desk's deployed page a link could otherwise send the desk's orders to a
+// Worker of the link's choosing.
+const pinnedWorker = "http://127.0.0.1:8787";
+const servedLocally = ["localhost", "127.0.0.1", "[::1]"].includes(location.hostname);
+const workerURL = (servedLocally && new URLSearchParams(location.search).get("worker")) || pinnedWorker;
 const client = new Client(workerURL, { attemptTimeoutMs: 15_000 });
 
 // How long one Submit keeps retrying before it says what it knows.
@@ -46,9 +58,11 @@ const fields = [$("symbol"), $("side"), $("quantity")];
 const submitButton = $("submit");
 const newButton = $("new");
 
-// ticket is the open intent: its key, and the order once sent.
+// ticket is the open intent: its key, and the order once sent. The key is
+// also the ticket's id: an answer is for the open ticket only if it was
+// asked under the open ticket's key.
 let ticket;
-let inFlight = false;
+let inFlight = false; // a request, the page's only one, is in flight
 let recheck; // the timer of a lookup while the Worker settles the order
 
 $("worker").textContent = workerURL;
@@ -58,11 +72,23 @@ function save() {
   sessionStorage.setItem(stored, JSON.stringify(ticket));
 }
 
-// settled forgets the stored ticket: its order has a final answer, and a
-// reload now opens a new ticket. The ticket stays in memory, so Submit
-// sends the same intent again and gets the same answer.
-function settled() {
-  sessionStorage.removeItem(stored);
+// settled forgets the stored ticket mine: its order has a final answer,
+// and a reload now opens a new ticket. Another ticket's stored intent is
+// left alone. The ticket stays in memory, so Submit sends the same intent
+// again and gets the same answer.
+function settled(mine) {
+  if (JSON.parse(sessionStorage.getItem(stored) ?? "null")?.key === mine.key) {
+    sessionStorage.removeItem(stored);
+  }
+}
+
+// open says whether mine is still the open ticket.
+const open = (mine) => mine.key === ticket.key;
+
+// busy marks the page's one request as in flight, or no longer.
+function busy(on) {
+  inFlight = on;
+  submitButton.disabled = newButton.disabled = on;
 }
 
 function openTicket() {
@@ -125,15 +151,16 @@ function onRetry({ attempt, error, waitMs }) {
 
 async function send(resuming) {
   if (inFlight) return;
-  inFlight = true;
+  const mine = ticket;
+  busy(true);
   clearTimeout(recheck);
-  submitButton.disabled = newButton.disabled = true;
   show(resuming ? "resuming" : "sending", resuming ? "Resuming" : "Sending",
     resuming ? "This ticket was sent before the page reloaded: sending the same order again under its key, to learn its outcome."
       : "Sending the order.");
   try {
-    const result = await client.submit(ticket.order, { key: ticket.key, deadline: Date.now() + submitBudgetMs, onRetry });
-    settled();
+    const result = await client.submit(mine.order, { key: mine.key, deadline: Date.now() + submitBudgetMs, onRetry: (e) => open(mine) && onRetry(e) });
+    if (!open(mine)) return;
+    settled(mine);
     showReceipt(result);
     if (result.replay) {
       show("replayed", "Placed earlier", `Order ${result.receipt.orderId} was already placed under this ticket's key; this is its original receipt.`);
@@ -141,16 +168,16 @@ async function send(resuming) {
       show("placed", "Placed", `Order ${result.receipt.orderId} is placed.`);
     }
   } catch (e) {
-    answerError(e);
+    if (open(mine)) answerError(e, mine);
   } finally {
-    inFlight = false;
-    submitButton.disabled = newButton.disabled = false;
+    busy(false);
   }
 }
 
-function answerError(e) {
+// answerError shows the failure e of the open ticket mine.
+function answerError(e, mine) {
   if (e instanceof RejectedError) {
-    settled();
+    settled(mine);
     const replay = e.headers?.get("Idempotent-Replay") === "true";
     show("rejected", replay ? "Refused (earlier)" : "Refused", `The OMS refused order ${e.orderId}: ${e.reason}. This is final for this ticket; submitting it again shows this answer again.`);
   } else if (e instanceof OutcomeUnresolvedError) {
@@ -163,17 +190,17 @@ function answerError(e) {
     show("unknown", "Outcome not yet known",
       `The OMS did not confirm order ${e.orderId}. The Worker is settling it by itself (${e.omsAttempts} calls so far${e.nextAttemptAt ? `, next at ${e.nextAttemptAt.toLocaleTimeString()}` : ""}). ` +
         "This page checks again by itself. Do not open a new ticket for it.");
-    recheck = setTimeout(lookup, wait);
+    recheck = setTimeout(() => open(mine) && lookup(), wait);
   } else if (e instanceof RateLimitedError) {
     show("rate-limited", "Rate limited", `Too many new orders: the Worker takes new ones again in ${seconds(e.retryAfterMs)}. Nothing was placed; Submit then sends this ticket under the same key.`);
   } else if (e instanceof InvalidOrderError) {
     // The key stays free: a corrected order may use it.
-    ticket.order = null;
+    mine.order = null;
     save();
     fields.forEach((f) => (f.disabled = false));
     show("invalid", "Invalid order", "The Worker refused this order as invalid: a symbol, buy or sell, and a whole quantity above 0. Correct it and submit again.");
   } else if (e instanceof KeyReusedError) {
-    settled();
+    settled(mine);
     show("key-reused", "Key already used", "This ticket's key names a different order. Open a new ticket.");
   } else if (e instanceof UnauthorizedError) {
     show("unauthorized", "Not authorized", "The Worker refused this page's token.");
@@ -190,13 +217,18 @@ function answerError(e) {
 // it is final.
 async function lookup() {
   if (inFlight) return;
+  const mine = ticket;
+  busy(true);
   try {
-    const result = await client.lookup(ticket.key, { maxAttempts: 1 });
-    settled();
+    const result = await client.lookup(mine.key, { maxAttempts: 1 });
+    if (!open(mine)) return;
+    settled(mine);
     showReceipt(result);
     show("replayed", "Placed earlier", `Order ${result.receipt.orderId} was placed: the Worker settled it with the OMS.`);
   } catch (e) {
-    answerError(e);
+    if (open(mine)) answerError(e, mine);
+  } finally {
+    busy(false);
   }
 }
 
