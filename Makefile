@@ -54,7 +54,7 @@ test: tools
 		echo "make test: browser tests (TestBrowser) skipped: Chromium is not installed (apt-get install chromium)"
 	EDGE_ORDERS_E2E=1 go tool gotestsum --format pkgname-and-test-fails \
 		--post-run-command 'sh -c "echo $$((TESTS_TOTAL - TESTS_FAILED - TESTS_SKIPPED)) passed, $$TESTS_FAILED failed, $$TESTS_SKIPPED skipped"' \
-		-- -count=1 -parallel 8 ./...
+		-- -count=1 -parallel 8 -timeout 20m ./...
 
 # The Go Worker (KV and ledger mode) against the seed's TypeScript Worker and
 # the JavaScript port, under wrangler dev: production latency (simulated

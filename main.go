@@ -12,7 +12,6 @@ import (
 	"github.com/edge-orders/edge-orders/internal/uuid"
 	"github.com/edge-orders/edge-orders/kv"
 	"github.com/edge-orders/edge-orders/ledger"
-	"github.com/edge-orders/edge-orders/ratelimit"
 	"github.com/edge-orders/edge-orders/workers"
 )
 
@@ -37,24 +36,24 @@ func main() {
 // appEnv is env's vars and bindings as app takes them.
 func appEnv(env workers.Env) app.Env {
 	e := app.Env{Var: env.Var, Console: workers.Console, NewID: uuid.New, Sleep: workers.Sleep, Defer: workers.WaitUntil,
-		Fetch: workers.Fetcher(workers.GlobalFetch())}
-	if h, ok := env.Binding(app.KVBinding); ok {
-		e.KV = kv.NewBinding(h)
+		Fetch: workers.GlobalFetcher().Fetch}
+	if b, ok := env.KV(app.KVBinding); ok {
+		e.KV = kv.NewBinding(b)
 	}
-	if h, ok := env.Binding(app.LedgerBinding); ok {
-		e.Ledger = func(shards int) intake.Store { return ledger.NewClient(h, shards) }
+	if b, ok := env.DurableObjectNamespace(app.LedgerBinding); ok {
+		e.Ledger = func(shards int) intake.Store { return ledger.NewClient(b, shards) }
 	}
-	if h, ok := env.Binding(app.RateLimitBinding); ok {
-		e.RateLimit = ratelimit.New(h).Allow
+	if b, ok := env.RateLimiter(app.RateLimitBinding); ok {
+		e.RateLimit = b.Limit
 	}
-	if h, ok := env.Binding(app.OMSBinding); ok {
-		e.OMS = workers.Fetcher(h)
+	if b, ok := env.Fetcher(app.OMSBinding); ok {
+		e.OMS = b.Fetch
 	}
-	if h, ok := env.Binding(app.SettleQueueBinding); ok {
-		e.SettleQueue = workers.NewQueue(h)
+	if b, ok := env.Queue(app.SettleQueueBinding); ok {
+		e.SettleQueue = b
 	}
-	if h, ok := env.Binding(app.DeadLetterBinding); ok {
-		e.DeadLetter = workers.NewQueue(h)
+	if b, ok := env.Queue(app.DeadLetterBinding); ok {
+		e.DeadLetter = b
 	}
 	return e
 }

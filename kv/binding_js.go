@@ -5,23 +5,21 @@ package kv
 import (
 	"context"
 	"strconv"
-	"time"
 
 	"github.com/edge-orders/edge-orders/internal/errs"
 	"github.com/edge-orders/edge-orders/workers"
 )
 
-// Binding is a Namespace over a Workers KV namespace binding (env.ORDERS),
-// which JavaScript keeps and Go names by its handle. Each method is one
-// binding call: its arguments and its answer cross as frames, metadata as
-// its JSON text.
+// Binding is a Namespace over a Workers KV namespace binding (env.ORDERS):
+// KV's limits checked first, as KV would refuse the call, and its answers
+// read as entries; each method is one call of the binding.
 type Binding struct {
-	ns workers.Handle
+	kv workers.KV
 }
 
-// NewBinding wraps the KV namespace binding ns.
-func NewBinding(ns workers.Handle) *Binding {
-	return &Binding{ns: ns}
+// NewBinding wraps the KV namespace binding kv.
+func NewBinding(kv workers.KV) *Binding {
+	return &Binding{kv: kv}
 }
 
 // Get implements Namespace with getWithMetadata. KV answers a missing key
@@ -37,33 +35,25 @@ func (n *Binding) Get(ctx context.Context, key string) (Entry, error) {
 	return *entries[0], nil
 }
 
-// GetMany implements ManyGetter: every key read at once in JavaScript
-// (Promise.all), in one binding call; nil for a key that is not found.
+// GetMany implements ManyGetter: every key read at once, in one call; nil
+// for a key that is not found.
 func (n *Binding) GetMany(ctx context.Context, keys ...string) ([]*Entry, error) {
-	frame := workers.Frame{}
 	for _, key := range keys {
 		if err := CheckKey(key); err != nil {
 			return nil, err
 		}
-		frame = frame.Str(key)
 	}
-	answer, err := workers.Call(ctx, "kvGet", frame, n.ns)
+	values, err := n.kv.Get(ctx, keys...)
 	if err != nil {
 		return nil, errs.Prefix("kv: get "+strconv.Quote(keys[0]), err)
 	}
-	f := workers.ReadFields(answer)
 	entries := make([]*Entry, len(keys))
-	for i := range keys {
-		found, value, meta := f.Flag(), f.Str(), f.Bytes()
-		if found {
-			e := &Entry{Value: value}
-			if len(meta) > 0 {
-				e.Metadata = meta
-			}
-			entries[i] = e
+	for i, v := range values {
+		if v.Found {
+			entries[i] = &Entry{Value: v.Value, Metadata: v.Metadata}
 		}
 	}
-	return entries, f.Err
+	return entries, nil
 }
 
 // Put implements Namespace.
@@ -71,12 +61,7 @@ func (n *Binding) Put(ctx context.Context, key string, e Entry, opts PutOptions)
 	if err := checkPut(key, e, opts); err != nil {
 		return err
 	}
-	ttl := ""
-	if opts.TTL > 0 {
-		ttl = strconv.Itoa(int(opts.TTL / time.Second))
-	}
-	frame := workers.Frame{}.Str(key).Str(e.Value).Bytes(e.Metadata).Str(ttl)
-	if _, err := workers.Call(ctx, "kvPut", frame, n.ns); err != nil {
+	if err := n.kv.Put(ctx, key, e.Value, e.Metadata, opts.TTL); err != nil {
 		return errs.Prefix("kv: put "+strconv.Quote(key), err)
 	}
 	return nil
@@ -87,7 +72,7 @@ func (n *Binding) Delete(ctx context.Context, key string) error {
 	if err := CheckKey(key); err != nil {
 		return err
 	}
-	if _, err := workers.Call(ctx, "kvDelete", workers.Frame{}.Str(key), n.ns); err != nil {
+	if err := n.kv.Delete(ctx, key); err != nil {
 		return errs.Prefix("kv: delete "+strconv.Quote(key), err)
 	}
 	return nil
@@ -95,20 +80,13 @@ func (n *Binding) Delete(ctx context.Context, key string) error {
 
 // List implements Lister with one list call per page.
 func (n *Binding) List(ctx context.Context, prefix, cursor string, limit int) ([]Listed, string, error) {
-	frame := workers.Frame{}.Str(prefix).Str(cursor).Int(int64(limit))
-	answer, err := workers.Call(ctx, "kvList", frame, n.ns)
+	keys, next, err := n.kv.List(ctx, prefix, cursor, limit)
 	if err != nil {
 		return nil, "", errs.Prefix("kv: list "+strconv.Quote(prefix), err)
 	}
-	f := workers.ReadFields(answer)
-	next := f.Str()
-	var page []Listed
-	for f.More() {
-		l := Listed{Name: f.Str()}
-		if meta := f.Bytes(); len(meta) > 0 {
-			l.Metadata = meta
-		}
-		page = append(page, l)
+	page := make([]Listed, len(keys))
+	for i, k := range keys {
+		page[i] = Listed{Name: k.Name, Metadata: k.Metadata}
 	}
-	return page, next, f.Err
+	return page, next, nil
 }

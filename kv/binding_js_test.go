@@ -6,6 +6,7 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/edge-orders/edge-orders/intake/storetest"
 	"github.com/edge-orders/edge-orders/kv"
@@ -17,7 +18,7 @@ import (
 // It runs inside workerd (test/conformance), whose entry publishes the
 // ORDERS binding as globalThis.ORDERS; elsewhere there is no namespace.
 func TestNamespaceConformance(t *testing.T) {
-	ns, ok := workers.GlobalBinding("ORDERS")
+	ns, ok := workers.Globals().KV("ORDERS")
 	if !ok {
 		t.Skip("no KV namespace: run through test/conformance in wrangler dev")
 	}
@@ -29,7 +30,7 @@ func TestNamespaceConformance(t *testing.T) {
 // passes for real there and KV's shortest TTL is a minute, so the checks
 // that let time pass run only over MemoryNamespace (store_test.go).
 func TestStoreConformanceInWorkerd(t *testing.T) {
-	ns, ok := workers.GlobalBinding("ORDERS")
+	ns, ok := workers.Globals().KV("ORDERS")
 	if !ok {
 		t.Skip("no KV namespace: run through test/conformance in wrangler dev")
 	}
@@ -40,22 +41,22 @@ func TestStoreConformanceInWorkerd(t *testing.T) {
 // calling the namespace directly: a TTL under a minute and a key over 512
 // bytes are refused by KV itself, not only by this package's checks.
 func TestNamespaceKVRefusesWhatStoresRefuse(t *testing.T) {
-	ns, ok := workers.GlobalBinding("ORDERS")
+	ns, ok := workers.Globals().KV("ORDERS")
 	if !ok {
 		t.Skip("no KV namespace: run through test/conformance in wrangler dev")
 	}
-	// The bridge's own put, below the Binding's checks: key, value,
-	// metadata, TTL in seconds.
+	// The binding's own put, below the Binding's checks.
 	cases := []struct {
 		name string
-		put  workers.Frame
+		key  string
+		ttl  time.Duration
 	}{
-		{"TTL of 59 s", workers.Frame{}.Str("conformance:raw-ttl").Str("v").Str("").Str("59")},
-		{"513-byte key", workers.Frame{}.Str("conformance:" + strings.Repeat("k", kv.MaxKeyBytes+1-len("conformance:"))).Str("v").Str("").Str("")},
+		{"TTL of 59 s", "conformance:raw-ttl", 59 * time.Second},
+		{"513-byte key", "conformance:" + strings.Repeat("k", kv.MaxKeyBytes+1-len("conformance:")), 0},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			if _, err := workers.Call(context.Background(), "kvPut", c.put, ns); err == nil {
+			if err := ns.Put(context.Background(), c.key, "v", nil, c.ttl); err == nil {
 				t.Fatalf("KV accepted a put with %s; want it refused", c.name)
 			}
 		})

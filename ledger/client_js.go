@@ -16,13 +16,13 @@ import (
 // picks.
 type Client struct {
 	adapter
-	ns     workers.Handle
+	ns     workers.DurableObjectNamespace
 	shards int
 }
 
 // NewClient wraps the Durable Object namespace binding ns, spreading each
 // client's keys over shards objects.
-func NewClient(ns workers.Handle, shards int) *Client {
+func NewClient(ns workers.DurableObjectNamespace, shards int) *Client {
 	c := &Client{ns: ns, shards: shards}
 	c.adapter = adapter{calls: c}
 	return c
@@ -46,17 +46,13 @@ func (c *Client) call(ctx context.Context, key intake.Key, method string, arg []
 	return res, nil
 }
 
-// callObject calls method on the object name through a stub of its own
-// (a stub belongs to the request that made it, so none is kept), in one
-// binding call.
+// callObject calls method on the object name, in one call of the binding.
 func (c *Client) callObject(ctx context.Context, name, method string, arg []byte) ([]byte, error) {
-	answer, err := workers.Call(ctx, "rpc", workers.Frame{}.Str(name).Str(method).Bytes(arg), c.ns)
-	if err != nil {
+	result, err := c.ns.Call(ctx, name, method, arg)
+	switch {
+	case err != nil:
 		return nil, err
-	}
-	f := workers.ReadFields(answer)
-	result := f.Bytes()
-	if f.Err != nil || len(result) == 0 {
+	case len(result) == 0:
 		return nil, errNotRecord
 	}
 	return result, nil

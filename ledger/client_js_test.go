@@ -16,8 +16,8 @@ import (
 
 // ledgerNamespace returns the LEDGER binding that test/conformance's entry
 // publishes, or skips: elsewhere there is no Durable Object.
-func ledgerNamespace(t *testing.T) workers.Handle {
-	ns, ok := workers.GlobalBinding("LEDGER")
+func ledgerNamespace(t *testing.T) workers.DurableObjectNamespace {
+	ns, ok := workers.Globals().DurableObjectNamespace("LEDGER")
 	if !ok {
 		t.Skip("no Durable Object namespace: run through test/conformance in wrangler dev")
 	}
@@ -40,10 +40,9 @@ func TestClientSweepRunsInWorkerd(t *testing.T) {
 	// Shards: 1, so every key lands in the one object whose rows are counted.
 	client := ledger.NewClient(ns, 1)
 	key := func(id string) intake.Key { return intake.Key{Client: "sweep", ID: id} }
-	// rpc calls a method of the one object over the bridge, as Client does.
+	// rpc calls a method of the one object, as Client does.
 	rpc := func(method string) ([]byte, error) {
-		answer, err := workers.Call(ctx, "rpc", workers.Frame{}.Str(ledger.ObjectName(key("x"), 1)).Str(method).Str(""), ns)
-		return workers.ReadFields(answer).Bytes(), err
+		return ns.Call(ctx, ledger.ObjectName(key("x"), 1), method, nil)
 	}
 	stats := func() (int, int64) {
 		res, err := rpc("stats")

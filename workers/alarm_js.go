@@ -35,7 +35,7 @@ func ExportAlarm(class string, handle AlarmHandler) {
 
 func startAlarm(alarmHandle, frameLength, _ int) int {
 	alarm := Handle(alarmHandle)
-	class := ReadFields(receive(frameLength)).Str()
+	class := readFrame(receive(frameLength)).Str()
 	runEvent(alarm, "", func() error {
 		handle, ok := alarmHandlers[class]
 		if !ok {

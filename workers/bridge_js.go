@@ -57,7 +57,7 @@ func opNumber(op string) int {
 // the length of its last part: a frame longer than the buffer is staged
 // first, in parts. Everything happens within the caller's synchronous
 // turn, so concurrent requests never see each other's bytes.
-func send(frame Frame) int {
+func send(frame outFrame) int {
 	for len(frame) > bufferBytes {
 		js.CopyBytesToJS(jsBuffer, frame[:bufferBytes])
 		jsBridge.Call("stage", bufferBytes)
@@ -86,7 +86,7 @@ func receive(n int) []byte {
 // callSync calls a synchronous bridge function with numbers, and the frame
 // if any as its last argument's length, and returns the frame it answers
 // (for functions that answer one): a negative length is a failure's frame.
-func callSync(function string, frame Frame, numbers ...any) ([]byte, error) {
+func callSync(function string, frame outFrame, numbers ...any) ([]byte, error) {
 	if frame != nil {
 		numbers = append(numbers, send(frame))
 	}
@@ -97,7 +97,7 @@ func callSync(function string, frame Frame, numbers ...any) ([]byte, error) {
 	return receive(n), nil
 }
 
-// Call runs a binding call, op over the objects handles name, with the
+// callBinding runs a binding call, op over the objects handles name, with the
 // fields of frame, and waits for its answer's frame, or an error if it
 // failed or ctx was done first. The goroutine is woken only by its own
 // call's settling (or ctx), so any JavaScript it calls next runs in the I/O
@@ -105,9 +105,10 @@ func callSync(function string, frame Frame, numbers ...any) ([]byte, error) {
 // concurrent requests stays correct.
 //
 // op is one of bridge.mjs's calls (readBody, kvGet, kvPut, kvDelete,
-// kvList, rpc, fetch, rateLimit, queueSend, sleep); the adapters' binding
-// files (kv, ledger, ratelimit) call it.
-func Call(ctx context.Context, op string, frame Frame, handles ...Handle) ([]byte, error) {
+// kvList, rpc, fetch, rateLimit, queueSend, sleep): only this package
+// names them, in the typed bindings (bindings_js.go) and the request's
+// body and Sleep.
+func callBinding(ctx context.Context, op string, frame outFrame, handles ...Handle) ([]byte, error) {
 	id, settled := waiters.add()
 	args := []any{program, opNumber(op), id, send(frame)}
 	for _, h := range handles {
@@ -185,7 +186,7 @@ func (w *waiterSet) take(id int) (chan settlement, bool) {
 
 // errorFrom reads a failure's frame: message, retryable, overloaded.
 func errorFrom(frame []byte) error {
-	f := ReadFields(frame)
+	f := readFrame(frame)
 	return &Error{Message: f.Str(), Retryable: f.Flag(), Overloaded: f.Flag()}
 }
 

@@ -14,6 +14,6 @@ type consoleWriter struct{}
 
 // Write logs p, less one trailing newline, as one line.
 func (consoleWriter) Write(p []byte) (int, error) {
-	jsBridge.Call("log", send(Frame{}.Bytes(bytes.TrimSuffix(p, []byte("\n")))))
+	jsBridge.Call("log", send(outFrame{}.Bytes(bytes.TrimSuffix(p, []byte("\n")))))
 	return len(p), nil
 }

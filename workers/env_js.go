@@ -16,13 +16,18 @@ type Env struct{ state *envState }
 
 type envState struct {
 	event, env Handle
+	global     bool
 }
 
 // EnvOf is the environment of the event h names.
 func EnvOf(h Handle) Env { return Env{&envState{event: h}} }
 
+// Globals is the global scope as an environment: its bindings are
+// globalThis's, as a test entry publishes them.
+func Globals() Env { return Env{&envState{global: true}} }
+
 func (e Env) handle() Handle {
-	if e.state.env == 0 {
+	if e.state.env == 0 && !e.state.global {
 		e.state.env = Handle(jsBridge.Call("envOf", int(e.state.event)).Int())
 	}
 	return e.state.env
@@ -32,27 +37,20 @@ func (e Env) handle() Handle {
 // numbers and booleans, which read as JavaScript prints them) and whether it
 // is set.
 func (e Env) Var(name string) (string, bool) {
-	answer, err := callSync("envVar", Frame{}.Str(name), int(e.handle()))
+	answer, err := callSync("envVar", outFrame{}.Str(name), int(e.handle()))
 	if err != nil {
 		return "", false
 	}
-	f := ReadFields(answer)
+	f := readFrame(answer)
 	set, value := f.Flag(), f.Str()
 	return value, set
 }
 
-// Binding returns the binding name (a KV namespace, a Durable Object
-// namespace, a queue, a service) and whether the environment has one. A
-// binding is kept for the life of the Go program.
-func (e Env) Binding(name string) (Handle, bool) {
-	answer := jsBridge.Call("envBinding", int(e.handle()), send(Frame{}.Str(name))).Int()
-	return Handle(answer), answer != 0
-}
-
-// GlobalBinding returns the global binding name (globalThis[name]), as a
-// test entry publishes one; kept for the life of the Go program.
-func GlobalBinding(name string) (Handle, bool) {
-	answer := jsBridge.Call("envBinding", 0, send(Frame{}.Str(name))).Int()
+// binding returns the binding name and whether the environment has one;
+// it is kept for the life of the Go program. The typed accessors
+// (bindings_js.go) wrap it.
+func (e Env) binding(name string) (Handle, bool) {
+	answer := jsBridge.Call("envBinding", int(e.handle()), send(outFrame{}.Str(name))).Int()
 	return Handle(answer), answer != 0
 }
 
@@ -61,7 +59,7 @@ func GlobalBinding(name string) (Handle, bool) {
 // request's event last ran Go, and that goroutine's next JavaScript calls
 // would then run in the wrong request's I/O context.
 func Sleep(ctx context.Context, d time.Duration) error {
-	_, err := Call(ctx, "sleep", Frame{}.Int(d.Milliseconds()))
+	_, err := callBinding(ctx, "sleep", outFrame{}.Int(d.Milliseconds()))
 	return err
 }
 

@@ -14,27 +14,27 @@ import (
 // js.CopyBytesToJS and js.CopyBytesToGo, and takes no slot in wasm_exec.js's
 // table of values; and it is portable code, tested natively.
 
-// Frame builds a frame. The zero Frame is empty.
-type Frame []byte
+// outFrame builds a frame. The zero outFrame is empty.
+type outFrame []byte
 
 // Bytes appends a field holding b.
-func (f Frame) Bytes(b []byte) Frame {
+func (f outFrame) Bytes(b []byte) outFrame {
 	return append(binary.AppendUvarint(f, uint64(len(b))), b...)
 }
 
 // Str appends a field holding s.
-func (f Frame) Str(s string) Frame {
+func (f outFrame) Str(s string) outFrame {
 	return append(binary.AppendUvarint(f, uint64(len(s))), s...)
 }
 
 // Int appends a field holding n in decimal.
-func (f Frame) Int(n int64) Frame {
+func (f outFrame) Int(n int64) outFrame {
 	var buf [20]byte
 	return f.Bytes(strconv.AppendInt(buf[:0], n, 10))
 }
 
 // Flag appends a field holding "1" for true, "" for false.
-func (f Frame) Flag(b bool) Frame {
+func (f outFrame) Flag(b bool) outFrame {
 	if b {
 		return f.Str("1")
 	}
@@ -44,22 +44,22 @@ func (f Frame) Flag(b bool) Frame {
 // errFrame is a frame that ends inside a field.
 var errFrame = errors.New("workers: a malformed frame from JavaScript")
 
-// Fields reads a frame field by field. A read past the end returns an
+// inFrame reads a frame field by field. A read past the end returns an
 // empty field, so that a field left out reads as empty; a read of a
 // malformed frame returns zero values and sets Err.
-type Fields struct {
+type inFrame struct {
 	b   []byte
 	Err error
 }
 
-// ReadFields returns a reader of the frame b.
-func ReadFields(b []byte) *Fields { return &Fields{b: b} }
+// readFrame returns a reader of the frame b.
+func readFrame(b []byte) *inFrame { return &inFrame{b: b} }
 
 // More reports whether a field is left.
-func (r *Fields) More() bool { return r.Err == nil && len(r.b) > 0 }
+func (r *inFrame) More() bool { return r.Err == nil && len(r.b) > 0 }
 
 // Bytes returns the next field; it aliases the frame.
-func (r *Fields) Bytes() []byte {
+func (r *inFrame) Bytes() []byte {
 	if r.Err != nil || len(r.b) == 0 {
 		return nil
 	}
@@ -74,17 +74,17 @@ func (r *Fields) Bytes() []byte {
 }
 
 // Str returns the next field as a string.
-func (r *Fields) Str() string { return string(r.Bytes()) }
+func (r *inFrame) Str() string { return string(r.Bytes()) }
 
 // Int returns the next field, a decimal integer; anything else is 0.
-func (r *Fields) Int() int64 {
+func (r *inFrame) Int() int64 {
 	n, _ := strconv.ParseInt(string(r.Bytes()), 10, 64)
 	return n
 }
 
 // Float returns the next field, a number as JavaScript prints it; NaN for
 // anything else.
-func (r *Fields) Float() float64 {
+func (r *inFrame) Float() float64 {
 	x, err := strconv.ParseFloat(string(r.Bytes()), 64)
 	if err != nil {
 		return math.NaN()
@@ -93,4 +93,4 @@ func (r *Fields) Float() float64 {
 }
 
 // Flag returns the next field as a flag: true unless empty.
-func (r *Fields) Flag() bool { return len(r.Bytes()) > 0 }
+func (r *inFrame) Flag() bool { return len(r.Bytes()) > 0 }

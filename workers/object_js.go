@@ -41,13 +41,13 @@ func ExportObject(class string, serve ObjectMethod) {
 // frame in the buffer, or -1 - the length of its error's.
 func callObject(stateHandle, frameLength, _ int) int {
 	state := State{Handle(stateHandle)}
-	f := ReadFields(receive(frameLength))
+	f := readFrame(receive(frameLength))
 	class, method, arg := f.Str(), f.Str(), f.Bytes()
 	result, err := serveObjectCall(class, method, state, arg)
 	if err != nil {
-		return -1 - send(Frame{}.Str(err.Error()))
+		return -1 - send(outFrame{}.Str(err.Error()))
 	}
-	return send(Frame{}.Bytes(result))
+	return send(outFrame{}.Bytes(result))
 }
 
 func serveObjectCall(class, method string, state State, arg []byte) (result []byte, err error) {
@@ -94,7 +94,7 @@ func (r Rows) Value(i int, name string) SQLValue {
 // NULL) bound to its placeholders, synchronously: no await, so the
 // object's writes with nothing awaited in between commit together.
 func (s State) Exec(query string, params ...any) (Rows, error) {
-	frame := Frame{}.Str(query)
+	frame := outFrame{}.Str(query)
 	for _, p := range params {
 		switch v := p.(type) {
 		case nil:
@@ -115,7 +115,7 @@ func (s State) Exec(query string, params ...any) (Rows, error) {
 	if err != nil {
 		return Rows{}, err
 	}
-	f := ReadFields(answer)
+	f := readFrame(answer)
 	rows := Rows{Columns: make([]string, f.Int())}
 	for i := range rows.Columns {
 		rows.Columns[i] = f.Str()

@@ -12,14 +12,11 @@ import (
 // Queue is a Cloudflare Queues producer binding.
 type Queue struct{ h Handle }
 
-// NewQueue wraps the queue producer binding h.
-func NewQueue(h Handle) Queue { return Queue{h} }
-
 // Send sends body, as text, to be delivered after delay (whole seconds,
 // rounded up), in one binding call.
 func (q Queue) Send(ctx context.Context, body []byte, delay time.Duration) error {
 	seconds := int64((delay + time.Second - 1) / time.Second)
-	_, err := Call(ctx, "queueSend", Frame{}.Bytes(body).Int(seconds), q.h)
+	_, err := callBinding(ctx, "queueSend", outFrame{}.Bytes(body).Int(seconds), q.h)
 	return err
 }
 
@@ -42,7 +39,7 @@ type QueueHandler func(ctx context.Context, env Env, body []byte) error
 func ServeQueue(handle QueueHandler, retryDelay time.Duration) {
 	js.Global().Set(queueGlobal, goFunc(func(eventHandle, frameLength, _ int) int {
 		event := Handle(eventHandle)
-		body := ReadFields(receive(frameLength)).Bytes()
+		body := readFrame(receive(frameLength)).Bytes()
 		ctx := context.WithValue(context.Background(), executionContextKey{}, event)
 		runEvent(event, strconv.Itoa(int(retryDelay/time.Second)), func() error { return handle(ctx, EnvOf(event), body) })
 		return 0

@@ -61,7 +61,7 @@ func serveRecovered(handler Handler, req Handle, head []byte, after *afterRespon
 func serve(handler Handler, req Handle, head []byte, after *afterResponse) *Response {
 	ctx := context.WithValue(context.Background(), executionContextKey{}, req)
 	ctx = context.WithValue(ctx, afterResponseKey{}, after)
-	f := ReadFields(head)
+	f := readFrame(head)
 	method, _, lines := f.Str(), f.Str(), f.Str()
 	return handler.ServeWorker(ctx, &Request{
 		Method: method,
@@ -96,11 +96,11 @@ type jsBody struct {
 }
 
 func (b *jsBody) ReadAll(max int64) ([]byte, error) {
-	answer, err := Call(b.ctx, "readBody", Frame{}.Int(max), b.req)
+	answer, err := callBinding(b.ctx, "readBody", outFrame{}.Int(max), b.req)
 	if err != nil {
 		return nil, err
 	}
-	f := ReadFields(answer)
+	f := readFrame(answer)
 	body, tooLarge := f.Bytes(), f.Flag()
 	if tooLarge {
 		return nil, ErrTooLarge
@@ -111,7 +111,7 @@ func (b *jsBody) ReadAll(max int64) ([]byte, error) {
 // respond answers req with r, in one call: status, headers and body in one
 // frame, from which bridge.mjs builds the Response.
 func respond(req Handle, r *Response) {
-	frame := Frame{}.Int(int64(r.Status)).Str(headerLines(r.Header)).Bytes(r.Body)
+	frame := outFrame{}.Int(int64(r.Status)).Str(headerLines(r.Header)).Bytes(r.Body)
 	callSync("respond", frame, int(req))
 }
 
@@ -199,5 +199,5 @@ func runEvent(task Handle, detail string, fn func() error) {
 // finishTask ends task: a waitUntil, or an event handed to Go whole, with
 // failure ("" for none) and a detail its done function reads.
 func finishTask(task Handle, failure, detail string) {
-	callSync("taskDone", Frame{}.Str(failure).Str(detail), int(task))
+	callSync("taskDone", outFrame{}.Str(failure).Str(detail), int(task))
 }
