@@ -47,7 +47,7 @@ const (
 	sweepLimit      = app.SweepLimit
 	queueRetryDelay = app.QueueRetryDelay
 	sweepEvery      = 5 * time.Minute // wrangler.toml's Cron Trigger
-	queueMaxRetries = 3               // wrangler.toml's max_retries
+	queueMaxRetries = 10              // wrangler.toml's max_retries
 	alarmBatch      = 32              // ledger's settleBatch
 	// quietFor is how long a history runs without faults at its end, for
 	// every unknown outcome to be settled: past the settler's longest

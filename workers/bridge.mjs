@@ -364,12 +364,13 @@ const bridge = {
     return hold(object(id).env);
   },
 
-  // envVar answers [set, value] for the variable named by the frame:
+  // envVar answers [set, value] for the variable named by the frame (a
+  // global's for env 0, as envBinding):
   // [vars] may hold numbers and booleans, which read as JavaScript prints
   // them.
   envVar(env, n) {
     const [name] = args(n);
-    const v = object(env)[text(name)];
+    const v = (env === 0 ? globalThis : object(env))[text(name)];
     return writeFrame(encodeFrame(v === undefined || v === null ? [false, ""] : [true, String(v)]));
   },
 

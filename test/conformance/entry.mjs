@@ -1,6 +1,7 @@
 // Runs a package's compiled wasm test binary inside workerd, with the
 // Worker's bindings published as globals, and answers with its `go test -v`
-// output: GET /kv?run=REGEXP runs kv's, GET /ledger?run=REGEXP ledger's.
+// output: GET /kv?run=REGEXP runs kv's, GET /ledger?run=REGEXP ledger's,
+// GET /workers?run=REGEXP the typed bindings' own.
 // Status 200 means the binary exited 0. The Ledger class is the Worker's
 // own, running the real Go program in a Go instance of its own.
 //
@@ -13,17 +14,29 @@ import "../../build/wasm_exec.js";
 import "../../workers/bridge.mjs";
 import kvTests from "../../build/kv.test.wasm";
 import ledgerTests from "../../build/ledger.test.wasm";
+import workersTests from "../../build/workers.test.wasm";
 export { Ledger } from "../../worker.mjs";
 
-const binaries = { "/kv": kvTests, "/ledger": ledgerTests };
+const binaries = { "/kv": kvTests, "/ledger": ledgerTests, "/workers": workersTests };
+
+// What workers' Fetcher test fetches from this Worker itself.
+const answers = {
+  "/echo": () => new Response("echo", { status: 201 }),
+  "/redirect": () => new Response(null, { status: 302, headers: { Location: "/echo" } }),
+  "/big": () => new Response("x".repeat(100000)),
+};
 
 export default {
   async fetch(request, env) {
     const url = new URL(request.url);
+    if (answers[url.pathname]) return answers[url.pathname]();
     const module = binaries[url.pathname];
     if (!module) return new Response("no such test binary", { status: 404 });
     globalThis.ORDERS = env.ORDERS;
     globalThis.LEDGER = env.LEDGER;
+    globalThis.LIMIT = env.LIMIT;
+    globalThis.QUEUE = env.QUEUE;
+    globalThis.ORIGIN = url.origin;
     let output = "";
     const decoder = new TextDecoder();
     const writeSync = globalThis.fs?.writeSync;
