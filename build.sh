@@ -4,13 +4,13 @@
 #
 # COMPILER says with what:
 #   auto    (the default) standard Go, the build that the bench and soak
-#           measure as the better one today (README, The two compilers);
+#           measure as the better one today (bench/README.md);
 #           TinyGo only by asking for it, so what happens to be on PATH
 #           never chooses what a deploy ships;
 #   tinygo  TinyGo, or fail;
 #   go      standard Go.
 # TinyGo's module is about seven times smaller and starts about ten times
-# faster, but its heap grows with load; the README compares the two builds.
+# faster, but its heap grows with load; bench/README.md compares the two builds.
 #
 # wrangler runs this before every `wrangler dev` and deploy, and each
 # running `wrangler dev` reloads its Worker when build/ changes: so a file
@@ -48,7 +48,7 @@ build_tinygo() {
   # call from JavaScript into Go starts one: their size is most of the
   # heap. The wasm target's default is 64 KB; a new order overflows 12 KB
   # and fits in 16 KB, so 32 KB leaves twice the deepest path measured
-  # (README, The two builds). TINYGO_STACK_SIZE overrides it.
+  # (bench/README.md). TINYGO_STACK_SIZE overrides it.
   # LLVM 19 warns that it does not know two wasm features TinyGo 0.40
   # names for LLVM 20; the module is the same without them.
   tinygo build -target wasm -no-debug -stack-size="$tinygo_stack_size" -o "$tmp/edge-orders.wasm" . 2>&1 |

@@ -16,7 +16,7 @@ import (
 
 // gateway is the OMS gateway the Go Worker calls in the latency phase: it
 // waits a delay drawn from its distribution, accepts the order as the
-// gateway contract asks (README, Connecting your OMS), and records how long
+// gateway contract asks (docs/operating.md), and records how long
 // each call took on its side, so the edge's own share of a new order's
 // latency can be told apart. An order whose symbol starts with
 // settleMarker is refused with a 503 on its first call, so that the

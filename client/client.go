@@ -419,7 +419,7 @@ func seconds(s int64) time.Duration {
 //
 // A 409's retryAfter is an upper bound: the claim it reports expires by
 // then even if its holder died, but a live request usually finishes in
-// well under a second (README, "retryAfter"), so the backoff applies,
+// well under a second (docs/http.md), so the backoff applies,
 // capped by it. Any other Retry-After (503's, say) is the least the server
 // asked the client to wait, as RFC 9110 has it.
 func (c *Client) wait(attempt int, e *Error) time.Duration {

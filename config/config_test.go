@@ -305,8 +305,7 @@ func TestLoadAllowedOrigins(t *testing.T) {
 // TestLoadRefusesOrigins: the Worker compares origins byte for byte with
 // the Origin header, so anything a browser would never send is refused at
 // load, with a reason that says how to write it, rather than never
-// matching; and "*" and "null" are refused for good (README, From a
-// browser).
+// matching; and "*" and "null" are refused for good (docs/browser.md).
 func TestLoadRefusesOrigins(t *testing.T) {
 	const originsVar = "ALLOWED_ORIGINS"
 	tests := []struct {

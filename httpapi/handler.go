@@ -65,7 +65,7 @@ func New(svc *intake.Service, opts Options) *Handler {
 	return &Handler{svc: svc, opts: opts, origins: newOrigins(opts.AllowedOrigins)}
 }
 
-// ServeWorker implements workers.Handler with the contract in README.md.
+// ServeWorker implements workers.Handler with the contract in api/openapi.yaml.
 func (h *Handler) ServeWorker(ctx context.Context, r *workers.Request) *workers.Response {
 	start := time.Now()
 	var origin string

@@ -228,7 +228,7 @@ func TestErrors(t *testing.T) {
 			req:   request(http.MethodGet, ptr("k"), nil),
 			want:  response{503, problemUnavailable, map[string]string{"Retry-After": "1"}},
 		},
-		// Checks run in the README's order: method, key, body size, then the
+		// Checks run in the contract's order (docs/http.md): method, key, body size, then the
 		// lifecycle (stored receipt, claim, validation).
 		{
 			name:      "wrong method wins over a missing key and a huge body",

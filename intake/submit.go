@@ -335,7 +335,7 @@ func (s *Service) leaveOpen(ctx context.Context, key Key, claim Claim, cause err
 	if by == byClient && claim.Attempts == 1 && !claim.Unresolved && s.opts.Schedule != nil {
 		if err := s.opts.Schedule(context.WithoutCancel(ctx), key, claim.NextAttempt); err != nil {
 			// The Store's record says when the key is due; the sweep of
-			// overdue keys finds it (README, The settler).
+			// overdue keys finds it (docs/operating.md, The settler).
 			s.opts.OnReleaseError(key, errs.Prefix("scheduling the settler", err))
 		}
 	}

@@ -15,7 +15,7 @@ import (
 // Each client's keys spread over a fixed set of objects: no object serves
 // every client, one client's load never lands on another's objects, and a
 // new key never creates a new object (the first use of a name is slow in
-// production). Changing shards moves keys to other objects; see the README
+// production). Changing shards moves keys to other objects; see docs/operating.md
 // before changing LEDGER_SHARDS.
 func ObjectName(key intake.Key, shards int) string {
 	h := fnv.New32a()

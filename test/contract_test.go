@@ -11,7 +11,7 @@ import (
 	"time"
 )
 
-// TestContract walks every row of the README's contract table.
+// TestContract walks every answer of the contract (api/openapi.yaml).
 func TestContract(t *testing.T) {
 	forEachMode(t, func(t *testing.T, w *target) {
 

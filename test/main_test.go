@@ -305,7 +305,7 @@ func (w *target) countLog(t *testing.T, s string, wait time.Duration) int {
 	return strings.Count(last, s)
 }
 
-// problemTypePrefix starts every problem's type (README, Errors).
+// problemTypePrefix starts every problem's type (api/openapi.yaml, Problem).
 const problemTypePrefix = "tag:edge-orders,2026:"
 
 // problemBody is an RFC 9457 problem as the Worker writes it.

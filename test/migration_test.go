@@ -10,7 +10,7 @@ import (
 )
 
 // TestMigrationFromKV switches a namespace from KV mode to the ledger, as
-// README's Migration section does: the ledger Worker, with
+// docs/operating.md's Migration section does: the ledger Worker, with
 // KV_FALLBACK_UNTIL set and ORDERS bound, replays every receipt stored
 // before the switch (by the Go Worker or the TypeScript one) and places no
 // second order; new orders go to the ledger only.

@@ -3,17 +3,69 @@
 // environment's variables, names its bindings, runs binding calls, and
 // forwards Durable Object method calls and alarms into Go.
 //
-// JavaScript owns every object (bridge.mjs keeps them in one table and
-// names them by number, Handle); Go passes numbers and frames of bytes,
-// never a JavaScript value, so the bridge takes no slot in wasm_exec.js's
-// table per request and needs no releases, under either compiler. A
-// binding call is one call out and one call back in when it settles; a
-// request is one call in with its head and one call out with its response.
-//
 // Every binding is typed here, next to its JavaScript half in bridge.mjs:
 // KV, RateLimiter, DurableObjectNamespace, Queue and Fetcher, each from
 // Env's accessor of its kind (Env.KV("ORDERS")). kv and ledger adapt them
 // to the domain's ports, in files built for js && wasm. Only this
 // package's _js.go files touch syscall/js or name a bridge call; the rest
 // of the program is portable Go that builds and tests natively.
+//
+// # Numbers and bytes
+//
+// Every JavaScript value Go holds takes a slot in wasm_exec.js's table,
+// freed only by a Go finalizer, which TinyGo 0.40 never runs. So Go holds none.
+// JavaScript owns every object (a request, the environment, a binding, a
+// Durable Object's state): bridge.mjs keeps them in one table and names
+// each to Go by number, a Handle. Everything else crosses as bytes, in
+// frames (each field a varint length and its bytes), through
+// one long-lived Uint8Array copied with js.CopyBytesToGo and
+// js.CopyBytesToJS, which take no slot:
+//
+//   - a request enters Go in one call, its head (method, URL, headers) as a
+//     frame; its body is read in one binding call, only once the checks
+//     pass; the response leaves in one call;
+//   - a binding call (KV, the ledger's RPC, fetch, the rate limit, a queue
+//     send, a timer) is one call out and one call back into Go when
+//     its promise settles, its answer copied within that call; KV's read of
+//     several keys is one call (Promise.all in JavaScript);
+//   - a Durable Object method is one synchronous call into Go, whose SQL
+//     runs through synchronous bridge calls;
+//   - random bytes are written into the buffer by crypto.getRandomValues.
+//
+// Nothing is released by hand, under either compiler. The end-to-end tests
+// TestBridgeKeepsNothingPastItsRequest (after every kind of request the
+// bridge's table comes back to where it was, and wasm_exec.js's stays
+// flat) and TestCrossingsPerRequest (calls into and out of Go per request)
+// keep it so.
+//
+// # One instance, many requests
+//
+// One Go instance per isolate serves every request and every ledger call of
+// that isolate; a Go runtime per request would cost tens of milliseconds
+// each. Two rules keep requests apart in it: a request's goroutine is woken
+// only by its own binding calls' answers (Sleep uses a JavaScript timer,
+// not a Go one), so its JavaScript calls run in its own I/O context; and a
+// Durable Object method is one synchronous Go call that waits for nothing.
+// Every entry into Go returns without blocking; work that waits runs on a
+// goroutine of the package's pool, which keeps its goroutines for the next
+// event instead of starting one per request.
+//
+// # The two compilers
+//
+// Standard Go builds the Worker by default (build.sh, COMPILER=auto), in CI
+// and on every deploy. TinyGo builds it only when asked, COMPILER=tinygo,
+// and make test COMPILER=tinygo runs the whole suite, the conformance
+// binaries included, against that build. Its module is several times
+// smaller and starts several times faster, but its heap settles higher and
+// grows with load (bench/README.md has the figures), so it is not the
+// default.
+//
+// Both run the same Go source; only the entries differ. Under standard Go a
+// call from JavaScript into Go is a js.FuncOf, whose two values the
+// collector frees. Under TinyGo it is a wasm export instead
+// (entry_tinygo_js.go, called by wasm_exec_tinygo.js, which build.sh
+// appends to TinyGo's wasm_exec.js): TinyGo runs every js.FuncOf call on a
+// goroutine of its own, and each goroutine is a stack on its heap, scanned
+// conservatively, where dead stacks stay pinned. An export runs on the
+// caller's stack and starts no goroutine.
 package workers
