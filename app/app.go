@@ -175,7 +175,7 @@ func New(env Env) *Worker {
 	if w.consumer != nil {
 		w.consumer.Settler = w.Service
 	}
-	w.Handler = httpapi.New(w.Service, httpapi.Options{Clients: cfg.Clients, Log: log, AllowedOrigins: cfg.AllowedOrigins})
+	w.Handler = httpapi.New(w.Service, httpapi.Options{Clients: cfg.Clients, Log: log, AllowedOrigins: cfg.AllowedOrigins, Now: env.Now})
 	return w
 }
 

@@ -3,6 +3,8 @@ package client_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -12,16 +14,16 @@ import (
 	"testing"
 	"time"
 
-	"github.com/edge-orders/edge-orders/auth"
-	"github.com/edge-orders/edge-orders/config"
-	"github.com/edge-orders/edge-orders/httpapi"
+	"github.com/edge-orders/edge-orders/app"
 	"github.com/edge-orders/edge-orders/intake"
 	"github.com/edge-orders/edge-orders/internal/devtools/httpserve"
 	"github.com/edge-orders/edge-orders/ledger"
+	"github.com/edge-orders/edge-orders/oms"
+	"github.com/edge-orders/edge-orders/workers"
 )
 
-// worker is the real Worker's HTTP handler (httpapi over intake over the
-// in-memory ledger), served on loopback. Steps queued in script answer the
+// worker is the real Worker, as package app builds it over the in-memory
+// ledger and an OMS in memory, its HTTP handler served on loopback. Steps queued in script answer the
 // first requests instead, to inject what the real handler never does: a
 // storm of 503s, a dropped connection, a proxy's page.
 type worker struct {
@@ -60,19 +62,21 @@ func newWorker(t *testing.T, token string, script ...step) *worker {
 	w.now, _ = time.Parse(time.RFC3339Nano, acceptedAt)
 	store := ledger.NewMemoryStore()
 	store.Now = w.clock
-	w.svc = intake.New(store, intake.Options{
-		ResultTTL: config.DefaultResultTTL, PendingTTL: config.DefaultPendingTTL, Wait: 0,
-		Gateway: w.gateway, Now: w.clock,
-	})
-	opts := httpapi.Options{Now: w.clock}
+	vars := map[string]string{"STORAGE": "ledger", "IN_PROGRESS_WAIT_MS": "0", "OMS_URL": "https://oms.example/orders"}
 	if token != "" {
-		clients, err := auth.Parse("test-client:" + token)
-		if err != nil {
-			t.Fatal(err)
-		}
-		opts.Clients = clients
+		vars["API_TOKENS"] = "test-client:" + token
 	}
-	handler := httpserve.Handler(httpapi.New(w.svc, opts))
+	built := app.New(app.Env{
+		Var:    func(name string) (string, bool) { v, ok := vars[name]; return v, ok },
+		Ledger: func(int) intake.Store { return store },
+		Fetch:  w.gateway.send,
+		Now:    w.clock,
+	})
+	if built.Service == nil {
+		t.Fatal("the Worker is misconfigured")
+	}
+	w.svc = built.Service
+	handler := httpserve.Handler(built.Handler)
 	w.srv = httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
 		w.mu.Lock()
@@ -134,11 +138,12 @@ func (w *worker) keys() []string {
 	return keys
 }
 
-// holdingGateway stands for the order-management system: it counts the
-// orders placed, answers with the next of its answers (then accepts), and,
-// with hold set, keeps each call waiting until hold is closed, closing
-// placing when one starts, so that a test can send a second request
-// meanwhile.
+// holdingGateway stands for the order-management system behind OMS_URL:
+// it counts the orders placed, answers with the next of its answers (then
+// accepts): an error is a call that got no answer, an *intake.Rejection a
+// 422 that refuses the order. With hold set, it keeps each call waiting
+// until hold is closed, closing placing when one starts, so that a test
+// can send a second request meanwhile.
 type holdingGateway struct {
 	mu      sync.Mutex
 	placed  int
@@ -147,7 +152,27 @@ type holdingGateway struct {
 	placing chan struct{}
 }
 
-func (g *holdingGateway) Place(ctx context.Context, p intake.Placement) error {
+// send answers the gateway's POST as the OMS would.
+func (g *holdingGateway) send(ctx context.Context, r *workers.OutgoingRequest) (*workers.OutgoingResponse, error) {
+	var sent struct {
+		OrderID string `json:"orderId"`
+	}
+	if err := json.Unmarshal(r.Body, &sent); err != nil {
+		return &workers.OutgoingResponse{Status: 400}, nil
+	}
+	var rejection *intake.Rejection
+	switch err := g.place(); {
+	case errors.As(err, &rejection):
+		body, _ := json.Marshal(map[string]string{"orderId": sent.OrderID, "status": oms.StatusRejected, "reason": rejection.Reason})
+		return &workers.OutgoingResponse{Status: 422, Body: body}, nil
+	case err != nil:
+		return nil, err
+	}
+	body, _ := json.Marshal(map[string]string{"orderId": sent.OrderID, "status": oms.StatusAccepted})
+	return &workers.OutgoingResponse{Status: 201, Body: body}, nil
+}
+
+func (g *holdingGateway) place() error {
 	g.mu.Lock()
 	hold, placing := g.hold, g.placing
 	g.hold = nil
