@@ -714,3 +714,32 @@ func TestSettlerStoresAnAnswerThatWasNotStored(t *testing.T) {
 		}
 	})
 }
+
+// TestAGiveUpBesideAStoredReceiptIsNoAlert: over KV another isolate may
+// call the gateway for the key at the same time as the settler's last
+// call, and store the receipt; the settler's own call failing then leaves
+// the key's receipt winning every read, and no unresolved alert is raised.
+func TestAGiveUpBesideAStoredReceiptIsNoAlert(t *testing.T) {
+	ctx := context.Background()
+	const maxAge = time.Hour
+	forEachStore(t, intake.Options{SettleMaxAge: maxAge}, func(t *testing.T, e *settleEnv) {
+		s, ok := e.store.(*kv.Store)
+		if !ok {
+			t.Skip("only KV lets two isolates call the gateway for one key at once")
+		}
+		u := leaveUnknown(t, e)
+		e.clock.Advance(maxAge)
+		e.g.answer(errLost)
+		e.g.during = func(int) {
+			// Another isolate's call, meanwhile, stored the receipt.
+			s.Commit(ctx, deskKey, intake.Claim{}, intake.Result{Body: []byte(`{"orderId":"` + u.OrderID + `","status":"accepted"}`), TTL: time.Hour})
+		}
+		defer func() { e.g.during = nil }()
+		if _, err := e.service().Settle(ctx, deskKey); err != nil {
+			t.Fatalf("Settle = %v", err)
+		}
+		if calls := e.unresolvedCalls(); len(calls) != 0 {
+			t.Errorf("OnUnresolved calls %+v, want none: the receipt is stored", calls)
+		}
+	})
+}

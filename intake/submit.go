@@ -325,7 +325,7 @@ func (s *Service) leaveOpen(ctx context.Context, key Key, claim Claim, cause err
 	}
 	s.release(ctx, key, claim)
 	s.opened.put(key.String(), claim, now)
-	if by == bySettlerLastTime && s.opts.OnUnresolved != nil {
+	if by == bySettlerLastTime && s.opts.OnUnresolved != nil && !s.storedMeanwhile(ctx, key) {
 		s.opts.OnUnresolved(ctx, key, Placement{OrderID: claim.OrderID, Client: key.Client, Order: claim.Order, AcceptedAt: claim.AcceptedAt}, claim.Attempts)
 	}
 	// Only the first unknown outcome starts the settler's chain: from then
@@ -341,6 +341,15 @@ func (s *Service) leaveOpen(ctx context.Context, key Key, claim Claim, cause err
 	}
 	return &Unsettled{OrderID: claim.OrderID, Attempts: claim.Attempts, NextAttempt: claim.NextAttempt,
 		Unresolved: claim.Unresolved, Cause: cause.Error()}
+}
+
+// storedMeanwhile reports whether key's outcome is stored now: over KV,
+// another isolate may have called the gateway at the same time and stored
+// the receipt, which wins every read, so the settler's give-up is no
+// alert.
+func (s *Service) storedMeanwhile(ctx context.Context, key Key) bool {
+	rec, err := s.store.Lookup(context.WithoutCancel(ctx), key)
+	return err == nil && rec.State == Stored
 }
 
 // commit stores result under claim and caches it as stored no later than

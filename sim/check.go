@@ -28,6 +28,27 @@ func (w *world) checkOneCallAtOnce(call *gatewayCall) {
 			return
 		}
 		w.count("gateway calls at once across isolates (KV allows)")
+		w.raced[call.key] = true
+	}
+	w.checkHeld(call)
+}
+
+// checkHeld: while a request calls the gateway, its claim holds the key:
+// a lookup says in progress, and no other request may take the key over.
+// Over KV only while the claim's write is the key's latest: another
+// isolate may have written since (no compare-and-swap).
+func (w *world) checkHeld(call *gatewayCall) {
+	if w.mode == KVMode && w.lastWriter["pending:"+call.key] != call.by {
+		return
+	}
+	rec := w.peek(call.key)
+	if w.mode == KVMode {
+		// The claim itself: a receipt beside it (a stale read missed it)
+		// wins for readers, and is another invariant's concern.
+		rec = w.peekClaim(call.key)
+	}
+	if rec.State != intake.Held {
+		w.violate("%s calls the gateway for %s, but its claim does not hold the key (state %d, unresolved %v)", call.by.name, call.key, rec.State, rec.Unresolved)
 	}
 }
 
@@ -47,15 +68,14 @@ func (w *world) checkAnswer(ans *answer) {
 			w.violate("a client of %s was told %s was rejected, which the OMS did not reject", ans.key, ans.orderID)
 		}
 	case unresolved:
-		if w.receipts[ans.key] {
-			w.violate("a client of %s was told its outcome is unresolved, but its accepted receipt was stored", ans.key)
-		}
+		w.checkNotReceipted(ans.key, ans.orderID, "was told unresolved to its client")
 	}
 }
 
 // observeKVWrite: no receipt is stored for an order the OMS did not
 // accept (or, for a rejection, reject).
 func (w *world) observeKVWrite(key string, e *kv.Entry, expires time.Time) {
+	w.lastWriter[key] = w.sched.running
 	if strings.HasPrefix(key, "pending:") && os.Getenv("SIM_DEBUG") != "" {
 		if e != nil {
 			w.logf("  kv put %s %s %s", key, e.Value, e.Metadata)
@@ -67,7 +87,7 @@ func (w *world) observeKVWrite(key string, e *kv.Entry, expires time.Time) {
 	if !ok || e == nil {
 		return
 	}
-	w.stored(name, []byte(e.Value))
+	w.stored(name, []byte(e.Value), expires)
 }
 
 // observeLedgerCall watches the ledger's commits as observeKVWrite
@@ -79,11 +99,11 @@ func (w *world) observeLedgerCall(method string) {
 	}
 	rec := w.peek(a.key)
 	if rec.State == intake.Stored {
-		w.stored(a.key, rec.Body)
+		w.stored(a.key, rec.Body, rec.Expires)
 	}
 }
 
-func (w *world) stored(key keyName, receipt []byte) {
+func (w *world) stored(key keyName, receipt []byte, until time.Time) {
 	if os.Getenv("SIM_DEBUG") != "" {
 		w.logf("  stored %s %s", key, receipt)
 	}
@@ -96,7 +116,28 @@ func (w *world) stored(key keyName, receipt []byte) {
 	case got.accepted != (status == order.StatusAccepted):
 		w.violate("a receipt for %s was stored saying %s is %s, which the OMS did not answer", key, id, status)
 	case got.accepted:
-		w.receipts[key] = true
+		if w.receipts[key] == nil {
+			w.receipts[key] = make(map[string]time.Time)
+		}
+		if until.IsZero() {
+			until = w.now().Add(100 * 365 * 24 * time.Hour)
+		}
+		w.receipts[key][id] = until
+	}
+}
+
+// checkNotReceipted: an accepted order is never reported unresolved while
+// its receipt is stored. Over KV, two isolates that called the gateway for
+// the key at once may: one stores the receipt, the other reports its own
+// failed call (counted).
+func (w *world) checkNotReceipted(key keyName, orderID, what string) {
+	until, ok := w.receipts[key][orderID]
+	switch {
+	case !ok || !w.now().Before(until):
+	case w.mode == KVMode && w.raced[key]:
+		w.count("unresolved beside a racing isolate's receipt (KV allows)")
+	default:
+		w.violate("%s %s, but its accepted receipt for %s is stored", key, what, orderID)
 	}
 }
 
@@ -117,6 +158,28 @@ func (w *world) peek(key keyName) intake.Record {
 		}
 	}
 	return rec
+}
+
+// peekClaim reads KV's claim for key alone, as if no receipt were stored.
+func (w *world) peekClaim(key keyName) intake.Record {
+	was := w.direct
+	w.direct = true
+	defer func() { w.direct = was }()
+	rec, _ := kv.NewStore(claimsOnly{w.ns}, w.now).Lookup(context.Background(), w.keyOf(key))
+	return rec
+}
+
+// claimsOnly is a namespace's claims, with its outcomes hidden.
+type claimsOnly struct{ *namespace }
+
+func (c claimsOnly) GetMany(ctx context.Context, keys ...string) ([]*kv.Entry, error) {
+	got, err := c.namespace.GetMany(ctx, keys...)
+	for i, k := range keys {
+		if strings.HasPrefix(k, "result:") && err == nil {
+			got[i] = nil
+		}
+	}
+	return got, err
 }
 
 func (w *world) keyOf(name keyName) intake.Key {
