@@ -325,3 +325,52 @@ func TestStaleReadKeepsTheOrderIDWithinAnInstance(t *testing.T) {
 		t.Fatalf("receipt names %s, want the key's order id %s", out.OrderID, id)
 	}
 }
+
+// TestTwoKVInstancesRacingForAKeySendOneOrderID documents the limit of the
+// claim over KV: it is exclusive within one Service, but two instances
+// (two isolates) that both check the claim before either writes it both
+// claim the key and pass the order on, as KV has no compare-and-swap. Both
+// carry the order's one order id (intake.OrderIDFor), so the OMS, which
+// answers a repeated order id with its first outcome, places it once. If
+// this test starts failing on the first check, the claim has become
+// atomic across instances: update it and the package docs.
+func TestTwoKVInstancesRacingForAKeySendOneOrderID(t *testing.T) {
+	mem := kv.NewMemoryNamespace()
+	// Each instance holds its claim until the other has reached its claim
+	// too, that is until both have looked the key up and found it free.
+	gate := func(mine, theirs chan struct{}) kv.Namespace {
+		return &kvtest.Hooked{Namespace: mem, Before: func(op kvtest.Op, k string) error {
+			if op == kvtest.OpPut && strings.HasPrefix(k, "pending:") {
+				close(mine)
+				<-theirs
+			}
+			return nil
+		}}
+	}
+	a, b := make(chan struct{}), make(chan struct{})
+	opts := intake.Options{ResultTTL: config.DefaultResultTTL, PendingTTL: config.DefaultPendingTTL}
+	svcA := intake.New(kv.NewStore(gate(a, b), nil), opts)
+	svcB := intake.New(kv.NewStore(gate(b, a), nil), opts)
+	var outA, outB intake.Outcome
+	var errA, errB error
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() {
+		defer wg.Done()
+		outA, errA = svcA.Submit(context.Background(), key("k"), []byte(validBody), "")
+	}()
+	go func() {
+		defer wg.Done()
+		outB, errB = svcB.Submit(context.Background(), key("k"), []byte(validBody), "")
+	}()
+	wg.Wait()
+	if errA != nil || errB != nil {
+		t.Fatalf("Submit errors = %v, %v; want both to place", errA, errB)
+	}
+	if outA.Replayed || outB.Replayed {
+		t.Fatalf("receipts %s (replayed %v) and %s (replayed %v); want both placed by their own claim", outA.Receipt, outA.Replayed, outB.Receipt, outB.Replayed)
+	}
+	if outA.OrderID != outB.OrderID {
+		t.Fatalf("order ids %s and %s; want the order's one order id", outA.OrderID, outB.OrderID)
+	}
+}
