@@ -11,6 +11,8 @@ import (
 	"github.com/edge-orders/edge-orders/intake"
 	"github.com/edge-orders/edge-orders/kv"
 	"github.com/edge-orders/edge-orders/kv/kvtest"
+	"github.com/edge-orders/edge-orders/ledger"
+	"github.com/edge-orders/edge-orders/order"
 )
 
 // migration is a Service over a new Store with the old KV namespace as its
@@ -128,6 +130,98 @@ func TestFallback(t *testing.T) {
 			t.Errorf("Lookup error = %v, want ErrNotFound", err)
 		}
 	})
+}
+
+// migrating is a migration from KV to the ledger on a fake clock: the old
+// namespace keeps key "k" open with order id order-x for validBody, and the
+// ledger is empty.
+func migrating(t *testing.T) (*fakeClock, *kv.MemoryNamespace, *ledger.MemoryStore) {
+	t.Helper()
+	clock := &fakeClock{now: acceptedAt}
+	old := kv.NewMemoryNamespace()
+	old.Now = clock.Now
+	openInOldNamespace(t, old, clock.Now, key("k"), validBody, "order-x")
+	mem := ledger.NewMemoryStore()
+	mem.Now = clock.Now
+	return clock, old, mem
+}
+
+// openInOldNamespace leaves key open in a KV namespace with orderID for
+// the order in body, as KV mode does after an unknown outcome, before a
+// migration to the ledger.
+func openInOldNamespace(t *testing.T, ns kv.Namespace, now func() time.Time, k intake.Key, body, orderID string) {
+	t.Helper()
+	ctx := context.Background()
+	o, err := order.Parse([]byte(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	store := kv.NewStore(ns, now)
+	c := intake.Claim{Token: "old", Fingerprint: o.Fingerprint(), Order: o, OrderID: orderID, AcceptedAt: now(),
+		Lease: config.DefaultPendingTTL, KeepUntil: now().Add(keepWindow)}
+	if rec, err := store.Begin(ctx, k, c); err != nil || rec.State != intake.Claimed {
+		t.Fatalf("old Begin = %+v, %v; want Claimed", rec, err)
+	}
+	c.Sent = true
+	if err := store.Release(ctx, k, c); err != nil {
+		t.Fatal(err)
+	}
+	if rec, err := store.Lookup(ctx, k); err != nil || rec.State != intake.Open || rec.OrderID != orderID {
+		t.Fatalf("old Lookup = %+v, %v; want Open with %s", rec, err, orderID)
+	}
+}
+
+// TestFallbackOrderIDIsNotAdoptedByAnotherOrder: during a migration, an
+// order id the old KV namespace keeps open for one order is never taken by
+// a different order under the same key.
+func TestFallbackOrderIDIsNotAdoptedByAnotherOrder(t *testing.T) {
+	ctx := context.Background()
+	clock, old, mem := migrating(t)
+	g := &gatewayDouble{}
+	svc := intake.New(mem, intake.Options{ResultTTL: config.DefaultResultTTL, PendingTTL: config.DefaultPendingTTL,
+		Gateway: g, Now: clock.Now, Fallback: kv.NewStore(old, clock.Now), FallbackUntil: acceptedAt.Add(time.Hour)})
+	if _, err := svc.Submit(ctx, key("k"), []byte(otherBody), ""); !errors.Is(err, intake.ErrKeyReused) {
+		t.Errorf("a different order = %v, want ErrKeyReused", err)
+	}
+	if calls := g.placements(); len(calls) != 0 {
+		t.Fatalf("gateway calls %+v, want none for a different order", calls)
+	}
+	out, err := svc.Submit(ctx, key("k"), []byte(validBody), "")
+	if err != nil || out.OrderID != "order-x" {
+		t.Fatalf("the order the old namespace kept = %s, %v; want the receipt of order-x", out.OrderID, err)
+	}
+}
+
+// TestFallbackOrderIDReachesTheLedgerBeforeTheGateway: an order id adopted
+// from the old KV namespace is the ledger's before the first gateway call,
+// so a retry after the isolate died at the gateway sends it again, not the
+// ledger's own.
+func TestFallbackOrderIDReachesTheLedgerBeforeTheGateway(t *testing.T) {
+	ctx := context.Background()
+	clock, old, mem := migrating(t)
+	g := &idRecorder{answer: func(n int, _ intake.Placement) error {
+		if n == 1 {
+			panic(isolateKilled{}) // nothing after the call runs: no release
+		}
+		return nil
+	}}
+	// Each request reaches a new instance, with no memory of the last.
+	instance := func() *intake.Service {
+		return intake.New(mem, intake.Options{ResultTTL: config.DefaultResultTTL, PendingTTL: config.DefaultPendingTTL,
+			Gateway: g, Now: clock.Now, Fallback: kv.NewStore(old, clock.Now), FallbackUntil: acceptedAt.Add(time.Hour)})
+	}
+	if !dies(func() { instance().Submit(ctx, key("k"), []byte(validBody), "") }) {
+		t.Fatal("the first Submit returned; want the isolate killed at the gateway")
+	}
+	clock.Advance(config.DefaultPendingTTL + time.Second) // the dead request's lease
+	out, err := instance().Submit(ctx, key("k"), []byte(validBody), "")
+	if err != nil {
+		t.Fatalf("the retry = %v, want the receipt", err)
+	}
+	ids := g.orderIDs()
+	if id := wantOneOrderID(t, ids, 2); id != "order-x" || out.OrderID != "order-x" {
+		t.Fatalf("gateway calls carried %v and the receipt %s, want order-x, the id the old namespace kept", ids, out.OrderID)
+	}
 }
 
 // TestAnAdoptedOrderIDIsNeverLostToTheLedgersOwn: during a migration the

@@ -228,3 +228,66 @@ func (s *storeSpy) Lookup(ctx context.Context, key intake.Key) (intake.Record, e
 	s.count("Lookup")
 	return s.Store.Lookup(ctx, key)
 }
+
+// otherBody is an order that validBody's key must never be used for.
+const otherBody = `{"symbol":"AAPL","side":"sell","quantity":10}`
+
+// keepWindow is how long from its acceptance a key keeps its order id at
+// least: the settler's attempts, then a receipt's TTL.
+const keepWindow = intake.DefaultSettleMaxAge + config.DefaultResultTTL
+
+// idRecorder is a gateway that records the order id of every call and
+// answers each with answer(n), n counting calls from 1. answer runs
+// outside the lock, so it may block.
+type idRecorder struct {
+	answer func(n int, p intake.Placement) error
+
+	mu  sync.Mutex
+	ids []string
+}
+
+func (g *idRecorder) Place(_ context.Context, p intake.Placement) error {
+	g.mu.Lock()
+	g.ids = append(g.ids, p.OrderID)
+	n := len(g.ids)
+	g.mu.Unlock()
+	return g.answer(n, p)
+}
+
+// orderIDs returns the order ids the gateway saw, in order.
+func (g *idRecorder) orderIDs() []string {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return append([]string(nil), g.ids...)
+}
+
+// wantOneOrderID fails unless the gateway saw want calls, all carrying one
+// order id, and returns it.
+func wantOneOrderID(t *testing.T, ids []string, want int) string {
+	t.Helper()
+	if len(ids) != want {
+		t.Fatalf("gateway calls carried %v, want %d calls", ids, want)
+	}
+	for _, id := range ids {
+		if id != ids[0] {
+			t.Fatalf("gateway calls carried order ids %v, want one order id for the key", ids)
+		}
+	}
+	return ids[0]
+}
+
+// dies runs f as an isolate that is killed inside it: a panic ends it with
+// nothing after, not even deferred releases of the Service's own. It
+// reports whether f died.
+func dies(f func()) (died bool) {
+	defer func() {
+		if recover() != nil {
+			died = true
+		}
+	}()
+	f()
+	return false
+}
+
+// isolateKilled is what a gateway double panics with to end its caller.
+type isolateKilled struct{}

@@ -5,9 +5,11 @@ import (
 	"errors"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/edge-orders/edge-orders/config"
 	"github.com/edge-orders/edge-orders/intake"
+	"github.com/edge-orders/edge-orders/kv"
 	"github.com/edge-orders/edge-orders/ledger"
 )
 
@@ -139,5 +141,56 @@ func TestARefusalIsAnsweredOnlyOnceItsClaimIsGone(t *testing.T) {
 				t.Errorf("rows = %d, want %d", n, tc.wantRows)
 			}
 		})
+	}
+}
+
+// TestRetryAfterAnUnknownOutcomeIsNotRateLimited: a retry after an unknown
+// outcome is the same order again, so it never asks Options.Limit, in
+// either storage mode, from this instance or another.
+func TestRetryAfterAnUnknownOutcomeIsNotRateLimited(t *testing.T) {
+	ctx := context.Background()
+	desk := intake.Key{Client: "desk-a", ID: "k"}
+	stores := []struct {
+		name string
+		new  func(now func() time.Time) intake.Store
+	}{
+		{"kv", func(now func() time.Time) intake.Store {
+			mem := kv.NewMemoryNamespace()
+			mem.Now = now
+			store := kv.NewStore(mem, now)
+			store.ReleaseClaims = true
+			return store
+		}},
+		{"ledger", func(now func() time.Time) intake.Store {
+			mem := ledger.NewMemoryStore()
+			mem.Now = now
+			return mem
+		}},
+	}
+	for _, st := range stores {
+		for _, retryOn := range []string{"this instance", "another instance"} {
+			t.Run(st.name+", retried on "+retryOn, func(t *testing.T) {
+				clock := &fakeClock{now: acceptedAt}
+				store := st.new(clock.Now)
+				b := newBudget(1) // the order itself takes the budget
+				opts := intake.Options{ResultTTL: config.DefaultResultTTL, PendingTTL: config.DefaultPendingTTL, Now: clock.Now,
+					Limit: b.limit, Gateway: &gatewayDouble{answers: []error{errLost}}}
+				first := intake.New(store, opts)
+				if _, err := first.Submit(ctx, desk, []byte(validBody), ""); !errors.Is(err, intake.ErrOutcomeUnknown) {
+					t.Fatalf("Submit = %v, want ErrOutcomeUnknown", err)
+				}
+				retry := first
+				if retryOn == "another instance" {
+					retry = intake.New(store, opts)
+				}
+				clock.Advance(time.Second)
+				if _, err := retry.Submit(ctx, desk, []byte(validBody), ""); err != nil {
+					t.Errorf("the retry = %v, want the receipt", err)
+				}
+				if got, want := len(b.asks), 1; got != want {
+					t.Errorf("the limit was asked %d times (%v), want %d: only the new order counts", got, b.asks, want)
+				}
+			})
+		}
 	}
 }

@@ -1,17 +1,25 @@
 package intake_test
 
+// A key keeps one order id: every gateway call for it carries the same
+// one, whichever instance, Store or takeover makes the call, and no other
+// order ever takes it.
+
 import (
 	"context"
 	"errors"
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/edge-orders/edge-orders/config"
 	"github.com/edge-orders/edge-orders/intake"
 	"github.com/edge-orders/edge-orders/kv"
 	"github.com/edge-orders/edge-orders/kv/kvtest"
+	"github.com/edge-orders/edge-orders/ledger"
+	"github.com/edge-orders/edge-orders/order"
 )
 
 // TestARetryKeepsItsOrderIDWhateverTheStoreForgot: a retry whose read of
@@ -91,5 +99,278 @@ func TestOrderIDForIsOnePerKeyAndOrder(t *testing.T) {
 	const v4 = `^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$`
 	if !regexp.MustCompile(v4).MatchString(a) {
 		t.Errorf("OrderIDFor = %s, want the form %s", a, v4)
+	}
+}
+
+// TestTakeoverNearTheEndOfTheKeepWindowOutlivesTheRow: a takeover of an
+// open ledger key late in its keep window holds the key for its whole
+// lease, past the first claim's keep window, so a request arriving then is
+// in progress, never a new order id.
+func TestTakeoverNearTheEndOfTheKeepWindowOutlivesTheRow(t *testing.T) {
+	ctx := context.Background()
+
+	t.Run("through the Service, the gateway sees one order id", func(t *testing.T) {
+		clock := &fakeClock{now: acceptedAt}
+		mem := ledger.NewMemoryStore()
+		mem.Now = clock.Now
+		entered, release := make(chan struct{}), make(chan struct{})
+		g := &idRecorder{answer: func(n int, _ intake.Placement) error {
+			switch n {
+			case 1:
+				return errLost
+			case 2: // the takeover near the end of the keep window
+				close(entered)
+				<-release
+				return errLost
+			}
+			return nil
+		}}
+		// Each request reaches another instance: no memory helps.
+		instance := func() *intake.Service {
+			return intake.New(mem, intake.Options{ResultTTL: config.DefaultResultTTL, PendingTTL: config.DefaultPendingTTL,
+				Gateway: g, Now: clock.Now})
+		}
+		if _, err := instance().Submit(ctx, key("k"), []byte(validBody), ""); !errors.Is(err, intake.ErrOutcomeUnknown) {
+			t.Fatalf("first Submit = %v, want ErrOutcomeUnknown", err)
+		}
+
+		clock.Advance(keepWindow - 30*time.Second)
+		retried := make(chan error, 1)
+		go func() {
+			_, err := instance().Submit(ctx, key("k"), []byte(validBody), "")
+			retried <- err
+		}()
+		<-entered
+		// Past the first claim's keep window, within the takeover's lease.
+		clock.Advance(40 * time.Second)
+		_, lookupErr := instance().Lookup(ctx, key("k"))
+		_, dupErr := instance().Submit(ctx, key("k"), []byte(validBody), "")
+		close(release)
+		if err := <-retried; !errors.Is(err, intake.ErrOutcomeUnknown) {
+			t.Errorf("the takeover = %v, want ErrOutcomeUnknown", err)
+		}
+		if !errors.Is(lookupErr, intake.ErrInProgress) {
+			t.Errorf("Lookup during the takeover's lease = %v, want ErrInProgress", lookupErr)
+		}
+		if !errors.Is(dupErr, intake.ErrInProgress) {
+			t.Errorf("a duplicate during the takeover's lease = %v, want ErrInProgress", dupErr)
+		}
+
+		clock.Advance(10 * time.Second)
+		out, err := instance().Submit(ctx, key("k"), []byte(validBody), "")
+		if err != nil {
+			t.Fatalf("the last retry = %v, want the receipt", err)
+		}
+		id := wantOneOrderID(t, g.orderIDs(), 3)
+		if out.OrderID != id {
+			t.Fatalf("receipt names %s, want the key's order id %s", out.OrderID, id)
+		}
+	})
+
+	t.Run("in the ledger, a takeover that keeps nothing more holds for its lease", func(t *testing.T) {
+		clock := &fakeClock{now: acceptedAt}
+		mem := ledger.NewMemoryStore()
+		mem.Now = clock.Now
+		o, err := order.Parse([]byte(validBody))
+		if err != nil {
+			t.Fatal(err)
+		}
+		first := intake.Claim{Token: "first", Fingerprint: o.Fingerprint(), Order: o, OrderID: "order-x", AcceptedAt: acceptedAt,
+			Lease: config.DefaultPendingTTL, KeepUntil: acceptedAt.Add(keepWindow)}
+		if rec, err := mem.Begin(ctx, key("k"), first); err != nil || rec.State != intake.Claimed {
+			t.Fatalf("first Begin = %+v, %v; want Claimed", rec, err)
+		}
+		first.Sent = true
+		if err := mem.Release(ctx, key("k"), first); err != nil {
+			t.Fatal(err)
+		}
+		clock.Advance(keepWindow - 30*time.Second)
+		// The settler's claim: no KeepUntil of its own.
+		takeover := intake.Claim{Token: "takeover", Lease: config.DefaultPendingTTL, Settling: true}
+		if rec, err := mem.Begin(ctx, key("k"), takeover); err != nil || rec.State != intake.Claimed || rec.OrderID != "order-x" {
+			t.Fatalf("takeover = %+v, %v; want Claimed with order-x", rec, err)
+		}
+		clock.Advance(40 * time.Second)
+		if rec, err := mem.Lookup(ctx, key("k")); err != nil || rec.State != intake.Held || rec.OrderID != "order-x" {
+			t.Errorf("Lookup within the takeover's lease = state %v order %q, %v; want Held with order-x", rec.State, rec.OrderID, err)
+		}
+		late := intake.Claim{Token: "late", Fingerprint: o.Fingerprint(), Order: o, OrderID: "order-y", AcceptedAt: clock.Now(),
+			Lease: config.DefaultPendingTTL, KeepUntil: clock.Now().Add(keepWindow)}
+		if rec, err := mem.Begin(ctx, key("k"), late); err != nil || rec.State != intake.Held {
+			t.Errorf("a new claim within the takeover's lease = state %v order %q, %v; want Held", rec.State, rec.OrderID, err)
+		}
+	})
+}
+
+// TestKVClaimCarriesItsOrderWhenTheOpenReleaseFails: in KV mode the
+// claim's one write names its order, so when the release that leaves the
+// key open fails after an unknown outcome, a retry carrying a different
+// order is refused, never sent under the key's order id.
+func TestKVClaimCarriesItsOrderWhenTheOpenReleaseFails(t *testing.T) {
+	ctx := context.Background()
+	g := &gatewayDouble{answers: []error{errLost}}
+	h := newHarness(t, intake.Options{Gateway: g})
+	// The claim write lands; both tries of the open release fail.
+	h.faulty.Set(kvtest.Fault{Op: kvtest.OpPut, Prefix: "pending:", Nth: 2}, kvtest.Fault{Op: kvtest.OpPut, Prefix: "pending:", Nth: 3})
+	if _, err := h.submit("k", validBody); !errors.Is(err, intake.ErrOutcomeUnknown) {
+		t.Fatalf("Submit = %v, want ErrOutcomeUnknown", err)
+	}
+	if got := len(h.releaseErrors()); got != 1 {
+		t.Fatalf("OnReleaseError calls = %d, want 1: the open release must have failed for this test", got)
+	}
+	h.faulty.Set()
+
+	// The lease passes; the retry reaches another instance.
+	h.now = h.now.Add(config.DefaultPendingTTL + time.Second)
+	later := acceptedAt.Add(config.DefaultPendingTTL + time.Second)
+	other := intake.New(h.store, intake.Options{ResultTTL: config.DefaultResultTTL, PendingTTL: config.DefaultPendingTTL,
+		Gateway: g, Now: func() time.Time { return later }})
+	if _, err := other.Submit(ctx, key("k"), []byte(otherBody), ""); !errors.Is(err, intake.ErrKeyReused) {
+		t.Errorf("a different order after the lease = %v, want ErrKeyReused", err)
+	}
+	for _, p := range g.placements() {
+		if p.Order.Side == order.Sell {
+			t.Errorf("the gateway was sent the different order %+v", p)
+		}
+	}
+	out, err := other.Submit(ctx, key("k"), []byte(validBody), "")
+	if err != nil {
+		t.Fatalf("the same order after the lease = %v, want its receipt", err)
+	}
+	ids := make([]string, 0, 2)
+	for _, p := range g.placements() {
+		ids = append(ids, p.OrderID)
+	}
+	if id := wantOneOrderID(t, ids, 2); out.OrderID != id {
+		t.Fatalf("receipt names %s, want the key's order id %s", out.OrderID, id)
+	}
+}
+
+// staleNamespace is a kv.Namespace whose Gets of a pending: key miss for
+// staleFor after each Put of it, as a KV read may miss a write even in
+// the location that made it.
+type staleNamespace struct {
+	kv.Namespace
+	now      func() time.Time
+	staleFor time.Duration
+
+	mu      sync.Mutex
+	written map[string]time.Time
+	misses  int
+}
+
+func (s *staleNamespace) Get(ctx context.Context, k string) (kv.Entry, error) {
+	s.mu.Lock()
+	at, ok := s.written[k]
+	stale := ok && strings.HasPrefix(k, "pending:") && s.now().Sub(at) < s.staleFor
+	if stale {
+		s.misses++
+	}
+	s.mu.Unlock()
+	if stale {
+		return kv.Entry{}, kv.ErrNotFound
+	}
+	return s.Namespace.Get(ctx, k)
+}
+
+func (s *staleNamespace) Put(ctx context.Context, k string, e kv.Entry, opts kv.PutOptions) error {
+	s.mu.Lock()
+	if s.written == nil {
+		s.written = make(map[string]time.Time)
+	}
+	s.written[k] = s.now()
+	s.mu.Unlock()
+	return s.Namespace.Put(ctx, k, e, opts)
+}
+
+func (s *staleNamespace) staleReads() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.misses
+}
+
+// TestStaleReadKeepsTheOrderIDWithinAnInstance: a retry on the instance
+// that left a key open keeps the key's order id, and refuses another
+// order, even when its read of KV misses the claim that instance wrote.
+func TestStaleReadKeepsTheOrderIDWithinAnInstance(t *testing.T) {
+	ctx := context.Background()
+	clock := &fakeClock{now: acceptedAt}
+	mem := kv.NewMemoryNamespace()
+	mem.Now = clock.Now
+	ns := &staleNamespace{Namespace: mem, now: clock.Now, staleFor: 30 * time.Second}
+	g := &gatewayDouble{answers: []error{errLost}}
+	store := kv.NewStore(ns, clock.Now)
+	store.ReleaseClaims = true
+	svc := intake.New(store, intake.Options{ResultTTL: config.DefaultResultTTL, PendingTTL: config.DefaultPendingTTL,
+		Gateway: g, Now: clock.Now})
+	if _, err := svc.Submit(ctx, key("k"), []byte(validBody), ""); !errors.Is(err, intake.ErrOutcomeUnknown) {
+		t.Fatalf("Submit = %v, want ErrOutcomeUnknown", err)
+	}
+	clock.Advance(time.Second)
+	if _, err := svc.Submit(ctx, key("k"), []byte(otherBody), ""); !errors.Is(err, intake.ErrKeyReused) {
+		t.Errorf("a different order during the stale read = %v, want ErrKeyReused", err)
+	}
+	out, err := svc.Submit(ctx, key("k"), []byte(validBody), "")
+	if err != nil {
+		t.Fatalf("the retry = %v, want the receipt", err)
+	}
+	if ns.staleReads() == 0 {
+		t.Fatal("no read of pending:k missed: the test stages no stale read")
+	}
+	ids := make([]string, 0, 2)
+	for _, p := range g.placements() {
+		ids = append(ids, p.OrderID)
+	}
+	if id := wantOneOrderID(t, ids, 2); out.OrderID != id {
+		t.Fatalf("receipt names %s, want the key's order id %s", out.OrderID, id)
+	}
+}
+
+// TestTwoKVInstancesRacingForAKeySendOneOrderID documents the limit of the
+// claim over KV: it is exclusive within one Service, but two instances
+// (two isolates) that both check the claim before either writes it both
+// claim the key and pass the order on, as KV has no compare-and-swap. Both
+// carry the order's one order id (intake.OrderIDFor), so the OMS, which
+// answers a repeated order id with its first outcome, places it once. If
+// this test starts failing on the first check, the claim has become
+// atomic across instances: update it and the package docs.
+func TestTwoKVInstancesRacingForAKeySendOneOrderID(t *testing.T) {
+	mem := kv.NewMemoryNamespace()
+	// Each instance holds its claim until the other has reached its claim
+	// too, that is until both have looked the key up and found it free.
+	gate := func(mine, theirs chan struct{}) kv.Namespace {
+		return &kvtest.Hooked{Namespace: mem, Before: func(op kvtest.Op, k string) error {
+			if op == kvtest.OpPut && strings.HasPrefix(k, "pending:") {
+				close(mine)
+				<-theirs
+			}
+			return nil
+		}}
+	}
+	a, b := make(chan struct{}), make(chan struct{})
+	opts := intake.Options{ResultTTL: config.DefaultResultTTL, PendingTTL: config.DefaultPendingTTL}
+	svcA := intake.New(kv.NewStore(gate(a, b), nil), opts)
+	svcB := intake.New(kv.NewStore(gate(b, a), nil), opts)
+	var outA, outB intake.Outcome
+	var errA, errB error
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() {
+		defer wg.Done()
+		outA, errA = svcA.Submit(context.Background(), key("k"), []byte(validBody), "")
+	}()
+	go func() {
+		defer wg.Done()
+		outB, errB = svcB.Submit(context.Background(), key("k"), []byte(validBody), "")
+	}()
+	wg.Wait()
+	if errA != nil || errB != nil {
+		t.Fatalf("Submit errors = %v, %v; want both to place", errA, errB)
+	}
+	if outA.Replayed || outB.Replayed {
+		t.Fatalf("receipts %s (replayed %v) and %s (replayed %v); want both placed by their own claim", outA.Receipt, outA.Replayed, outB.Receipt, outB.Replayed)
+	}
+	if outA.OrderID != outB.OrderID {
+		t.Fatalf("order ids %s and %s; want the order's one order id", outA.OrderID, outB.OrderID)
 	}
 }

@@ -1,11 +1,18 @@
 package kv_test
 
 import (
+	"context"
+	"errors"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/edge-orders/edge-orders/config"
+	"github.com/edge-orders/edge-orders/intake"
 	"github.com/edge-orders/edge-orders/intake/storetest"
 	"github.com/edge-orders/edge-orders/kv"
+	"github.com/edge-orders/edge-orders/kv/kvtest"
+	"github.com/edge-orders/edge-orders/order"
 )
 
 // TestStoreConformance runs the checks every intake.Store passes against
@@ -22,4 +29,165 @@ func TestStoreConformance(t *testing.T) {
 		Now:     clock,
 		Advance: func(d time.Duration) { now = now.Add(d) },
 	})
+}
+
+// validBody is an order the Service accepts.
+const validBody = `{"symbol":"AAPL","side":"buy","quantity":10}`
+
+// openKey is the open Worker's key id, as the reference stores it.
+func openKey(id string) intake.Key { return intake.Key{ID: id} }
+
+// fingerprint is the fingerprint of the order in body.
+func fingerprint(t *testing.T, body string) string {
+	t.Helper()
+	o, err := order.Parse([]byte(body))
+	if err != nil {
+		t.Fatalf("order.Parse(%s): %v", body, err)
+	}
+	return o.Fingerprint()
+}
+
+// recordedStore is a kv.Store over hooks → recording → MemoryNamespace, on
+// a fixed clock: a test sees every call that reaches KV, and what KV holds.
+type recordedStore struct {
+	mem   *kv.MemoryNamespace
+	rec   *kvtest.Recording
+	hooks *kvtest.Hooked // set its hooks before the first call
+	store *kv.Store
+}
+
+func newRecordedStore() *recordedStore {
+	s := &recordedStore{mem: kv.NewMemoryNamespace()}
+	now := time.Date(2026, 3, 14, 15, 0, 0, 0, time.UTC)
+	s.mem.Now = func() time.Time { return now }
+	s.rec = &kvtest.Recording{Namespace: s.mem}
+	s.hooks = &kvtest.Hooked{Namespace: s.rec}
+	s.store = kv.NewStore(s.hooks, s.mem.Now)
+	return s
+}
+
+// service is a Service over the Store with the Worker's default TTLs, as
+// the Worker runs it in KV mode.
+func (s *recordedStore) service() *intake.Service {
+	acceptedAt := time.Date(2026, 3, 14, 15, 9, 26, 535_000_000, time.UTC)
+	return intake.New(s.store, intake.Options{ResultTTL: config.DefaultResultTTL, PendingTTL: config.DefaultPendingTTL,
+		Now: func() time.Time { return acceptedAt }})
+}
+
+// stored returns the entry under kvKey in the MemoryNamespace, bypassing
+// the wrappers.
+func (s *recordedStore) stored(t *testing.T, kvKey string) (kv.Entry, bool) {
+	t.Helper()
+	e, err := s.mem.Get(context.Background(), kvKey)
+	switch {
+	case errors.Is(err, kv.ErrNotFound):
+		return kv.Entry{}, false
+	case err != nil:
+		t.Fatalf("MemoryNamespace.Get(%q): %v", kvKey, err)
+	}
+	return e, true
+}
+
+// put stores e under kvKey in the MemoryNamespace, as another Worker would.
+func (s *recordedStore) put(t *testing.T, kvKey string, e kv.Entry, ttl time.Duration) {
+	t.Helper()
+	if err := s.mem.Put(context.Background(), kvKey, e, kv.PutOptions{TTL: ttl}); err != nil {
+		t.Fatalf("MemoryNamespace.Put(%q): %v", kvKey, err)
+	}
+}
+
+// putClaim stores a claim on pending:<kvKey>, as a request in progress on
+// another instance (or the reference Worker) does.
+func (s *recordedStore) putClaim(t *testing.T, kvKey string) {
+	t.Helper()
+	s.put(t, "pending:"+kvKey, kv.Entry{Value: "1"}, kv.MinTTL)
+}
+
+// wantNoWrites fails if a Put or Delete reached the MemoryNamespace after
+// the first before writes.
+func (s *recordedStore) wantNoWrites(t *testing.T, what string, before int) {
+	t.Helper()
+	if got := s.rec.Writes()[before:]; len(got) != 0 {
+		t.Errorf("%s wrote %v, want no writes", what, got)
+	}
+}
+
+// TestLookupAndBeginInEachState checks what Begin and Lookup find in each
+// state, and that Begin alone writes, and only when it claims.
+func TestLookupAndBeginInEachState(t *testing.T) {
+	ctx := context.Background()
+	claim := intake.Claim{Token: "t1", Lease: 90 * time.Second}
+	tests := []struct {
+		name      string
+		setup     func(t *testing.T, s *recordedStore)
+		wantBegin intake.State
+		wantFound intake.State // what Lookup finds, before Begin
+	}{
+		{"nothing stored is claimed", func(*testing.T, *recordedStore) {}, intake.Claimed, intake.Absent},
+		{"a claim holds the key", func(t *testing.T, s *recordedStore) { s.putClaim(t, "k") }, intake.Held, intake.Held},
+		{"a receipt is stored", func(t *testing.T, s *recordedStore) {
+			s.put(t, "result:k", kv.Entry{Value: "r", Metadata: []byte(`{"fingerprint":"f"}`)}, time.Hour)
+		}, intake.Stored, intake.Stored},
+		{"a receipt wins over a claim", func(t *testing.T, s *recordedStore) {
+			s.putClaim(t, "k")
+			s.put(t, "result:k", kv.Entry{Value: "r", Metadata: []byte(`{"fingerprint":"f"}`)}, time.Hour)
+		}, intake.Stored, intake.Stored},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			s := newRecordedStore()
+			tc.setup(t, s)
+			found, err := s.store.Lookup(ctx, openKey("k"))
+			if err != nil || found.State != tc.wantFound {
+				t.Fatalf("Lookup = %+v, %v; want state %v", found, err, tc.wantFound)
+			}
+			s.wantNoWrites(t, "Lookup", 0)
+			rec, err := s.store.Begin(ctx, openKey("k"), claim)
+			if err != nil || rec.State != tc.wantBegin {
+				t.Fatalf("Begin = %+v, %v; want state %v", rec, err, tc.wantBegin)
+			}
+			if tc.wantBegin == intake.Stored && (string(rec.Body) != "r" || rec.Fingerprint != "f") {
+				t.Errorf("Begin = %+v, want the stored receipt r with fingerprint f", rec)
+			}
+			puts := s.rec.Filter(kvtest.OpPut, "")
+			if tc.wantBegin != intake.Claimed {
+				if len(s.rec.Writes()) != 0 {
+					t.Errorf("Begin wrote %v, want nothing when it does not claim", s.rec.Writes())
+				}
+				return
+			}
+			if len(puts) != 1 || puts[0].Key != "pending:k" || puts[0].Options.TTL != claim.Lease {
+				t.Fatalf("Begin wrote %+v, want one claim on pending:k with the lease %v as TTL", puts, claim.Lease)
+			}
+			if err := s.store.Release(ctx, openKey("k"), claim); err != nil {
+				t.Fatalf("Release: %v", err)
+			}
+			if _, ok := s.stored(t, "pending:k"); ok {
+				t.Errorf("pending:k still stored after Release")
+			}
+			if err := s.store.Release(ctx, openKey("k"), claim); err != nil {
+				t.Errorf("second Release: %v, want releasing a free key to succeed", err)
+			}
+		})
+	}
+}
+
+// TestLookupPanicReachesTheCaller checks that a panic in the claim lookup,
+// which runs on its own goroutine, reaches the caller's goroutine, where
+// the HTTP layer recovers it, instead of killing the instance.
+func TestLookupPanicReachesTheCaller(t *testing.T) {
+	s := newRecordedStore()
+	s.hooks.Before = func(op kvtest.Op, k string) error {
+		if strings.HasPrefix(k, "pending:") {
+			panic("kv: binding exploded")
+		}
+		return nil
+	}
+	defer func() {
+		if got := recover(); got != "kv: binding exploded" {
+			t.Errorf("recovered %v, want the binding's panic", got)
+		}
+	}()
+	s.store.Lookup(context.Background(), openKey("k"))
+	t.Errorf("Lookup returned, want it to panic")
 }

@@ -1,0 +1,57 @@
+package storetest
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/edge-orders/edge-orders/intake"
+)
+
+// commits checks Commit: the receipt kept byte for byte, and, where the
+// Store fences claims, only its claim's holder committing, once.
+func (s *suite) commits(t *testing.T) {
+	ctx := context.Background()
+
+	t.Run("a committed receipt is returned byte for byte with its fingerprint", func(t *testing.T) {
+		key := s.newKey()
+		c := claim("a", "fp-a")
+		s.mustBegin(t, key, c, intake.Claimed)
+		body := `{"orderId":"1","symbol":"ü 😀 \u2028"}`
+		s.mustCommit(t, key, c, receipt(body, "fp-a"))
+		for _, rec := range []intake.Record{s.mustLookup(t, key, intake.Stored), s.mustBegin(t, key, claim("b", "fp-b"), intake.Stored)} {
+			if string(rec.Body) != body || rec.Fingerprint != "fp-a" {
+				t.Fatalf("got %q %q, want %q fp-a", rec.Body, rec.Fingerprint, body)
+			}
+		}
+	})
+
+	t.Run("a commit retried with its token changes nothing", func(t *testing.T) {
+		if !s.fenced(t) {
+			return
+		}
+		key := s.newKey()
+		c := claim("a", "fp")
+		s.mustBegin(t, key, c, intake.Claimed)
+		s.mustCommit(t, key, c, receipt("first", "fp"))
+		s.mustCommit(t, key, c, receipt("second", "fp"))
+		if rec := s.mustLookup(t, key, intake.Stored); string(rec.Body) != "first" {
+			t.Fatalf("receipt = %q, want the first commit's", rec.Body)
+		}
+	})
+
+	t.Run("a commit without the claim is refused", func(t *testing.T) {
+		if !s.fenced(t) {
+			return
+		}
+		key := s.newKey()
+		if err := s.store.Commit(ctx, key, claim("nobody", "fp"), receipt("x", "fp")); !errors.Is(err, intake.ErrLostClaim) {
+			t.Fatalf("Commit on an unclaimed key = %v, want ErrLostClaim", err)
+		}
+		s.mustBegin(t, key, claim("a", "fp"), intake.Claimed)
+		if err := s.store.Commit(ctx, key, claim("b", "fp"), receipt("x", "fp")); !errors.Is(err, intake.ErrLostClaim) {
+			t.Fatalf("Commit with another token = %v, want ErrLostClaim", err)
+		}
+		s.mustLookup(t, key, intake.Held)
+	})
+}

@@ -1,0 +1,75 @@
+package storetest
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/edge-orders/edge-orders/intake"
+)
+
+// open checks claims for orders that may reach a gateway (sent): released
+// after the order was sent, the key stays open with its order id, which
+// only the same order takes over; released unsent, it is freed, unless an
+// earlier claim left an order id the key must keep.
+func (s *suite) open(t *testing.T) {
+	ctx := context.Background()
+
+	t.Run("a released sent claim leaves the key open with its order id", func(t *testing.T) {
+		key := s.newKey()
+		c := s.sent("a", "fp", "order-1")
+		if rec := s.mustBegin(t, key, c, intake.Claimed); rec.OrderID != "" {
+			t.Fatalf("a new claim came back with order id %q, want its own (none returned)", rec.OrderID)
+		}
+		wantOrderID(t, s.mustLookup(t, key, intake.Held), "order-1")
+		c.Sent = true
+		if err := s.store.Release(ctx, key, c); err != nil {
+			t.Fatalf("Release: %v", err)
+		}
+		wantOrderID(t, s.mustLookup(t, key, intake.Open), "order-1")
+
+		t.Run("another order cannot take it", func(t *testing.T) {
+			wantOrderID(t, s.mustBegin(t, key, s.sent("b", "fp-other", "order-2"), intake.Open), "order-1")
+		})
+		t.Run("the same order takes it over with the order id", func(t *testing.T) {
+			retry := s.sent("c", "fp", "order-3")
+			wantOrderID(t, s.mustBegin(t, key, retry, intake.Claimed), "order-1")
+			s.mustLookup(t, key, intake.Held)
+			s.mustCommit(t, key, retry, intake.Result{Body: []byte("rejected"), Rejected: true, Fingerprint: "fp", TTL: time.Hour})
+			if rec := s.mustLookup(t, key, intake.Stored); !rec.Rejected || string(rec.Body) != "rejected" {
+				t.Fatalf("stored %q rejected %v, want the rejection", rec.Body, rec.Rejected)
+			}
+		})
+	})
+
+	t.Run("a released claim that was never sent frees the key", func(t *testing.T) {
+		key := s.newKey()
+		c := s.sent("a", "fp", "order-1")
+		s.mustBegin(t, key, c, intake.Claimed)
+		if err := s.store.Release(ctx, key, c); err != nil {
+			t.Fatalf("Release: %v", err)
+		}
+		s.mustLookup(t, key, intake.Absent)
+	})
+
+	t.Run("a taken-over claim released unsent keeps the earlier order id", func(t *testing.T) {
+		if !s.fenced(t) {
+			return
+		}
+		// The takeover's answer was lost, so its holder never learnt the
+		// order id it must use; its release must not forget it.
+		key := s.newKey()
+		first := s.sent("a", "fp", "order-1")
+		s.mustBegin(t, key, first, intake.Claimed)
+		first.Sent = true
+		if err := s.store.Release(ctx, key, first); err != nil {
+			t.Fatalf("Release: %v", err)
+		}
+		lost := s.sent("b", "fp", "order-2")
+		s.mustBegin(t, key, lost, intake.Claimed)
+		if err := s.store.Release(ctx, key, lost); err != nil {
+			t.Fatalf("Release: %v", err)
+		}
+		wantOrderID(t, s.mustLookup(t, key, intake.Open), "order-1")
+	})
+}
