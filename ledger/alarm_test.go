@@ -206,3 +206,32 @@ func TestAnOutcomeIsKeptAsLongAsItsClaimKeptTheKey(t *testing.T) {
 		t.Errorf("Lookup just before KeepUntil = %v, %v; want the outcome Stored", rec.State, err)
 	}
 }
+
+// TestAClaimThatDiedMidCallStaysOpenAfterATakeoverReleasedUnsent: a claim
+// whose holder died during its gateway call is open once its lease ends;
+// a takeover whose answer was lost, released as its caller sent it, must
+// leave the key open and due, not delete the order id the dead holder may
+// have sent.
+func TestAClaimThatDiedMidCallStaysOpenAfterATakeoverReleasedUnsent(t *testing.T) {
+	ctx := context.Background()
+	m, c := newMemory()
+	k := intake.Key{Client: "desk-a", ID: "k"}
+	o := order.Order{Symbol: "AAPL", Side: order.Buy, Quantity: 10}
+	dead := intake.Claim{Token: "t-dead", Fingerprint: o.Fingerprint(), Order: o, OrderID: "order-k", AcceptedAt: c.now,
+		Lease: time.Minute, KeepUntil: c.now.Add(48 * time.Hour)}
+	if rec, err := m.Begin(ctx, k, dead); err != nil || rec.State != intake.Claimed {
+		t.Fatalf("Begin = %+v, %v; want Claimed", rec, err)
+	}
+	c.Advance(time.Minute + time.Second) // the holder died at the gateway
+	retry := dead
+	retry.Token = "t-retry"
+	if rec, err := m.Begin(ctx, k, retry); err != nil || rec.State != intake.Claimed {
+		t.Fatalf("the retry's Begin = %+v, %v; want Claimed", rec, err)
+	}
+	if err := m.Release(ctx, k, retry); err != nil {
+		t.Fatal(err)
+	}
+	if rec, err := m.Lookup(ctx, k); err != nil || rec.State != intake.Open || rec.OrderID != "order-k" {
+		t.Fatalf("Lookup = %+v, %v; want the key open with order-k", rec, err)
+	}
+}

@@ -158,7 +158,12 @@ func (o *Object) Claim(key intake.Key, c intake.Claim) intake.Record {
 		return rec // open, and another order's
 	}
 	// Absent, open, or this token's own claim retried: (re)claim, keeping
-	// the order id the row has.
+	// the order id the row has. An open row's order id may have reached
+	// the gateway (its last holder may have died mid-call): the row
+	// remembers it, so that this claim's release never deletes it.
+	if rec.State == intake.Open {
+		r.sent = true
+	}
 	r.token, r.leaseUntil = c.Token, now.Add(c.Lease)
 	if r.fingerprint == "" && c.Fingerprint != "" {
 		r.fingerprint, r.order, r.hasOrder = c.Fingerprint, c.Order, true
