@@ -55,6 +55,9 @@ func TestSimulatedHistoriesKeepTheInvariants(t *testing.T) {
 			rapid.Check(t, func(rt *rapid.T) {
 				w := run(mode, chooser(rt))
 				histories++
+				if histories%10000 == 0 {
+					t.Logf("%d histories in %s; exercised so far:\n%s", histories, time.Since(start).Round(time.Second), report(counts))
+				}
 				for k, v := range w.counts {
 					counts[k] += v
 				}
