@@ -55,5 +55,8 @@ func appEnv(env workers.Env) app.Env {
 	if b, ok := env.Queue(app.DeadLetterBinding); ok {
 		e.DeadLetter = b
 	}
+	if b, ok := env.AnalyticsEngineDataset(app.MetricsBinding); ok {
+		e.Metrics = b
+	}
 	return e
 }

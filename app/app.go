@@ -14,6 +14,7 @@ import (
 	"github.com/edge-orders/edge-orders/httpapi"
 	"github.com/edge-orders/edge-orders/intake"
 	"github.com/edge-orders/edge-orders/kv"
+	"github.com/edge-orders/edge-orders/metrics"
 	"github.com/edge-orders/edge-orders/oms"
 	"github.com/edge-orders/edge-orders/settlequeue"
 	"github.com/edge-orders/edge-orders/workers"
@@ -29,6 +30,9 @@ const (
 	// DeadLetterBinding the queue unresolved orders are sent to.
 	SettleQueueBinding = "SETTLE_QUEUE"
 	DeadLetterBinding  = "SETTLE_DLQ"
+	// MetricsBinding is the Analytics Engine dataset that gets a data
+	// point per request answered and per settle attempt (docs/metrics.md).
+	MetricsBinding = "METRICS"
 )
 
 // OMSBindingURL is the URL a service-bound gateway Worker sees when
@@ -65,6 +69,7 @@ type Env struct {
 	OMS                     oms.Send                                            // the OMS service binding
 	Fetch                   oms.Send                                            // the global fetch
 	SettleQueue, DeadLetter settlequeue.Sender
+	Metrics                 metrics.Dataset // METRICS
 
 	Now   func() time.Time
 	NewID func() string
@@ -83,6 +88,8 @@ type Worker struct {
 
 	log  eventlog.Sink
 	opts intake.Options // the Service's, which the settler shares
+	// meter writes the data points; nil when METRICS is unbound.
+	meter *meter
 	// consumer settles KV mode's keys from the settle queue, and overdue
 	// lists those whose message was lost; nil in ledger mode, which
 	// settles by its own alarm.
@@ -104,25 +111,32 @@ func New(env Env) *Worker {
 		env.Now = time.Now
 	}
 	log := eventlog.To(env.Console, cfg.LogLevel)
-	w := &Worker{log: log, now: env.Now}
+	w := &Worker{log: log, now: env.Now, meter: newMeter(env, log)}
 	misconfigured := func(detail string) *Worker {
-		w.Handler = httpapi.Misconfigured(detail, httpapi.Options{Log: log})
+		w.Handler = httpapi.Misconfigured(detail, httpapi.Options{Log: log, Now: env.Now, Metrics: w.meter.requests()})
 		return w
 	}
 	if err != nil {
 		return misconfigured(err.Error())
 	}
+	if w.meter != nil {
+		w.meter.mode = cfg.Storage
+	}
+	// With METRICS bound, each request and settle attempt counts its
+	// storage round trips and gateway time.
+	env.KV = w.meter.namespace(env.KV)
 	w.sweepGrace = cfg.SweepGrace
 	w.opts = intake.Options{
-		ResultTTL:    cfg.ResultTTL,
-		PendingTTL:   cfg.PendingTTL,
-		Wait:         cfg.Wait,
-		SettleMaxAge: cfg.SettleMaxAge,
-		Now:          env.Now,
-		Sleep:        env.Sleep,
-		Defer:        env.Defer,
-		NewID:        env.NewID,
-		Gateway:      gateway(env, cfg),
+		ResultTTL:     cfg.ResultTTL,
+		PendingTTL:    cfg.PendingTTL,
+		Wait:          cfg.Wait,
+		SettleMaxAge:  cfg.SettleMaxAge,
+		Now:           env.Now,
+		Sleep:         env.Sleep,
+		Defer:         env.Defer,
+		NewID:         env.NewID,
+		Gateway:       w.meter.gateway(gateway(env, cfg)),
+		ObserveSettle: w.meter.observeSettle(),
 		OnReleaseError: func(key intake.Key, err error) {
 			log.Log(eventlog.Line{Outcome: "claim_not_released", Client: key.Client, Key: key.ID, Error: err.Error()})
 		},
@@ -150,7 +164,7 @@ func New(env Env) *Worker {
 		if env.Ledger == nil {
 			return misconfigured("the " + LedgerBinding + " Durable Object binding is missing; see wrangler.toml's [env.ledger]")
 		}
-		store = env.Ledger(cfg.LedgerShards)
+		store = w.meter.store(env.Ledger(cfg.LedgerShards))
 		if !cfg.KVFallbackUntil.IsZero() {
 			if kvStore == nil {
 				return misconfigured(config.KVFallbackUntilVar + " is set but the " + KVBinding + " KV namespace binding is missing")
@@ -175,7 +189,8 @@ func New(env Env) *Worker {
 	if w.consumer != nil {
 		w.consumer.Settler = w.Service
 	}
-	w.Handler = httpapi.New(w.Service, httpapi.Options{Clients: cfg.Clients, Log: log, AllowedOrigins: cfg.AllowedOrigins, Now: env.Now})
+	w.Handler = httpapi.New(w.Service, httpapi.Options{Clients: cfg.Clients, Log: log, AllowedOrigins: cfg.AllowedOrigins, Now: env.Now,
+		Metrics: w.meter.requests()})
 	return w
 }
 
@@ -189,7 +204,7 @@ func (w *Worker) Settler(store intake.Store) *intake.Service {
 	}
 	opts := w.opts
 	opts.CachedReceipts, opts.Fallback, opts.Limit = -1, nil, nil
-	return intake.New(store, opts)
+	return intake.New(w.meter.store(store), opts)
 }
 
 // SettleMessage settles the key a settle queue message names. An error

@@ -35,6 +35,10 @@ type world struct {
 	// lose has the OMS lose its answers: every call is an unknown outcome.
 	lose  bool
 	calls int
+	// omsTakes is how far each OMS call moves the clock.
+	omsTakes time.Duration
+	// omsReject has the OMS refuse every order.
+	omsReject bool
 }
 
 func newWorld(t *testing.T, vars map[string]string) *world {
@@ -74,6 +78,7 @@ func (w *world) oms(_ context.Context, r *workers.OutgoingRequest) (*workers.Out
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.calls++
+	w.now = w.now.Add(w.omsTakes)
 	if w.lose {
 		return nil, errors.New("connection reset")
 	}
@@ -82,6 +87,9 @@ func (w *world) oms(_ context.Context, r *workers.OutgoingRequest) (*workers.Out
 	}
 	if err := json.Unmarshal(r.Body, &sent); err != nil {
 		return &workers.OutgoingResponse{Status: 400}, nil
+	}
+	if w.omsReject {
+		return &workers.OutgoingResponse{Status: 422, Body: []byte(`{"orderId":"` + sent.OrderID + `","status":"rejected","reason":"halted"}`)}, nil
 	}
 	return &workers.OutgoingResponse{Status: 201, Body: []byte(`{"orderId":"` + sent.OrderID + `","status":"accepted"}`)}, nil
 }

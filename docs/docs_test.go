@@ -1,6 +1,7 @@
 // Package docs_test keeps the docs true: every setting the Worker reads has
-// a row in deploy.md's table, every Go name the docs quote exists, and
-// every relative link leads to a file.
+// a row in deploy.md's table, metrics.md's tables are the data points'
+// columns and outcomes, every Go name the docs quote exists, and every
+// relative link leads to a file.
 package docs_test
 
 import (
@@ -17,6 +18,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/edge-orders/edge-orders/metrics"
 )
 
 // root is the module's root, relative to this package's directory, where
@@ -57,6 +60,82 @@ func TestSettingsTableNamesEverySetting(t *testing.T) {
 			t.Errorf("%s:%d: the settings table's row %s names no setting the Worker reads", settingsDoc, rows[name], name)
 		}
 	}
+}
+
+// metricsDoc is the doc whose tables must be the data points' columns and
+// outcomes.
+const metricsDoc = "docs/metrics.md"
+
+// columnName matches a column as the SQL API names it.
+var columnName = regexp.MustCompile(`^(index|blob|double)[0-9]+$`)
+
+// schemaRow matches a row of metrics.md's schema table: the column and
+// its field, both backticked.
+var schemaRow = regexp.MustCompile("^\\| `([a-z]+[0-9]+)` \\| `([a-z_]+)` \\|")
+
+// TestMetricsTablesAreTheSchema fails unless metrics.md's schema table
+// lists metrics.Columns, in their order and with their fields, and its
+// outcome table has a row for each metrics.Outcome and none more.
+func TestMetricsTablesAreTheSchema(t *testing.T) {
+	var got []metrics.Column
+	for _, line := range lines(t, metricsDoc) {
+		if m := schemaRow.FindStringSubmatch(line); m != nil && columnName.MatchString(m[1]) {
+			got = append(got, metrics.Column{Name: m[1], Field: m[2]})
+		}
+	}
+	if want := metrics.Columns(); !slices.Equal(got, want) {
+		t.Errorf("%s's schema table lists %v, want metrics.Columns() %v", metricsDoc, got, want)
+	}
+	outcomes := typedConsts(t, "metrics/metrics.go", "Outcome")
+	if len(outcomes) == 0 {
+		t.Fatal("found no metrics.Outcome constants: they moved?")
+	}
+	rows := tableRows(t, metricsDoc)
+	for _, value := range slices.Sorted(maps.Keys(outcomes)) {
+		if _, ok := rows[value]; !ok {
+			t.Errorf("%s: outcome %s (metrics.%s) has no row in the outcome table", metricsDoc, value, outcomes[value])
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(rows)) {
+		if _, ok := outcomes[name]; !ok && !columnName.MatchString(name) {
+			t.Errorf("%s:%d: the row %s names no outcome and no column", metricsDoc, rows[name], name)
+		}
+	}
+}
+
+// typedConsts returns the values of file's string constants declared with
+// type typ, each with its constant's name.
+func typedConsts(t *testing.T, file, typ string) map[string]string {
+	t.Helper()
+	f, err := parser.ParseFile(token.NewFileSet(), filepath.Join(root, file), nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	consts := map[string]string{}
+	for _, decl := range f.Decls {
+		gen, ok := decl.(*ast.GenDecl)
+		if !ok || gen.Tok != token.CONST {
+			continue
+		}
+		for _, spec := range gen.Specs {
+			vs := spec.(*ast.ValueSpec)
+			if id, ok := vs.Type.(*ast.Ident); !ok || id.Name != typ {
+				continue
+			}
+			for i, name := range vs.Names {
+				lit, ok := vs.Values[i].(*ast.BasicLit)
+				if !ok || lit.Kind != token.STRING {
+					continue
+				}
+				value, err := strconv.Unquote(lit.Value)
+				if err != nil {
+					t.Fatal(err)
+				}
+				consts[value] = name.Name
+			}
+		}
+	}
+	return consts
 }
 
 // stringConsts returns the exported constants of file whose names end in

@@ -14,6 +14,8 @@ import (
 	"github.com/edge-orders/edge-orders/eventlog"
 	"github.com/edge-orders/edge-orders/intake"
 	"github.com/edge-orders/edge-orders/internal/errs"
+	"github.com/edge-orders/edge-orders/metrics"
+	"github.com/edge-orders/edge-orders/order"
 	"github.com/edge-orders/edge-orders/workers"
 )
 
@@ -37,9 +39,14 @@ type Options struct {
 	Clients *auth.Clients
 	// Log receives one line per request.
 	Log eventlog.Sink
-	// Now tells the time an unsettled outcome's Retry-After counts from;
-	// nil means time.Now.
+	// Now tells the time an unsettled outcome's Retry-After counts from,
+	// and a data point's times; nil means time.Now.
 	Now func() time.Time
+	// Metrics, if set, gets one data point per request answered, made
+	// where its log line is: its outcome, status, client and times, and
+	// the storage calls and gateway time counted in the metrics.Tally of
+	// the request's context. Its Mode is left for the caller to fill.
+	Metrics func(metrics.Point)
 	// AllowedOrigins are the origins whose pages a browser lets call the
 	// Worker (CORS): exact origins as browsers send them in the Origin
 	// header, such as https://desk.example.com (config.Load checks them).
@@ -68,37 +75,83 @@ func New(svc *intake.Service, opts Options) *Handler {
 // ServeWorker implements workers.Handler with the contract in api/openapi.yaml.
 func (h *Handler) ServeWorker(ctx context.Context, r *workers.Request) *workers.Response {
 	start := time.Now()
+	var m *measure
+	if h.opts.Metrics != nil {
+		m = &measure{start: h.opts.Now()}
+		ctx, m.tally = metrics.WithTally(ctx)
+	}
 	var origin string
 	if h.origins != nil {
 		origin = r.Header.Get("Origin")
 	}
 	resp, line := h.origins.preflight(r, origin)
 	if resp == nil {
-		resp, line = h.serve(ctx, r)
+		resp, line = h.serve(ctx, r, m)
 		h.origins.annotate(resp, origin)
 	}
 	line.Millis = time.Since(start).Milliseconds()
 	h.opts.Log.Log(line)
+	if m != nil {
+		h.opts.Metrics(m.point(line, r.Method, h.opts.Now()))
+	}
 	return resp
 }
 
-// serve answers r and describes what it did.
-func (h *Handler) serve(ctx context.Context, r *workers.Request) (resp *workers.Response, line eventlog.Line) {
+// measure is what a request's data point needs beyond its log line.
+type measure struct {
+	start time.Time
+	tally *metrics.Tally
+	// outcome is the metric's; "" takes the log line's problem, or the
+	// preflight's.
+	outcome  metrics.Outcome
+	attempts int
+	// acceptedAt is a replay's order's.
+	acceptedAt time.Time
+}
+
+// point is the request's data point, answered at now as line says.
+func (m *measure) point(line eventlog.Line, method string, now time.Time) metrics.Point {
+	p := metrics.Point{Client: line.Client, Outcome: m.outcome, Status: line.Status, Event: metrics.EventOf(method),
+		Took: now.Sub(m.start), Gateway: m.tally.Gateway(), StorageCalls: m.tally.StorageCalls(), Attempts: m.attempts}
+	if p.Outcome == "" {
+		// A preflight, which serve never saw.
+		p.Outcome = metrics.Preflight
+		if line.Status != statusNoContent {
+			p.Outcome = metrics.OriginNotAllowed
+		}
+	}
+	if p.Outcome == metrics.Replay && !m.acceptedAt.IsZero() {
+		p.SinceAccepted = now.Sub(m.acceptedAt)
+	}
+	return p
+}
+
+// serve answers r and describes what it did: in line, and in m if set.
+func (h *Handler) serve(ctx context.Context, r *workers.Request, m *measure) (resp *workers.Response, line eventlog.Line) {
 	defer func() {
 		// One bad request must not take down the Go instance every request of
 		// the isolate shares.
 		if p := recover(); p != nil {
 			resp, line.Outcome, line.Status = errorResponse(errInternal, "", 0)
 			line.Error = "panic: " + errs.PanicText(p)
+			if m != nil {
+				m.outcome = metrics.InternalError
+			}
 		}
 	}()
 	fail := func(err error) (*workers.Response, eventlog.Line) {
 		line.Error = err.Error()
+		if m != nil {
+			m.outcome = problemFor(err).metric
+		}
 		var rejection *intake.Rejection
 		if errors.As(err, &rejection) {
 			line.OrderID = rejection.OrderID
 			if rejection.Replayed {
 				line.Outcome = "replayed"
+				if m != nil {
+					m.outcome, m.acceptedAt = metrics.Replay, rejection.AcceptedAt
+				}
 			}
 		}
 		retryAfter := int(h.svc.RetryAfter().Seconds())
@@ -107,6 +160,9 @@ func (h *Handler) serve(ctx context.Context, r *workers.Request) (resp *workers.
 			// The cause stays in line.Error: the body never shows it.
 			line.OrderID = open.OrderID
 			retryAfter = retryAfterUntil(open.NextAttempt, h.opts.Now())
+			if m != nil {
+				m.attempts = open.Attempts
+			}
 		}
 		resp, outcome, status := errorResponse(err, "", retryAfter)
 		if line.Outcome == "" {
@@ -167,10 +223,16 @@ func (h *Handler) serve(ctx context.Context, r *workers.Request) (resp *workers.
 	line.OrderID = out.OrderID
 	resp = &workers.Response{Status: statusCreated, Header: []workers.Field{jsonContent, noStore, noSniff}, Body: out.Receipt}
 	line.Outcome = "created"
+	if m != nil {
+		m.outcome = metrics.New
+	}
 	if out.Replayed {
 		resp.Status = statusOK
 		resp.Header = append(resp.Header, replayed)
 		line.Outcome = "replayed"
+		if m != nil {
+			m.outcome, m.acceptedAt = metrics.Replay, order.ReceiptAcceptedAt(out.Receipt)
+		}
 	}
 	line.Status = resp.Status
 	return resp, line
@@ -258,18 +320,29 @@ func unquoteKey(v string) (string, error) {
 // Misconfigured returns a handler that answers every request with a 500
 // misconfigured error, for a Worker whose environment cannot work. detail says
 // what is wrong, naming the setting; it is logged and shown as the problem's
-// detail, so it must hold no secret.
+// detail, so it must hold no secret. Each answer is logged to opts.Log,
+// and counted to opts.Metrics if set.
 func Misconfigured(detail string, opts Options) workers.Handler {
-	return misconfigured{detail: detail, log: opts.Log}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	return misconfigured{detail: detail, opts: opts}
 }
 
 type misconfigured struct {
 	detail string
-	log    eventlog.Sink
+	opts   Options
 }
 
 func (m misconfigured) ServeWorker(ctx context.Context, r *workers.Request) *workers.Response {
+	var start time.Time
+	if m.opts.Metrics != nil {
+		start = m.opts.Now()
+	}
 	resp, outcome, status := errorResponse(errMisconfigured, m.detail, 0)
-	m.log.Log(eventlog.Line{Outcome: outcome, Status: status, Error: m.detail})
+	m.opts.Log.Log(eventlog.Line{Outcome: outcome, Status: status, Error: m.detail})
+	if m.opts.Metrics != nil {
+		m.opts.Metrics(metrics.Point{Outcome: metrics.Misconfigured, Status: status, Event: metrics.EventOf(r.Method), Took: m.opts.Now().Sub(start)})
+	}
 	return resp
 }

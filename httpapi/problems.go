@@ -9,6 +9,7 @@ import (
 	"github.com/edge-orders/edge-orders/auth"
 	"github.com/edge-orders/edge-orders/intake"
 	"github.com/edge-orders/edge-orders/internal/jsjson"
+	"github.com/edge-orders/edge-orders/metrics"
 	"github.com/edge-orders/edge-orders/order"
 	"github.com/edge-orders/edge-orders/workers"
 )
@@ -74,6 +75,8 @@ type problem struct {
 	detail string
 	// outcome names the problem in the log line; "" means the code.
 	outcome string
+	// metric is the problem's outcome in the request's data point.
+	metric metrics.Outcome
 }
 
 // The details of an order whose outcome is unknown, being settled or
@@ -98,46 +101,46 @@ var problems = []struct {
 	problem
 }{
 	{auth.ErrMissingToken, problem{statusUnauthorized, "unauthorized", "Missing API token",
-		"Send a client token as Authorization: Bearer <token>.", "unauthorized"}},
+		"Send a client token as Authorization: Bearer <token>.", "unauthorized", metrics.Unauthorized}},
 	{auth.ErrInvalidToken, problem{statusUnauthorized, "unauthorized", "Invalid API token",
-		"The bearer token belongs to no client.", "unauthorized"}},
+		"The bearer token belongs to no client.", "unauthorized", metrics.Unauthorized}},
 	{errOriginNotAllowed, problem{statusForbidden, "origin_not_allowed", "Origin not allowed",
-		"Browsers on this page's origin may not call this Worker: the origin is not one the Worker allows.", ""}},
+		"Browsers on this page's origin may not call this Worker: the origin is not one the Worker allows.", "", metrics.OriginNotAllowed}},
 	{errMethodNotAllowed, problem{statusMethodNotAllowed, "method_not_allowed", "Method not allowed",
-		"Orders are submitted with POST; GET with an Idempotency-Key looks one up.", ""}},
+		"Orders are submitted with POST; GET with an Idempotency-Key looks one up.", "", metrics.Invalid}},
 	{errMissingKey, problem{statusBadRequest, "missing_idempotency_key", "Idempotency-Key is missing",
-		"Every order needs an Idempotency-Key header, repeated unchanged on every retry.", ""}},
+		"Every order needs an Idempotency-Key header, repeated unchanged on every retry.", "", metrics.Invalid}},
 	{errInvalidKey, problem{statusBadRequest, "invalid_idempotency_key", "Idempotency-Key is invalid",
-		strings.ToUpper(keyFormat[:1]) + keyFormat[1:] + ", such as a UUID, on one header line; it may be sent as a quoted string, and must be if it holds a comma.", ""}},
+		strings.ToUpper(keyFormat[:1]) + keyFormat[1:] + ", such as a UUID, on one header line; it may be sent as a quoted string, and must be if it holds a comma.", "", metrics.Invalid}},
 	{errUnreadableBody, problem{statusBadRequest, "unreadable_body", "Request body could not be read",
-		"The request body ended early or could not be read; retry under the same key.", ""}},
+		"The request body ended early or could not be read; retry under the same key.", "", metrics.Invalid}},
 	{errBodyTooLarge, problem{statusRequestTooLarge, "body_too_large", "Request body is too large",
-		"An order body is at most " + strconv.Itoa(MaxBodyBytes>>10) + " KiB.", ""}},
+		"An order body is at most " + strconv.Itoa(MaxBodyBytes>>10) + " KiB.", "", metrics.Invalid}},
 	{intake.ErrInProgress, problem{statusConflict, "in_progress", "A request is outstanding for this Idempotency-Key",
-		"Another request with this Idempotency-Key is being processed; retry after retryAfter seconds at the latest.", ""}},
+		"Another request with this Idempotency-Key is being processed; retry after retryAfter seconds at the latest.", "", metrics.InProgress}},
 	{intake.ErrKeyReused, problem{statusUnprocessableEntity, "idempotency_key_reused", "Idempotency-Key is already used",
-		"This Idempotency-Key was used for a different order; use a new key for a new order.", "key_reused"}},
+		"This Idempotency-Key was used for a different order; use a new key for a new order.", "key_reused", metrics.KeyReused}},
 	{intake.ErrRateLimited, problem{statusTooManyRequests, "rate_limited", "Too many new orders",
-		"This client placed more new orders than its budget allows; retry after " + strconv.Itoa(rateLimitRetryAfter) + " seconds at the latest. Replays and lookups are not limited.", ""}},
+		"This client placed more new orders than its budget allows; retry after " + strconv.Itoa(rateLimitRetryAfter) + " seconds at the latest. Replays and lookups are not limited.", "", metrics.RateLimited}},
 	{intake.ErrNotFound, problem{statusNotFound, "not_found", "No order for this Idempotency-Key",
-		"No receipt is stored under this Idempotency-Key, and no request holds it.", ""}},
+		"No receipt is stored under this Idempotency-Key, and no request holds it.", "", metrics.NotFound}},
 	{order.ErrInvalid, problem{statusUnprocessableEntity, "invalid_order", "Invalid order",
-		`The body must be a JSON object with symbol (a non-empty string), side ("buy" or "sell") and quantity (a positive integer).`, ""}},
+		`The body must be a JSON object with symbol (a non-empty string), side ("buy" or "sell") and quantity (a positive integer).`, "", metrics.Invalid}},
 	{intake.ErrRejected, problem{statusUnprocessableEntity, "order_rejected", "Order rejected",
-		"The order-management system refused this order for good; every retry under this key gets this answer.", "rejected"}},
+		"The order-management system refused this order for good; every retry under this key gets this answer.", "rejected", metrics.Rejected}},
 	// An unresolved outcome matches ErrOutcomeUnknown too: its row comes first.
 	{intake.ErrUnresolved, problem{statusServiceUnavailable, "outcome_unresolved", "Order outcome unresolved",
-		detailOutcomeUnresolved, ""}},
+		detailOutcomeUnresolved, "", metrics.Unresolved}},
 	{intake.ErrOutcomeUnknown, problem{statusServiceUnavailable, "outcome_unknown", "Order outcome unknown",
-		detailOutcomeUnknown, ""}},
+		detailOutcomeUnknown, "", metrics.Unknown}},
 	{intake.ErrStorageUnavailable, problem{statusServiceUnavailable, "storage_unavailable", "Storage unavailable",
-		"The order store failed before this order's outcome was stored. Retry under the same Idempotency-Key: the retry places the order at most once.", "storage_error"}},
-	{errMisconfigured, problem{statusInternalServerError, "misconfigured", "Worker misconfigured", "", ""}},
+		"The order store failed before this order's outcome was stored. Retry under the same Idempotency-Key: the retry places the order at most once.", "storage_error", metrics.StorageUnavailable}},
+	{errMisconfigured, problem{statusInternalServerError, "misconfigured", "Worker misconfigured", "", "", metrics.Misconfigured}},
 }
 
 // internalError is the row for anything the table does not know.
 var internalError = problem{statusInternalServerError, "internal_error", "Internal error",
-	"The Worker failed unexpectedly; retry under the same key.", ""}
+	"The Worker failed unexpectedly; retry under the same key.", "", metrics.InternalError}
 
 // problemFor finds err's row.
 func problemFor(err error) problem {

@@ -103,8 +103,10 @@ func TestGatewayOutcomes(t *testing.T) {
 					"lookup": func() error { _, err := svc.Lookup(ctx, key("r")); return err },
 				} {
 					var again *intake.Rejection
-					if err := retry(); !errors.As(err, &again) || *again != (intake.Rejection{Reason: "halted", OrderID: first.OrderID, Replayed: true}) {
-						t.Errorf("%s after the rejection = %v, want its replay", name, err)
+					// The receipt keeps the time to the millisecond, as JavaScript's toISOString.
+					accepted := g.placements()[0].AcceptedAt.Truncate(time.Millisecond)
+					if err := retry(); !errors.As(err, &again) || again.Reason != "halted" || again.OrderID != first.OrderID || !again.Replayed || !again.AcceptedAt.Equal(accepted) {
+						t.Errorf("%s after the rejection = %v (%+v), want its replay, accepted at %v", name, err, again, accepted)
 					}
 				}
 				if n := len(g.placements()); n != 1 {

@@ -79,6 +79,11 @@ type Options struct {
 	// OnUnresolved is told when the settler gives up on a key: the Worker
 	// logs it at error level and sends it to the dead-letter path.
 	OnUnresolved func(ctx context.Context, key Key, p Placement, attempts int)
+	// ObserveSettle, if set, is called as each Settle starts, and the
+	// function it returns as that Settle ends, with its result: the
+	// Worker measures a settle attempt under the context it returns (its
+	// storage calls and gateway time) and writes a data point for it.
+	ObserveSettle func(ctx context.Context, key Key) (context.Context, func(Settlement, error))
 	// Defer runs work after the response. The Worker passes
 	// workers.WaitUntil; nil runs it at once.
 	Defer func(ctx context.Context, task func(context.Context))

@@ -25,6 +25,9 @@ type Rejection struct {
 	OrderID string
 	// Replayed is true when the rejection was stored by an earlier request.
 	Replayed bool
+	// AcceptedAt is when the refused order was accepted, read from the
+	// stored rejection when Replayed; zero otherwise.
+	AcceptedAt time.Time
 }
 
 func (r *Rejection) Error() string { return "intake: order rejected: " + r.Reason }

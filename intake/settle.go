@@ -36,7 +36,37 @@ type Settlement struct {
 	// Attempts is how many gateway calls for the key ended without an
 	// answer stored so far.
 	Attempts int
+	// Result says what this call did.
+	Result SettleResult
+	// AcceptedAt is when the key's order was accepted (its first claim's
+	// time), once this call took the key: the settling began a gateway
+	// call after it.
+	AcceptedAt time.Time
 }
+
+// SettleResult is what one Settle did with its key.
+type SettleResult uint8
+
+const (
+	// SettleIdle: there was nothing to settle: the key's outcome was
+	// final or unresolved already, it is gone, or it holds no order.
+	SettleIdle SettleResult = iota
+	// SettleBusy: another request, or another settler, holds the key: its
+	// outcome is theirs.
+	SettleBusy
+	// SettleAccepted: the gateway accepted the order, and the receipt is
+	// stored.
+	SettleAccepted
+	// SettleRejected: the gateway rejected the order, and the rejection
+	// is stored.
+	SettleRejected
+	// SettleUnknown: the gateway's answer is unknown again; the key is due
+	// at NextAttempt.
+	SettleUnknown
+	// SettleGaveUp: the last call's answer was unknown too: the key is
+	// Unresolved from now on.
+	SettleGaveUp
+)
 
 // Settle calls the gateway once more for key's order if its outcome is
 // unknown, with no client involved: the same order id and order that every
@@ -54,14 +84,24 @@ type Settlement struct {
 //
 // It returns an error wrapping ErrStorageUnavailable when storage fails;
 // the key is then as it was, and Settle may be called again.
-func (s *Service) Settle(ctx context.Context, key Key) (Settlement, error) {
+func (s *Service) Settle(ctx context.Context, key Key) (st Settlement, err error) {
+	if s.opts.ObserveSettle != nil {
+		var done func(Settlement, error)
+		ctx, done = s.opts.ObserveSettle(ctx, key)
+		defer func() { done(st, err) }()
+	}
+	return s.settle(ctx, key)
+}
+
+// settle is Settle.
+func (s *Service) settle(ctx context.Context, key Key) (Settlement, error) {
 	now := s.opts.Now()
 	cacheKey := key.String()
 	entry, ok := s.inFlight.add(cacheKey, now, s.opts.PendingTTL)
 	if !ok {
 		// A request of this instance is on it; if it ends unknown again, it
 		// is due for the settler anyway.
-		return Settlement{NextAttempt: now.Add(FirstSettleDelay)}, nil
+		return Settlement{NextAttempt: now.Add(FirstSettleDelay), Result: SettleBusy}, nil
 	}
 	defer s.inFlight.remove(cacheKey, entry)
 
@@ -81,7 +121,7 @@ func (s *Service) Settle(ctx context.Context, key Key) (Settlement, error) {
 		if !next.After(now) {
 			next = now.Add(s.opts.PendingTTL)
 		}
-		return Settlement{NextAttempt: next, Attempts: rec.Attempts}, nil
+		return Settlement{NextAttempt: next, Attempts: rec.Attempts, Result: SettleBusy}, nil
 	case rec.State == Open:
 		return Settlement{Final: true, Unresolved: rec.Unresolved, Attempts: rec.Attempts}, nil
 	case rec.State != Claimed:
@@ -105,18 +145,20 @@ func (s *Service) Settle(ctx context.Context, key Key) (Settlement, error) {
 	}
 	_, err = s.place(ctx, key, claim, by)
 	var open *Unsettled
+	var rejection *Rejection
 	switch {
 	case errors.As(err, &open) && open.Unresolved:
-		return Settlement{Final: true, Unresolved: true, Attempts: open.Attempts}, nil
+		return Settlement{Final: true, Unresolved: true, Attempts: open.Attempts, Result: SettleGaveUp, AcceptedAt: claim.AcceptedAt}, nil
 	case errors.As(err, &open):
-		return Settlement{NextAttempt: open.NextAttempt, Attempts: open.Attempts}, nil
+		return Settlement{NextAttempt: open.NextAttempt, Attempts: open.Attempts, Result: SettleUnknown, AcceptedAt: claim.AcceptedAt}, nil
 	case errors.Is(err, ErrInProgress):
 		// The claim's lease ran out during the call and a client took the
 		// key over: its outcome is the key's.
-		return Settlement{NextAttempt: s.opts.Now().Add(s.opts.PendingTTL), Attempts: claim.Attempts}, nil
+		return Settlement{NextAttempt: s.opts.Now().Add(s.opts.PendingTTL), Attempts: claim.Attempts, Result: SettleBusy, AcceptedAt: claim.AcceptedAt}, nil
 	case errors.Is(err, ErrStorageUnavailable):
 		return Settlement{}, err
+	case errors.As(err, &rejection):
+		return Settlement{Final: true, Attempts: claim.Attempts, Result: SettleRejected, AcceptedAt: claim.AcceptedAt}, nil
 	}
-	// Stored: a receipt, or a rejection.
-	return Settlement{Final: true, Attempts: claim.Attempts}, nil
+	return Settlement{Final: true, Attempts: claim.Attempts, Result: SettleAccepted, AcceptedAt: claim.AcceptedAt}, nil
 }

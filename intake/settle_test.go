@@ -350,7 +350,7 @@ func TestSettleStoresARejectionAndNeverSendsAgain(t *testing.T) {
 		if st, err := e.service().Settle(ctx, deskKey); err != nil || !st.Final {
 			t.Fatalf("Settle = %+v, %v; want Final", st, err)
 		}
-		want := intake.Rejection{Reason: "symbol halted", OrderID: u.OrderID, Replayed: true}
+		want := intake.Rejection{Reason: "symbol halted", OrderID: u.OrderID, Replayed: true, AcceptedAt: acceptedAt}
 		for name, ask := range map[string]func() error{
 			"Submit": func() error { _, err := e.service().Submit(ctx, deskKey, []byte(validBody), ""); return err },
 			"Lookup": func() error { _, err := e.service().Lookup(ctx, deskKey); return err },
@@ -742,4 +742,132 @@ func TestAGiveUpBesideAStoredReceiptIsNoAlert(t *testing.T) {
 			t.Errorf("OnUnresolved calls %+v, want none: the receipt is stored", calls)
 		}
 	})
+}
+
+// TestSettleSaysWhatItDid: each Settle says what it did with its key,
+// and, once it took the key, when the key's order was accepted, so that
+// the time a key took to settle can be told.
+func TestSettleSaysWhatItDid(t *testing.T) {
+	ctx := context.Background()
+	const maxAge = time.Hour
+	forEachStore(t, intake.Options{SettleMaxAge: maxAge}, func(t *testing.T, e *settleEnv) {
+		want := func(what string, st intake.Settlement, err error, result intake.SettleResult, accepted time.Time) {
+			t.Helper()
+			if err != nil || st.Result != result || !st.AcceptedAt.Equal(accepted) {
+				t.Errorf("%s: Settle = %+v, %v; want result %d, accepted at %v", what, st, err, result, accepted)
+			}
+		}
+		st, err := e.service().Settle(ctx, intake.Key{Client: "desk-a", ID: "never"})
+		want("a key with nothing stored", st, err, intake.SettleIdle, time.Time{})
+
+		leaveUnknown(t, e)
+		e.clock.Advance(intake.FirstSettleDelay)
+		e.g.answer(errLost)
+		st, err = e.service().Settle(ctx, deskKey)
+		want("an answer lost again", st, err, intake.SettleUnknown, acceptedAt)
+
+		e.clock.Advance(maxAge)
+		e.g.answer(errLost)
+		st, err = e.service().Settle(ctx, deskKey)
+		want("the last call's answer lost", st, err, intake.SettleGaveUp, acceptedAt)
+		st, err = e.service().Settle(ctx, deskKey)
+		want("an unresolved key", st, err, intake.SettleIdle, time.Time{})
+
+		rejected := intake.Key{Client: "desk-a", ID: "rejected"}
+		e.g.answer(errLost)
+		if _, err := e.service().Submit(ctx, rejected, []byte(validBody), ""); !errors.Is(err, intake.ErrOutcomeUnknown) {
+			t.Fatalf("Submit = %v, want ErrOutcomeUnknown", err)
+		}
+		rejectedAt := e.clock.Now()
+		e.clock.Advance(intake.FirstSettleDelay)
+		e.g.answer(&intake.Rejection{Reason: "halted"})
+		st, err = e.service().Settle(ctx, rejected)
+		want("a rejection", st, err, intake.SettleRejected, rejectedAt)
+
+		accepted := intake.Key{Client: "desk-a", ID: "accepted"}
+		e.g.answer(errLost)
+		if _, err := e.service().Submit(ctx, accepted, []byte(validBody), ""); !errors.Is(err, intake.ErrOutcomeUnknown) {
+			t.Fatalf("Submit = %v, want ErrOutcomeUnknown", err)
+		}
+		placedAt := e.clock.Now()
+		e.clock.Advance(intake.FirstSettleDelay)
+		entered, release := holdCall(e.g, len(e.g.placements())+1)
+		done := make(chan intake.Settlement, 1)
+		go func() {
+			st, _ := e.service().Settle(ctx, accepted)
+			done <- st
+		}()
+		<-entered
+		st, err = e.service().Settle(ctx, accepted)
+		want("a key another settler holds", st, err, intake.SettleBusy, time.Time{})
+		close(release)
+		st = <-done
+		e.g.during = nil
+		want("an acceptance", st, nil, intake.SettleAccepted, placedAt)
+		st, err = e.service().Settle(ctx, accepted)
+		want("a key whose outcome is stored", st, err, intake.SettleIdle, time.Time{})
+	})
+}
+
+// TestObserveSettleSeesEveryAttempt: ObserveSettle is called as each
+// Settle starts (and never for a client's Submit); the store is called
+// under the context it returns, and its function gets what Settle
+// returned, a storage failure included.
+func TestObserveSettleSeesEveryAttempt(t *testing.T) {
+	ctx := context.Background()
+	type observed struct {
+		key intake.Key
+		st  intake.Settlement
+		err error
+	}
+	type mark struct{}
+	forEachStore(t, intake.Options{}, func(t *testing.T, e *settleEnv) {
+		var seen []observed
+		e.opts.ObserveSettle = func(ctx context.Context, key intake.Key) (context.Context, func(intake.Settlement, error)) {
+			return context.WithValue(ctx, mark{}, key), func(st intake.Settlement, err error) { seen = append(seen, observed{key, st, err}) }
+		}
+		leaveUnknown(t, e)
+		if len(seen) != 0 {
+			t.Fatalf("ObserveSettle saw %d attempts after a client's Submit, want none", len(seen))
+		}
+		var marked []any
+		e.store = &contextRecorder{Store: e.store, marks: &marked, key: mark{}}
+		e.clock.Advance(intake.FirstSettleDelay)
+		st, err := e.service().Settle(ctx, deskKey)
+		if len(seen) != 1 || seen[0].key != deskKey || seen[0].err != err || seen[0].st.Result != st.Result || st.Result != intake.SettleAccepted {
+			t.Fatalf("ObserveSettle saw %+v, want the one Settle of %v, which returned %+v, %v", seen, deskKey, st, err)
+		}
+		if len(marked) == 0 {
+			t.Fatal("the store saw no call")
+		}
+		for _, m := range marked {
+			if m != deskKey {
+				t.Errorf("a store call's context holds %v, want ObserveSettle's, naming %v", m, deskKey)
+			}
+		}
+		e.store = &failingStore{Store: e.store}
+		_, err = e.service().Settle(ctx, deskKey)
+		if len(seen) != 2 || !errors.Is(seen[1].err, intake.ErrStorageUnavailable) || seen[1].err != err {
+			t.Errorf("ObserveSettle saw %+v after a storage failure, want its error %v", seen, err)
+		}
+	})
+}
+
+// contextRecorder records the value under key of each Begin's context.
+type contextRecorder struct {
+	intake.Store
+	marks *[]any
+	key   any
+}
+
+func (s *contextRecorder) Begin(ctx context.Context, key intake.Key, c intake.Claim) (intake.Record, error) {
+	*s.marks = append(*s.marks, ctx.Value(s.key))
+	return s.Store.Begin(ctx, key, c)
+}
+
+// failingStore fails every Begin.
+type failingStore struct{ intake.Store }
+
+func (failingStore) Begin(context.Context, intake.Key, intake.Claim) (intake.Record, error) {
+	return intake.Record{}, errors.New("storage down")
 }

@@ -395,7 +395,7 @@ func (s *Service) replay(rec Record, sub *submission) (Outcome, error) {
 func replayed(rec Record) (Outcome, error) {
 	id, _, reason := order.ReceiptFields(rec.Body)
 	if rec.Rejected {
-		return Outcome{}, &Rejection{Reason: reason, OrderID: id, Replayed: true}
+		return Outcome{}, &Rejection{Reason: reason, OrderID: id, Replayed: true, AcceptedAt: order.ReceiptAcceptedAt(rec.Body)}
 	}
 	return Outcome{Receipt: rec.Body, Replayed: true, OrderID: id}, nil
 }

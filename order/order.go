@@ -181,3 +181,17 @@ func ReceiptFields(receipt []byte) (orderID, status, reason string) {
 	}
 	return doc.Get("orderId").Str, doc.Get("status").Str, doc.Get("reason").Str
 }
+
+// ReceiptAcceptedAt reads a stored receipt's acceptedAt; the zero time if
+// it has none that reads as a time.
+func ReceiptAcceptedAt(receipt []byte) time.Time {
+	doc, err := jsjson.Parse(receipt, "acceptedAt")
+	if err != nil {
+		return time.Time{}
+	}
+	t, err := time.Parse(time.RFC3339Nano, doc.Get("acceptedAt").Str)
+	if err != nil {
+		return time.Time{}
+	}
+	return t
+}

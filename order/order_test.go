@@ -410,3 +410,28 @@ func TestFingerprint(t *testing.T) {
 		})
 	}
 }
+
+// TestReceiptAcceptedAtReadsItBack: ReceiptAcceptedAt reads the time a
+// receipt or a rejection was stored with, to the millisecond; anything
+// else is the zero time.
+func TestReceiptAcceptedAtReadsItBack(t *testing.T) {
+	at := time.Date(2026, 3, 14, 15, 9, 26, 535_000_000, time.UTC)
+	o := order.Order{Symbol: "AAPL", Side: order.Buy, Quantity: 10}
+	for _, tc := range []struct {
+		name    string
+		receipt []byte
+		want    time.Time
+	}{
+		{"a receipt", order.Receipt{OrderID: "id", Status: order.StatusAccepted, Order: o, AcceptedAt: at}.JSON(), at},
+		{"a rejection", order.Receipt{OrderID: "id", Status: order.StatusRejected, Order: o, AcceptedAt: at, Reason: "halted"}.JSON(), at},
+		{"no acceptedAt", []byte(`{"orderId":"id"}`), time.Time{}},
+		{"not a time", []byte(`{"acceptedAt":"yesterday"}`), time.Time{}},
+		{"not JSON", []byte(`accepted`), time.Time{}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := order.ReceiptAcceptedAt(tc.receipt); !got.Equal(tc.want) {
+				t.Errorf("ReceiptAcceptedAt(%s) = %v, want %v", tc.receipt, got, tc.want)
+			}
+		})
+	}
+}

@@ -82,7 +82,7 @@ var conformanceChecks = []struct {
 	{"kv", "^(TestNamespace|TestStoreConformanceInWorkerd)", []string{"--- PASS: TestNamespaceConformance", "--- PASS: TestNamespaceKVRefusesWhatStoresRefuse", "--- PASS: TestStoreConformanceInWorkerd"}},
 	{"ledger", "^TestClient", []string{"--- PASS: TestClientConformance", "--- PASS: TestClientSweepRunsInWorkerd"}},
 	{"workers", "^TestBinding", []string{"--- PASS: TestBindingKV", "--- PASS: TestBindingRateLimiter", "--- PASS: TestBindingDurableObjectNamespace",
-		"--- PASS: TestBindingQueue", "--- PASS: TestBindingFetcher"}},
+		"--- PASS: TestBindingQueue", "--- PASS: TestBindingFetcher", "--- PASS: TestBindingAnalyticsEngineDataset"}},
 }
 
 // builtBy is the compiler that built the Worker the tests serve, as

@@ -48,6 +48,10 @@ type wrappedStats struct {
 	HeldObjects       int   `json:"heldObjects"`
 	IntoGo            int   `json:"intoGo"`
 	OutOfGo           int   `json:"outOfGo"`
+	// BridgeCalls are the calls out of Go into bridge.mjs, by name.
+	BridgeCalls map[string]int `json:"bridgeCalls"`
+	// DataPoints are the points written to METRICS.
+	DataPoints int `json:"dataPoints"`
 	// Compiler built the Worker: "go" or "tinygo".
 	Compiler string `json:"compiler"`
 }

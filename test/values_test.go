@@ -177,9 +177,13 @@ func (w *target) settledStats(t *testing.T) wrappedStats {
 // TestCrossingsPerRequest counts the calls between Go and JavaScript that
 // each kind of request makes (test/wrapped counts them at their source:
 // wasm_exec.js's _resume, or under TinyGo the bridge's _enter, for every
-// call into Go, its syscall/js imports for every call out), and holds them
-// to the bridge's design: one call in with the request, one per binding
-// call as it settles, and nothing more.
+// call into Go, its syscall/js imports for every call out, and the calls
+// into bridge.mjs by name), and holds them to the bridge's design: one
+// call in with the request, one per binding call as it settles, and
+// nothing more. With METRICS bound, as wrangler.toml binds it, each
+// request writes its data point in one synchronous bridge call out
+// (writeDataPoint: two syscall/js imports, its frame's copy and the call)
+// and no call back in: the calls into Go stay what they were without it.
 func TestCrossingsPerRequest(t *testing.T) {
 	requireWorker(t)
 	g := startGateway(t)
@@ -206,9 +210,13 @@ func TestCrossingsPerRequest(t *testing.T) {
 				send()
 				after := c.w.settledStats(t)
 				into, out := after.IntoGo-before.IntoGo, after.OutOfGo-before.OutOfGo
-				t.Logf("%s, %s mode: %d calls into Go, %d out of Go", what, c.mode, into, out)
+				points := after.BridgeCalls["writeDataPoint"] - before.BridgeCalls["writeDataPoint"]
+				t.Logf("%s, %s mode: %d calls into Go, %d out of Go, of which %d data point", what, c.mode, into, out, points)
 				if into > want {
 					t.Errorf("%s: %d calls into Go, want at most %d (one for the request, one per binding call and object method)", what, into, want)
+				}
+				if points != 1 || after.DataPoints-before.DataPoints != 1 {
+					t.Errorf("%s: %d writeDataPoint calls out of Go, %d points written; want the request's one, in one call", what, points, after.DataPoints-before.DataPoints)
 				}
 			}
 			measure("a new order", func() response { return c.w.post(t, key, gatewayOrder(symbol)) }, 1+c.newOrderCalls)

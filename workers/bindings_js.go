@@ -160,3 +160,39 @@ func (e Env) Fetcher(name string) (Fetcher, bool) {
 
 // GlobalFetcher is the global scope's fetch, which reaches the network.
 func GlobalFetcher() Fetcher { return Fetcher{0} }
+
+// AnalyticsEngineDataset is a Workers Analytics Engine dataset binding
+// ([[analytics_engine_datasets]]).
+type AnalyticsEngineDataset struct{ h Handle }
+
+// AnalyticsEngineDataset returns the Analytics Engine dataset binding name.
+func (e Env) AnalyticsEngineDataset(name string) (AnalyticsEngineDataset, bool) {
+	h, ok := e.binding(name)
+	return AnalyticsEngineDataset{h}, ok
+}
+
+// WriteDataPoint writes one data point (writeDataPoint({indexes, blobs,
+// doubles})) and returns at once: the runtime sends it after the event,
+// with nothing to await. It is one synchronous bridge call, its fields one
+// frame, and no call back into Go. The error is what writeDataPoint threw:
+// a point over Analytics Engine's limits (one index of at most 96 bytes,
+// 20 blobs, 20 doubles), or past an invocation's 25 points.
+func (d AnalyticsEngineDataset) WriteDataPoint(indexes, blobs []string, doubles []float64) error {
+	frame := outFrame{}.Int(int64(len(indexes)))
+	for _, s := range indexes {
+		frame = frame.Str(s)
+	}
+	frame = frame.Int(int64(len(blobs)))
+	for _, s := range blobs {
+		frame = frame.Str(s)
+	}
+	for _, x := range doubles {
+		frame = frame.Float(x)
+	}
+	// Not callSync: a point answers nothing, and reading an empty answer
+	// would be one more crossing.
+	if n := jsBridge.Call("writeDataPoint", int(d.h), send(frame)).Int(); n < 0 {
+		return errorFrom(receive(-1 - n))
+	}
+	return nil
+}

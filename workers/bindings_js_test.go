@@ -5,6 +5,7 @@ package workers_test
 import (
 	"context"
 	"errors"
+	"math"
 	"strconv"
 	"testing"
 	"time"
@@ -13,8 +14,8 @@ import (
 )
 
 // The typed bindings against the real ones, in workerd: test/conformance's
-// entry publishes its bindings as globals (ORDERS, LEDGER, LIMIT, QUEUE)
-// and its own origin (ORIGIN); elsewhere each test skips.
+// entry publishes its bindings as globals (ORDERS, LEDGER, LIMIT, QUEUE,
+// METRICS) and its own origin (ORIGIN); elsewhere each test skips.
 
 // global returns binding name from the globals, or skips.
 func global[B any](t *testing.T, get func(string) (B, bool), name string) B {
@@ -131,5 +132,52 @@ func TestBindingFetcher(t *testing.T) {
 	}
 	if _, err := get("/big", 1000); !errors.Is(err, workers.ErrTooLarge) {
 		t.Errorf("fetch of 100,000 bytes with a 1,000-byte cap = %v, want ErrTooLarge", err)
+	}
+}
+
+// TestBindingAnalyticsEngineDataset writes points through the real
+// binding. wrangler dev drops every data point without a word, so what
+// can be checked here is that writeDataPoint did not throw, that it got
+// exactly the point Go wrote (the entry's METRICS hands each point on to
+// the real binding and keeps it as JSON in METRICS_WRITTEN), that a throw
+// comes back as an error (METRICS_THROWS throws), and that the bridge
+// keeps nothing per point.
+func TestBindingAnalyticsEngineDataset(t *testing.T) {
+	metrics := global(t, workers.Globals().AnalyticsEngineDataset, "METRICS")
+	for _, c := range []struct {
+		name    string
+		indexes []string
+		blobs   []string
+		doubles []float64
+		want    string
+	}{
+		{"a point of every kind of field", []string{"desk-a"}, []string{"replay", "kv", "200", "ü 😀"}, []float64{12, 0, 2.5, 1e21, -3, math.MaxFloat64},
+			`{"indexes":["desk-a"],"blobs":["replay","kv","200","ü 😀"],"doubles":[12,0,2.5,1e+21,-3,1.7976931348623157e+308]}`},
+		{"empty fields", []string{""}, []string{"", ""}, []float64{0},
+			`{"indexes":[""],"blobs":["",""],"doubles":[0]}`},
+		{"no fields", nil, nil, nil,
+			`{"indexes":[],"blobs":[],"doubles":[]}`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if err := metrics.WriteDataPoint(c.indexes, c.blobs, c.doubles); err != nil {
+				t.Fatalf("WriteDataPoint = %v, want nil", err)
+			}
+			if got, _ := workers.Globals().Var("METRICS_WRITTEN"); got != c.want {
+				t.Errorf("writeDataPoint got %s, want %s", got, c.want)
+			}
+		})
+	}
+	held := workers.HeldObjects()
+	for i := range 10 {
+		metrics.WriteDataPoint([]string{"desk-a"}, []string{"new"}, []float64{float64(i)})
+	}
+	if got := workers.HeldObjects(); got != held {
+		t.Errorf("the bridge holds %d objects after 10 points, %d before: a point must leave nothing behind", got, held)
+	}
+	throws := global(t, workers.Globals().AnalyticsEngineDataset, "METRICS_THROWS")
+	err := throws.WriteDataPoint([]string{"desk-a"}, nil, nil)
+	var jsErr *workers.Error
+	if !errors.As(err, &jsErr) || jsErr.Message != "writeDataPoint(): too many data points" {
+		t.Errorf("WriteDataPoint to a dataset that throws = %v, want a *workers.Error with its message", err)
 	}
 }

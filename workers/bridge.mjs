@@ -450,6 +450,31 @@ const bridge = {
     }
   },
 
+  // writeDataPoint writes one data point to the Analytics Engine dataset
+  // held as dataset, from the frame [indexes count, indexes..., blobs
+  // count, blobs..., doubles...], and answers 0, or -1 - the length of
+  // the error frame of what writeDataPoint threw. It returns nothing to
+  // await: the runtime sends the point after the event.
+  writeDataPoint(dataset, n) {
+    try {
+      const fields = args(n);
+      let at = 0;
+      const strings = () => {
+        const count = Number(text(fields[at++]));
+        const out = fields.slice(at, at + count).map(text);
+        at += count;
+        return out;
+      };
+      const indexes = strings();
+      const blobs = strings();
+      const doubles = fields.slice(at).map((f) => Number(text(f)));
+      object(dataset).writeDataPoint({ indexes, blobs, doubles });
+      return 0;
+    } catch (e) {
+      return -1 - writeFrame(errorFrame(e));
+    }
+  },
+
   // setAlarm sets a Durable Object's alarm for ms since the epoch; the
   // output gate holds the object's answer until it is stored.
   setAlarm(state, ms) {

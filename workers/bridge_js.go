@@ -104,7 +104,7 @@ func callSync(function string, frame outFrame, numbers ...any) ([]byte, error) {
 // context of the request that owns the call: one Go instance shared by
 // concurrent requests stays correct.
 //
-// op is one of bridge.mjs's calls (readBody, kvGet, kvPut, kvDelete,
+// op is one of bridge.mjs's asynchronous calls (readBody, kvGet, kvPut, kvDelete,
 // kvList, rpc, fetch, rateLimit, queueSend, sleep): only this package
 // names them, in the typed bindings (bindings_js.go) and the request's
 // body and Sleep.

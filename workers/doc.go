@@ -4,8 +4,9 @@
 // forwards Durable Object method calls and alarms into Go.
 //
 // Every binding is typed here, next to its JavaScript half in bridge.mjs:
-// KV, RateLimiter, DurableObjectNamespace, Queue and Fetcher, each from
-// Env's accessor of its kind (Env.KV("ORDERS")). kv and ledger adapt them
+// KV, RateLimiter, DurableObjectNamespace, Queue, Fetcher and
+// AnalyticsEngineDataset, each from Env's accessor of its kind
+// (Env.KV("ORDERS")). kv and ledger adapt them
 // to the domain's ports, in files built for js && wasm. Only this
 // package's _js.go files touch syscall/js or name a bridge call; the rest
 // of the program is portable Go that builds and tests natively.
@@ -28,6 +29,8 @@
 //     send, a timer) is one call out and one call back into Go when
 //     its promise settles, its answer copied within that call; KV's read of
 //     several keys is one call (Promise.all in JavaScript);
+//   - an Analytics Engine data point is one synchronous call out, its
+//     fields one frame, with nothing to await and no call back;
 //   - a Durable Object method is one synchronous call into Go, whose SQL
 //     runs through synchronous bridge calls;
 //   - random bytes are written into the buffer by crypto.getRandomValues.

@@ -33,6 +33,13 @@ func (f outFrame) Int(n int64) outFrame {
 	return f.Bytes(strconv.AppendInt(buf[:0], n, 10))
 }
 
+// Float appends a field holding x as strconv prints it, the shortest
+// decimal that reads back as x, which JavaScript's Number() reads alike.
+func (f outFrame) Float(x float64) outFrame {
+	var buf [32]byte
+	return f.Bytes(strconv.AppendFloat(buf[:0], x, 'g', -1, 64))
+}
+
 // Flag appends a field holding "1" for true, "" for false.
 func (f outFrame) Flag(b bool) outFrame {
 	if b {

@@ -1,5 +1,7 @@
 // Runs a package's compiled wasm test binary inside workerd, with the
-// Worker's bindings published as globals, and answers with its `go test -v`
+// Worker's bindings published as globals (the Analytics Engine dataset's
+// through a wrapper that keeps its last point, since wrangler dev drops
+// them), and answers with its `go test -v`
 // output: GET /kv?run=REGEXP runs kv's, GET /ledger?run=REGEXP ledger's,
 // GET /workers?run=REGEXP the typed bindings' own.
 // Status 200 means the binary exited 0. The Ledger class is the Worker's
@@ -36,6 +38,19 @@ export default {
     globalThis.LEDGER = env.LEDGER;
     globalThis.LIMIT = env.LIMIT;
     globalThis.QUEUE = env.QUEUE;
+    // wrangler dev drops data points: the dataset's test reads back the
+    // last point the real binding was handed, and an error thrown.
+    globalThis.METRICS = {
+      writeDataPoint(point) {
+        globalThis.METRICS_WRITTEN = JSON.stringify(point);
+        return env.METRICS.writeDataPoint(point);
+      },
+    };
+    globalThis.METRICS_THROWS = {
+      writeDataPoint() {
+        throw new Error("writeDataPoint(): too many data points");
+      },
+    };
     globalThis.ORIGIN = url.origin;
     let output = "";
     const decoder = new TextDecoder();

@@ -18,11 +18,19 @@
 //                             after a collection (goValues), the objects
 //                             the bridge keeps for it (heldObjects), the
 //                             calls into Go and out of it so far (intoGo,
-//                             outOfGo) and the compiler that built it
-//                             ("go" or "tinygo"), as JSON
+//                             outOfGo), the calls out of Go into the
+//                             bridge by name (bridgeCalls), the data
+//                             points written to METRICS (dataPoints) and
+//                             the compiler that built it ("go" or
+//                             "tinygo"), as JSON
 //   POST /__wrapped/settings  {"faultRate": 0.2} changes the fault rate;
 //                             {"dropSettleSends": true} loses every
-//                             settle queue message sent from then on
+//                             settle queue message sent from then on;
+//                             {"recordPoints": true} records every data
+//                             point written to METRICS from then on
+//   GET  /__wrapped/points    the data points recorded, as JSON:
+//                             [{indexes, blobs, doubles}], in order
+//                             (wrangler dev drops them)
 //
 // A request with the header X-Test-Disconnect-After-Ms: N is served as in
 // production when its client disconnects after N ms: the client gets
@@ -32,7 +40,7 @@
 import { AsyncLocalStorage } from "node:async_hooks";
 import worker, { Ledger } from "../../worker.mjs";
 import { heldObjects } from "../../workers/bridge.mjs";
-import { wrap, stats, settings, cancelled } from "./wrap.mjs";
+import { wrap, stats, settings, cancelled, points } from "./wrap.mjs";
 
 export { Ledger };
 
@@ -86,6 +94,18 @@ globalThis.Go = new Proxy(globalThis.Go, {
   },
 });
 
+// The calls out of Go into the bridge, by name: a test tells a request's
+// data point (writeDataPoint) from its other calls out.
+const bridgeCalls = {};
+const bridge = globalThis.__goBridge;
+for (const [name, f] of Object.entries(bridge)) {
+  if (typeof f !== "function") continue;
+  bridge[name] = (...a) => {
+    bridgeCalls[name] = (bridgeCalls[name] ?? 0) + 1;
+    return f.apply(bridge, a);
+  };
+}
+
 // Each disconnecting request's state, found from any call its work makes.
 const requests = new AsyncLocalStorage();
 cancelled.now = () => requests.getStore()?.cancelled === true;
@@ -105,7 +125,10 @@ export default {
       Object.assign(crossings, counted);
       const goValues = goProgram ? goProgram._values.length - goProgram._idPool.length : 0;
       const compiler = goMemory ? (goInstance.exports.mem ? "go" : "tinygo") : "";
-      return Response.json({ ...stats, ...crossings, memoryBytes: goMemory?.buffer.byteLength ?? 0, goValues, heldObjects: heldObjects(), compiler });
+      return Response.json({ ...stats, ...crossings, bridgeCalls, memoryBytes: goMemory?.buffer.byteLength ?? 0, goValues, heldObjects: heldObjects(), compiler });
+    }
+    if (path === "/__wrapped/points") {
+      return Response.json(points);
     }
     if (path === "/__wrapped/settings" && request.method === "POST") {
       Object.assign(settings, await request.json());

@@ -20,14 +20,20 @@
 //                    the call is made, half after it took effect
 // Bindings wrapped: ORDERS (KV: get, getWithMetadata, put, delete, list),
 // LEDGER (a Durable Object namespace: every method of getByName's stubs),
-// and SETTLE_QUEUE, whose sends settings.dropSettleSends loses. Queue and
+// SETTLE_QUEUE, whose sends settings.dropSettleSends loses, and METRICS
+// (Analytics Engine), whose points go on to the binding and, with
+// settings.recordPoints, into points: wrangler dev drops them. Queue and
 // Cron events get the same wrapped env.
 
 // Counters of the calls made, the faults injected and the simulated
 // disconnects (test/wrapped/entry.mjs), for tests that read them back.
 // entered counts calls as they start, before their delay, so a test can
 // wait for a request to reach storage.
-export const stats = { entered: 0, calls: 0, faultsBefore: 0, faultsAfter: 0, disconnects: 0, cancelledRequests: 0, settleSends: 0 };
+export const stats = { entered: 0, calls: 0, faultsBefore: 0, faultsAfter: 0, disconnects: 0, cancelledRequests: 0, settleSends: 0, dataPoints: 0 };
+
+// points are the data points written to METRICS while
+// settings.recordPoints is set, each as writeDataPoint got it.
+export const points = [];
 
 // Settings a test may change while the Worker runs; faultRate, once set,
 // replaces WRAP_FAULT_RATE.
@@ -91,6 +97,16 @@ export function wrapEnv(env, { delays = {}, faultRate: initialFaultRate = 0 } = 
         stats.settleSends++;
         if (settings.dropSettleSends) return Promise.resolve();
         return queue.send(...a);
+      },
+    };
+  }
+  if (env.METRICS) {
+    const dataset = env.METRICS;
+    out.METRICS = {
+      writeDataPoint(point) {
+        stats.dataPoints++;
+        if (settings.recordPoints) points.push(point);
+        return dataset.writeDataPoint(point);
       },
     };
   }
