@@ -197,11 +197,14 @@ func decodeClaim(b []byte) (intake.Key, intake.Claim, error) {
 	return r.key(), c, nil
 }
 
-// encodeCommit is a commit of result under key by c.
+// encodeCommit is a commit of result under key by c: its token, and how
+// long it keeps the key, which the outcome is kept as long as
+// (Object.Commit).
 func encodeCommit(key intake.Key, c intake.Claim, res intake.Result) []byte {
 	var d doc
 	d.key(key)
 	d.str(mToken, c.Token)
+	d.time(mKeepUntil, c.KeepUntil)
 	d.member(mReceipt)
 	d.b = jsjson.AppendString(d.b, string(res.Body))
 	d.flag(mRejected, res.Rejected)
@@ -216,7 +219,7 @@ func decodeCommit(b []byte) (intake.Key, intake.Claim, intake.Result, error) {
 		return intake.Key{}, intake.Claim{}, intake.Result{}, err
 	}
 	res := intake.Result{Body: []byte(r.str(mReceipt)), Rejected: r.flag(mRejected), Fingerprint: r.str(mFingerprint), TTL: r.millis(mTTL)}
-	return r.key(), intake.Claim{Token: r.str(mToken)}, res, nil
+	return r.key(), intake.Claim{Token: r.str(mToken), KeepUntil: r.time(mKeepUntil)}, res, nil
 }
 
 // encodeKey is a lookup of key.

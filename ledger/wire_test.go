@@ -77,12 +77,14 @@ func TestCommitRoundTrips(t *testing.T) {
 		Reason: "halted \"now\""}.JSON()
 	key := intake.Key{Client: "desk-a", ID: "k"}
 	res := intake.Result{Body: receipt, Rejected: true, Fingerprint: "fp", TTL: 24 * time.Hour}
-	gotKey, c, got, err := decodeCommit(encodeCommit(key, intake.Claim{Token: "t", OrderID: "ignored"}, res))
+	keep := ms(1_773_673_766_535)
+	gotKey, c, got, err := decodeCommit(encodeCommit(key, intake.Claim{Token: "t", OrderID: "ignored", KeepUntil: keep}, res))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if gotKey != key || c.Token != "t" || !reflect.DeepEqual(got, res) {
-		t.Errorf("decodeCommit = %+v, %+v, %+v; want %+v, token t, %+v", gotKey, c, got, key, res)
+	// KeepUntil crosses: Object.Commit keeps the outcome at least as long.
+	if gotKey != key || c.Token != "t" || !c.KeepUntil.Equal(keep) || !reflect.DeepEqual(got, res) {
+		t.Errorf("decodeCommit = %+v, %+v, %+v; want %+v, token t, KeepUntil %v, %+v", gotKey, c, got, key, keep, res)
 	}
 }
 
