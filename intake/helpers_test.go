@@ -228,3 +228,10 @@ func (s *storeSpy) Lookup(ctx context.Context, key intake.Key) (intake.Record, e
 	s.count("Lookup")
 	return s.Store.Lookup(ctx, key)
 }
+
+// withoutExpiry is r without Expires, which only a lookup over a Store
+// that tells it sets (TestLookupTellsExpiry checks it).
+func withoutExpiry(r intake.Rejection) intake.Rejection {
+	r.Expires = time.Time{}
+	return r
+}

@@ -129,6 +129,44 @@ func Run(t *testing.T, s intake.Store, prefix string, opts Options) {
 		}
 	})
 
+	t.Run("a stored outcome's expiry is told exactly when the Lifecycle says so", func(t *testing.T) {
+		now := time.Now
+		if opts.Now != nil {
+			now = opts.Now
+		}
+		key, kept := newKey(), newKey()
+		c := claim("a", "fp")
+		before := now()
+		mustBegin(t, key, c, intake.Claimed)
+		mustCommit(t, key, c, receipt("r", "fp"))
+		after := now()
+		// A claim kept past its TTL keeps its outcome as long (intake.Claim.KeepUntil).
+		long := claim("a", "fp")
+		long.KeepUntil = before.Add(2 * time.Hour).Truncate(time.Millisecond)
+		mustBegin(t, kept, long, intake.Claimed)
+		mustCommit(t, kept, long, receipt("r", "fp"))
+		told := []intake.Record{mustLookup(t, key, intake.Stored), mustBegin(t, key, claim("b", "fp"), intake.Stored)}
+		toldKept := []intake.Record{mustLookup(t, kept, intake.Stored), mustBegin(t, kept, claim("b", "fp"), intake.Stored)}
+		if !s.Lifecycle().TellsExpiry {
+			for _, rec := range append(told, toldKept...) {
+				if !rec.Expires.IsZero() {
+					t.Fatalf("Expires = %v, but Lifecycle().TellsExpiry is false", rec.Expires)
+				}
+			}
+			return
+		}
+		for _, rec := range told {
+			if lo, hi := before.Add(time.Hour).Truncate(time.Millisecond), after.Add(time.Hour); rec.Expires.Before(lo) || rec.Expires.After(hi) {
+				t.Errorf("Expires = %v, want the commit's time plus the TTL, within [%v, %v]", rec.Expires, lo, hi)
+			}
+		}
+		for _, rec := range toldKept {
+			if !rec.Expires.Equal(long.KeepUntil) {
+				t.Errorf("Expires = %v, want the claim's KeepUntil %v", rec.Expires, long.KeepUntil)
+			}
+		}
+	})
+
 	t.Run("a commit retried with its token changes nothing", func(t *testing.T) {
 		if !fenced(t) {
 			return
