@@ -50,11 +50,15 @@ type Options struct {
 	AllowedOrigins []string
 }
 
-// Handler answers order submissions and key lookups.
+// Handler answers order submissions and key lookups, and publishes the
+// idempotency policy at PolicyPath.
 type Handler struct {
 	svc     *intake.Service
 	opts    Options
 	origins origins
+	// policy is the page at PolicyPath, built once: its figures are the
+	// Service's, which never change.
+	policy []byte
 }
 
 // New returns a Handler for svc.
@@ -62,7 +66,7 @@ func New(svc *intake.Service, opts Options) *Handler {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	return &Handler{svc: svc, opts: opts, origins: newOrigins(opts.AllowedOrigins)}
+	return &Handler{svc: svc, opts: opts, origins: newOrigins(opts.AllowedOrigins), policy: policyPage(svc.Policy(), opts.Clients != nil)}
 }
 
 // ServeWorker implements workers.Handler with the contract in api/openapi.yaml.
@@ -114,6 +118,11 @@ func (h *Handler) serve(ctx context.Context, r *workers.Request) (resp *workers.
 		}
 		line.Status = status
 		return resp, line
+	}
+	if r.Method == "GET" && r.Path == PolicyPath {
+		// Public, and no key route: whatever its headers, a GET of the
+		// policy reads nothing else of the request and touches no storage.
+		return policyResponse(h.policy), eventlog.Line{Outcome: "policy", Status: statusOK}
 	}
 	if h.opts.Clients != nil {
 		client, err := h.opts.Clients.Authenticate(r.Header.Get("Authorization"))

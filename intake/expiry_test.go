@@ -197,3 +197,30 @@ func TestLookupTellsExpiry(t *testing.T) {
 		})
 	}
 }
+
+// TestPolicy checks that Policy says what the Service runs with: its
+// options, the default SettleMaxAge, whether it settles, and whether its
+// Store tells an outcome's expiry.
+func TestPolicy(t *testing.T) {
+	base := intake.Options{ResultTTL: time.Hour, PendingTTL: 2 * time.Minute, Wait: 300 * time.Millisecond}
+	withGateway := base
+	withGateway.Gateway, withGateway.SettleMaxAge = &scriptedGateway{clock: &fakeClock{}}, 5*time.Hour
+	tests := []struct {
+		name  string
+		store intake.Store
+		opts  intake.Options
+		want  intake.Policy
+	}{
+		{"KV, stand-in", kv.NewStore(kv.NewMemoryNamespace(), nil), base,
+			intake.Policy{ResultTTL: time.Hour, PendingTTL: 2 * time.Minute, Wait: 300 * time.Millisecond, SettleMaxAge: intake.DefaultSettleMaxAge}},
+		{"the ledger, a gateway", ledger.NewMemoryStore(), withGateway,
+			intake.Policy{ResultTTL: time.Hour, PendingTTL: 2 * time.Minute, Wait: 300 * time.Millisecond, Settles: true, SettleMaxAge: 5 * time.Hour, TellsExpiry: true}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := intake.New(tc.store, tc.opts).Policy(); got != tc.want {
+				t.Errorf("Policy() = %+v, want %+v", got, tc.want)
+			}
+		})
+	}
+}

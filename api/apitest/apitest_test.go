@@ -276,6 +276,73 @@ func TestValidateResponseRejects(t *testing.T) {
 	}
 }
 
+// policyHeader is what the Worker sends with its policy page.
+func policyHeader() http.Header {
+	h := http.Header{}
+	h.Set("Content-Type", "text/markdown; charset=utf-8")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("X-Content-Type-Options", "nosniff")
+	return h
+}
+
+const policyPage = "# Idempotency policy\n\nThis Worker places each order at most once.\n"
+
+// TestValidatePolicyPath checks that a GET of /idempotency is checked
+// against the policy's operation, and every other request to it against
+// the root's, as the Worker answers them.
+func TestValidatePolicyPath(t *testing.T) {
+	v := load(t)
+	accepts := []struct {
+		name   string
+		method string
+		status int
+		header http.Header
+		body   string
+	}{
+		{"the policy", "GET", 200, policyHeader(), policyPage},
+		{"the policy to an allowed origin", "GET", 200, readable(policyHeader()), policyPage},
+		{"a misconfigured Worker's policy", "GET", 500, problemHeader(), problem("misconfigured", 500)},
+		{"an order POSTed there, as anywhere", "POST", 201, receiptHeader(false), receipt},
+		{"a PUT there, as anywhere", "PUT", 405, problemHeader("Allow", "GET, POST"), problem("method_not_allowed", 405)},
+	}
+	for _, tc := range accepts {
+		t.Run("accepts "+tc.name, func(t *testing.T) {
+			if err := v.ValidateResponse(request(tc.method, "/idempotency"), tc.status, tc.header, []byte(tc.body)); err != nil {
+				t.Errorf("ValidateResponse = %v, want nil", err)
+			}
+		})
+	}
+	without := func(name string) http.Header { h := policyHeader(); h.Del(name); return h }
+	rejects := []struct {
+		name   string
+		status int
+		header http.Header
+		body   string
+		want   string
+	}{
+		{"a receipt for the policy", 200, func() http.Header { h := policyHeader(); h.Set("Content-Type", "application/json"); return h }(), receipt, "application/json"},
+		{"the policy as text/html", 200, func() http.Header { h := policyHeader(); h.Set("Content-Type", "text/html"); return h }(), policyPage, "text/html"},
+		{"the policy without its heading", 200, policyHeader(), "Keys are kept.\n", "pattern"},
+		{"the policy without Cache-Control", 200, without("Cache-Control"), policyPage, "Cache-Control"},
+		{"the policy without X-Content-Type-Options", 200, without("X-Content-Type-Options"), policyPage, "X-Content-Type-Options"},
+		{"a 401 for the policy, which needs no token", 401, problemHeader("WWW-Authenticate", `Bearer realm="edge-orders"`), problem("unauthorized", 401), "status"},
+		{"a 404 for the policy", 404, problemHeader(), problem("not_found", 404), "status"},
+	}
+	for _, tc := range rejects {
+		t.Run("rejects "+tc.name, func(t *testing.T) {
+			err := v.ValidateResponse(request("GET", "/idempotency"), tc.status, tc.header, []byte(tc.body))
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("ValidateResponse = %v, want an error about %s", err, tc.want)
+			}
+		})
+	}
+	t.Run("the policy anywhere else is not a lookup's answer", func(t *testing.T) {
+		if err := v.ValidateResponse(request("GET", "/orders"), 200, policyHeader(), []byte(policyPage)); err == nil {
+			t.Error("ValidateResponse = nil for the policy at /orders, want an error")
+		}
+	})
+}
+
 func TestValidateResponseUnknownMethod(t *testing.T) {
 	v := load(t)
 	for _, method := range []string{"HEAD", "TRACE"} {
