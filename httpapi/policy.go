@@ -51,7 +51,8 @@ func policyPage(p intake.Policy, scoped bool) []byte {
 	line()
 	line("This Worker places each order at most once per `Idempotency-Key` request header, ",
 		"as the IETF draft draft-ietf-httpapi-idempotency-key-header-07 describes. ",
-		"The figures below are its running configuration.")
+		"The figures below are its running configuration. ",
+		"Every problem about the key links here: `Link: ", describedByLink(PolicyPath), "`.")
 	line()
 	line("## The key")
 	line()

@@ -60,6 +60,7 @@ func TestPolicyFollowsTheConfiguration(t *testing.T) {
 			want: []string{
 				"1 to " + strconv.Itoa(httpapi.MaxIdempotencyKeyBytes) + " printable ASCII characters",
 				"a Structured Field string",
+				"Every problem about the key links here: `Link: </idempotency>; rel=\"describedby\"`.",
 				"kept 86400 seconds (24 hours, `RESULT_TTL_SECONDS`) after it is stored",
 				"`acceptedAt` plus 86400 seconds (24 hours, `SETTLE_MAX_AGE_SECONDS`) plus 86400 seconds (24 hours, `RESULT_TTL_SECONDS`), 48 hours in all",
 				"waits up to 2000 ms (`IN_PROGRESS_WAIT_MS`)",

@@ -40,6 +40,9 @@ func problemHeader(extra ...string) http.Header {
 	return h
 }
 
+// describedBy is the Link of every problem about the key.
+const describedBy = `</idempotency>; rel="describedby"`
+
 // The CORS headers of a Worker with ALLOWED_ORIGINS set.
 const deskOrigin = "https://desk.example.com"
 
@@ -64,7 +67,7 @@ func preflightHeader(omit ...string) http.Header {
 func readable(h http.Header) http.Header {
 	h = h.Clone()
 	h.Set("Access-Control-Allow-Origin", deskOrigin)
-	h.Set("Access-Control-Expose-Headers", "Idempotent-Replay, Retry-After")
+	h.Set("Access-Control-Expose-Headers", "Idempotent-Replay, Retry-After, Link")
 	h.Set("Vary", "Origin")
 	return h
 }
@@ -128,15 +131,15 @@ func TestValidateResponseAccepts(t *testing.T) {
 		{"GET without a key", "GET", 405, problemHeader("Allow", "GET, POST"), problem("method_not_allowed", 405)},
 		{"PUT", "PUT", 405, problemHeader("Allow", "GET, POST"), problem("method_not_allowed", 405)},
 		{"OPTIONS", "OPTIONS", 405, problemHeader("Allow", "GET, POST"), problem("method_not_allowed", 405)},
-		{"missing key", "POST", 400, problemHeader(), problem("missing_idempotency_key", 400)},
-		{"invalid key", "POST", 400, problemHeader(), problem("invalid_idempotency_key", 400)},
-		{"invalid key on a lookup", "GET", 400, problemHeader(), problem("invalid_idempotency_key", 400)},
+		{"missing key", "POST", 400, problemHeader("Link", describedBy), problem("missing_idempotency_key", 400)},
+		{"invalid key", "POST", 400, problemHeader("Link", describedBy), problem("invalid_idempotency_key", 400)},
+		{"invalid key on a lookup", "GET", 400, problemHeader("Link", describedBy), problem("invalid_idempotency_key", 400)},
 		{"unreadable body", "POST", 400, problemHeader(), problem("unreadable_body", 400)},
 		{"body too large", "POST", 413, problemHeader(), problem("body_too_large", 413)},
-		{"in progress", "POST", 409, problemHeader("Retry-After", "60"), inProgress},
-		{"lookup in progress", "GET", 409, problemHeader("Retry-After", "60"), inProgress},
+		{"in progress", "POST", 409, problemHeader("Retry-After", "60", "Link", describedBy), inProgress},
+		{"lookup in progress", "GET", 409, problemHeader("Retry-After", "60", "Link", describedBy), inProgress},
 		{"lookup of an unknown key", "GET", 404, problemHeader(), problem("not_found", 404)},
-		{"key reused", "POST", 422, problemHeader(), problem("idempotency_key_reused", 422)},
+		{"key reused", "POST", 422, problemHeader("Link", describedBy), problem("idempotency_key_reused", 422)},
 		{"invalid order", "POST", 422, problemHeader(), problem("invalid_order", 422)},
 		{"rate limited", "POST", 429, problemHeader("Retry-After", "30"), problem("rate_limited", 429)},
 		{"misconfigured, with an empty detail", "PATCH", 500, problemHeader(), strings.Replace(problem("misconfigured", 500), "A detail.", "", 1)},
@@ -154,7 +157,7 @@ func TestValidateResponseAccepts(t *testing.T) {
 		{"replay to an allowed origin", "POST", 200, readable(receiptHeader(true)), receipt},
 		{"lookup to an allowed origin", "GET", 200, readable(receiptHeader(true)), receipt},
 		{"receipt to another origin", "POST", 201, func() http.Header { h := receiptHeader(false); h.Set("Vary", "Origin"); return h }(), receipt},
-		{"problem to an allowed origin", "POST", 409, readable(problemHeader("Retry-After", "60")), inProgress},
+		{"problem to an allowed origin", "POST", 409, readable(problemHeader("Retry-After", "60", "Link", describedBy)), inProgress},
 		{"unauthorized to an allowed origin", "GET", 401, readable(problemHeader("WWW-Authenticate", `Bearer realm="edge-orders"`)), problem("unauthorized", 401)},
 		{"405 to an allowed origin", "OPTIONS", 405, readable(problemHeader("Allow", "GET, POST")), problem("method_not_allowed", 405)},
 		{"lookup of an unresolved outcome", "GET", 503, problemHeader("Retry-After", "1"), unsettled("outcome_unresolved", unresolvedMembers)},
@@ -210,9 +213,12 @@ func TestValidateResponseRejects(t *testing.T) {
 		{"problem without a title", "POST", 422, problemHeader(), strings.Replace(problem("invalid_order", 422), `"title":"A title",`, "", 1), "title"},
 		{"problem leaking an extra member", "POST", 500, problemHeader(), strings.Replace(problem("internal_error", 500), `"detail"`, `"stack":"at kv.Get","detail"`, 1), "stack"},
 		{"problem as application/json", "POST", 422, func() http.Header { h := problemHeader(); h.Set("Content-Type", "application/json"); return h }(), problem("invalid_order", 422), "application/json"},
-		{"in progress without retryAfter in the body", "POST", 409, problemHeader("Retry-After", "60"), problem("in_progress", 409), "retryAfter"},
-		{"in progress without Retry-After", "POST", 409, problemHeader(), inProgress, "Retry-After"},
-		{"in progress with a Retry-After date", "POST", 409, problemHeader("Retry-After", "Fri, 02 Jan 2026 03:04:05 GMT"), inProgress, "Retry-After"},
+		{"in progress without retryAfter in the body", "POST", 409, problemHeader("Retry-After", "60", "Link", describedBy), problem("in_progress", 409), "retryAfter"},
+		{"in progress without Retry-After", "POST", 409, problemHeader("Link", describedBy), inProgress, "Retry-After"},
+		{"in progress with a Retry-After date", "POST", 409, problemHeader("Retry-After", "Fri, 02 Jan 2026 03:04:05 GMT", "Link", describedBy), inProgress, "Retry-After"},
+		{"in progress without Link", "POST", 409, problemHeader("Retry-After", "60"), inProgress, "Link"},
+		{"a lookup's invalid key without Link", "GET", 400, problemHeader(), problem("invalid_idempotency_key", 400), "Link"},
+		{"a missing key linking another page", "POST", 400, problemHeader("Link", `</docs>; rel="describedby"`), problem("missing_idempotency_key", 400), "Link"},
 		{"storage unavailable without Retry-After", "POST", 503, problemHeader(), problem("storage_unavailable", 503), "Retry-After"},
 		{"outcome unknown without Retry-After", "GET", 503, problemHeader(), unsettled("outcome_unknown", unknownMembers), "Retry-After"},
 		{"outcome unknown without orderId", "POST", 503, problemHeader("Retry-After", "1"), unsettled("outcome_unknown", `,"attempts":1`), "orderId"},
