@@ -14,6 +14,7 @@ import (
 	"github.com/edge-orders/edge-orders/eventlog"
 	"github.com/edge-orders/edge-orders/intake"
 	"github.com/edge-orders/edge-orders/internal/errs"
+	"github.com/edge-orders/edge-orders/internal/jsjson"
 	"github.com/edge-orders/edge-orders/workers"
 )
 
@@ -113,6 +114,9 @@ func (h *Handler) serve(ctx context.Context, r *workers.Request) (resp *workers.
 			retryAfter = retryAfterUntil(open.NextAttempt, h.opts.Now())
 		}
 		resp, outcome, status := errorResponse(err, "", retryAfter)
+		if rejection != nil && r.Method == "GET" {
+			resp.Header = appendExpires(resp.Header, rejection.Expires)
+		}
 		if line.Outcome == "" {
 			line.Outcome = outcome
 		}
@@ -181,8 +185,21 @@ func (h *Handler) serve(ctx context.Context, r *workers.Request) (resp *workers.
 		resp.Header = append(resp.Header, replayed)
 		line.Outcome = "replayed"
 	}
+	resp.Header = appendExpires(resp.Header, out.Expires)
 	line.Status = resp.Status
 	return resp, line
+}
+
+// appendExpires adds Idempotency-Expires, when the stored outcome stops
+// being served, to a lookup's answer, unless the store did not tell it
+// (zero). A header, not a body member: the body is the stored outcome,
+// byte for byte, on a lookup as on every replay. Its date is written as
+// the receipt's acceptedAt is, to the millisecond the ledger keeps.
+func appendExpires(header []workers.Field, expires time.Time) []workers.Field {
+	if expires.IsZero() {
+		return header
+	}
+	return append(header, workers.Field{Name: "Idempotency-Expires", Value: string(jsjson.AppendISOTime(nil, expires))})
 }
 
 // ServePanic implements workers.PanicHandler: a panic outside serve's own

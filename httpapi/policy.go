@@ -79,6 +79,11 @@ func policyPage(p intake.Policy, scoped bool) []byte {
 			"a key whose outcome is unknown keeps its `orderId` while the Worker may still ask about it, and for that long after. ",
 			"Each later attempt under the key (a retry, or the Worker's own) keeps it as long again from its own time.")
 	}
+	if p.TellsExpiry {
+		item("A lookup that finds an outcome says when it expires, in the `Idempotency-Expires` response header.")
+	} else {
+		item("A lookup does not say when an outcome expires: this Worker's store does not tell.")
+	}
 	line()
 	line("## A duplicate of a request in flight")
 	line()

@@ -15,6 +15,7 @@ import (
 	"github.com/edge-orders/edge-orders/intake"
 	"github.com/edge-orders/edge-orders/kv"
 	"github.com/edge-orders/edge-orders/kv/kvtest"
+	"github.com/edge-orders/edge-orders/ledger"
 	"github.com/edge-orders/edge-orders/workers"
 )
 
@@ -152,6 +153,19 @@ func TestPolicyIsPublicAndNoKeyRoute(t *testing.T) {
 			w := serve(h, httptest.NewRequest(tc.method, "http://worker.example"+tc.path, nil))
 			if w.Code != http.StatusUnauthorized {
 				t.Errorf("%s %s without a token = %d, want 401 as any other request", tc.method, tc.path, w.Code)
+			}
+		})
+	}
+}
+
+// TestPolicyTellsWhereLookupsTellExpiry checks that the page promises
+// Idempotency-Expires only where the store tells a lookup the expiry.
+func TestPolicyTellsWhereLookupsTellExpiry(t *testing.T) {
+	for name, store := range map[string]intake.Store{"the ledger": ledger.NewMemoryStore(), "KV": kv.NewStore(kv.NewMemoryNamespace(), nil)} {
+		t.Run(name, func(t *testing.T) {
+			page := getPolicy(t, httpapi.New(intake.New(store, serviceOptions()), httpapi.Options{})).Body.String()
+			if got, want := strings.Contains(page, "in the `Idempotency-Expires` response header"), name == "the ledger"; got != want {
+				t.Errorf("the page promises Idempotency-Expires: %v, want %v:\n%s", got, want, page)
 			}
 		})
 	}

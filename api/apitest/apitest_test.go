@@ -40,6 +40,16 @@ func problemHeader(extra ...string) http.Header {
 	return h
 }
 
+// expiring adds to h the expiry a lookup over the ledger tells.
+func expiring(h http.Header) http.Header {
+	h = h.Clone()
+	h.Set("Idempotency-Expires", "2026-01-03T03:04:05.678Z")
+	return h
+}
+
+// rejected is a stored rejection's body.
+const rejected = `{"type":"tag:edge-orders,2026:order_rejected","title":"Order rejected","status":422,"detail":"symbol halted","error":"order_rejected","orderId":"0b9c3e8e-6f4a-4d2b-9c1e-3a5f7d9b1c2e"}`
+
 // describedBy is the Link of every problem about the key.
 const describedBy = `</idempotency>; rel="describedby"`
 
@@ -67,7 +77,7 @@ func preflightHeader(omit ...string) http.Header {
 func readable(h http.Header) http.Header {
 	h = h.Clone()
 	h.Set("Access-Control-Allow-Origin", deskOrigin)
-	h.Set("Access-Control-Expose-Headers", "Idempotent-Replay, Retry-After, Link")
+	h.Set("Access-Control-Expose-Headers", "Idempotent-Replay, Retry-After, Link, Idempotency-Expires")
 	h.Set("Vary", "Origin")
 	return h
 }
@@ -124,6 +134,8 @@ func TestValidateResponseAccepts(t *testing.T) {
 		{"new order's receipt", "POST", 201, receiptHeader(false), receipt},
 		{"replay with Idempotent-Replay", "POST", 200, receiptHeader(true), receipt},
 		{"lookup's receipt", "GET", 200, receiptHeader(true), receipt},
+		{"lookup's receipt with its expiry", "GET", 200, expiring(receiptHeader(true)), receipt},
+		{"lookup's rejection with its expiry", "GET", 422, expiring(problemHeader("Idempotent-Replay", "true")), rejected},
 		{"receipt with a huge JavaScript quantity", "POST", 201, receiptHeader(false), strings.Replace(receipt, "100", "1e+21", 1)},
 		{"missing token", "POST", 401, problemHeader("WWW-Authenticate", `Bearer realm="edge-orders"`), problem("unauthorized", 401)},
 		{"invalid token", "GET", 401, problemHeader("WWW-Authenticate", `Bearer realm="edge-orders", error="invalid_token"`), problem("unauthorized", 401)},
@@ -199,6 +211,18 @@ func TestValidateResponseRejects(t *testing.T) {
 		{"receipt with acceptedAt without milliseconds", "POST", 201, receiptHeader(false), strings.Replace(receipt, ".678Z", "Z", 1), "acceptedAt"},
 		{"receipt served as text/plain", "POST", 201, func() http.Header { h := receiptHeader(false); h.Set("Content-Type", "text/plain"); return h }(), receipt, "text/plain"},
 		{"200 replay without Idempotent-Replay", "POST", 200, receiptHeader(false), receipt, "Idempotent-Replay"},
+		{"replay with Idempotency-Expires", "POST", 200, expiring(receiptHeader(true)), receipt, "Idempotency-Expires"},
+		{"new order with Idempotency-Expires", "POST", 201, expiring(receiptHeader(false)), receipt, "Idempotency-Expires"},
+		{"lookup's expiry without milliseconds", "GET", 200, func() http.Header {
+			h := receiptHeader(true)
+			h.Set("Idempotency-Expires", "2026-01-03T03:04:05Z")
+			return h
+		}(), receipt, "Idempotency-Expires"},
+		{"lookup's expiry as an HTTP date", "GET", 200, func() http.Header {
+			h := receiptHeader(true)
+			h.Set("Idempotency-Expires", "Sat, 03 Jan 2026 03:04:05 GMT")
+			return h
+		}(), receipt, "Idempotency-Expires"},
 		{"200 lookup without Idempotent-Replay", "GET", 200, receiptHeader(false), receipt, "Idempotent-Replay"},
 		{"replay with Idempotent-Replay: false", "POST", 200, func() http.Header { h := receiptHeader(true); h.Set("Idempotent-Replay", "false"); return h }(), receipt, "Idempotent-Replay"},
 		{"201 with Idempotent-Replay", "POST", 201, receiptHeader(true), receipt, "Idempotent-Replay"},
