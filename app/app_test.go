@@ -298,3 +298,40 @@ func TestConfigTakesTheTTLsKVTakes(t *testing.T) {
 		t.Fatalf("config.MinTTL = %v, kv.MinTTL = %v; want them equal", config.MinTTL, kv.MinTTL)
 	}
 }
+
+// TestPolicyPublishesTheVars checks that the policy the Worker publishes
+// states the vars it was given, through config, the Service and the
+// handler.
+func TestPolicyPublishesTheVars(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		noOMS bool
+		vars  map[string]string
+		want  []string
+	}{
+		{"with an OMS", false, map[string]string{config.ResultTTLVar: "7200", config.SettleMaxAgeVar: "3600", config.WaitVar: "500"},
+			[]string{"kept 7200 seconds (2 hours, `RESULT_TTL_SECONDS`)", "plus 3600 seconds (1 hour, `SETTLE_MAX_AGE_SECONDS`)", "waits up to 500 ms"}},
+		{"without one", true, map[string]string{config.ResultTTLVar: "600", config.PendingTTLVar: "90"},
+			[]string{"kept 600 seconds (10 minutes, `RESULT_TTL_SECONDS`)", "`Retry-After: 90`", "no order-management system"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := newWorld(t, tc.vars)
+			if tc.noOMS {
+				delete(w.vars, "OMS_URL")
+			}
+			worker := app.New(w.env)
+			if worker.Service == nil {
+				t.Fatalf("misconfigured: %s", w.console.String())
+			}
+			resp := worker.Handler.ServeWorker(context.Background(), &workers.Request{Method: "GET", Path: "/idempotency", Header: http.Header{}, Body: workers.ReaderBody(nil)})
+			if resp.Status != 200 {
+				t.Fatalf("GET /idempotency = %d %s, want 200", resp.Status, resp.Body)
+			}
+			for _, s := range tc.want {
+				if !bytes.Contains(resp.Body, []byte(s)) {
+					t.Errorf("the policy does not say %q:\n%s", s, resp.Body)
+				}
+			}
+		})
+	}
+}

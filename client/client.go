@@ -64,6 +64,11 @@ type Result struct {
 	Replay bool
 	// StatusCode is 201 for a newly placed order, 200 for a replay.
 	StatusCode int
+	// ExpiresAt is when the Worker stops serving the receipt and the key
+	// is free again, from a Lookup's Idempotency-Expires header: the
+	// Worker says it where its store knows it (the ledger), and never for
+	// a submission. Zero when not given.
+	ExpiresAt time.Time
 	// Key is the Idempotency-Key the order was sent under.
 	Key string
 	// Attempts is how many times the client sent the request, the first
@@ -130,7 +135,7 @@ type Client struct {
 }
 
 // New returns a Client for the Worker at baseURL (the Worker answers on
-// every path, so any URL of it will do). opts may be nil. It returns an
+// every path but /idempotency, its policy, so any other URL of it will do). opts may be nil. It returns an
 // error wrapping ErrInvalidToken for a token that is not printable ASCII
 // without spaces. A baseURL that is not a URL makes every call fail before
 // sending anything.
@@ -229,7 +234,8 @@ func (c *Client) SubmitWithKey(ctx context.Context, key string, order Order) (*R
 // before ErrOutcomeUnknown, which it matches too); ErrRejected when the
 // order-management system refused the order; ErrNotFound when the key has
 // nothing; and the other errors SubmitWithKey returns. A receipt is
-// returned as a Result.
+// returned as a Result, with ExpiresAt where the Worker tells it (as
+// Error.ExpiresAt for ErrRejected).
 func (c *Client) Lookup(ctx context.Context, key string) (*Result, error) {
 	if err := checkKey(key); err != nil {
 		return nil, err
@@ -354,6 +360,7 @@ func (c *Client) read(resp *http.Response, raw []byte) outcome {
 			Raw:        raw,
 			Replay:     resp.Header.Get("Idempotent-Replay") == "true",
 			StatusCode: resp.StatusCode,
+			ExpiresAt:  expiresAt(resp.Header),
 		}}
 	case resp.StatusCode >= 300 && resp.StatusCode < 400:
 		return outcome{err: &Error{StatusCode: resp.StatusCode, Header: resp.Header, Body: raw,
@@ -370,7 +377,18 @@ func (c *Client) read(resp *http.Response, raw []byte) outcome {
 		e.Problem = Problem{}
 	}
 	e.RetryAfter = c.retryAfter(resp.Header.Get("Retry-After"), e.Problem.RetryAfter)
+	e.ExpiresAt = expiresAt(resp.Header)
 	return outcome{err: e}
+}
+
+// expiresAt reads the Idempotency-Expires header, a date as the receipt's
+// acceptedAt is written; zero when absent or not such a date.
+func expiresAt(h http.Header) time.Time {
+	t, err := time.Parse(time.RFC3339Nano, h.Get("Idempotency-Expires"))
+	if err != nil {
+		return time.Time{}
+	}
+	return t
 }
 
 // parseReceipt decodes a receipt, refusing one without an order id or a

@@ -914,3 +914,49 @@ func TestUnsettledOutcomes(t *testing.T) {
 		}
 	})
 }
+
+// TestLookupExpiresAt checks that a lookup's result says when the receipt
+// expires, as the Worker over the ledger tells it, and a submission's
+// never; that a stored rejection's error says it too; and that a header
+// that is no such date is no expiry.
+func TestLookupExpiresAt(t *testing.T) {
+	// The test Worker has an OMS: a key is kept past every settle attempt
+	// (a day, the default) and a receipt's TTL (a day) from its acceptance.
+	want, _ := time.Parse(time.RFC3339Nano, "2026-01-04T03:04:05.678Z")
+	w := newWorker(t, "")
+	c, _ := newClient(w, nil)
+	placed, err := c.SubmitWithKey(t.Context(), "k-expiry", msft)
+	if err != nil {
+		t.Fatal(err)
+	}
+	replayed, err := c.SubmitWithKey(t.Context(), "k-expiry", msft)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, res := range map[string]*client.Result{"a new order": placed, "a replay": replayed} {
+		if !res.ExpiresAt.IsZero() {
+			t.Errorf("%s: ExpiresAt = %v, want zero: a submission is never told", name, res.ExpiresAt)
+		}
+	}
+	looked, err := c.Lookup(t.Context(), "k-expiry")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !looked.ExpiresAt.Equal(want) || string(looked.Raw) != string(placed.Raw) {
+		t.Errorf("Lookup = %s expiring %v, want %s expiring %v", looked.Raw, looked.ExpiresAt, placed.Raw, want)
+	}
+
+	w.mu.Lock()
+	w.script = []step{
+		fail(422, "order_rejected", "Idempotent-Replay", "true", "Idempotency-Expires", "2026-01-04T03:04:05.678Z"),
+		raw(200, "application/json", string(placed.Raw), "Idempotent-Replay", "true", "Idempotency-Expires", "tomorrow"),
+	}
+	w.mu.Unlock()
+	_, err = c.Lookup(t.Context(), "k-expiry")
+	if e := asError(t, err); !errors.Is(err, client.ErrRejected) || !e.ExpiresAt.Equal(want) {
+		t.Errorf("a stored rejection: %v expiring %v, want ErrRejected expiring %v", err, e.ExpiresAt, want)
+	}
+	if res, err := c.Lookup(t.Context(), "k-expiry"); err != nil || !res.ExpiresAt.IsZero() {
+		t.Errorf("Idempotency-Expires: tomorrow = %+v, %v; want the receipt, no expiry", res, err)
+	}
+}

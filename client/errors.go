@@ -155,6 +155,11 @@ type Error struct {
 	// Retry-After header, or else the problem's retryAfter, at most
 	// MaxRetryWait; 0 when it said neither.
 	RetryAfter time.Duration
+	// ExpiresAt is when the Worker stops serving a stored rejection
+	// (ErrRejected) and the key is free again, from a Lookup's
+	// Idempotency-Expires header, where the Worker tells it; zero
+	// otherwise.
+	ExpiresAt time.Time
 	// Header and Body are the last response's, for what the fields above do
 	// not hold (WWW-Authenticate, say).
 	Header http.Header

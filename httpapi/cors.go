@@ -23,7 +23,7 @@ const (
 	CORSRequestHeaders = "Idempotency-Key, Content-Type, Authorization"
 	// CORSExposedHeaders are the response headers a page may read beyond
 	// the safelisted ones (Content-Type and Cache-Control among them).
-	CORSExposedHeaders = "Idempotent-Replay, Retry-After"
+	CORSExposedHeaders = "Idempotent-Replay, Retry-After, Link, Idempotency-Expires"
 )
 
 var (

@@ -28,7 +28,7 @@ const (
 const (
 	allowMethods   = "GET, POST"
 	allowHeaders   = "Idempotency-Key, Content-Type, Authorization"
-	exposeHeaders  = "Idempotent-Replay, Retry-After"
+	exposeHeaders  = "Idempotent-Replay, Retry-After, Link, Idempotency-Expires"
 	preflightCache = "7200"
 )
 

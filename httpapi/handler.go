@@ -14,6 +14,7 @@ import (
 	"github.com/edge-orders/edge-orders/eventlog"
 	"github.com/edge-orders/edge-orders/intake"
 	"github.com/edge-orders/edge-orders/internal/errs"
+	"github.com/edge-orders/edge-orders/internal/jsjson"
 	"github.com/edge-orders/edge-orders/metrics"
 	"github.com/edge-orders/edge-orders/order"
 	"github.com/edge-orders/edge-orders/workers"
@@ -57,11 +58,15 @@ type Options struct {
 	AllowedOrigins []string
 }
 
-// Handler answers order submissions and key lookups.
+// Handler answers order submissions and key lookups, and publishes the
+// idempotency policy at PolicyPath.
 type Handler struct {
 	svc     *intake.Service
 	opts    Options
 	origins origins
+	// policy is the page at PolicyPath, built once: its figures are the
+	// Service's, which never change.
+	policy []byte
 }
 
 // New returns a Handler for svc.
@@ -69,7 +74,7 @@ func New(svc *intake.Service, opts Options) *Handler {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	return &Handler{svc: svc, opts: opts, origins: newOrigins(opts.AllowedOrigins)}
+	return &Handler{svc: svc, opts: opts, origins: newOrigins(opts.AllowedOrigins), policy: policyPage(svc.Policy(), opts.Clients != nil)}
 }
 
 // ServeWorker implements workers.Handler with the contract in api/openapi.yaml.
@@ -165,11 +170,19 @@ func (h *Handler) serve(ctx context.Context, r *workers.Request, m *measure) (re
 			}
 		}
 		resp, outcome, status := errorResponse(err, "", retryAfter)
+		if rejection != nil && r.Method == "GET" {
+			resp.Header = appendExpires(resp.Header, rejection.Expires)
+		}
 		if line.Outcome == "" {
 			line.Outcome = outcome
 		}
 		line.Status = status
 		return resp, line
+	}
+	if r.Method == "GET" && r.Path == PolicyPath {
+		// Public, and no key route: whatever its headers, a GET of the
+		// policy reads nothing else of the request and touches no storage.
+		return policyResponse(h.policy), eventlog.Line{Outcome: "policy", Status: statusOK}
 	}
 	if h.opts.Clients != nil {
 		client, err := h.opts.Clients.Authenticate(r.Header.Get("Authorization"))
@@ -234,8 +247,21 @@ func (h *Handler) serve(ctx context.Context, r *workers.Request, m *measure) (re
 			m.outcome, m.acceptedAt = metrics.Replay, order.ReceiptAcceptedAt(out.Receipt)
 		}
 	}
+	resp.Header = appendExpires(resp.Header, out.Expires)
 	line.Status = resp.Status
 	return resp, line
+}
+
+// appendExpires adds Idempotency-Expires, when the stored outcome stops
+// being served, to a lookup's answer, unless the store did not tell it
+// (zero). A header, not a body member: the body is the stored outcome,
+// byte for byte, on a lookup as on every replay. Its date is written as
+// the receipt's acceptedAt is, to the millisecond the ledger keeps.
+func appendExpires(header []workers.Field, expires time.Time) []workers.Field {
+	if expires.IsZero() {
+		return header
+	}
+	return append(header, workers.Field{Name: "Idempotency-Expires", Value: string(jsjson.AppendISOTime(nil, expires))})
 }
 
 // ServePanic implements workers.PanicHandler: a panic outside serve's own

@@ -12,8 +12,11 @@ import (
 
 	"github.com/edge-orders/edge-orders/eventlog"
 	"github.com/edge-orders/edge-orders/httpapi"
+	"github.com/edge-orders/edge-orders/intake"
 	"github.com/edge-orders/edge-orders/kv"
 	"github.com/edge-orders/edge-orders/kv/kvtest"
+	"github.com/edge-orders/edge-orders/ledger"
+	"github.com/edge-orders/edge-orders/workers"
 )
 
 func TestNewOrderThenReplay(t *testing.T) {
@@ -332,4 +335,50 @@ func TestMisconfiguredWithoutLog(t *testing.T) {
 	w := serve(httpapi.Misconfigured("the ORDERS KV namespace binding is missing; see wrangler.toml", httpapi.Options{}), request(http.MethodPost, ptr("k"), nil))
 	want := problemJSON("misconfigured", 500, "Worker misconfigured", "the ORDERS KV namespace binding is missing; see wrangler.toml", "")
 	check(t, w, response{500, want, nil})
+}
+
+// TestLookupSaysWhenItExpires checks that a lookup of a stored outcome
+// says when it expires, in Idempotency-Expires, where the store knows it
+// (the ledger), from memory and from the store alike, with the body the
+// stored outcome byte for byte; that KV's never does; and that no
+// submission's answer does.
+func TestLookupSaysWhenItExpires(t *testing.T) {
+	ttl := 2 * time.Hour
+	// Without a gateway a receipt is kept its TTL; with one, as the
+	// rejection here, past every settle attempt (a day) and a TTL.
+	receiptExpires, rejectionExpires := "2026-03-14T17:09:26.535Z", "2026-03-15T17:09:26.535Z"
+	for _, mode := range []string{"ledger", "kv"} {
+		t.Run(mode, func(t *testing.T) {
+			var store intake.Store = kv.NewStore(kv.NewMemoryNamespace(), nil)
+			wantReceipt, wantRejection := "", ""
+			if mode == "ledger" {
+				mem := ledger.NewMemoryStore()
+				mem.Now = func() time.Time { return acceptedAt }
+				store, wantReceipt, wantRejection = mem, receiptExpires, rejectionExpires
+			}
+			opts := serviceOptions()
+			opts.ResultTTL = ttl
+			rejecting := opts
+			rejecting.Gateway = &scriptedGateway{answers: []error{&intake.Rejection{Reason: "symbol halted"}}}
+			h := httpapi.New(intake.New(store, opts), httpapi.Options{})
+			created := serve(h, request(http.MethodPost, ptr("k"), strings.NewReader(validBody)))
+			check(t, created, response{201, created.Body.String(), map[string]string{"Idempotency-Expires": ""}})
+			hr := httpapi.New(intake.New(store, rejecting), httpapi.Options{})
+			refused := serve(hr, request(http.MethodPost, ptr("r"), strings.NewReader(validBody)))
+			check(t, refused, response{422, refused.Body.String(), map[string]string{"Idempotency-Expires": ""}})
+
+			// The placing handler answers from memory; another asks the store.
+			other := httpapi.New(intake.New(store, opts), httpapi.Options{})
+			for name, h := range map[string]workers.Handler{"from memory": h, "from the store": other} {
+				t.Run(name, func(t *testing.T) {
+					check(t, serve(h, request(http.MethodGet, ptr("k"), nil)),
+						response{200, created.Body.String(), map[string]string{"Idempotent-Replay": "true", "Idempotency-Expires": wantReceipt}})
+					check(t, serve(h, request(http.MethodGet, ptr("r"), nil)),
+						response{422, refused.Body.String(), map[string]string{"Idempotent-Replay": "true", "Idempotency-Expires": wantRejection}})
+					check(t, serve(h, request(http.MethodPost, ptr("k"), strings.NewReader(validBody))),
+						response{200, created.Body.String(), map[string]string{"Idempotent-Replay": "true", "Idempotency-Expires": ""}})
+				})
+			}
+		})
+	}
 }

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"regexp"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -144,6 +145,34 @@ func check(t *testing.T, w *httptest.ResponseRecorder, want response) {
 		if got := w.Header().Get(name); got != v {
 			t.Errorf("%s = %q, want %q", name, got, v)
 		}
+	}
+	checkLink(t, w)
+}
+
+// policyLink is the Link every problem about the key carries, and no other
+// response.
+const policyLink = `</idempotency>; rel="describedby"`
+
+// keyProblems are the problems about the key: those that link the policy.
+var keyProblems = map[string]bool{
+	"missing_idempotency_key": true,
+	"invalid_idempotency_key": true,
+	"in_progress":             true,
+	"idempotency_key_reused":  true,
+}
+
+// checkLink fails t unless w links the policy exactly when it is a
+// problem about the key.
+func checkLink(t *testing.T, w *httptest.ResponseRecorder) {
+	t.Helper()
+	var p struct{ Error string }
+	json.Unmarshal(w.Body.Bytes(), &p)
+	var want []string
+	if w.Code >= 400 && keyProblems[p.Error] {
+		want = []string{policyLink}
+	}
+	if got := w.Header().Values("Link"); !slices.Equal(got, want) {
+		t.Errorf("Link = %q on a %d %s, want %q", got, w.Code, p.Error, want)
 	}
 }
 

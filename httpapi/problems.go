@@ -77,6 +77,10 @@ type problem struct {
 	outcome string
 	// metric is the problem's outcome in the request's data point.
 	metric metrics.Outcome
+	// describedBy, if set, is the page that describes the problem, sent
+	// as Link: <describedBy>; rel="describedby" (RFC 8288): the published
+	// policy, for every problem about the key, as the IETF draft asks.
+	describedBy string
 }
 
 // The details of an order whose outcome is unknown, being settled or
@@ -101,46 +105,50 @@ var problems = []struct {
 	problem
 }{
 	{auth.ErrMissingToken, problem{statusUnauthorized, "unauthorized", "Missing API token",
-		"Send a client token as Authorization: Bearer <token>.", "unauthorized", metrics.Unauthorized}},
+		"Send a client token as Authorization: Bearer <token>.", "unauthorized", metrics.Unauthorized, ""}},
 	{auth.ErrInvalidToken, problem{statusUnauthorized, "unauthorized", "Invalid API token",
-		"The bearer token belongs to no client.", "unauthorized", metrics.Unauthorized}},
+		"The bearer token belongs to no client.", "unauthorized", metrics.Unauthorized, ""}},
 	{errOriginNotAllowed, problem{statusForbidden, "origin_not_allowed", "Origin not allowed",
-		"Browsers on this page's origin may not call this Worker: the origin is not one the Worker allows.", "", metrics.OriginNotAllowed}},
+		"Browsers on this page's origin may not call this Worker: the origin is not one the Worker allows.", "", metrics.OriginNotAllowed, ""}},
 	{errMethodNotAllowed, problem{statusMethodNotAllowed, "method_not_allowed", "Method not allowed",
-		"Orders are submitted with POST; GET with an Idempotency-Key looks one up.", "", metrics.Invalid}},
+		"Orders are submitted with POST; GET with an Idempotency-Key looks one up.", "", metrics.Invalid, ""}},
 	{errMissingKey, problem{statusBadRequest, "missing_idempotency_key", "Idempotency-Key is missing",
-		"Every order needs an Idempotency-Key header, repeated unchanged on every retry.", "", metrics.Invalid}},
+		"Every order needs an Idempotency-Key header, repeated unchanged on every retry.", "", metrics.Invalid, PolicyPath}},
 	{errInvalidKey, problem{statusBadRequest, "invalid_idempotency_key", "Idempotency-Key is invalid",
-		strings.ToUpper(keyFormat[:1]) + keyFormat[1:] + ", such as a UUID, on one header line; it may be sent as a quoted string, and must be if it holds a comma.", "", metrics.Invalid}},
+		strings.ToUpper(keyFormat[:1]) + keyFormat[1:] + ", such as a UUID, on one header line; it may be sent as a quoted string, and must be if it holds a comma.", "", metrics.Invalid, PolicyPath}},
 	{errUnreadableBody, problem{statusBadRequest, "unreadable_body", "Request body could not be read",
-		"The request body ended early or could not be read; retry under the same key.", "", metrics.Invalid}},
+		"The request body ended early or could not be read; retry under the same key.", "", metrics.Invalid, ""}},
 	{errBodyTooLarge, problem{statusRequestTooLarge, "body_too_large", "Request body is too large",
-		"An order body is at most " + strconv.Itoa(MaxBodyBytes>>10) + " KiB.", "", metrics.Invalid}},
+		"An order body is at most " + strconv.Itoa(MaxBodyBytes>>10) + " KiB.", "", metrics.Invalid, ""}},
 	{intake.ErrInProgress, problem{statusConflict, "in_progress", "A request is outstanding for this Idempotency-Key",
-		"Another request with this Idempotency-Key is being processed; retry after retryAfter seconds at the latest.", "", metrics.InProgress}},
+		"Another request with this Idempotency-Key is being processed; retry after retryAfter seconds at the latest.", "", metrics.InProgress, PolicyPath}},
 	{intake.ErrKeyReused, problem{statusUnprocessableEntity, "idempotency_key_reused", "Idempotency-Key is already used",
-		"This Idempotency-Key was used for a different order; use a new key for a new order.", "key_reused", metrics.KeyReused}},
+		"This Idempotency-Key was used for a different order; use a new key for a new order.", "key_reused", metrics.KeyReused, PolicyPath}},
 	{intake.ErrRateLimited, problem{statusTooManyRequests, "rate_limited", "Too many new orders",
-		"This client placed more new orders than its budget allows; retry after " + strconv.Itoa(rateLimitRetryAfter) + " seconds at the latest. Replays and lookups are not limited.", "", metrics.RateLimited}},
+		"This client placed more new orders than its budget allows; retry after " + strconv.Itoa(rateLimitRetryAfter) + " seconds at the latest. Replays and lookups are not limited.", "", metrics.RateLimited, ""}},
 	{intake.ErrNotFound, problem{statusNotFound, "not_found", "No order for this Idempotency-Key",
-		"No receipt is stored under this Idempotency-Key, and no request holds it.", "", metrics.NotFound}},
+		"No receipt is stored under this Idempotency-Key, and no request holds it.", "", metrics.NotFound, ""}},
 	{order.ErrInvalid, problem{statusUnprocessableEntity, "invalid_order", "Invalid order",
-		`The body must be a JSON object with symbol (a non-empty string), side ("buy" or "sell") and quantity (a positive integer).`, "", metrics.Invalid}},
+		`The body must be a JSON object with symbol (a non-empty string), side ("buy" or "sell") and quantity (a positive integer).`, "", metrics.Invalid, ""}},
 	{intake.ErrRejected, problem{statusUnprocessableEntity, "order_rejected", "Order rejected",
-		"The order-management system refused this order for good; every retry under this key gets this answer.", "rejected", metrics.Rejected}},
+		"The order-management system refused this order for good; every retry under this key gets this answer.", "rejected", metrics.Rejected, ""}},
 	// An unresolved outcome matches ErrOutcomeUnknown too: its row comes first.
 	{intake.ErrUnresolved, problem{statusServiceUnavailable, "outcome_unresolved", "Order outcome unresolved",
-		detailOutcomeUnresolved, "", metrics.Unresolved}},
+		detailOutcomeUnresolved, "", metrics.Unresolved, ""}},
 	{intake.ErrOutcomeUnknown, problem{statusServiceUnavailable, "outcome_unknown", "Order outcome unknown",
-		detailOutcomeUnknown, "", metrics.Unknown}},
+		detailOutcomeUnknown, "", metrics.Unknown, ""}},
 	{intake.ErrStorageUnavailable, problem{statusServiceUnavailable, "storage_unavailable", "Storage unavailable",
-		"The order store failed before this order's outcome was stored. Retry under the same Idempotency-Key: the retry places the order at most once.", "storage_error", metrics.StorageUnavailable}},
-	{errMisconfigured, problem{statusInternalServerError, "misconfigured", "Worker misconfigured", "", "", metrics.Misconfigured}},
+		"The order store failed before this order's outcome was stored. Retry under the same Idempotency-Key: the retry places the order at most once.", "storage_error", metrics.StorageUnavailable, ""}},
+	{errMisconfigured, problem{statusInternalServerError, "misconfigured", "Worker misconfigured", "", "", metrics.Misconfigured, ""}},
 }
+
+// describedByLink is the Link header's value naming page as what
+// describes the response.
+func describedByLink(page string) string { return "<" + page + `>; rel="describedby"` }
 
 // internalError is the row for anything the table does not know.
 var internalError = problem{statusInternalServerError, "internal_error", "Internal error",
-	"The Worker failed unexpectedly; retry under the same key.", "", metrics.InternalError}
+	"The Worker failed unexpectedly; retry under the same key.", "", metrics.InternalError, ""}
 
 // problemFor finds err's row.
 func problemFor(err error) problem {
@@ -179,6 +187,9 @@ func errorResponse(err error, detail string, retryAfter int) (resp *workers.Resp
 		detail = p.detail
 	}
 	resp = &workers.Response{Status: p.status, Header: []workers.Field{problemContent, noSniff}}
+	if p.describedBy != "" {
+		resp.Header = append(resp.Header, workers.Field{Name: "Link", Value: describedByLink(p.describedBy)})
+	}
 	b := append([]byte(`{"type":`), jsjson.AppendString(nil, ProblemTypePrefix+p.code)...)
 	b = jsjson.AppendString(append(b, `,"title":`...), p.title)
 	b = strconv.AppendInt(append(b, `,"status":`...), int64(p.status), 10)

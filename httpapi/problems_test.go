@@ -12,10 +12,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/edge-orders/edge-orders/auth"
 	"github.com/edge-orders/edge-orders/httpapi"
 	"github.com/edge-orders/edge-orders/intake"
 	"github.com/edge-orders/edge-orders/kv"
 	"github.com/edge-orders/edge-orders/kv/kvtest"
+	"github.com/edge-orders/edge-orders/workers"
 )
 
 // jsonString writes s as a JSON string, escaping only what JSON requires, as
@@ -315,6 +317,98 @@ func TestInProgressAnnouncesPendingTTL(t *testing.T) {
 		t.Run(method+" announces the claim TTL", func(t *testing.T) {
 			w := serve(h, request(method, ptr("k"), strings.NewReader(validBody)))
 			check(t, w, response{409, want, map[string]string{"Retry-After": "150"}})
+		})
+	}
+}
+
+// TestKeyProblemsLinkThePolicy checks that exactly the problems about the
+// key (missing, invalid, in progress, reused) link the published policy,
+// on a submission and a lookup alike, and that no other answer does.
+func TestKeyProblemsLinkThePolicy(t *testing.T) {
+	clients, err := auth.Parse("desk-a:" + strings.Repeat("t", 16))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// handler returns a fresh handler over KV in memory, holding a claim
+	// on "held" and the receipt of validBody under "used", whose gateway
+	// answers with answer and whose limit allows nothing when limited.
+	handler := func(t *testing.T, answer error, limited bool, opts httpapi.Options) workers.Handler {
+		mem := kv.NewMemoryNamespace()
+		putClaim(t, mem, "held")
+		o := serviceOptions()
+		if answer != nil {
+			o.Gateway = &scriptedGateway{answers: []error{nil, answer}}
+		}
+		if limited {
+			o.Limit = func(context.Context, string) (bool, error) { return false, nil }
+		}
+		h := httpapi.New(newServiceWith(mem, o), opts)
+		if limited || opts.Clients != nil {
+			return h
+		}
+		if w := serve(h, request(http.MethodPost, ptr("used"), strings.NewReader(validBody))); w.Code != http.StatusCreated {
+			t.Fatalf("setting up: %d %s", w.Code, w.Body)
+		}
+		return h
+	}
+	other := `{"symbol":"MSFT","side":"sell","quantity":1}`
+	tests := []struct {
+		name     string
+		h        func(t *testing.T) workers.Handler
+		req      *http.Request
+		wantCode string
+	}{
+		{"a missing key", nil, request(http.MethodPost, nil, strings.NewReader(validBody)), "missing_idempotency_key"},
+		{"an invalid key", nil, request(http.MethodPost, ptr(strings.Repeat("k", 256)), strings.NewReader(validBody)), "invalid_idempotency_key"},
+		{"a list of keys", nil, request(http.MethodPost, ptr("a, b"), strings.NewReader(validBody)), "invalid_idempotency_key"},
+		{"a lookup of an invalid key", nil, request(http.MethodGet, ptr("\x7f"), nil), "invalid_idempotency_key"},
+		{"a key in progress", nil, request(http.MethodPost, ptr("held"), strings.NewReader(validBody)), "in_progress"},
+		{"a lookup of a key in progress", nil, request(http.MethodGet, ptr("held"), nil), "in_progress"},
+		{"a key reused for another order", nil, request(http.MethodPost, ptr("used"), strings.NewReader(other)), "idempotency_key_reused"},
+		// Not about the key:
+		{"a wrong method", nil, request(http.MethodPut, ptr("k"), nil), "method_not_allowed"},
+		{"an unreadable body, a 400 too", nil, request(http.MethodPost, ptr("k"), io.MultiReader(strings.NewReader(`{"sym`), errorReader{})), "unreadable_body"},
+		{"a body too large", nil, request(http.MethodPost, ptr("k"), strings.NewReader(hugeBody)), "body_too_large"},
+		{"an invalid order", nil, request(http.MethodPost, ptr("k"), strings.NewReader(`{}`)), "invalid_order"},
+		{"a lookup of a free key", nil, request(http.MethodGet, ptr("free"), nil), "not_found"},
+		{"no token", func(t *testing.T) workers.Handler { return handler(t, nil, false, httpapi.Options{Clients: clients}) },
+			request(http.MethodPost, ptr("k"), strings.NewReader(validBody)), "unauthorized"},
+		{"a rejection", func(t *testing.T) workers.Handler {
+			return handler(t, &intake.Rejection{Reason: "halted"}, false, httpapi.Options{})
+		},
+			request(http.MethodPost, ptr("k"), strings.NewReader(validBody)), "order_rejected"},
+		{"an unknown outcome", func(t *testing.T) workers.Handler { return handler(t, errors.New("timeout"), false, httpapi.Options{}) },
+			request(http.MethodPost, ptr("k"), strings.NewReader(validBody)), "outcome_unknown"},
+		{"a rate limit", func(t *testing.T) workers.Handler { return handler(t, nil, true, httpapi.Options{}) },
+			request(http.MethodPost, ptr("k"), strings.NewReader(validBody)), "rate_limited"},
+		{"storage failing", func(t *testing.T) workers.Handler {
+			return httpapi.New(newService(failing(kv.NewMemoryNamespace())), httpapi.Options{})
+		}, request(http.MethodPost, ptr("k"), strings.NewReader(validBody)), "storage_unavailable"},
+		{"a misconfigured Worker", func(t *testing.T) workers.Handler {
+			return httpapi.Misconfigured("RESULT_TTL_SECONDS is 1", httpapi.Options{})
+		},
+			request(http.MethodPost, ptr("k"), strings.NewReader(validBody)), "misconfigured"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var h workers.Handler
+			if tc.h != nil {
+				h = tc.h(t)
+			} else {
+				h = handler(t, nil, false, httpapi.Options{})
+			}
+			w := serve(h, tc.req)
+			var p struct{ Error string }
+			if err := json.Unmarshal(w.Body.Bytes(), &p); err != nil || p.Error != tc.wantCode {
+				t.Fatalf("got %d %s, want a %s problem", w.Code, w.Body, tc.wantCode)
+			}
+			want := ""
+			if keyProblems[tc.wantCode] {
+				want = policyLink
+			}
+			if got := w.Header().Values("Link"); len(got) > 1 || w.Header().Get("Link") != want {
+				t.Errorf("Link = %q, want %q", got, want)
+			}
 		})
 	}
 }

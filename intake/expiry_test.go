@@ -124,3 +124,103 @@ func TestMigrationReplaysAreNotRateLimited(t *testing.T) {
 		t.Fatalf("the refused key keeps a claim: %v", rec.State)
 	}
 }
+
+// TestLookupTellsExpiry checks that a lookup says when a stored outcome
+// expires where the Store tells it (the ledger), the same from memory as
+// from the Store, and never where it does not (KV).
+func TestLookupTellsExpiry(t *testing.T) {
+	ctx := context.Background()
+	const ttl, settleMaxAge = time.Hour, 3 * time.Hour
+	later := 5 * time.Second // the lookup comes this long after the order
+	tests := []struct {
+		name    string
+		ledger  bool
+		gateway bool
+		reject  bool
+		// want is the expiry from acceptance; zero: none told.
+		want time.Duration
+	}{
+		{"ledger, stand-in: the receipt's TTL from when it was stored", true, false, false, ttl},
+		{"ledger, gateway: past every settle attempt and a TTL", true, true, false, settleMaxAge + ttl},
+		{"ledger, a rejection: the same", true, true, true, settleMaxAge + ttl},
+		{"KV, stand-in: not told", false, false, false, 0},
+		{"KV, gateway: not told", false, true, false, 0},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			clock := &fakeClock{now: acceptedAt}
+			var store intake.Store
+			if tc.ledger {
+				mem := ledger.NewMemoryStore()
+				mem.Now = clock.Now
+				store = mem
+			} else {
+				mem := kv.NewMemoryNamespace()
+				mem.Now = clock.Now
+				store = kv.NewStore(mem, clock.Now)
+			}
+			opts := intake.Options{ResultTTL: ttl, PendingTTL: config.DefaultPendingTTL, SettleMaxAge: settleMaxAge, Now: clock.Now}
+			if tc.gateway {
+				g := &scriptedGateway{clock: clock}
+				if tc.reject {
+					g.answer(&intake.Rejection{Reason: "halted"})
+				}
+				opts.Gateway = g
+			}
+			placing := intake.New(store, opts)
+			if _, err := placing.Submit(ctx, key("k"), []byte(validBody), ""); err != nil && !tc.reject {
+				t.Fatal(err)
+			}
+			clock.Advance(later)
+			var want time.Time
+			if tc.want != 0 {
+				want = acceptedAt.Add(tc.want)
+			}
+			// The placing instance answers from memory; another asks the Store.
+			for name, svc := range map[string]*intake.Service{"from memory": placing, "from the Store": intake.New(store, opts)} {
+				out, err := svc.Lookup(ctx, key("k"))
+				got := out.Expires
+				var rejection *intake.Rejection
+				if errors.As(err, &rejection) {
+					got = rejection.Expires
+				} else if err != nil {
+					t.Fatalf("%s: Lookup: %v", name, err)
+				}
+				if !got.Equal(want) {
+					t.Errorf("%s: expires %v, want %v", name, got, want)
+				}
+			}
+			// A replay of a submission does not say: only a lookup does.
+			if out, _ := placing.Submit(ctx, key("k"), []byte(validBody), ""); !out.Expires.IsZero() {
+				t.Errorf("a replayed submission says it expires %v, want nothing", out.Expires)
+			}
+		})
+	}
+}
+
+// TestPolicy checks that Policy says what the Service runs with: its
+// options, the default SettleMaxAge, whether it settles, and whether its
+// Store tells an outcome's expiry.
+func TestPolicy(t *testing.T) {
+	base := intake.Options{ResultTTL: time.Hour, PendingTTL: 2 * time.Minute, Wait: 300 * time.Millisecond}
+	withGateway := base
+	withGateway.Gateway, withGateway.SettleMaxAge = &scriptedGateway{clock: &fakeClock{}}, 5*time.Hour
+	tests := []struct {
+		name  string
+		store intake.Store
+		opts  intake.Options
+		want  intake.Policy
+	}{
+		{"KV, stand-in", kv.NewStore(kv.NewMemoryNamespace(), nil), base,
+			intake.Policy{ResultTTL: time.Hour, PendingTTL: 2 * time.Minute, Wait: 300 * time.Millisecond, SettleMaxAge: intake.DefaultSettleMaxAge}},
+		{"the ledger, a gateway", ledger.NewMemoryStore(), withGateway,
+			intake.Policy{ResultTTL: time.Hour, PendingTTL: 2 * time.Minute, Wait: 300 * time.Millisecond, Settles: true, SettleMaxAge: 5 * time.Hour, TellsExpiry: true}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := intake.New(tc.store, tc.opts).Policy(); got != tc.want {
+				t.Errorf("Policy() = %+v, want %+v", got, tc.want)
+			}
+		})
+	}
+}

@@ -291,3 +291,10 @@ func dies(f func()) (died bool) {
 
 // isolateKilled is what a gateway double panics with to end its caller.
 type isolateKilled struct{}
+
+// withoutExpiry is r without Expires, which only a lookup over a Store
+// that tells it sets (TestLookupTellsExpiry checks it).
+func withoutExpiry(r intake.Rejection) intake.Rejection {
+	r.Expires = time.Time{}
+	return r
+}

@@ -181,6 +181,35 @@ func New(store Store, opts Options) *Service {
 // that long is never answered ErrInProgress because of the claim seen now.
 func (s *Service) RetryAfter() time.Duration { return s.opts.PendingTTL }
 
+// Policy is what a Service promises its clients about keys, as its
+// Options and its Store make it: the figures the Worker publishes.
+type Policy struct {
+	// ResultTTL is how long an outcome replays once it is stored.
+	ResultTTL time.Duration
+	// PendingTTL is a claim's lease: the longest a request that died holds
+	// its key, and ErrInProgress's retry-after (RetryAfter).
+	PendingTTL time.Duration
+	// Wait is how long a duplicate of a request in flight waits for its
+	// outcome before it is answered ErrInProgress.
+	Wait time.Duration
+	// Settles is true with a Gateway: an outcome may be unknown, and the
+	// settler asks the gateway again for SettleMaxAge from the order's
+	// acceptance. Every key is then kept at least until its acceptance
+	// plus SettleMaxAge plus ResultTTL. False is the stand-in, whose
+	// outcomes are never unknown.
+	Settles      bool
+	SettleMaxAge time.Duration
+	// TellsExpiry is true when Lookup says when a stored outcome expires
+	// (Outcome.Expires): the Store tells it (Lifecycle.TellsExpiry).
+	TellsExpiry bool
+}
+
+// Policy returns the Service's Policy.
+func (s *Service) Policy() Policy {
+	return Policy{ResultTTL: s.opts.ResultTTL, PendingTTL: s.opts.PendingTTL, Wait: s.opts.Wait,
+		Settles: s.settles, SettleMaxAge: s.opts.SettleMaxAge, TellsExpiry: s.life.TellsExpiry}
+}
+
 // keepUntil is how long a key whose order was accepted at acceptedAt keeps
 // its order id: for as long as the settler may call the gateway, and a
 // receipt's TTL after that. Zero, for the stand-in, keeps it for the lease.

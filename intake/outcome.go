@@ -14,6 +14,10 @@ type Outcome struct {
 	// OrderID is the receipt's order id, for logs; empty if a stored receipt
 	// has none.
 	OrderID string
+	// Expires is when the stored receipt stops being served, set by
+	// Lookup where the Store tells it (Lifecycle.TellsExpiry); zero
+	// otherwise.
+	Expires time.Time
 }
 
 // Rejection is the OMS's final refusal of an order: a Gateway returns it,
@@ -28,6 +32,9 @@ type Rejection struct {
 	// AcceptedAt is when the refused order was accepted, read from the
 	// stored rejection when Replayed; zero otherwise.
 	AcceptedAt time.Time
+	// Expires is when the stored rejection stops being served, as
+	// Outcome.Expires.
+	Expires time.Time
 }
 
 func (r *Rejection) Error() string { return "intake: order rejected: " + r.Reason }

@@ -58,7 +58,8 @@ type Record struct {
 	// without a gateway or for a body that is not an order).
 	Fingerprint string
 	// Expires is when a stored outcome stops being served; zero when the
-	// Store cannot tell (KV does not say).
+	// Store cannot tell (KV does not say). A Store that tells it says so
+	// in its Lifecycle (TellsExpiry).
 	Expires time.Time
 	// OrderID and AcceptedAt are the order id and time kept for the key:
 	// set for Held and Open, and for Claimed when Begin took over an Open
@@ -208,6 +209,11 @@ type Lifecycle struct {
 	// token: the ledger. The Service then claims tentatively while a
 	// Fallback may hold the key's order id.
 	Tentative bool
+	// TellsExpiry says the Store's Lookup and Begin set Record.Expires for
+	// a stored outcome: the later of its Commit's time plus Result.TTL
+	// and the claim's KeepUntil (the ledger). The Service then tells a
+	// lookup when the outcome expires (Outcome.Expires), from memory too.
+	TellsExpiry bool
 }
 
 // Placement is an order as the gateway receives it: the same for every

@@ -353,7 +353,9 @@ func (s *Service) storedMeanwhile(ctx context.Context, key Key) bool {
 }
 
 // commit stores result under claim and caches it as stored no later than
-// at (its expiry in the cache then comes no later than in storage).
+// at (its expiry in the cache then comes no later than in storage), kept
+// as every Store keeps it: result.TTL from then, and at least until the
+// claim's KeepUntil.
 // ErrInProgress means another request took the key over after claim's
 // lease ran out: its outcome is the key's. Any other failure wraps
 // ErrStorageUnavailable, and the caller releases the claim: without a
@@ -367,7 +369,7 @@ func (s *Service) commit(ctx context.Context, key Key, claim Claim, result Resul
 		return storageUnavailable(err)
 	}
 	s.receipts.put(key.String(), Record{State: Stored, Body: result.Body, Rejected: result.Rejected,
-		Fingerprint: result.Fingerprint, Expires: at.Add(result.TTL)}, at)
+		Fingerprint: result.Fingerprint, Expires: later(at.Add(result.TTL), claim.KeepUntil)}, at)
 	if s.life.ReleaseAfterCommit {
 		claim.Sent = false // the outcome is stored: the claim goes
 		s.opts.Defer(ctx, func(ctx context.Context) { s.release(ctx, key, claim) })

@@ -76,9 +76,10 @@ func (s adapter) Release(ctx context.Context, key intake.Key, c intake.Claim) er
 // Lifecycle implements intake.Store. A claim carries the order's
 // fingerprint, so an invalid body is refused before anything is stored;
 // Commit replaces the claim with the outcome in the same row, so there is
-// no claim left to release; a row keeps a tentative claim apart.
+// no claim left to release; a row keeps a tentative claim apart; and a
+// row knows when it expires.
 func (adapter) Lifecycle() intake.Lifecycle {
-	return intake.Lifecycle{ValidateFirst: true, Tentative: true}
+	return intake.Lifecycle{ValidateFirst: true, Tentative: true, TellsExpiry: true}
 }
 
 // Lookup implements intake.Store.

@@ -591,7 +591,7 @@ func TestBrowser(t *testing.T) {
 						{Name: "X-Content-Type-Options", Value: "nosniff"},
 						{Name: "Retry-After", Value: "60"},
 						{Name: "Access-Control-Allow-Origin", Value: allowed},
-						{Name: "Access-Control-Expose-Headers", Value: "Idempotent-Replay, Retry-After"},
+						{Name: "Access-Control-Expose-Headers", Value: "Idempotent-Replay, Retry-After, Link, Idempotency-Expires"},
 						{Name: "Vary", Value: "Origin"},
 					},
 					Body: []byte(`{"type":"tag:edge-orders,2026:rate_limited","title":"Too many new orders","status":429,` +

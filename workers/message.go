@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"strings"
 	"time"
 )
 
@@ -12,11 +13,35 @@ import (
 // (its client, TLS and MIME code) for the three fields the Worker reads.
 type Request struct {
 	Method string
+	// Path is the URL's path, percent-encoded as the Fetch API's
+	// URL.pathname has it, such as /orders; empty means /.
+	Path string
 	// Header looks request headers up by name, case-insensitively;
 	// net/http's http.Header satisfies it.
 	Header Header
 	// Body reads the request body; it is never nil.
 	Body Body
+}
+
+// URLPath is the path of an absolute URL as the Fetch API serializes
+// one (scheme://authority/path?query#fragment), or of a path with its
+// query: from the first slash after the authority to the query or
+// fragment, and "/" when there is none.
+func URLPath(url string) string {
+	rest := url
+	if i := strings.Index(rest, "://"); i >= 0 {
+		rest = rest[i+3:]
+		if j := strings.IndexAny(rest, "/?#"); j >= 0 {
+			rest = rest[j:]
+		}
+	}
+	if i := strings.IndexAny(rest, "?#"); i >= 0 {
+		rest = rest[:i]
+	}
+	if !strings.HasPrefix(rest, "/") {
+		return "/"
+	}
+	return rest
 }
 
 // Header looks up a request header; it returns "" for an absent one.

@@ -62,9 +62,10 @@ func serve(handler Handler, req Handle, head []byte, after *afterResponse) *Resp
 	ctx := context.WithValue(context.Background(), executionContextKey{}, req)
 	ctx = context.WithValue(ctx, afterResponseKey{}, after)
 	f := readFrame(head)
-	method, _, lines := f.Str(), f.Str(), f.Str()
+	method, url, lines := f.Str(), f.Str(), f.Str()
 	return handler.ServeWorker(ctx, &Request{
 		Method: method,
+		Path:   URLPath(url),
 		Header: parseHeader(lines),
 		Body:   &jsBody{ctx: ctx, req: req},
 	})

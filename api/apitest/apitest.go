@@ -11,8 +11,10 @@
 // alternative, pb33f/libopenapi-validator, is 3.1-native too but needs Go
 // 1.26 and brings several times the dependencies (its own YAML, JSONPath,
 // regexp2 and XML packages) for features these tests do not use.
-// kin-openapi's routers are not used: the Worker answers every path alike,
-// so a request is matched to the document's one path by its method alone.
+// kin-openapi's routers are not used: the Worker answers every path alike
+// but for the few the document names (the policy, GET /idempotency), so a
+// request is matched to a path the document names, for a method it
+// describes there, and otherwise to the root, which stands for every path.
 package apitest
 
 import (
@@ -32,8 +34,12 @@ import (
 	"github.com/edge-orders/edge-orders/api"
 )
 
-// path is the document's one path, which stands for every path.
-const path = "/"
+// The policy page is Markdown, which openapi3filter reads as text only
+// once told to.
+func init() { openapi3filter.RegisterBodyDecoder("text/markdown", openapi3filter.PlainBodyDecoder) }
+
+// root is the document's path that stands for every path it does not name.
+const root = "/"
 
 // ErrNoOperation is returned for a method the document does not describe.
 var ErrNoOperation = errors.New("apitest: no operation for this method")
@@ -41,8 +47,7 @@ var ErrNoOperation = errors.New("apitest: no operation for this method")
 // Validator checks HTTP exchanges against the document. It is safe for
 // concurrent use.
 type Validator struct {
-	doc  *openapi3.T
-	item *openapi3.PathItem
+	doc *openapi3.T
 }
 
 // Load parses the embedded document and checks that it is a valid OpenAPI
@@ -56,20 +61,27 @@ func Load() (*Validator, error) {
 	if err := doc.Validate(loader.Context); err != nil {
 		return nil, fmt.Errorf("apitest: openapi.yaml is not a valid OpenAPI document: %w", err)
 	}
-	item := doc.Paths.Value(path)
-	if item == nil {
-		return nil, fmt.Errorf("apitest: openapi.yaml has no path %s", path)
+	if doc.Paths.Value(root) == nil {
+		return nil, fmt.Errorf("apitest: openapi.yaml has no path %s", root)
 	}
-	return &Validator{doc: doc, item: item}, nil
+	return &Validator{doc: doc}, nil
 }
 
-// route is the operation the Worker runs for method, on any path.
-func (v *Validator) route(method string) (*routers.Route, error) {
-	op := v.item.GetOperation(method)
-	if op == nil {
-		return nil, fmt.Errorf("%w: %s", ErrNoOperation, method)
+// route is the operation the Worker runs for r: the one the document
+// names for r's path and method, if any, and otherwise the root's for the
+// method.
+func (v *Validator) route(r *http.Request) (*routers.Route, error) {
+	if item := v.doc.Paths.Value(r.URL.Path); item != nil && r.URL.Path != root {
+		if op := item.GetOperation(r.Method); op != nil {
+			return &routers.Route{Spec: v.doc, Path: r.URL.Path, PathItem: item, Method: r.Method, Operation: op}, nil
+		}
 	}
-	return &routers.Route{Spec: v.doc, Path: path, PathItem: v.item, Method: method, Operation: op}, nil
+	item := v.doc.Paths.Value(root)
+	op := item.GetOperation(r.Method)
+	if op == nil {
+		return nil, fmt.Errorf("%w: %s", ErrNoOperation, r.Method)
+	}
+	return &routers.Route{Spec: v.doc, Path: root, PathItem: item, Method: r.Method, Operation: op}, nil
 }
 
 // ValidateRequest checks r's method, headers and body against the document.
@@ -77,7 +89,7 @@ func (v *Validator) route(method string) (*routers.Route, error) {
 // must refuse (a missing key, a bad order) fail it: check only the requests
 // a well-behaved client sends.
 func (v *Validator) ValidateRequest(r *http.Request) error {
-	route, err := v.route(r.Method)
+	route, err := v.route(r)
 	if err != nil {
 		return err
 	}
@@ -98,12 +110,12 @@ func (v *Validator) ValidateRequest(r *http.Request) error {
 }
 
 // ValidateResponse checks a response to r against the document: that its
-// status is one the operation for r's method lists, and that its headers,
-// content type and body match that status's response. Only r's method is
-// read, so r may be any request, even one the Worker refused, and its body
-// may be spent.
+// status is one the operation for r's method and path lists, and that its
+// headers, content type and body match that status's response. Only r's
+// method and path are read, so r may be any request, even one the Worker
+// refused, and its body may be spent.
 func (v *Validator) ValidateResponse(r *http.Request, status int, header http.Header, body []byte) error {
-	route, err := v.route(r.Method)
+	route, err := v.route(r)
 	if err != nil {
 		return err
 	}

@@ -40,6 +40,19 @@ func problemHeader(extra ...string) http.Header {
 	return h
 }
 
+// expiring adds to h the expiry a lookup over the ledger tells.
+func expiring(h http.Header) http.Header {
+	h = h.Clone()
+	h.Set("Idempotency-Expires", "2026-01-03T03:04:05.678Z")
+	return h
+}
+
+// rejected is a stored rejection's body.
+const rejected = `{"type":"tag:edge-orders,2026:order_rejected","title":"Order rejected","status":422,"detail":"symbol halted","error":"order_rejected","orderId":"0b9c3e8e-6f4a-4d2b-9c1e-3a5f7d9b1c2e"}`
+
+// describedBy is the Link of every problem about the key.
+const describedBy = `</idempotency>; rel="describedby"`
+
 // The CORS headers of a Worker with ALLOWED_ORIGINS set.
 const deskOrigin = "https://desk.example.com"
 
@@ -64,7 +77,7 @@ func preflightHeader(omit ...string) http.Header {
 func readable(h http.Header) http.Header {
 	h = h.Clone()
 	h.Set("Access-Control-Allow-Origin", deskOrigin)
-	h.Set("Access-Control-Expose-Headers", "Idempotent-Replay, Retry-After")
+	h.Set("Access-Control-Expose-Headers", "Idempotent-Replay, Retry-After, Link, Idempotency-Expires")
 	h.Set("Vary", "Origin")
 	return h
 }
@@ -121,6 +134,8 @@ func TestValidateResponseAccepts(t *testing.T) {
 		{"new order's receipt", "POST", 201, receiptHeader(false), receipt},
 		{"replay with Idempotent-Replay", "POST", 200, receiptHeader(true), receipt},
 		{"lookup's receipt", "GET", 200, receiptHeader(true), receipt},
+		{"lookup's receipt with its expiry", "GET", 200, expiring(receiptHeader(true)), receipt},
+		{"lookup's rejection with its expiry", "GET", 422, expiring(problemHeader("Idempotent-Replay", "true")), rejected},
 		{"receipt with a huge JavaScript quantity", "POST", 201, receiptHeader(false), strings.Replace(receipt, "100", "1e+21", 1)},
 		{"missing token", "POST", 401, problemHeader("WWW-Authenticate", `Bearer realm="edge-orders"`), problem("unauthorized", 401)},
 		{"invalid token", "GET", 401, problemHeader("WWW-Authenticate", `Bearer realm="edge-orders", error="invalid_token"`), problem("unauthorized", 401)},
@@ -128,15 +143,15 @@ func TestValidateResponseAccepts(t *testing.T) {
 		{"GET without a key", "GET", 405, problemHeader("Allow", "GET, POST"), problem("method_not_allowed", 405)},
 		{"PUT", "PUT", 405, problemHeader("Allow", "GET, POST"), problem("method_not_allowed", 405)},
 		{"OPTIONS", "OPTIONS", 405, problemHeader("Allow", "GET, POST"), problem("method_not_allowed", 405)},
-		{"missing key", "POST", 400, problemHeader(), problem("missing_idempotency_key", 400)},
-		{"invalid key", "POST", 400, problemHeader(), problem("invalid_idempotency_key", 400)},
-		{"invalid key on a lookup", "GET", 400, problemHeader(), problem("invalid_idempotency_key", 400)},
+		{"missing key", "POST", 400, problemHeader("Link", describedBy), problem("missing_idempotency_key", 400)},
+		{"invalid key", "POST", 400, problemHeader("Link", describedBy), problem("invalid_idempotency_key", 400)},
+		{"invalid key on a lookup", "GET", 400, problemHeader("Link", describedBy), problem("invalid_idempotency_key", 400)},
 		{"unreadable body", "POST", 400, problemHeader(), problem("unreadable_body", 400)},
 		{"body too large", "POST", 413, problemHeader(), problem("body_too_large", 413)},
-		{"in progress", "POST", 409, problemHeader("Retry-After", "60"), inProgress},
-		{"lookup in progress", "GET", 409, problemHeader("Retry-After", "60"), inProgress},
+		{"in progress", "POST", 409, problemHeader("Retry-After", "60", "Link", describedBy), inProgress},
+		{"lookup in progress", "GET", 409, problemHeader("Retry-After", "60", "Link", describedBy), inProgress},
 		{"lookup of an unknown key", "GET", 404, problemHeader(), problem("not_found", 404)},
-		{"key reused", "POST", 422, problemHeader(), problem("idempotency_key_reused", 422)},
+		{"key reused", "POST", 422, problemHeader("Link", describedBy), problem("idempotency_key_reused", 422)},
 		{"invalid order", "POST", 422, problemHeader(), problem("invalid_order", 422)},
 		{"rate limited", "POST", 429, problemHeader("Retry-After", "30"), problem("rate_limited", 429)},
 		{"misconfigured, with an empty detail", "PATCH", 500, problemHeader(), strings.Replace(problem("misconfigured", 500), "A detail.", "", 1)},
@@ -154,7 +169,7 @@ func TestValidateResponseAccepts(t *testing.T) {
 		{"replay to an allowed origin", "POST", 200, readable(receiptHeader(true)), receipt},
 		{"lookup to an allowed origin", "GET", 200, readable(receiptHeader(true)), receipt},
 		{"receipt to another origin", "POST", 201, func() http.Header { h := receiptHeader(false); h.Set("Vary", "Origin"); return h }(), receipt},
-		{"problem to an allowed origin", "POST", 409, readable(problemHeader("Retry-After", "60")), inProgress},
+		{"problem to an allowed origin", "POST", 409, readable(problemHeader("Retry-After", "60", "Link", describedBy)), inProgress},
 		{"unauthorized to an allowed origin", "GET", 401, readable(problemHeader("WWW-Authenticate", `Bearer realm="edge-orders"`)), problem("unauthorized", 401)},
 		{"405 to an allowed origin", "OPTIONS", 405, readable(problemHeader("Allow", "GET, POST")), problem("method_not_allowed", 405)},
 		{"lookup of an unresolved outcome", "GET", 503, problemHeader("Retry-After", "1"), unsettled("outcome_unresolved", unresolvedMembers)},
@@ -196,6 +211,18 @@ func TestValidateResponseRejects(t *testing.T) {
 		{"receipt with acceptedAt without milliseconds", "POST", 201, receiptHeader(false), strings.Replace(receipt, ".678Z", "Z", 1), "acceptedAt"},
 		{"receipt served as text/plain", "POST", 201, func() http.Header { h := receiptHeader(false); h.Set("Content-Type", "text/plain"); return h }(), receipt, "text/plain"},
 		{"200 replay without Idempotent-Replay", "POST", 200, receiptHeader(false), receipt, "Idempotent-Replay"},
+		{"replay with Idempotency-Expires", "POST", 200, expiring(receiptHeader(true)), receipt, "Idempotency-Expires"},
+		{"new order with Idempotency-Expires", "POST", 201, expiring(receiptHeader(false)), receipt, "Idempotency-Expires"},
+		{"lookup's expiry without milliseconds", "GET", 200, func() http.Header {
+			h := receiptHeader(true)
+			h.Set("Idempotency-Expires", "2026-01-03T03:04:05Z")
+			return h
+		}(), receipt, "Idempotency-Expires"},
+		{"lookup's expiry as an HTTP date", "GET", 200, func() http.Header {
+			h := receiptHeader(true)
+			h.Set("Idempotency-Expires", "Sat, 03 Jan 2026 03:04:05 GMT")
+			return h
+		}(), receipt, "Idempotency-Expires"},
 		{"200 lookup without Idempotent-Replay", "GET", 200, receiptHeader(false), receipt, "Idempotent-Replay"},
 		{"replay with Idempotent-Replay: false", "POST", 200, func() http.Header { h := receiptHeader(true); h.Set("Idempotent-Replay", "false"); return h }(), receipt, "Idempotent-Replay"},
 		{"201 with Idempotent-Replay", "POST", 201, receiptHeader(true), receipt, "Idempotent-Replay"},
@@ -210,9 +237,12 @@ func TestValidateResponseRejects(t *testing.T) {
 		{"problem without a title", "POST", 422, problemHeader(), strings.Replace(problem("invalid_order", 422), `"title":"A title",`, "", 1), "title"},
 		{"problem leaking an extra member", "POST", 500, problemHeader(), strings.Replace(problem("internal_error", 500), `"detail"`, `"stack":"at kv.Get","detail"`, 1), "stack"},
 		{"problem as application/json", "POST", 422, func() http.Header { h := problemHeader(); h.Set("Content-Type", "application/json"); return h }(), problem("invalid_order", 422), "application/json"},
-		{"in progress without retryAfter in the body", "POST", 409, problemHeader("Retry-After", "60"), problem("in_progress", 409), "retryAfter"},
-		{"in progress without Retry-After", "POST", 409, problemHeader(), inProgress, "Retry-After"},
-		{"in progress with a Retry-After date", "POST", 409, problemHeader("Retry-After", "Fri, 02 Jan 2026 03:04:05 GMT"), inProgress, "Retry-After"},
+		{"in progress without retryAfter in the body", "POST", 409, problemHeader("Retry-After", "60", "Link", describedBy), problem("in_progress", 409), "retryAfter"},
+		{"in progress without Retry-After", "POST", 409, problemHeader("Link", describedBy), inProgress, "Retry-After"},
+		{"in progress with a Retry-After date", "POST", 409, problemHeader("Retry-After", "Fri, 02 Jan 2026 03:04:05 GMT", "Link", describedBy), inProgress, "Retry-After"},
+		{"in progress without Link", "POST", 409, problemHeader("Retry-After", "60"), inProgress, "Link"},
+		{"a lookup's invalid key without Link", "GET", 400, problemHeader(), problem("invalid_idempotency_key", 400), "Link"},
+		{"a missing key linking another page", "POST", 400, problemHeader("Link", `</docs>; rel="describedby"`), problem("missing_idempotency_key", 400), "Link"},
 		{"storage unavailable without Retry-After", "POST", 503, problemHeader(), problem("storage_unavailable", 503), "Retry-After"},
 		{"outcome unknown without Retry-After", "GET", 503, problemHeader(), unsettled("outcome_unknown", unknownMembers), "Retry-After"},
 		{"outcome unknown without orderId", "POST", 503, problemHeader("Retry-After", "1"), unsettled("outcome_unknown", `,"attempts":1`), "orderId"},
@@ -274,6 +304,73 @@ func TestValidateResponseRejects(t *testing.T) {
 			}
 		})
 	}
+}
+
+// policyHeader is what the Worker sends with its policy page.
+func policyHeader() http.Header {
+	h := http.Header{}
+	h.Set("Content-Type", "text/markdown; charset=utf-8")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("X-Content-Type-Options", "nosniff")
+	return h
+}
+
+const policyPage = "# Idempotency policy\n\nThis Worker places each order at most once.\n"
+
+// TestValidatePolicyPath checks that a GET of /idempotency is checked
+// against the policy's operation, and every other request to it against
+// the root's, as the Worker answers them.
+func TestValidatePolicyPath(t *testing.T) {
+	v := load(t)
+	accepts := []struct {
+		name   string
+		method string
+		status int
+		header http.Header
+		body   string
+	}{
+		{"the policy", "GET", 200, policyHeader(), policyPage},
+		{"the policy to an allowed origin", "GET", 200, readable(policyHeader()), policyPage},
+		{"a misconfigured Worker's policy", "GET", 500, problemHeader(), problem("misconfigured", 500)},
+		{"an order POSTed there, as anywhere", "POST", 201, receiptHeader(false), receipt},
+		{"a PUT there, as anywhere", "PUT", 405, problemHeader("Allow", "GET, POST"), problem("method_not_allowed", 405)},
+	}
+	for _, tc := range accepts {
+		t.Run("accepts "+tc.name, func(t *testing.T) {
+			if err := v.ValidateResponse(request(tc.method, "/idempotency"), tc.status, tc.header, []byte(tc.body)); err != nil {
+				t.Errorf("ValidateResponse = %v, want nil", err)
+			}
+		})
+	}
+	without := func(name string) http.Header { h := policyHeader(); h.Del(name); return h }
+	rejects := []struct {
+		name   string
+		status int
+		header http.Header
+		body   string
+		want   string
+	}{
+		{"a receipt for the policy", 200, func() http.Header { h := policyHeader(); h.Set("Content-Type", "application/json"); return h }(), receipt, "application/json"},
+		{"the policy as text/html", 200, func() http.Header { h := policyHeader(); h.Set("Content-Type", "text/html"); return h }(), policyPage, "text/html"},
+		{"the policy without its heading", 200, policyHeader(), "Keys are kept.\n", "pattern"},
+		{"the policy without Cache-Control", 200, without("Cache-Control"), policyPage, "Cache-Control"},
+		{"the policy without X-Content-Type-Options", 200, without("X-Content-Type-Options"), policyPage, "X-Content-Type-Options"},
+		{"a 401 for the policy, which needs no token", 401, problemHeader("WWW-Authenticate", `Bearer realm="edge-orders"`), problem("unauthorized", 401), "status"},
+		{"a 404 for the policy", 404, problemHeader(), problem("not_found", 404), "status"},
+	}
+	for _, tc := range rejects {
+		t.Run("rejects "+tc.name, func(t *testing.T) {
+			err := v.ValidateResponse(request("GET", "/idempotency"), tc.status, tc.header, []byte(tc.body))
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("ValidateResponse = %v, want an error about %s", err, tc.want)
+			}
+		})
+	}
+	t.Run("the policy anywhere else is not a lookup's answer", func(t *testing.T) {
+		if err := v.ValidateResponse(request("GET", "/orders"), 200, policyHeader(), []byte(policyPage)); err == nil {
+			t.Error("ValidateResponse = nil for the policy at /orders, want an error")
+		}
+	})
 }
 
 func TestValidateResponseUnknownMethod(t *testing.T) {

@@ -36,6 +36,8 @@ export interface Result {
   key: string;
   /** How many requests the call sent, the first included. */
   attempts: number;
+  /** From a lookup: when the Worker stops serving the receipt and the key is free again (Idempotency-Expires), where its store knows it (the ledger); null otherwise, and always for submit. */
+  expiresAt: Date | null;
 }
 
 /** An RFC 9457 problem as the Worker writes it. */
@@ -129,7 +131,7 @@ export declare class Client {
    * the deadline and the signal. Rejects with an EdgeOrdersError subclass.
    */
   submit(order: Order, options?: SubmitOptions): Promise<Result>;
-  /** The receipt stored under key; places nothing. Retries as submit does. */
+  /** The receipt stored under key, with expiresAt where the Worker tells it; places nothing. Retries as submit does. */
   lookup(key: string, options?: CallOptions): Promise<Result>;
 }
 
@@ -159,6 +161,8 @@ export declare class RejectedError extends EdgeOrdersError {
   readonly orderId: string;
   /** The OMS's reason, the problem's detail. */
   readonly reason: string;
+  /** From a lookup: when the Worker stops serving the rejection (Idempotency-Expires), where its store knows it; null otherwise. */
+  readonly expiresAt: Date | null;
 }
 /** idempotency_key_reused: the key names a different order. */
 export declare class KeyReusedError extends EdgeOrdersError {}

@@ -92,12 +92,13 @@ export class EdgeOrdersError extends Error {
 
 /** No response: the network failed, the attempt timed out or was aborted, or (in a browser) the Worker did not let this page read its answer (CORS). The order may or may not have reached the Worker; retry under the same key. */
 export class NetworkError extends EdgeOrdersError {}
-/** The OMS refused the order for good (order_rejected): final for the key. `orderId` is the refused order, `reason` the OMS's reason. */
+/** The OMS refused the order for good (order_rejected): final for the key. `orderId` is the refused order, `reason` the OMS's reason, `expiresAt` (a Date, or null) when a lookup's Worker stops serving the rejection. */
 export class RejectedError extends EdgeOrdersError {
   constructor(message, fields) {
     super(message, fields);
     this.orderId = this.problem?.orderId ?? "";
     this.reason = this.problem?.detail ?? "";
+    this.expiresAt = expiresAt(this.headers);
   }
 }
 /** The key already names a different order (idempotency_key_reused): final; a new order needs a new key. */
@@ -173,7 +174,8 @@ const errorClasses = {
  */
 export class Client {
   /**
-   * @param {string} url the Worker's address; it answers on every path.
+   * @param {string} url the Worker's address; it answers on every path
+   *   but /idempotency, its policy.
    * @param {object} [options] see index.d.ts, ClientOptions.
    * @throws {TypeError} for a token that is not printable ASCII without
    *   spaces (a newline, NUL, any control character); the message never
@@ -217,7 +219,8 @@ export class Client {
   }
 
   /**
-   * lookup returns the receipt stored under key, placing nothing. It
+   * lookup returns the receipt stored under key, placing nothing, with
+   * expiresAt where the Worker says when it stops serving it. It
    * retries as submit does, so a lookup that meets a request still holding
    * the key, or an order the Worker is settling, waits for its outcome
    * within its attempts and deadline. It rejects with InProgressError,
@@ -324,7 +327,7 @@ export class Client {
       if (typeof receipt?.orderId !== "string" || receipt.orderId === "" || typeof receipt.acceptedAt !== "string") {
         return new UnexpectedResponseError(`${what}: status ${status}: not a receipt`, fields);
       }
-      return { receipt, raw: text, replay: headers.get("Idempotent-Replay") === "true", status };
+      return { receipt, raw: text, replay: headers.get("Idempotent-Replay") === "true", status, expiresAt: expiresAt(headers) };
     }
     if (status < 400) {
       return new UnexpectedResponseError(`${what}: unexpected status ${status}`, fields);
@@ -435,6 +438,17 @@ async function readText(response) {
     at += chunk.byteLength;
   }
   return new TextDecoder().decode(bytes);
+}
+
+// expiresAt reads the Idempotency-Expires header, which a lookup's answer
+// carries where the Worker's store knows when the outcome expires: a Date,
+// or null when absent or not a date as the receipt's acceptedAt is written.
+// A browser reads it only because the Worker exposes it.
+function expiresAt(headers) {
+  const value = headers?.get?.("Idempotency-Expires") ?? "";
+  if (!/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$/.test(value)) return null;
+  const date = new Date(value);
+  return Number.isNaN(date.getTime()) ? null : date;
 }
 
 function positive(value, fallback) {

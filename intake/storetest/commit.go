@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/edge-orders/edge-orders/intake"
 )
@@ -22,6 +23,40 @@ func (s *suite) commits(t *testing.T) {
 		for _, rec := range []intake.Record{s.mustLookup(t, key, intake.Stored), s.mustBegin(t, key, claim("b", "fp-b"), intake.Stored)} {
 			if string(rec.Body) != body || rec.Fingerprint != "fp-a" {
 				t.Fatalf("got %q %q, want %q fp-a", rec.Body, rec.Fingerprint, body)
+			}
+		}
+	})
+
+	t.Run("a stored outcome's expiry is told exactly when the Lifecycle says so", func(t *testing.T) {
+		key, kept := s.newKey(), s.newKey()
+		c := claim("a", "fp")
+		before := s.now()
+		s.mustBegin(t, key, c, intake.Claimed)
+		s.mustCommit(t, key, c, receipt("r", "fp"))
+		after := s.now()
+		// A claim kept past its TTL keeps its outcome as long (intake.Claim.KeepUntil).
+		long := claim("a", "fp")
+		long.KeepUntil = before.Add(2 * time.Hour).Truncate(time.Millisecond)
+		s.mustBegin(t, kept, long, intake.Claimed)
+		s.mustCommit(t, kept, long, receipt("r", "fp"))
+		told := []intake.Record{s.mustLookup(t, key, intake.Stored), s.mustBegin(t, key, claim("b", "fp"), intake.Stored)}
+		toldKept := []intake.Record{s.mustLookup(t, kept, intake.Stored), s.mustBegin(t, kept, claim("b", "fp"), intake.Stored)}
+		if !s.store.Lifecycle().TellsExpiry {
+			for _, rec := range append(told, toldKept...) {
+				if !rec.Expires.IsZero() {
+					t.Fatalf("Expires = %v, but Lifecycle().TellsExpiry is false", rec.Expires)
+				}
+			}
+			return
+		}
+		for _, rec := range told {
+			if lo, hi := before.Add(time.Hour).Truncate(time.Millisecond), after.Add(time.Hour); rec.Expires.Before(lo) || rec.Expires.After(hi) {
+				t.Errorf("Expires = %v, want the commit's time plus the TTL, within [%v, %v]", rec.Expires, lo, hi)
+			}
+		}
+		for _, rec := range toldKept {
+			if !rec.Expires.Equal(long.KeepUntil) {
+				t.Errorf("Expires = %v, want the claim's KeepUntil %v", rec.Expires, long.KeepUntil)
 			}
 		}
 	})

@@ -342,3 +342,29 @@ test("a call whose deadline ends a retry in flight reports the Worker's last ans
   assert.equal(err.attempts, 2);
   assert.equal(err.orderId, orderId);
 });
+
+test("a lookup says when its receipt or rejection expires, where the Worker tells it", async () => {
+  const expires = "2026-01-04T03:04:05.678Z";
+  const told = answer(200, receipt, { "Idempotent-Replay": "true", "Idempotency-Expires": expires });
+  const res = await fastClient(scripted(told).fetch).lookup("k");
+  assert.ok(res.expiresAt instanceof Date);
+  assert.equal(res.expiresAt.toISOString(), expires);
+  assert.equal(res.raw, receipt);
+
+  for (const [name, step] of [
+    ["not told", replayed],
+    ["not a date", answer(200, receipt, { "Idempotent-Replay": "true", "Idempotency-Expires": "tomorrow" })],
+    ["an HTTP date", answer(200, receipt, { "Idempotent-Replay": "true", "Idempotency-Expires": "Sun, 04 Jan 2026 03:04:05 GMT" })],
+  ]) {
+    const got = await fastClient(scripted(step).fetch).lookup("k");
+    assert.equal(got.expiresAt, null, name);
+  }
+  assert.equal((await fastClient(scripted(created).fetch).submit(order, { key: "k" })).expiresAt, null);
+
+  const rejected = answer(422, problem("order_rejected", 422, { orderId }), { "Idempotent-Replay": "true", "Idempotency-Expires": expires });
+  const err = await fastClient(scripted(rejected).fetch).lookup("k").catch((e) => e);
+  assert.ok(err instanceof RejectedError);
+  assert.equal(err.expiresAt?.toISOString(), expires);
+  const untold = await fastClient(scripted(answer(422, problem("order_rejected", 422, { orderId }))).fetch).lookup("k").catch((e) => e);
+  assert.equal(untold.expiresAt, null);
+});

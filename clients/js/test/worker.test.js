@@ -82,6 +82,12 @@ describe(`the client against the Worker (${mode || "none"})`, { skip, concurrenc
     assert.equal(again.raw, first.raw, "the replay is the receipt byte for byte");
     const looked = await client.lookup(key);
     assert.equal(looked.raw, first.raw);
+    // The ledger says when the receipt expires: with an OMS, past every
+    // settle attempt and a TTL from acceptance (a day each, wrangler.toml's);
+    // KV does not say, and no submission is told.
+    const expires = mode === "ledger" ? new Date(Date.parse(first.receipt.acceptedAt) + 2 * 86_400_000).toISOString() : undefined;
+    assert.equal(looked.expiresAt?.toISOString(), expires);
+    assert.deepEqual([first.expiresAt, again.expiresAt], [null, null]);
     await wantOneOrder(sym, first.receipt.orderId, 1);
   });
 

@@ -11,13 +11,13 @@ import (
 	"github.com/edge-orders/edge-orders/workers"
 )
 
-// Handler returns h as a net/http handler: the request's method, headers
-// and body go in, the response's status, headers and body come out. A
+// Handler returns h as a net/http handler: the request's method, path,
+// headers and body go in, the response's status, headers and body come out. A
 // header sent on several lines reads as the runtime's Headers object
 // reads it: the lines' values joined by ", ".
 func Handler(h workers.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		resp := h.ServeWorker(r.Context(), &workers.Request{Method: r.Method, Header: fetchHeader(r.Header), Body: workers.ReaderBody(r.Body)})
+		resp := h.ServeWorker(r.Context(), &workers.Request{Method: r.Method, Path: r.URL.EscapedPath(), Header: fetchHeader(r.Header), Body: workers.ReaderBody(r.Body)})
 		for _, f := range resp.Header {
 			w.Header().Add(f.Name, f.Value)
 		}

@@ -1,0 +1,172 @@
+package httpapi_test
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/edge-orders/edge-orders/api/apitest"
+	"github.com/edge-orders/edge-orders/auth"
+	"github.com/edge-orders/edge-orders/eventlog"
+	"github.com/edge-orders/edge-orders/httpapi"
+	"github.com/edge-orders/edge-orders/intake"
+	"github.com/edge-orders/edge-orders/kv"
+	"github.com/edge-orders/edge-orders/kv/kvtest"
+	"github.com/edge-orders/edge-orders/ledger"
+	"github.com/edge-orders/edge-orders/workers"
+)
+
+// getPolicy asks h for the policy page, with header as name, value pairs.
+func getPolicy(t *testing.T, h workers.Handler, header ...string) *httptest.ResponseRecorder {
+	t.Helper()
+	r := httptest.NewRequest(http.MethodGet, "http://worker.example"+httpapi.PolicyPath, nil)
+	for i := 0; i+1 < len(header); i += 2 {
+		r.Header.Set(header[i], header[i+1])
+	}
+	w := serve(h, r)
+	apitest.CheckResponse(t, r, w.Code, w.Header(), w.Body.Bytes())
+	if w.Code != http.StatusOK {
+		t.Fatalf("GET %s = %d %s, want 200", httpapi.PolicyPath, w.Code, w.Body)
+	}
+	for name, want := range map[string]string{"Content-Type": "text/markdown; charset=utf-8", "Cache-Control": "no-cache", "X-Content-Type-Options": "nosniff"} {
+		if got := w.Header().Values(name); len(got) != 1 || got[0] != want {
+			t.Errorf("%s = %q, want just %q", name, got, want)
+		}
+	}
+	return w
+}
+
+// TestPolicyFollowsTheConfiguration checks that the published policy states
+// the figures the Worker runs with: two configurations, two pages, each
+// with its own figures and none of the other's.
+func TestPolicyFollowsTheConfiguration(t *testing.T) {
+	clients, err := auth.Parse("desk-a:" + strings.Repeat("t", 16))
+	if err != nil {
+		t.Fatal(err)
+	}
+	configs := []struct {
+		name    string
+		opts    intake.Options
+		clients *auth.Clients
+		// want are what the page must say, wantNot what it must not.
+		want, wantNot []string
+	}{
+		{
+			name: "the defaults, with an order-management system",
+			opts: intake.Options{ResultTTL: 24 * time.Hour, PendingTTL: time.Minute, Wait: 2 * time.Second,
+				Gateway: &scriptedGateway{}, SettleMaxAge: 24 * time.Hour},
+			want: []string{
+				"1 to " + strconv.Itoa(httpapi.MaxIdempotencyKeyBytes) + " printable ASCII characters",
+				"a Structured Field string",
+				"Every problem about the key links here: `Link: </idempotency>; rel=\"describedby\"`.",
+				"kept 86400 seconds (24 hours, `RESULT_TTL_SECONDS`) after it is stored",
+				"`acceptedAt` plus 86400 seconds (24 hours, `SETTLE_MAX_AGE_SECONDS`) plus 86400 seconds (24 hours, `RESULT_TTL_SECONDS`), 48 hours in all",
+				"waits up to 2000 ms (`IN_PROGRESS_WAIT_MS`)",
+				"`409 in_progress` with `Retry-After: 60` (`PENDING_TTL_SECONDS`",
+				"`422 idempotency_key_reused`",
+				"`503 outcome_unknown`", "again by itself, with the same `orderId`",
+				"If it has not answered for good 86400 seconds (24 hours, `SETTLE_MAX_AGE_SECONDS`) after the order's acceptance",
+				"`503 outcome_unresolved`",
+				"runs without API tokens",
+			},
+			wantNot: []string{"3600", "120", "no order-management system", "at once", "Keys belong to the client"},
+		},
+		{
+			name:    "shorter, stand-in, tokens",
+			opts:    intake.Options{ResultTTL: time.Hour, PendingTTL: 2 * time.Minute},
+			clients: clients,
+			want: []string{
+				"1 to " + strconv.Itoa(httpapi.MaxIdempotencyKeyBytes) + " printable ASCII characters",
+				"kept 3600 seconds (1 hour, `RESULT_TTL_SECONDS`) after it is stored",
+				"`409 in_progress` at once (`IN_PROGRESS_WAIT_MS` is 0), with `Retry-After: 120` (`PENDING_TTL_SECONDS`",
+				"`422 idempotency_key_reused`",
+				"no order-management system configured",
+				"Keys belong to the client",
+			},
+			wantNot: []string{"86400", "60`", "SETTLE_MAX_AGE_SECONDS", "503", "outcome_unresolved", "waits up to", "runs without API tokens"},
+		},
+	}
+	pages := map[string]bool{}
+	for _, c := range configs {
+		t.Run(c.name, func(t *testing.T) {
+			h := httpapi.New(intake.New(kv.NewStore(kv.NewMemoryNamespace(), nil), c.opts), httpapi.Options{Clients: c.clients})
+			page := getPolicy(t, h).Body.String()
+			for _, s := range c.want {
+				if !strings.Contains(page, s) {
+					t.Errorf("the page does not say %q:\n%s", s, page)
+				}
+			}
+			for _, s := range c.wantNot {
+				if strings.Contains(page, s) {
+					t.Errorf("the page says %q, which is not this configuration's:\n%s", s, page)
+				}
+			}
+			pages[page] = true
+		})
+	}
+	if len(pages) != len(configs) {
+		t.Errorf("%d configurations published %d pages, want one each", len(configs), len(pages))
+	}
+}
+
+// TestPolicyIsPublicAndNoKeyRoute checks that the policy needs no token,
+// reads no key and touches no storage, that only its path serves it, and
+// that a page on an allowed origin may read it.
+func TestPolicyIsPublicAndNoKeyRoute(t *testing.T) {
+	clients, err := auth.Parse("desk-a:" + strings.Repeat("t", 16))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := &kvtest.Recording{Namespace: kv.NewMemoryNamespace()}
+	var lines []eventlog.Line
+	h := httpapi.New(newService(rec), httpapi.Options{Clients: clients, Log: logTo(&lines), AllowedOrigins: []string{deskOrigin}})
+
+	t.Run("without a token", func(t *testing.T) { getPolicy(t, h) })
+	t.Run("with a key, which it ignores", func(t *testing.T) { getPolicy(t, h, "Idempotency-Key", "k") })
+	t.Run("with an invalid key and a bad token", func(t *testing.T) {
+		getPolicy(t, h, "Idempotency-Key", "a,b", "Authorization", "Bearer nobody")
+	})
+	t.Run("from an allowed origin, readable", func(t *testing.T) {
+		w := getPolicy(t, h, "Origin", deskOrigin)
+		if got := w.Header().Get("Access-Control-Allow-Origin"); got != deskOrigin {
+			t.Errorf("Access-Control-Allow-Origin = %q, want %q", got, deskOrigin)
+		}
+	})
+	if got := rec.Calls(); len(got) != 0 {
+		t.Errorf("storage calls = %v, want none", got)
+	}
+	for _, l := range lines {
+		if l.Outcome != "policy" || l.Status != http.StatusOK || l.Client != "" || l.Key != "" {
+			t.Errorf("log line %+v, want outcome policy, status 200, no client or key", l)
+		}
+	}
+
+	for _, tc := range []struct{ name, method, path string }{
+		{"another path", http.MethodGet, "/idempotency/x"},
+		{"a POST to it", http.MethodPost, httpapi.PolicyPath},
+		{"a HEAD of it", http.MethodHead, httpapi.PolicyPath},
+	} {
+		t.Run(tc.name+" is not the policy", func(t *testing.T) {
+			w := serve(h, httptest.NewRequest(tc.method, "http://worker.example"+tc.path, nil))
+			if w.Code != http.StatusUnauthorized {
+				t.Errorf("%s %s without a token = %d, want 401 as any other request", tc.method, tc.path, w.Code)
+			}
+		})
+	}
+}
+
+// TestPolicyTellsWhereLookupsTellExpiry checks that the page promises
+// Idempotency-Expires only where the store tells a lookup the expiry.
+func TestPolicyTellsWhereLookupsTellExpiry(t *testing.T) {
+	for name, store := range map[string]intake.Store{"the ledger": ledger.NewMemoryStore(), "KV": kv.NewStore(kv.NewMemoryNamespace(), nil)} {
+		t.Run(name, func(t *testing.T) {
+			page := getPolicy(t, httpapi.New(intake.New(store, serviceOptions()), httpapi.Options{})).Body.String()
+			if got, want := strings.Contains(page, "in the `Idempotency-Expires` response header"), name == "the ledger"; got != want {
+				t.Errorf("the page promises Idempotency-Expires: %v, want %v:\n%s", got, want, page)
+			}
+		})
+	}
+}
