@@ -12,6 +12,9 @@ const cacheTTL = 60 * time.Second
 // receiptCache keeps receipts this instance stored or read recently, so a
 // retry that lands on the same instance (the usual case for a client's quick
 // retries) replays without a round trip. A stored receipt never changes.
+// It also keeps the outcomes this instance answered whose commit follows
+// the response: a retry replays them, but a lookup, which must never tell
+// an outcome that is not stored, does not see them until the commit lands.
 // An entry lives no longer than KV's own edge cache keeps a read (60 s by
 // default), so over KV the cache adds no staleness KV does not already
 // have, and never past the receipt's own expiry where the Store tells it
@@ -58,21 +61,24 @@ type cachedReceipt struct {
 	fingerprint string
 	expires     int64
 	storedUntil int64
+	// unstored marks an outcome answered before its commit landed.
+	unstored bool
 }
 
 func newReceiptCache(max int) *receiptCache {
 	return &receiptCache{max: max, entries: make(map[string]cachedReceipt, max), order: make([]string, max)}
 }
 
-// get returns key's receipt if it is cached and not expired at now.
-func (c *receiptCache) get(key string, now time.Time) (Record, bool) {
+// get returns key's receipt if it is cached and not expired at now: a
+// stored one, or, with unstored, also one whose commit has not landed yet.
+func (c *receiptCache) get(key string, now time.Time, unstored bool) (Record, bool) {
 	if c.max == 0 {
 		return Record{}, false
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	r, ok := c.entries[key]
-	if !ok || now.Unix() >= r.expires {
+	if !ok || now.Unix() >= r.expires || (r.unstored && !unstored) {
 		return Record{}, false
 	}
 	rec := Record{State: r.state, Body: r.body, Rejected: r.rejected, Fingerprint: r.fingerprint}
@@ -84,7 +90,13 @@ func (c *receiptCache) get(key string, now time.Time) (Record, bool) {
 
 // put caches rec, read or stored at now, under key for cacheTTL or until
 // rec expires, whichever is sooner, evicting the oldest entry when full.
-func (c *receiptCache) put(key string, rec Record, now time.Time) {
+func (c *receiptCache) put(key string, rec Record, now time.Time) { c.add(key, rec, now, false) }
+
+// putUnstored caches rec as put does, as an outcome answered at now whose
+// commit has not landed: only retries see it, until put replaces it.
+func (c *receiptCache) putUnstored(key string, rec Record, now time.Time) { c.add(key, rec, now, true) }
+
+func (c *receiptCache) add(key string, rec Record, now time.Time, unstored bool) {
 	if c.max == 0 {
 		return
 	}
@@ -94,7 +106,7 @@ func (c *receiptCache) put(key string, rec Record, now time.Time) {
 	if !rec.Expires.IsZero() && rec.Expires.Before(expires) {
 		expires = rec.Expires
 	}
-	entry := cachedReceipt{state: rec.State, body: rec.Body, rejected: rec.Rejected, fingerprint: rec.Fingerprint, expires: expires.Unix()}
+	entry := cachedReceipt{state: rec.State, body: rec.Body, rejected: rec.Rejected, fingerprint: rec.Fingerprint, expires: expires.Unix(), unstored: unstored}
 	if !rec.Expires.IsZero() {
 		entry.storedUntil = rec.Expires.UnixMilli()
 	}

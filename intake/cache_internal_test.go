@@ -20,10 +20,10 @@ func TestReceiptCacheIsBoundedByBytes(t *testing.T) {
 	if c.bytes > maxCachedBytes {
 		t.Fatalf("cache holds %d bytes, want at most %d", c.bytes, maxCachedBytes)
 	}
-	if _, ok := c.get("0", now); ok {
+	if _, ok := c.get("0", now, false); ok {
 		t.Errorf("the oldest receipt is still cached, want it evicted")
 	}
-	if _, ok := c.get(strconv.Itoa(n-1), now); !ok {
+	if _, ok := c.get(strconv.Itoa(n-1), now, false); !ok {
 		t.Errorf("the newest receipt was evicted")
 	}
 }
@@ -38,7 +38,7 @@ func TestReceiptCacheEvictsInPutOrder(t *testing.T) {
 		c.put(key, Record{State: Stored, Body: []byte(key)}, now)
 	}
 	for key, want := range map[string]bool{"a": false, "b": false, "c": false, "d": false, "e": true, "f": true, "g": true} {
-		if _, got := c.get(key, now); got != want {
+		if _, got := c.get(key, now, false); got != want {
 			t.Errorf("%s cached: %v, want %v", key, got, want)
 		}
 	}

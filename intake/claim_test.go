@@ -4,6 +4,7 @@ package intake_test
 // expiry, and its release after the response.
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"testing"
@@ -91,9 +92,10 @@ func TestKVLifecycleClaimExpires(t *testing.T) {
 }
 
 // TestKVLifecycleReleasesAfterCommit checks the reference's check, claim,
-// write, release: with ReleaseAfterCommit, which kv.Store declares under
-// ReleaseClaims, the claim is deleted through Options.Defer, with the
-// request's context, after the response; every other release happens
+// write, release, with the write and the release after the response: the
+// receipt is committed through Options.Defer, with the request's context,
+// and with ReleaseAfterCommit, which kv.Store declares under ReleaseClaims,
+// the claim is deleted in the same task; every other release happens
 // before Submit returns; and without it the claim is left to expire.
 func TestKVLifecycleReleasesAfterCommit(t *testing.T) {
 	type deferred struct {
@@ -108,30 +110,52 @@ func TestKVLifecycleReleasesAfterCommit(t *testing.T) {
 	type ctxKey struct{}
 	ctx := context.WithValue(context.Background(), ctxKey{}, "request")
 
-	t.Run("success releases the claim after the response", func(t *testing.T) {
+	t.Run("success commits and releases the claim after the response", func(t *testing.T) {
 		out, err := h.svc.Submit(ctx, key("ok"), []byte(validBody), "")
 		if err != nil {
 			t.Fatalf("Submit: %v", err)
 		}
-		h.wantReceiptStored(t, "ok", out.Receipt)
 		if got, want := len(tasks), 1; got != want {
 			t.Fatalf("deferred tasks = %d, want %d", got, want)
 		}
 		if got := tasks[0].ctx.Value(ctxKey{}); got != "request" {
 			t.Errorf("Defer ctx value = %v, want the request's context", got)
 		}
+		if _, ok := h.stored(t, "result:ok"); ok {
+			t.Errorf("result:ok stored before the deferred task ran; want the commit after the response")
+		}
 		if _, ok := h.stored(t, "pending:ok"); !ok {
-			t.Fatalf("pending:ok gone before the deferred task ran; want the release deferred, not inline")
+			t.Fatalf("pending:ok gone before the deferred task ran; want the claim to hold the key until the commit")
+		}
+		if got, err := h.svc.Lookup(ctx, key("ok")); !errors.Is(err, intake.ErrInProgress) {
+			t.Errorf("Lookup before the commit = %s, %v; want ErrInProgress, never a receipt that is not stored", got.Receipt, err)
+		}
+		if got, err := h.svc.Submit(ctx, key("ok"), []byte(validBody), ""); err != nil || !got.Replayed || !bytes.Equal(got.Receipt, out.Receipt) {
+			t.Errorf("retry before the commit = %s replayed %v, %v; want the answer replayed from memory", got.Receipt, got.Replayed, err)
 		}
 		h.faulty.Set(kvtest.Fault{Op: kvtest.OpDelete, Prefix: "pending:", Nth: 1}, kvtest.Fault{Op: kvtest.OpDelete, Prefix: "pending:", Nth: 2})
 		tasks[0].task(context.Background())
+		h.faulty.Set()
+		h.wantReceiptStored(t, "ok", out.Receipt)
+		if got, err := h.svc.Lookup(ctx, key("ok")); err != nil || !bytes.Equal(got.Receipt, out.Receipt) {
+			t.Errorf("Lookup after the commit = %s, %v; want the receipt", got.Receipt, err)
+		}
 		if got := h.releaseErrors(); len(got) != 1 || !errors.Is(got[0].err, errStorage) {
 			t.Errorf("OnReleaseError calls = %v, want 1 with the storage error", got)
 		}
-		h.faulty.Set()
+		if got, want := len(tasks), 1; got != want {
+			t.Errorf("deferred tasks = %d, want %d: the release runs in the commit's task", got, want)
+		}
+
+		tasks = nil
+		out, err = h.svc.Submit(ctx, key("ok2"), []byte(validBody), "")
+		if err != nil || len(tasks) != 1 {
+			t.Fatalf("Submit = %v with %d deferred tasks, want a receipt and 1", err, len(tasks))
+		}
 		tasks[0].task(context.Background())
-		if _, ok := h.stored(t, "pending:ok"); ok {
-			t.Errorf("pending:ok still stored after the deferred task ran")
+		h.wantReceiptStored(t, "ok2", out.Receipt)
+		if _, ok := h.stored(t, "pending:ok2"); ok {
+			t.Errorf("pending:ok2 still stored after the deferred task ran")
 		}
 	})
 	t.Run("replay defers nothing", func(t *testing.T) {
@@ -158,11 +182,17 @@ func TestKVLifecycleReleasesAfterCommit(t *testing.T) {
 	t.Run("without ReleaseAfterCommit the claim is left to expire", func(t *testing.T) {
 		tasks = nil
 		h := newHarness(t, intake.Options{Defer: deferTask})
-		if _, err := h.svc.Submit(ctx, key("kept"), []byte(validBody), ""); err != nil {
+		out, err := h.svc.Submit(ctx, key("kept"), []byte(validBody), "")
+		if err != nil {
 			t.Fatalf("Submit: %v", err)
 		}
-		if len(tasks) != 0 {
-			t.Errorf("deferred tasks = %d, want 0", len(tasks))
+		if len(tasks) != 1 {
+			t.Fatalf("deferred tasks = %d, want 1 (the commit)", len(tasks))
+		}
+		tasks[0].task(context.Background())
+		h.wantReceiptStored(t, "kept", out.Receipt)
+		if len(tasks) != 1 {
+			t.Errorf("deferred tasks = %d, want only the commit", len(tasks))
 		}
 		if _, ok := h.stored(t, "pending:kept"); !ok {
 			t.Errorf("pending:kept gone, want it left to expire")

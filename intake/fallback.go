@@ -39,7 +39,7 @@ func (s *Service) adopt(ctx context.Context, sub *submission, claim *Claim) (out
 		return Outcome{}, false, nil
 	}
 	result := Result{Body: rec.Body, Rejected: rec.Rejected, Fingerprint: rec.Fingerprint, TTL: s.opts.ResultTTL}
-	if err := s.commit(ctx, sub.key, *claim, result, s.opts.Now()); err != nil {
+	if err := s.commit(ctx, sub.key, *claim, result, s.opts.Now(), false); err != nil {
 		if !errors.Is(err, ErrInProgress) {
 			s.release(ctx, sub.key, *claim)
 		}

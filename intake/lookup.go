@@ -15,7 +15,7 @@ import (
 // storage fails.
 func (s *Service) Lookup(ctx context.Context, key Key) (Outcome, error) {
 	now := s.opts.Now()
-	if rec, ok := s.receipts.get(key.String(), now); ok {
+	if rec, ok := s.receipts.get(key.String(), now, false); ok {
 		return s.lookedUp(rec)
 	}
 	rec, err := s.store.Lookup(ctx, key)

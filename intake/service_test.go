@@ -302,36 +302,6 @@ func TestSubmitStorageFailure(t *testing.T) {
 			wantClaim: true,
 		},
 		{
-			name:    "put result fails: unavailable, claim released",
-			faults:  []kvtest.Fault{{Op: kvtest.OpPut, Prefix: "result:", Nth: 1}},
-			wantErr: intake.ErrStorageUnavailable,
-		},
-		{
-			name:       "put result fails but lands: unavailable, retry replays",
-			faults:     []kvtest.Fault{{Op: kvtest.OpPut, Prefix: "result:", Nth: 1, Applied: true}},
-			wantErr:    intake.ErrStorageUnavailable,
-			wantStored: true,
-		},
-		{
-			name: "put result fails and release fails once: unavailable, the second release frees the key",
-			faults: []kvtest.Fault{
-				{Op: kvtest.OpPut, Prefix: "result:", Nth: 1},
-				{Op: kvtest.OpDelete, Prefix: "pending:", Nth: 1},
-			},
-			wantErr: intake.ErrStorageUnavailable,
-		},
-		{
-			name: "put result and release fail twice: unavailable, claim left",
-			faults: []kvtest.Fault{
-				{Op: kvtest.OpPut, Prefix: "result:", Nth: 1},
-				{Op: kvtest.OpDelete, Prefix: "pending:", Nth: 1},
-				{Op: kvtest.OpDelete, Prefix: "pending:", Nth: 2},
-			},
-			wantErr:         intake.ErrStorageUnavailable,
-			wantReleaseErrs: 1,
-			wantClaim:       true,
-		},
-		{
 			name: "release after invalid order fails twice: invalid, claim left",
 			body: `{"symbol":"AAPL","side":"hold","quantity":10}`,
 			faults: []kvtest.Fault{
@@ -428,27 +398,69 @@ func TestSubmitStorageFailure(t *testing.T) {
 	}
 }
 
-// TestSubmitLostClaim checks that a Commit refused because the claim was
-// taken over (its lease ran out) hands out no receipt, answers
-// ErrInProgress, and leaves the key to the request that now holds it.
+// TestStandInCommitFailsAfterTheResponse fails the stand-in's commit,
+// which follows the response: the client has its receipt, a retry in the
+// instance replays it from memory, a lookup never tells it, and the key
+// keeps the order id and time the client was given, so that a retry
+// anywhere stores, or replays, the same bytes.
+func TestStandInCommitFailsAfterTheResponse(t *testing.T) {
+	tests := []struct {
+		name   string
+		faults []kvtest.Fault
+		// wantStored: the failed commit landed anyway.
+		wantStored bool
+	}{
+		{"the commit fails: the key is left open", []kvtest.Fault{{Op: kvtest.OpPut, Prefix: "result:", Nth: 1}}, false},
+		{"the commit fails but lands", []kvtest.Fault{{Op: kvtest.OpPut, Prefix: "result:", Nth: 1, Applied: true}}, true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			h := newHarness(t, intake.Options{}, intake.Lifecycle{ReleaseAfterCommit: true})
+			h.faulty.Set(tc.faults...)
+			first, err := h.submit("k", validBody)
+			h.faulty.Set()
+			if err != nil || first.Replayed {
+				t.Fatalf("Submit = replayed %v, %v; want a new order answered before its commit", first.Replayed, err)
+			}
+			if _, stored := h.stored(t, "result:k"); stored != tc.wantStored {
+				t.Fatalf("result:k stored = %v, want %v", stored, tc.wantStored)
+			}
+			if again, err := h.submit("k", validBody); err != nil || !bytes.Equal(again.Receipt, first.Receipt) {
+				t.Errorf("retry in the instance = %s, %v; want the first receipt", again.Receipt, err)
+			}
+			if out, err := h.svc.Lookup(ctx, key("k")); !tc.wantStored && (err == nil || out.Receipt != nil) {
+				t.Errorf("Lookup = %s, %v; want no receipt that is not stored", out.Receipt, err)
+			}
+			h.now = h.now.Add(h.svc.RetryAfter()) // past the claim's lease
+			elsewhere := intake.New(h.store, intake.Options{ResultTTL: config.DefaultResultTTL, PendingTTL: config.DefaultPendingTTL,
+				Now: func() time.Time { return acceptedAt.Add(time.Hour) }})
+			out, err := elsewhere.Submit(ctx, key("k"), []byte(validBody), "")
+			if err != nil || !bytes.Equal(out.Receipt, first.Receipt) {
+				t.Fatalf("retry elsewhere, an hour on = %s, %v; want the first receipt, byte for byte", out.Receipt, err)
+			}
+			h.wantReceiptStored(t, "k", first.Receipt)
+		})
+	}
+}
+
+// TestSubmitLostClaim checks a Commit refused, after the response,
+// because the claim was taken over (its lease ran out): the claim is not
+// released, for it is no longer this request's, and the key's outcome is
+// the new holder's, which it stores from the same order id and time.
 func TestSubmitLostClaim(t *testing.T) {
 	h := newHarness(t, intake.Options{})
 	spy := &storeSpy{Store: h.store, commitErr: fmt.Errorf("ledger: %w", intake.ErrLostClaim)}
-	svc := intake.New(spy, intake.Options{ResultTTL: config.DefaultResultTTL, PendingTTL: config.DefaultPendingTTL})
-	out, err := svc.Submit(context.Background(), key("k"), []byte(validBody), "")
-	if !errors.Is(err, intake.ErrInProgress) {
-		t.Fatalf("Submit error = %v, want ErrInProgress", err)
-	}
-	if errors.Is(err, intake.ErrStorageUnavailable) {
-		t.Errorf("Submit error = %v, want no ErrUnavailable: storage did not fail", err)
-	}
-	if out.Receipt != nil || out.OrderID != "" {
-		t.Errorf("Submit handed out %s / %q, want nothing", out.Receipt, out.OrderID)
+	svc := intake.New(spy, intake.Options{ResultTTL: config.DefaultResultTTL, PendingTTL: config.DefaultPendingTTL, CachedReceipts: -1})
+	if _, err := svc.Submit(context.Background(), key("k"), []byte(validBody), ""); err != nil {
+		t.Fatalf("Submit error = %v, want the receipt: the commit follows the response", err)
 	}
 	if got, want := spy.Calls(), map[string]int{"Begin": 1, "Commit": 1}; !maps.Equal(got, want) {
 		t.Errorf("Store calls = %v, want %v: a lost claim is not released, it is no longer ours", got, want)
 	}
-	// Nothing was cached either: the key's outcome is the new holder's.
+	if h.releaseErrors() != nil {
+		t.Errorf("OnReleaseError calls = %v, want none", h.releaseErrors())
+	}
 	if _, err := svc.Lookup(context.Background(), key("k")); !errors.Is(err, intake.ErrInProgress) {
 		t.Errorf("Lookup after the lost claim: error = %v, want ErrInProgress", err)
 	}
@@ -538,10 +550,12 @@ func TestSubmitConcurrentKeys(t *testing.T) {
 	}
 }
 
-// TestCancelledRequestReleasesClaim checks that a request abandoned after its
-// claim still frees the key, instead of blocking it until the claim expires.
-func TestCancelledRequestReleasesClaim(t *testing.T) {
-	h := newHarness(t, intake.Options{})
+// TestCancelledRequestStillCommits checks that a request abandoned after
+// its claim still stores its outcome and frees the key, instead of
+// blocking it until the claim expires: the commit and the release follow
+// the response, whatever became of the request.
+func TestCancelledRequestStillCommits(t *testing.T) {
+	h := newHarness(t, intake.Options{}, intake.Lifecycle{ReleaseAfterCommit: true})
 	ctx, cancel := context.WithCancel(context.Background())
 	// Cancel as soon as the claim is written, as a client that hangs up
 	// mid-request would.
@@ -551,10 +565,11 @@ func TestCancelledRequestReleasesClaim(t *testing.T) {
 		}
 		return err
 	}
-	_, err := h.svc.Submit(ctx, key("k"), []byte(validBody), "")
-	if !errors.Is(err, intake.ErrStorageUnavailable) {
-		t.Fatalf("Submit error = %v, want ErrUnavailable", err)
+	out, err := h.svc.Submit(ctx, key("k"), []byte(validBody), "")
+	if err != nil {
+		t.Fatalf("Submit error = %v, want the receipt", err)
 	}
+	h.wantReceiptStored(t, "k", out.Receipt)
 	if _, ok := h.stored(t, "pending:k"); ok {
 		t.Fatalf("claim left behind after a cancelled request (release errors: %v)", h.releaseErrors())
 	}

@@ -118,7 +118,7 @@ func (sub *submission) parse() error {
 // another request holds the key now.
 func (s *Service) attempt(ctx context.Context, sub *submission, now time.Time) (Outcome, error) {
 	cacheKey := sub.key.String()
-	if rec, ok := s.receipts.get(cacheKey, now); ok {
+	if rec, ok := s.receipts.get(cacheKey, now, true); ok {
 		return s.replay(rec, sub)
 	}
 	// Only one request per key and instance goes on to the Store; the
@@ -277,6 +277,15 @@ func takenOver(claim Claim, rec Record) Claim {
 // settler itself is placing). So does an answer that could not be stored:
 // the order may be live at the OMS, and nobody but the settler may ask
 // again.
+//
+// A client's answer does not wait for the commit: once the gateway has
+// answered for good, the outcome is answered at once and committed after
+// the response (Options.Defer). The claim holds everything the receipt is
+// made of, so if the commit fails, or never runs, the key is due for the
+// settler, and the OMS, which answers a repeated order id with its
+// original outcome, has it store the same bytes. Until the commit lands,
+// a retry in this instance replays from memory, one elsewhere waits for
+// the claim as for any held key, and a lookup says in progress.
 func (s *Service) place(ctx context.Context, key Key, claim Claim, by placer) (Outcome, error) {
 	receipt := order.Receipt{OrderID: claim.OrderID, Status: order.StatusAccepted, Order: claim.Order, AcceptedAt: claim.AcceptedAt}
 	claim.Sent = true
@@ -291,19 +300,33 @@ func (s *Service) place(ctx context.Context, key Key, claim Claim, by placer) (O
 	}
 	result := Result{Body: receipt.JSON(), Rejected: receipt.Status == order.StatusRejected,
 		Fingerprint: claim.Fingerprint, TTL: s.opts.ResultTTL}
-	if err := s.commit(ctx, key, claim, result, s.opts.Now()); err != nil {
-		if !errors.Is(err, ErrInProgress) {
-			// The OMS answered: even the settler's last call does not
-			// give up on an answer it could not store.
-			s.leaveOpen(ctx, key, claim, err, min(by, bySettler))
-		}
+	if by == byClient {
+		now := s.opts.Now()
+		s.receipts.putUnstored(key.String(), Record{State: Stored, Body: result.Body, Rejected: result.Rejected,
+			Fingerprint: result.Fingerprint, Expires: later(now.Add(result.TTL), claim.KeepUntil)}, now)
+		s.opts.Defer(ctx, func(ctx context.Context) { s.keep(context.WithoutCancel(ctx), key, claim, result, by, true) })
+	} else if err := s.keep(ctx, key, claim, result, by, false); err != nil {
 		return Outcome{}, err
 	}
-	s.opened.forget(key.String())
 	if result.Rejected {
 		return Outcome{}, &Rejection{Reason: receipt.Reason, OrderID: receipt.OrderID}
 	}
 	return Outcome{Receipt: result.Body, OrderID: receipt.OrderID}, nil
+}
+
+// keep commits the gateway's final answer, result, under claim, after the
+// response or before it. If that fails the key is left open, due for the
+// settler: the OMS answered, so even the settler's last call does not give
+// up on it.
+func (s *Service) keep(ctx context.Context, key Key, claim Claim, result Result, by placer, afterResponse bool) error {
+	if err := s.commit(ctx, key, claim, result, s.opts.Now(), afterResponse); err != nil {
+		if !errors.Is(err, ErrInProgress) {
+			s.leaveOpen(ctx, key, claim, err, min(by, bySettler))
+		}
+		return err
+	}
+	s.opened.forget(key.String())
+	return nil
 }
 
 // leaveOpen releases claim after a gateway call that ended without an
@@ -314,6 +337,12 @@ func (s *Service) leaveOpen(ctx context.Context, key Key, claim Claim, cause err
 	now := s.opts.Now()
 	claim.Attempts++
 	claim.NextAttempt = time.Time{}
+	if !s.settles {
+		// The stand-in's answer, committed after the response, could not
+		// be: the key keeps the order id and time the client was given, as
+		// long as the receipt would have, for a retry to store them.
+		claim.KeepUntil = later(claim.KeepUntil, claim.AcceptedAt.Add(s.opts.ResultTTL))
+	}
 	if by == bySettlerLastTime {
 		// The settler gives up: the key is kept for another ResultTTL,
 		// never due again, and reported.
@@ -355,13 +384,15 @@ func (s *Service) storedMeanwhile(ctx context.Context, key Key) bool {
 // commit stores result under claim and caches it as stored no later than
 // at (its expiry in the cache then comes no later than in storage), kept
 // as every Store keeps it: result.TTL from then, and at least until the
-// claim's KeepUntil.
+// claim's KeepUntil. A claim the Store's Lifecycle releases after the
+// commit is released after the response: at once when the response has
+// gone (afterResponse), otherwise through Options.Defer.
 // ErrInProgress means another request took the key over after claim's
 // lease ran out: its outcome is the key's. Any other failure wraps
 // ErrStorageUnavailable, and the caller releases the claim: without a
 // stored outcome a retry places the order, under the same order id once
 // it may have reached the gateway.
-func (s *Service) commit(ctx context.Context, key Key, claim Claim, result Result, at time.Time) error {
+func (s *Service) commit(ctx context.Context, key Key, claim Claim, result Result, at time.Time, afterResponse bool) error {
 	if err := s.store.Commit(ctx, key, claim, result); err != nil {
 		if errors.Is(err, ErrLostClaim) {
 			return ErrInProgress
@@ -372,7 +403,11 @@ func (s *Service) commit(ctx context.Context, key Key, claim Claim, result Resul
 		Fingerprint: result.Fingerprint, Expires: later(at.Add(result.TTL), claim.KeepUntil)}, at)
 	if s.life.ReleaseAfterCommit {
 		claim.Sent = false // the outcome is stored: the claim goes
-		s.opts.Defer(ctx, func(ctx context.Context) { s.release(ctx, key, claim) })
+		if afterResponse {
+			s.release(ctx, key, claim)
+		} else {
+			s.opts.Defer(ctx, func(ctx context.Context) { s.release(ctx, key, claim) })
+		}
 	}
 	return nil
 }

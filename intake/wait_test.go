@@ -14,8 +14,10 @@ import (
 
 // TestWaitForDuplicate runs a duplicate of a request in flight: the first
 // request is held just before it stores its receipt while the duplicate
-// arrives. With a Wait the duplicate polls and ends as a replay of the
-// first's receipt; without one it is told the key is in progress at once.
+// arrives. The first has its answer by then, which the duplicate replays
+// from memory; without memory, with a Wait the duplicate polls and ends as
+// a replay of the stored receipt, and without one it is told the key is in
+// progress at once.
 func TestWaitForDuplicate(t *testing.T) {
 	tests := []struct {
 		name   string
@@ -23,10 +25,13 @@ func TestWaitForDuplicate(t *testing.T) {
 		cached int
 		// wantReplay: the duplicate replays; otherwise it is ErrInProgress.
 		wantReplay bool
+		wantPoll   bool // the duplicate polls once before it replays
 	}{
-		{"with Wait the duplicate replays from memory", 2 * time.Second, 0, true},
-		{"with Wait the duplicate replays from the store", 2 * time.Second, -1, true},
-		{"without Wait the duplicate is in progress", 0, 0, false},
+		// The first request answered before its commit: a duplicate in the
+		// same instance replays that answer from memory at once.
+		{"the duplicate replays the answer from memory while the commit runs", 0, 0, true, false},
+		{"with Wait the duplicate replays from the store", 2 * time.Second, -1, true, true},
+		{"without Wait or memory the duplicate is in progress", 0, -1, false, false},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -62,7 +67,7 @@ func TestWaitForDuplicate(t *testing.T) {
 			}()
 			<-committing
 			dup, err := h.submit("k", validBody)
-			if !tc.wantReplay {
+			if !tc.wantPoll {
 				close(proceed)
 			}
 			<-firstDone
@@ -88,7 +93,10 @@ func TestWaitForDuplicate(t *testing.T) {
 			if !dup.Replayed || !bytes.Equal(dup.Receipt, first.Receipt) || dup.OrderID != first.OrderID {
 				t.Errorf("duplicate = %s replayed %v, want the first's %s replayed", dup.Receipt, dup.Replayed, first.Receipt)
 			}
-			if len(sleeps) != 1 || sleeps[0] <= 0 || sleeps[0] >= tc.wait {
+			if !tc.wantPoll && len(sleeps) != 0 {
+				t.Errorf("duplicate slept %v, want a replay at once", sleeps)
+			}
+			if tc.wantPoll && (len(sleeps) != 1 || sleeps[0] <= 0 || sleeps[0] >= tc.wait) {
 				t.Errorf("duplicate slept %v, want one short poll within the Wait %v", sleeps, tc.wait)
 			}
 		})

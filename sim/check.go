@@ -70,6 +70,9 @@ func (w *world) checkAnswer(ans *answer) {
 	case unresolved:
 		w.checkNotReceipted(ans.key, ans.orderID, "was told unresolved to its client")
 	}
+	if ans.lookup && ans.body != nil && !w.storedBodies[ans.key][string(ans.body)] {
+		w.violate("a lookup of %s was told a receipt that was never stored: %s", ans.key, ans.body)
+	}
 }
 
 // observeKVWrite: no receipt is stored for an order the OMS did not
@@ -108,6 +111,10 @@ func (w *world) stored(key keyName, receipt []byte, until time.Time) {
 		w.logf("  stored %s %s", key, receipt)
 	}
 	w.commits[key] = w.now()
+	if w.storedBodies[key] == nil {
+		w.storedBodies[key] = make(map[string]bool)
+	}
+	w.storedBodies[key][string(receipt)] = true
 	id, status, _ := order.ReceiptFields(receipt)
 	got, ok := w.oms.orders[id]
 	switch {
@@ -221,6 +228,43 @@ func (w *world) checkEnd() {
 	w.checkRefusalsPlaceNothing()
 	w.checkReplaysIdentical()
 	w.checkSettled()
+	w.checkFinalRetries()
+}
+
+// checkFinalRetries: every outcome a client was given is, once the history
+// is quiet, exactly what a retry of its order gets, within RESULT_TTL of
+// the answer: a receipt byte for byte, a rejection of the same order id.
+// The outcome may have been answered before its commit, which may have
+// failed or never run; the settler, or the retry itself, must then store
+// what the client was given. Over KV two isolates racing for a fresh key
+// may each create a receipt, even for two orders (no compare-and-swap): a
+// retry that gets the other's outcome is counted.
+func (w *world) checkFinalRetries() {
+	for _, fin := range w.finalRetries {
+		for _, a := range w.answers {
+			if a == fin || a.lookup || a.key != fin.key || a.fp != fin.fp || !w.now().Before(a.start.Add(w.resultTTL)) {
+				continue
+			}
+			switch {
+			case a.kind == created && (fin.kind == created || fin.kind == replayed) && bytes.Equal(a.body, fin.body):
+			case a.kind == created && w.mode == KVMode && w.createdBeside(a):
+				w.count("final retry got a racing isolate's outcome (KV allows)")
+			case a.kind == created:
+				w.violate("a client of %s was given %s, but a retry once quiet got %s %s", a.key, a.body, fin.kind, fin.body)
+			case a.kind == rejected && (fin.kind != rejected || fin.orderID != a.orderID):
+				w.violate("a client of %s was told %s was rejected, but a retry once quiet got %s %s", a.key, a.orderID, fin.kind, fin.orderID)
+			}
+		}
+	}
+}
+
+// createdBeside reports whether another receipt was created for a's key,
+// for its order or another: over KV, isolates racing for a fresh key may
+// each place their order, and the outcome stored last wins.
+func (w *world) createdBeside(a *answer) bool {
+	return slices.ContainsFunc(w.answers, func(b *answer) bool {
+		return b.key == a.key && b.kind == created && !bytes.Equal(a.body, b.body)
+	})
 }
 
 // checkOrderIDs: one order id per key and order, in both modes, and one

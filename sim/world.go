@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -101,6 +102,13 @@ type world struct {
 	lastWriter map[string]*actor
 	unresolved map[keyName]time.Time
 	absent     map[keyName]bool // reported absent too early
+	// storedBodies are the outcomes ever stored for each key, byte for
+	// byte: a lookup may tell only one of them.
+	storedBodies map[keyName]map[string]bool
+
+	// finalRetries are the retries made once the history was quiet
+	// (retryAnswered).
+	finalRetries []*answer
 
 	violations []string
 }
@@ -159,7 +167,8 @@ type answer struct {
 func run(mode Mode, choose func(n int, label string) int) *world {
 	w := &world{mode: mode, choices: choose, counts: make(map[string]int),
 		commits: make(map[keyName]time.Time), receipts: make(map[keyName]map[string]time.Time), unresolved: make(map[keyName]time.Time),
-		absent: make(map[keyName]bool), raced: make(map[keyName]bool), lastWriter: make(map[string]*actor)}
+		absent: make(map[keyName]bool), raced: make(map[keyName]bool), lastWriter: make(map[string]*actor),
+		storedBodies: make(map[keyName]map[string]bool)}
 	start := time.Date(2026, 11, 24, 9, 30, 0, 0, time.UTC)
 	w.sched = newScheduler(start, choose)
 	w.sched.stop = w.stopped
@@ -638,6 +647,45 @@ func (w *world) drive() {
 		w.sched.sleep(time.Minute)
 		w.checkKept()
 	}
+	w.retryAnswered()
+}
+
+// maxFinalRetries bounds the keys retried at a history's end.
+const maxFinalRetries = 64
+
+// retryAnswered retries, once the history is quiet, the orders whose
+// clients were given an outcome, each from a new isolate with nothing in
+// memory, as a client would from anywhere: checkFinalRetries compares
+// what they get with what the clients were given.
+func (w *world) retryAnswered() {
+	inst := &instance{id: len(w.instances)}
+	inst.svc = w.newService(inst)
+	seen := make(map[string]bool)
+	var retries []*answer
+	for _, a := range w.answers {
+		if a.lookup || (a.kind != created && a.kind != rejected) || seen[a.key+" "+a.fp] || len(retries) == maxFinalRetries {
+			continue
+		}
+		seen[a.key+" "+a.fp] = true
+		for _, k := range w.keys {
+			if k.key.String() != a.key {
+				continue
+			}
+			body := k.order.JSON()
+			if k.other.Fingerprint() == a.fp {
+				body = k.other.JSON()
+			}
+			w.submit(inst, k, body)
+			retries = append(retries, w.answers[len(w.answers)-1])
+		}
+	}
+	for range 10 * 60 {
+		if !slices.ContainsFunc(retries, func(a *answer) bool { return a.end.IsZero() }) {
+			break
+		}
+		w.sched.sleep(time.Second)
+	}
+	w.finalRetries = retries
 }
 
 // burst submits n new keys' orders on inst at once, as a busy desk does:
