@@ -90,16 +90,17 @@ func TestDataPointsOfANewOrderAReplayAndASettledKey(t *testing.T) {
 	vars := map[string]string{"OMS_URL": oms.URL, "OMS_TOKEN": omsToken, "OMS_TIMEOUT_MS": fmt.Sprint(omsTimeout.Milliseconds())}
 	for _, c := range []struct {
 		mode string
-		// the storage round trips of a new order and of one whose answer
-		// is lost, of the settle attempt, and of the first lookup that
+		// the storage round trips of a new order before its answer (its
+		// commit follows the response) and of one whose answer is lost,
+		// of the settle attempt, and of the first lookup that
 		// finds the settled receipt: none where the settler ran in the
 		// Worker's own instance and left the receipt in its memory (the
 		// queue's consumer), one where it ran in another (the object's
 		// alarm). The client's retry then finds it in memory.
 		placed, lost, settle, found int
 	}{
-		{"kv", 3, 3, 3, 0},
-		{"ledger", 2, 2, 2, 1},
+		{"kv", 2, 3, 3, 0},
+		{"ledger", 1, 2, 2, 1},
 	} {
 		t.Run(c.mode, func(t *testing.T) {
 			t.Parallel()
