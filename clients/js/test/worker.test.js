@@ -188,7 +188,9 @@ describe(`the client against the Worker (${mode || "none"})`, { skip, concurrenc
     assert.ok(err instanceof InvalidOrderError, `${err}`);
     assert.equal(err.attempts, 1);
     const res = await client.submit({ symbol: sym, side: "buy", quantity: 1 }, { key });
-    assert.equal(res.status, 201);
+    // 201, or a 200 replay if a slow OMS made the first attempt's outcome
+    // unknown and the settler stored it before the retry.
+    assert.ok(res.status === 201 || (res.status === 200 && res.attempts > 1), `status ${res.status} after ${res.attempts} attempts`);
     await wantOneOrder(sym, res.receipt.orderId, 1);
   });
 
