@@ -34,6 +34,10 @@ function el(tag, text, className) {
   return e;
 }
 
+// when shows a time the Worker sent (ISO 8601, UTC) with a space for the
+// T, so that it wraps there; anything else as it came.
+const when = (t) => (typeof t === "string" && /^\d{4}-\d\d-\d\dT/.test(t) ? t.replace("T", " ") : t);
+
 function stateBadge(state) {
   const s = el("span", stateLabel[state] ?? state ?? "?", "state");
   s.dataset.state = String(state);
@@ -224,8 +228,8 @@ function renderList(entries, capped) {
     const button = el("button", "Open", "open secondary");
     button.type = "button";
     open.append(button);
-    tr.append(state, el("td", entry.client), key, order, el("td", entry.acceptedAt ?? "", "time"),
-      el("td", entry.attempts ?? "", "num"), el("td", entry.state === "unresolved" ? "stopped" : (entry.nextAttemptAt ?? "–"), "time"), open);
+    tr.append(state, el("td", entry.client, "client"), key, order, el("td", when(entry.acceptedAt) ?? "", "time"),
+      el("td", entry.attempts ?? "", "num"), el("td", entry.state === "unresolved" ? "stopped" : (when(entry.nextAttemptAt) ?? "–"), "time"), open);
     return tr;
   });
   $("rows").replaceChildren(...rows);
@@ -260,6 +264,7 @@ async function openKey(client, key) {
     if (current !== mine) return;
     mine.entry = entry;
     renderDetail(mine);
+    $("detail").scrollIntoView({ block: "start" });
   } catch (e) {
     if (current !== mine) return;
     if (refused(e)) return signOut(e);
@@ -294,10 +299,10 @@ function renderDetail({ client, key, entry }) {
     ["Symbol", o.symbol],
     ["Side", o.side],
     ["Quantity", o.quantity],
-    ["Accepted at", entry.acceptedAt],
+    ["Accepted at", when(entry.acceptedAt)],
     ["OMS calls", entry.attempts],
-    ["Next call", entry.state === "unresolved" ? "none: the settler stopped" : entry.nextAttemptAt],
-    ["Expires at", entry.expiresAt],
+    ["Next call", entry.state === "unresolved" ? "none: the settler stopped" : when(entry.nextAttemptAt)],
+    ["Expires at", when(entry.expiresAt)],
   ];
   const dl = $("detail-fields");
   dl.replaceChildren();
