@@ -281,6 +281,7 @@ type stubAdmin struct {
 	auths    []string
 	listed   []string
 	state    string // the hostile key's state
+	reason   string // its rejection's reason, once resolved
 }
 
 // The stub's two keys: the hostile one, unresolved until resolved, on
@@ -295,8 +296,10 @@ func (s *stubAdmin) entry() map[string]any {
 	e := map[string]any{"client": stubClient, "key": hostileKey, "state": s.state, "orderId": stubOrderID,
 		"order":      map[string]any{"symbol": hostileSymbol, "side": "buy", "quantity": 25},
 		"acceptedAt": "2026-11-24T05:00:00.000Z", "attempts": 7}
-	if s.state == "accepted" {
-		e["receipt"] = map[string]any{"orderId": stubOrderID, "status": "accepted", "symbol": hostileSymbol, "side": "buy", "quantity": 25, "acceptedAt": "2026-11-24T05:00:00.000Z"}
+	if s.state == "rejected" {
+		// As the Worker stores a rejection: its problem, and rejected.
+		e["receipt"] = map[string]any{"type": problemTypePrefix + "order_rejected", "title": "Order rejected", "status": 422, "detail": s.reason, "error": "order_rejected", "orderId": stubOrderID}
+		e["rejected"] = true
 		e["expiresAt"] = "2026-11-25T05:30:00.000Z"
 	}
 	return e
@@ -347,7 +350,7 @@ func (s *stubAdmin) handler() http.Handler {
 			return
 		}
 		s.resolved = append(s.resolved, body)
-		s.state = body["status"]
+		s.state, s.reason = body["status"], body["reason"]
 		s.answer(w, s.entry())
 	})
 	mux.HandleFunc("/admin/", func(w http.ResponseWriter, r *http.Request) {
@@ -466,27 +469,32 @@ func TestOpsPageShowsEveryValueAsText(t *testing.T) {
 
 	t.Run("Resolve sends the operator's reason and note as they were typed, and shows them as text", func(t *testing.T) {
 		p.t = t
+		if !eval[bool](p.tab, `document.getElementById("resolve-reason").disabled`) {
+			t.Errorf("the reason can be typed for an acceptance, which the admin API refuses")
+		}
+		p.do(chromedp.SetValue(chromedp.ID("resolve-status"), "rejected"))
+		eval[bool](p.tab, `document.getElementById("resolve-status").dispatchEvent(new Event("change"))`)
 		p.do(chromedp.SetValue(chromedp.ID("resolve-reason"), hostileReason), chromedp.SetValue(chromedp.ID("resolve-note"), hostileNote),
 			chromedp.Click(chromedp.ID("resolve-open")))
 		asked := p.confirm("4-resolve-confirm")
-		for _, want := range []string{hostileKey, stubOrderID, hostileReason, hostileNote, "accepted"} {
+		for _, want := range []string{hostileKey, stubOrderID, hostileReason, hostileNote, "rejected"} {
 			if !strings.Contains(asked, want) {
 				t.Errorf("the confirmation %q does not name %q", asked, want)
 			}
 		}
-		p.waitFor(`document.getElementById("detail").dataset.state === "accepted" && !document.getElementById("notice").hidden`, 10*time.Second)
+		p.waitFor(`document.getElementById("detail").dataset.state === "rejected" && !document.getElementById("notice").hidden`, 10*time.Second)
 		// The list, fetched again, no longer has the key.
 		p.waitFor(`document.getElementById("count-unresolved").textContent === "0"`, 10*time.Second)
 		p.screenshot("5-resolved")
 		stub.mu.Lock()
 		resolved := slices.Clone(stub.resolved)
 		stub.mu.Unlock()
-		want := map[string]string{"status": "accepted", "reason": hostileReason, "note": hostileNote}
+		want := map[string]string{"status": "rejected", "reason": hostileReason, "note": hostileNote}
 		if len(resolved) != 1 || fmt.Sprint(resolved[0]) != fmt.Sprint(want) {
 			t.Errorf("resolve bodies %v, want one: %v", resolved, want)
 		}
-		if got := p.field("Receipt"); !strings.Contains(got, jsString(hostileSymbol)) {
-			t.Errorf("the receipt shows %q, want the symbol %s as text", got, jsString(hostileSymbol))
+		if got := p.field("Stored rejection"); !strings.Contains(got, jsString(hostileReason)) {
+			t.Errorf("the stored rejection shows %q, want the reason %s as text", got, jsString(hostileReason))
 		}
 		p.wantNothingRan()
 	})

@@ -107,6 +107,7 @@ function signOut(problem) {
   $("console").hidden = true;
   $("login").hidden = false;
   hideNotice();
+  answerAt("top-slot");
   if (problem) showProblem(problem, problem.status === 401 || problem.status === 403 ? "Token refused" : "");
   else hideProblem();
   $("token").focus();
@@ -129,6 +130,12 @@ const refused = (e) => e.status === 401 || e.status === 403;
 
 // --- Messages -------------------------------------------------------------
 
+// answerAt moves the page's answers (#messages) into slot: the top of the
+// page, or the key's detail for an action taken there.
+function answerAt(slot) {
+  if ($("messages").parentElement !== $(slot)) $(slot).append($("messages"));
+}
+
 function showProblem(e, context) {
   const p = $("problem");
   p.dataset.status = String(e.status ?? 0);
@@ -136,6 +143,7 @@ function showProblem(e, context) {
   $("problem-title").textContent = context ? `${context}: ${e.title}` : e.title;
   $("problem-detail").textContent = e.detail ?? "";
   p.hidden = false;
+  p.scrollIntoView({ block: "nearest" });
 }
 
 function hideProblem() {
@@ -147,6 +155,7 @@ function showNotice(kind, text) {
   n.dataset.kind = kind;
   n.textContent = text;
   n.hidden = false;
+  n.scrollIntoView({ block: "nearest" });
 }
 
 function hideNotice() {
@@ -256,6 +265,7 @@ let current = null;
 async function openKey(client, key) {
   hideProblem();
   hideNotice();
+  answerAt("top-slot");
   const mine = { client, key, entry: null };
   current = mine;
   for (const tr of $("rows").children) tr.toggleAttribute("aria-current", tr.dataset.client === client && tr.dataset.key === key);
@@ -312,10 +322,12 @@ function renderDetail({ client, key, entry }) {
     dd.dataset.field = name;
     dl.append(el("dt", name), dd);
   }
+  // The stored outcome, byte for byte as the client's retry gets it: a
+  // receipt, or, with rejected, the stored rejection.
   const held = [];
-  for (const [name, value] of [["Receipt", entry.receipt], ["Rejection", entry.rejected]]) {
-    if (value === undefined || value === null || value === false) continue;
-    const pre = el("pre", stored(value));
+  if (entry.receipt !== undefined && entry.receipt !== null) {
+    const name = entry.rejected === true ? "Stored rejection" : "Receipt";
+    const pre = el("pre", stored(entry.receipt));
     pre.dataset.field = name;
     held.push(el("h3", name), pre);
   }
@@ -348,9 +360,17 @@ function busy(on) {
   for (const id of ["resolve-open", "purge-open", "find-open"]) $(id).disabled = on;
 }
 
-$("resolve-status").addEventListener("change", () => {
-  $("resolve-reason").required = $("resolve-status").value === "rejected";
-});
+// A reason goes with a rejection only (the OMS's reason, which the
+// client's retry gets); an acceptance has none.
+function reasonField() {
+  const rejected = $("resolve-status").value === "rejected";
+  const reason = $("resolve-reason");
+  reason.disabled = !rejected;
+  reason.required = rejected;
+  if (!rejected) reason.value = "";
+}
+$("resolve-status").addEventListener("change", reasonField);
+reasonField();
 
 $("resolve").addEventListener("submit", async (event) => {
   event.preventDefault();
@@ -370,6 +390,7 @@ $("resolve").addEventListener("submit", async (event) => {
   if (note) body.note = note;
   hideProblem();
   hideNotice();
+  answerAt("detail-slot");
   busy(true);
   try {
     const after = await api("POST", `${keyPath(mine.client, mine.key)}/resolve`, body);
@@ -377,6 +398,8 @@ $("resolve").addEventListener("submit", async (event) => {
     if (current === mine) {
       renderDetail(mine);
       $("resolve-reason").value = $("resolve-note").value = "";
+      $("resolve-status").value = "accepted";
+      reasonField();
     }
     showNotice("resolved", `Recorded order ${mine.entry.orderId ?? ""} (key ${mine.key} of client ${mine.client}) as ${status}.`);
   } catch (e) {
@@ -397,12 +420,14 @@ $("purge-open").addEventListener("click", async () => {
   if (!ok || current !== mine) return;
   hideProblem();
   hideNotice();
+  answerAt("detail-slot");
   busy(true);
   try {
     await api("DELETE", keyPath(mine.client, mine.key));
     if (current === mine) {
       current = null;
       $("detail").hidden = true;
+      answerAt("top-slot");
     }
     showNotice("purged", `Purged key ${mine.key} of client ${mine.client} (order ${mine.entry.orderId ?? "?"}).`);
   } catch (e) {
