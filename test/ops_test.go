@@ -6,7 +6,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -19,6 +21,8 @@ import (
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
+
+	"github.com/edge-orders/edge-orders/internal/devtools/wranglerdev"
 )
 
 // The hostile values of the ops page's tests: what a client or an operator
@@ -193,16 +197,25 @@ func rowEval[T any](p *opsPage, client, key, expr string) T {
 // button and a mouse click at its place), and waits for its detail.
 func (p *opsPage) openRow(client, key string) {
 	p.t.Helper()
+	before := p.renders()
 	if !rowEval[bool](p, client, key, `(r?.querySelector("button.open").click(), !!r)`) {
 		p.t.Fatalf("no row for %s/%s; the page says: %s", client, key, p.says())
 	}
-	p.waitDetail(key)
+	p.waitDetail(key, before)
 }
 
-// waitDetail waits until the detail shows key.
-func (p *opsPage) waitDetail(key string) {
+// renders is how many times the page has drawn a key's detail.
+func (p *opsPage) renders() int {
 	p.t.Helper()
-	p.waitFor(`!document.getElementById("detail").hidden && document.getElementById("detail-key").textContent === `+jsString(key), 10*time.Second)
+	return int(eval[float64](p.tab, `Number(document.getElementById("detail").dataset.rendered ?? 0)`))
+}
+
+// waitDetail waits until the detail shows key, drawn after the count
+// of renderings was before.
+func (p *opsPage) waitDetail(key string, before int) {
+	p.t.Helper()
+	p.waitFor(fmt.Sprintf(`!document.getElementById("detail").hidden && Number(document.getElementById("detail").dataset.rendered) > %d && document.getElementById("detail-key").textContent === %s`,
+		before, jsString(key)), 10*time.Second)
 }
 
 // field is the text of the detail's field name ("" when it shows none).
@@ -514,4 +527,257 @@ func TestOpsPageShowsEveryValueAsText(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestOpsPageIsServedBesideTheWorker checks, in each mode, that the ops
+// page is served from Static Assets at /ops/ with its CSP, and that every
+// other path still reaches the Worker: no asset can shadow it.
+func TestOpsPageIsServedBesideTheWorker(t *testing.T) {
+	noRedirect := &http.Client{Timeout: 30 * time.Second, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	get := func(t *testing.T, url string) (*http.Response, string) {
+		t.Helper()
+		resp, err := noRedirect.Get(url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp, string(b)
+	}
+	forEachMode(t, func(t *testing.T, w *target) {
+		for _, c := range []struct{ path, contentType, body string }{
+			{"/ops/", "text/html", `<script type="module" src="ops.js">`},
+			{"/ops/ops.js", "text/javascript", `sessionStorage`},
+			{"/ops/ops.css", "text/css", `dialog`},
+		} {
+			resp, body := get(t, w.URL()+c.path)
+			if resp.StatusCode != 200 || !strings.HasPrefix(resp.Header.Get("Content-Type"), c.contentType) || !strings.Contains(body, c.body) {
+				t.Errorf("GET %s = %d %s, want 200 %s with the page's file", c.path, resp.StatusCode, resp.Header.Get("Content-Type"), c.contentType)
+			}
+			csp := resp.Header.Get("Content-Security-Policy")
+			for _, want := range []string{"default-src 'none'", "script-src 'self'", "connect-src 'self'", "frame-ancestors 'none'", "require-trusted-types-for 'script'"} {
+				if !strings.Contains(csp, want) {
+					t.Errorf("GET %s: Content-Security-Policy %q, want %s (public/_headers)", c.path, csp, want)
+				}
+			}
+		}
+		if resp, _ := get(t, w.URL()+"/ops"); resp.StatusCode/100 != 3 || resp.Header.Get("Location") != "/ops/" {
+			t.Errorf("GET /ops = %d to %q, want a redirect to /ops/", resp.StatusCode, resp.Header.Get("Location"))
+		}
+		if resp, _ := get(t, w.URL()+"/_headers"); resp.Header.Get("Content-Type") != "application/problem+json" {
+			t.Errorf("GET /_headers = %d %s, want the Worker's problem: the headers file is no asset", resp.StatusCode, resp.Header.Get("Content-Type"))
+		}
+		// The Worker's own paths, each answered by the Worker as before.
+		for _, c := range []struct{ method, path, contentType string }{
+			{"GET", "/", "application/problem+json"},
+			{"GET", "/orders", "application/problem+json"},
+			{"GET", "/idempotency", "text/markdown; charset=utf-8"},
+			{"GET", "/admin/orders", "application/problem+json"},
+			{"GET", "/index.html", "application/problem+json"},
+		} {
+			resp, body := get(t, w.URL()+c.path)
+			if resp.Header.Get("Content-Type") != c.contentType || resp.Header.Get("Content-Security-Policy") != "" {
+				t.Errorf("%s %s = %d %s (CSP %q): %.80s; want the Worker's answer, %s", c.method, c.path, resp.StatusCode, resp.Header.Get("Content-Type"),
+					resp.Header.Get("Content-Security-Policy"), body, c.contentType)
+			}
+		}
+		if got := w.post(t, newKey(t), validOrder); got.status != 201 {
+			t.Errorf("POST /orders = %d %s, want 201", got.status, got.body)
+		}
+	})
+}
+
+// TestOpsPage proves the ops page against the Worker's admin API in
+// Chromium, in each mode, with client and admin tokens and a fake OMS
+// that places every order and loses every answer. The settler gives up
+// after SETTLE_MAX_AGE_SECONDS (60 s, the least it takes), so the test
+// takes a little over a minute, mostly waiting. On the page, the operator:
+// tries to purge the key while its outcome is unknown, and is refused
+// with the reason; sees it become unresolved; resolves it as accepted
+// (the OMS has the order); and purges it once final. The client's retry
+// gets the receipt the operator recorded, and the OMS sees no call more.
+// A second order's symbol is hostile, and shows as its characters in the
+// list and the detail, with nothing run.
+func TestOpsPage(t *testing.T) {
+	requireWorker(t)
+	chromium := chromiumPath(t)
+	t.Parallel()
+	const client, clientToken = "desk", "ops-desk-token-0123456789"
+	const admin, adminToken = "oncall", "ops-oncall-token-0123456789"
+	env := filepath.Join(t.TempDir(), "ops.vars")
+	if err := os.WriteFile(env, []byte("API_TOKENS="+client+":"+clientToken+"\nADMIN_TOKENS="+admin+":"+adminToken+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	browser := startChromium(t, chromium)
+	shots := artifactsDir(t)
+	for _, mode := range []string{"kv", "ledger"} {
+		t.Run(mode, func(t *testing.T) {
+			t.Parallel()
+			oms, err := startFakeOMS()
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(oms.stop)
+			w := startWorker(t, mode, wranglerdev.Options{EnvFile: env, Vars: map[string]string{
+				"OMS_URL": oms.URL, "OMS_TOKEN": omsToken, "OMS_TIMEOUT_MS": fmt.Sprint(omsTimeout.Milliseconds()),
+				"SETTLE_MAX_AGE_SECONDS": "60",
+			}})
+			post := func(key, symbol string) response {
+				return w.send(t, http.MethodPost, gatewayOrder(symbol), "Idempotency-Key", key, "Content-Type", "application/json", "Authorization", "Bearer "+clientToken)
+			}
+			adminCall := func(method, path string) response {
+				t.Helper()
+				req, err := http.NewRequest(method, w.URL()+path, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				req.Header.Set("Authorization", "Bearer "+adminToken)
+				resp, err := httpClient.Do(req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer resp.Body.Close()
+				b, _ := io.ReadAll(resp.Body)
+				return response{status: resp.StatusCode, header: resp.Header, body: string(b)}
+			}
+			// Every call is placed and its answer lost: the client's, and
+			// the settler's until it gives up.
+			lost := slices.Repeat([]step{drop}, 30)
+			symbol, key := fmt.Sprintf("OPS-%s-%d", strings.ToUpper(mode), time.Now().UnixNano()%1e6), newKey(t)
+			xssKey := hostileKey + "-" + mode
+			oms.script(symbol, lost...)
+			oms.script(hostileSymbol, lost...)
+			wantUnknown(t, post(key, symbol))
+			wantUnknown(t, post(xssKey, hostileSymbol))
+			orderID := oms.orderIDs(symbol)[0]
+
+			p := openOps(t, browser, w.URL()+"/ops/", shots, "ops-"+mode)
+			p.screenshot("01-sign-in")
+			if eval[bool](p.tab, `document.getElementById("login").hidden`) {
+				t.Fatalf("the page does not ask for a token; it says: %s", p.says())
+			}
+			since := p.now()
+			p.signIn(adminToken)
+			p.waitLoaded(since, 15*time.Second)
+			p.wantTokenOnlyInSession(adminToken)
+			// The page runs under its CSP: markup from a string throws.
+			if got := eval[string](p.tab, `(() => { try { document.createElement("div").innerHTML = "<b>x</b>"; return "allowed"; } catch (e) { return e.name; } })()`); got != "TypeError" {
+				t.Errorf("innerHTML from a string: %s, want a TypeError (Trusted Types, public/_headers)", got)
+			}
+
+			t.Run("a purge while the outcome is unknown is refused, and the page says why", func(t *testing.T) {
+				p.t = t
+				p.waitRow(client, key, 15*time.Second, "unknown", "in_progress")
+				p.screenshot("02-list-unknown")
+				p.openRow(client, key)
+				p.do(chromedp.Click(chromedp.ID("purge-open")))
+				p.confirm("03-purge-confirm")
+				p.waitFor(`!document.getElementById("problem").hidden`, 10*time.Second)
+				p.screenshot("04-purge-refused")
+				status, title, detail := p.problem()
+				if status != "409" || !strings.HasPrefix(title, "Purge refused: ") || detail == "" {
+					t.Fatalf("problem %s %q: %q, want a 409 with its title and detail", status, title, detail)
+				}
+				// The Worker refuses it too (outcome_not_final, or in_progress
+				// while a settle attempt holds the key), and still holds it.
+				if again := adminCall(http.MethodDelete, "/admin/orders/"+client+"/"+key); again.status != 409 {
+					t.Errorf("the Worker answers a purge with %d %s, want 409; the page showed %q", again.status, again.body, title)
+				}
+				if got := adminCall(http.MethodGet, "/admin/orders/"+client+"/"+key); got.status != 200 || !strings.Contains(got.body, orderID) {
+					t.Errorf("after the refused purge, the key's detail = %d %s, want it kept", got.status, got.body)
+				}
+			})
+
+			t.Run("the order whose answer was lost appears as unresolved once the settler gives up", func(t *testing.T) {
+				p.t = t
+				p.waitRow(client, key, 120*time.Second, "unresolved")
+				p.waitRow(client, xssKey, 30*time.Second, "unresolved")
+				p.screenshot("05-list-unresolved")
+				if got := [3]string{p.text("count-unresolved"), p.text("count-unknown"), p.text("count-in_progress")}; got != [3]string{"2", "0", "0"} {
+					t.Errorf("counts unresolved, unknown, in progress = %v, want 2, 0, 0", got)
+				}
+				if got := rowEval[string](p, client, key, `r.querySelector(".symbol").textContent`); got != symbol {
+					t.Errorf("the row's symbol is %q, want %q", got, symbol)
+				}
+				p.openRow(client, key)
+				p.screenshot("06-detail")
+				if got, state := p.field("Order id"), p.text("detail-state"); got != orderID || state != "unresolved" {
+					t.Errorf("the detail shows order %q, %s; want %s, unresolved", got, state, orderID)
+				}
+			})
+
+			calls := len(oms.orderIDs(symbol))
+			t.Run("the operator resolves it as accepted", func(t *testing.T) {
+				p.t = t
+				p.do(chromedp.SetValue(chromedp.ID("resolve-note"), "found in the OMS by hand, filled"), chromedp.Click(chromedp.ID("resolve-open")))
+				asked := p.confirm("07-resolve-confirm")
+				if !strings.Contains(asked, orderID) || !strings.Contains(asked, key) {
+					t.Errorf("the confirmation %q does not name the order %s and its key", asked, orderID)
+				}
+				p.waitFor(`document.getElementById("detail").dataset.state === "accepted" && !document.getElementById("notice").hidden`, 15*time.Second)
+				p.waitFor(`document.getElementById("count-unresolved").textContent === "1"`, 15*time.Second)
+				p.screenshot("08-resolved")
+				if got := p.field("Receipt"); !strings.Contains(got, orderID) {
+					t.Errorf("the detail's receipt %q, want the order %s", got, orderID)
+				}
+				w.countLog(t, `"action":"resolve"`, 10*time.Second)
+				if audit := linesWith(w.Logs(), `"action":"resolve"`); !strings.Contains(audit, `"admin":"`+admin+`"`) || !strings.Contains(audit, "found in the OMS by hand") {
+					t.Errorf("the resolve's audit lines %q, want the admin %s and the note", audit, admin)
+				}
+			})
+
+			t.Run("the client's retry gets that receipt, and the OMS is not called again", func(t *testing.T) {
+				p.t = t
+				retry := post(key, symbol)
+				if retry.status != 200 {
+					t.Fatalf("the client's retry = %d %s, want the 200 receipt the operator recorded", retry.status, retry.body)
+				}
+				r := decodeReceipt(t, retry.body)
+				if r.OrderID != orderID || r.Status != "accepted" || r.Symbol != symbol {
+					t.Errorf("the retry's receipt %+v, want order %s accepted for %s", r, orderID, symbol)
+				}
+				if n := len(oms.orderIDs(symbol)); n != calls {
+					t.Errorf("OMS calls for the key %d → %d: the retry called the OMS again", calls, n)
+				}
+				if !oms.accepted(orderID) {
+					t.Errorf("the OMS never placed %s, whose receipt the operator recorded", orderID)
+				}
+			})
+
+			t.Run("the symbol a client sent shows as text and runs nothing", func(t *testing.T) {
+				p.t = t
+				if got := rowEval[string](p, client, xssKey, `r.querySelector(".symbol").textContent + "|" + r.querySelector(".key").textContent`); got != hostileSymbol+"|"+xssKey {
+					t.Errorf("the row shows symbol|key %q, want %q", got, hostileSymbol+"|"+xssKey)
+				}
+				p.openRow(client, xssKey)
+				p.screenshot("09-hostile-symbol")
+				if got := p.field("Symbol"); got != hostileSymbol {
+					t.Errorf("the detail's symbol is %q, want %q", got, hostileSymbol)
+				}
+				p.wantNothingRan()
+			})
+
+			t.Run("a purge of the final key works", func(t *testing.T) {
+				p.t = t
+				before := p.renders()
+				p.do(chromedp.SetValue(chromedp.ID("find-client"), client), chromedp.SetValue(chromedp.ID("find-key"), key), chromedp.Click(chromedp.ID("find-open")))
+				p.waitDetail(key, before)
+				p.waitFor(`document.getElementById("detail").dataset.state === "accepted"`, 5*time.Second)
+				p.do(chromedp.Click(chromedp.ID("purge-open")))
+				p.confirm("")
+				p.waitFor(`document.getElementById("notice").dataset.kind === "purged" && !document.getElementById("notice").hidden && document.getElementById("detail").hidden`, 15*time.Second)
+				p.screenshot("10-purged")
+				if got := adminCall(http.MethodGet, "/admin/orders/"+client+"/"+key); got.status != 404 {
+					t.Errorf("after the purge the key's detail = %d %s, want 404", got.status, got.body)
+				}
+				if got := w.send(t, http.MethodGet, "", "Idempotency-Key", key, "Authorization", "Bearer "+clientToken); got.status != 404 {
+					t.Errorf("after the purge a lookup = %d %s, want 404", got.status, got.body)
+				}
+				p.wantNothingRan()
+			})
+		})
+	}
 }

@@ -190,6 +190,7 @@ async function refresh() {
       pages++;
     } while (cursor && pages < maxPages);
     renderList(entries, Boolean(cursor));
+    await refreshDetail();
     $("list-error").textContent = "";
     const u = $("updated");
     u.textContent = `Updated ${new Date().toLocaleTimeString()}`;
@@ -261,6 +262,33 @@ $("find").addEventListener("submit", (event) => {
 
 // current is the key the detail shows: {client, key, entry}.
 let current = null;
+// renders counts the detail's renderings (#detail's data-rendered).
+let renders = 0;
+// acting is whether a Resolve or Purge is in flight.
+let acting = false;
+
+// refreshDetail fetches the open key again, with the list, so that its
+// detail never shows a state the list has left; not while an action or
+// its confirmation is under way, which render it themselves.
+async function refreshDetail() {
+  const mine = current;
+  if (!mine?.entry || acting || $("confirm").open) return;
+  try {
+    const entry = await api("GET", keyPath(mine.client, mine.key));
+    if (current !== mine || acting || $("confirm").open) return;
+    mine.entry = entry;
+    renderDetail(mine);
+  } catch (e) {
+    if (refused(e)) throw e;
+    if (e.status === 404 && current === mine) {
+      current = null;
+      $("detail").hidden = true;
+      answerAt("top-slot");
+      showProblem(e, `Key ${mine.key} of client ${mine.client} is no longer held`);
+    }
+    // Anything else: the next refresh asks again.
+  }
+}
 
 async function openKey(client, key) {
   hideProblem();
@@ -300,6 +328,7 @@ function stored(value) {
 
 function renderDetail({ client, key, entry }) {
   const o = entry.order ?? {};
+  const open = attentionStates.includes(entry.state);
   $("detail-key").textContent = entry.key ?? key;
   $("detail-state").replaceChildren(stateBadge(entry.state));
   $("detail").dataset.state = String(entry.state);
@@ -310,7 +339,7 @@ function renderDetail({ client, key, entry }) {
     ["Side", o.side],
     ["Quantity", o.quantity],
     ["Accepted at", when(entry.acceptedAt)],
-    ["OMS calls", entry.attempts],
+    ["OMS calls", open ? entry.attempts : undefined],
     ["Next call", entry.state === "unresolved" ? "none: the settler stopped" : when(entry.nextAttemptAt)],
     ["Expires at", when(entry.expiresAt)],
   ];
@@ -335,8 +364,9 @@ function renderDetail({ client, key, entry }) {
   all.append(el("summary", "Everything the Worker holds for this key"), el("pre", stored(entry)));
   $("detail-stored").replaceChildren(...held, all);
   $("resolve-order").textContent = entry.orderId ?? "";
-  $("resolve").hidden = !attentionStates.includes(entry.state);
+  $("resolve").hidden = !open;
   $("detail").hidden = false;
+  $("detail").dataset.rendered = String(++renders);
 }
 
 // --- Confirmation ----------------------------------------------------------
@@ -357,6 +387,7 @@ function confirmAction(title, text, fields) {
 }
 
 function busy(on) {
+  acting = on;
   for (const id of ["resolve-open", "purge-open", "find-open"]) $(id).disabled = on;
 }
 
