@@ -613,6 +613,18 @@ func TestOpsPage(t *testing.T) {
 	}
 	browser := startChromium(t, chromium)
 	shots := artifactsDir(t)
+	t.Run("without ADMIN_TOKENS the page says the admin API is off", func(t *testing.T) {
+		p := openOps(t, browser, kvWorker.URL()+"/ops/", shots, "ops-off")
+		p.signIn(adminToken)
+		p.waitFor(`!document.getElementById("login").hidden && !document.getElementById("problem").hidden`, 15*time.Second)
+		p.screenshot("admin-api-off")
+		if status, title, detail := p.problem(); status != "405" || title != "The admin API is off" || !strings.Contains(detail, "ADMIN_TOKENS") {
+			t.Errorf("problem %s %q: %q, want the admin API off, naming ADMIN_TOKENS", status, title, detail)
+		}
+		if got := eval[string](p.tab, `sessionStorage.getItem("edge-orders.ops.token") ?? ""`); got != "" {
+			t.Errorf("sessionStorage keeps the token %q", got)
+		}
+	})
 	for _, mode := range []string{"kv", "ledger"} {
 		t.Run(mode, func(t *testing.T) {
 			t.Parallel()

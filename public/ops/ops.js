@@ -108,7 +108,7 @@ function signOut(problem) {
   $("login").hidden = false;
   hideNotice();
   answerAt("top-slot");
-  if (problem) showProblem(problem, problem.status === 401 || problem.status === 403 ? "Token refused" : "");
+  if (problem) showProblem(problem, refused(problem) ? "Token refused" : "");
   else hideProblem();
   $("token").focus();
 }
@@ -196,9 +196,13 @@ async function refresh() {
     u.textContent = `Updated ${new Date().toLocaleTimeString()}`;
     u.dataset.at = String(Date.now());
   } catch (e) {
-    if (refused(e)) {
+    // Without ADMIN_TOKENS, /admin/ answers as any path of the Worker:
+    // a GET there is not allowed.
+    const off = e.status === 405 && new Problem(405, "The admin API is off",
+      "This Worker has no ADMIN_TOKENS secret, so /admin/ is not served. Set it (docs/deploy.md), then sign in again.");
+    if (refused(e) || off) {
       refreshing = false;
-      signOut(e);
+      signOut(off || e);
       return;
     }
     $("list-error").textContent = `Could not refresh: ${e.title}${e.detail ? `: ${e.detail}` : ""}`;
