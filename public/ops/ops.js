@@ -189,13 +189,15 @@ async function refresh() {
       cursor = page.cursor;
       pages++;
     } while (cursor && pages < maxPages);
+    if (!token()) return; // signed out meanwhile: show nothing
     renderList(entries, Boolean(cursor));
     await refreshDetail();
     $("list-error").textContent = "";
     const u = $("updated");
     u.textContent = `Updated ${new Date().toLocaleTimeString()}`;
     u.dataset.at = String(Date.now());
-  } catch (e) {
+  } catch (thrown) {
+    const e = thrown instanceof Problem ? thrown : new Problem(0, "The page failed", String(thrown));
     // Without ADMIN_TOKENS, /admin/ answers as any path of the Worker:
     // a GET there is not allowed.
     const off = e.status === 405 && new Problem(405, "The admin API is off",
