@@ -6,11 +6,13 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 
+	"github.com/edge-orders/edge-orders/api/apitest"
 	"github.com/edge-orders/edge-orders/auth"
 	"github.com/edge-orders/edge-orders/eventlog"
 	"github.com/edge-orders/edge-orders/httpapi"
@@ -55,6 +57,7 @@ func (l listingRecording) List(ctx context.Context, prefix, cursor string, limit
 // adminEnv is a Worker with a client desk-a, the admins ops and audit,
 // and a gateway, over recorded KV; its log lines are kept.
 type adminEnv struct {
+	t   *testing.T
 	h   *httpapi.Handler
 	gw  *lossyGateway
 	rec *kvtest.Recording
@@ -67,7 +70,7 @@ type adminEnv struct {
 func newAdminEnv(t *testing.T, open bool) *adminEnv {
 	t.Helper()
 	mem := kv.NewMemoryNamespace()
-	e := &adminEnv{gw: &lossyGateway{}, rec: &kvtest.Recording{Namespace: mem}}
+	e := &adminEnv{t: t, gw: &lossyGateway{}, rec: &kvtest.Recording{Namespace: mem}}
 	store := kv.NewStore(listingRecording{e.rec, mem}, nil)
 	store.ReleaseClaims = true
 	opts := serviceOptions()
@@ -122,6 +125,11 @@ func (e *adminEnv) do(method, path, token, body string) *httptest.ResponseRecord
 	}
 	w.WriteHeader(resp.Status)
 	w.Write(resp.Body)
+	// Every answer is one the document allows for the path; a 405 is
+	// for a method the document does not describe there.
+	if w.Code != http.StatusMethodNotAllowed {
+		apitest.CheckResponse(e.t, &http.Request{Method: method, URL: &url.URL{Path: p, RawPath: p}}, w.Code, w.Header(), w.Body.Bytes())
+	}
 	return w
 }
 
