@@ -119,7 +119,10 @@ func (h *Handler) admin(ctx context.Context, r *workers.Request, line *eventlog.
 	}
 	line.Admin = name
 	route, err := h.adminRoute(r.Method, r.Path)
-	line.Action, line.Client, line.Key = route.action, route.key.Client, route.key.ID
+	line.Client, line.Key = route.key.Client, route.key.ID
+	if route.action != "" {
+		line.Action = route.action
+	}
 	if err != nil {
 		resp = fail(err)
 		if errors.Is(err, errAdminMethod) {

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/edge-orders/edge-orders/api/apitest"
 	"github.com/edge-orders/edge-orders/internal/devtools/wranglerdev"
 )
 
@@ -130,6 +131,9 @@ func (w *target) admin(t *testing.T, method, path, token, body string) response 
 	b, err := io.ReadAll(resp.Body)
 	if err != nil {
 		t.Fatalf("%s %s: %v", method, path, err)
+	}
+	if resp.StatusCode != http.StatusMethodNotAllowed {
+		apitest.CheckResponse(t, req, resp.StatusCode, resp.Header, b)
 	}
 	return response{status: resp.StatusCode, header: resp.Header, body: string(b)}
 }
