@@ -39,6 +39,8 @@ const (
 var (
 	// errClientOnAdmin refuses a client's token on the admin API.
 	errClientOnAdmin  = errors.New("httpapi: a client token on the admin API")
+	errNoAdminToken   = errors.New("httpapi: missing admin token")
+	errNotAdminToken  = errors.New("httpapi: invalid admin token")
 	errAdminNoRoute   = errors.New("httpapi: no such admin path")
 	errAdminMethod    = errors.New("httpapi: method not allowed on this admin path")
 	errUnknownClient  = errors.New("httpapi: unknown client")
@@ -102,19 +104,25 @@ func (h *Handler) admin(ctx context.Context, r *workers.Request, line *eventlog.
 				err = errClientOnAdmin
 			}
 		}
+		var challenge string
+		switch {
+		case errors.Is(err, auth.ErrMissingToken):
+			err, challenge = errNoAdminToken, `Bearer realm="edge-orders-admin"`
+		case errors.Is(err, auth.ErrInvalidToken):
+			err, challenge = errNotAdminToken, `Bearer realm="edge-orders-admin", error="invalid_token"`
+		}
 		resp = fail(err)
-		if !errors.Is(err, errClientOnAdmin) {
-			challenge := `Bearer realm="edge-orders-admin"`
-			if errors.Is(err, auth.ErrInvalidToken) {
-				challenge += `, error="invalid_token"`
-			}
+		if challenge != "" {
 			resp.Header = append(resp.Header, workers.Field{Name: "WWW-Authenticate", Value: challenge})
 		}
 		return resp
 	}
 	line.Admin = name
 	route, err := h.adminRoute(r.Method, r.Path)
-	line.Action, line.Client, line.Key = route.action, route.key.Client, route.key.ID
+	line.Client, line.Key = route.key.Client, route.key.ID
+	if route.action != "" {
+		line.Action = route.action
+	}
 	if err != nil {
 		resp = fail(err)
 		if errors.Is(err, errAdminMethod) {

@@ -140,6 +140,10 @@ var problems = []struct {
 	{intake.ErrStorageUnavailable, problem{statusServiceUnavailable, "storage_unavailable", "Storage unavailable",
 		"The order store failed before this order's outcome was stored. Retry under the same Idempotency-Key: the retry places the order at most once.", "storage_error", metrics.StorageUnavailable, ""}},
 	// The admin API's (admin.go).
+	{errNoAdminToken, problem{statusUnauthorized, "unauthorized", "Missing admin token",
+		"Send an admin token (ADMIN_TOKENS) as Authorization: Bearer <token>.", "unauthorized", metrics.Unauthorized, ""}},
+	{errNotAdminToken, problem{statusUnauthorized, "unauthorized", "Invalid admin token",
+		"The bearer token belongs to no admin.", "unauthorized", metrics.Unauthorized, ""}},
 	{errClientOnAdmin, problem{statusForbidden, "forbidden", "Client token on the admin API",
 		"The admin API takes an admin token (ADMIN_TOKENS), not a client's.", "", metrics.Unauthorized, ""}},
 	{errAdminNoRoute, problem{statusNotFound, "no_such_path", "No such admin path",
