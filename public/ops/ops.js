@@ -189,9 +189,12 @@ async function refresh() {
       cursor = page.cursor;
       pages++;
     } while (cursor && pages < maxPages);
+    // The open key too, so that the list and its detail are drawn
+    // together and never disagree.
+    const drawDetail = await refreshDetail();
     if (!token()) return; // signed out meanwhile: show nothing
     renderList(entries, Boolean(cursor));
-    await refreshDetail();
+    drawDetail();
     $("list-error").textContent = "";
     const u = $("updated");
     u.textContent = `Updated ${new Date().toLocaleTimeString()}`;
@@ -273,26 +276,32 @@ let renders = 0;
 // acting is whether a Resolve or Purge is in flight.
 let acting = false;
 
-// refreshDetail fetches the open key again, with the list, so that its
-// detail never shows a state the list has left; not while an action or
-// its confirmation is under way, which render it themselves.
+// refreshDetail fetches the open key again, with the list, and returns
+// what draws it, so that the detail never shows a state the list has
+// left; nothing while an action or its confirmation is under way, which
+// draw it themselves.
 async function refreshDetail() {
+  const nothing = () => {};
   const mine = current;
-  if (!mine?.entry || acting || $("confirm").open) return;
+  if (!mine?.entry || acting || $("confirm").open) return nothing;
+  const still = () => current === mine && !acting && !$("confirm").open;
   try {
     const entry = await api("GET", keyPath(mine.client, mine.key));
-    if (current !== mine || acting || $("confirm").open) return;
-    mine.entry = entry;
-    renderDetail(mine);
+    return () => {
+      if (!still()) return;
+      mine.entry = entry;
+      renderDetail(mine);
+    };
   } catch (e) {
     if (refused(e)) throw e;
-    if (e.status === 404 && current === mine) {
+    if (e.status !== 404) return nothing; // the next refresh asks again
+    return () => {
+      if (!still()) return;
       current = null;
       $("detail").hidden = true;
       answerAt("top-slot");
       showProblem(e, `Key ${mine.key} of client ${mine.client} is no longer held`);
-    }
-    // Anything else: the next refresh asks again.
+    };
   }
 }
 
