@@ -484,3 +484,31 @@ func TestAdminAuditLinesHoldNoToken(t *testing.T) {
 		t.Errorf("the client's attempt logged %+v, want a 403 naming no admin", l)
 	}
 }
+
+// FuzzAdminRequests sends any path, query and body to the admin API: the
+// answer is a 2xx entry or a 4xx problem, never a 5xx, and a refusal
+// writes nothing.
+func FuzzAdminRequests(f *testing.F) {
+	f.Add("GET", "/admin/orders", "state=unknown&limit=2", "")
+	f.Add("GET", "/admin/orders/desk-a/k1", "", "")
+	f.Add("POST", "/admin/orders/desk-a/k1/resolve", "", `{"status":"accepted"}`)
+	f.Add("POST", "/admin/orders/desk-a/k%2F1/resolve", "", `{"status":"rejected","reason":"r\u0000"}`)
+	f.Add("DELETE", "/admin/orders/-/%", "cursor=%zz", "")
+	f.Fuzz(func(t *testing.T, method, path, query, body string) {
+		e := newAdminEnv(t, false)
+		e.unknownKey(t, "k1")
+		writes := len(e.rec.Writes())
+		header := http.Header{}
+		header.Set("Authorization", "Bearer "+opsToken)
+		resp := e.h.ServeWorker(context.Background(), &workers.Request{Method: method, Path: "/admin/" + strings.TrimPrefix(path, "/admin/"),
+			Query: query, Header: header, Body: workers.ReaderBody(strings.NewReader(body))})
+		switch {
+		case resp.Status >= 500:
+			t.Fatalf("%s %s?%s %q = %d %s", method, path, query, body, resp.Status, resp.Body)
+		case resp.Status >= 400 && len(e.rec.Writes()) != writes:
+			t.Fatalf("%s %s?%s %q = %d, and wrote %v", method, path, query, body, resp.Status, e.rec.Writes()[writes:])
+		case !json.Valid(resp.Body):
+			t.Fatalf("%s %s = %d with a body that is not JSON: %s", method, path, resp.Status, resp.Body)
+		}
+	})
+}
