@@ -35,9 +35,9 @@ const (
 	hostileNote   = `checked by hand <iframe src=javascript:alert(4)>`
 )
 
-// markupFromData finds, in the page, any element that only markup built
-// from data could have made: the page itself has none of these.
-const markupFromData = `document.querySelectorAll("img, svg, iframe, b, object, embed, script:not([src])").length`
+// markupFromData selects the elements that only markup built from data
+// could have made: the page itself has none of these.
+const markupFromData = `img, svg, iframe, b, object, embed, script:not([src])`
 
 // opsPage is one browser tab on the ops page (public/ops).
 type opsPage struct {
@@ -153,7 +153,7 @@ func (p *opsPage) requested() []string {
 	return slices.Clone(p.urls)
 }
 
-// signIn enters token and waits until the attention list has loaded once.
+// signIn enters token and clicks Sign in.
 func (p *opsPage) signIn(token string) {
 	p.t.Helper()
 	p.do(chromedp.SetValue(chromedp.ID("token"), token), chromedp.Click(chromedp.ID("sign-in")))
@@ -251,8 +251,8 @@ func (p *opsPage) wantNothingRan() {
 	if n := p.dialogs.Load(); n != 0 {
 		p.t.Errorf("the page opened %d JavaScript dialogs, want none: a value ran as script", n)
 	}
-	if n := eval[float64](p.tab, markupFromData); n != 0 {
-		p.t.Errorf("the page holds %v elements made from data (%s), want none", n, eval[string](p.tab, `[...document.querySelectorAll("img, svg, iframe, b, object, embed, script:not([src])")].map((e) => e.outerHTML).join(" ")`))
+	if made := eval[string](p.tab, `[...document.querySelectorAll(`+jsString(markupFromData)+`)].map((e) => e.outerHTML).join(" ")`); made != "" {
+		p.t.Errorf("the page holds elements made from data: %s; want none", made)
 	}
 	if thrown := p.exceptions(); len(thrown) != 0 {
 		p.t.Errorf("the page threw %q", thrown)
