@@ -51,7 +51,7 @@ test: tools
 	GOOS=js GOARCH=wasm go vet ./...
 	./build.sh
 	@command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || [ -n "$$EDGE_ORDERS_CHROMIUM" ] || \
-		echo "make test: browser tests (TestBrowser) skipped: Chromium is not installed (apt-get install chromium)"
+		echo "make test: browser tests (TestBrowser, TestOpsPage…) skipped: Chromium is not installed (apt-get install chromium)"
 	EDGE_ORDERS_E2E=1 go tool gotestsum --format pkgname-and-test-fails \
 		--post-run-command 'sh -c "echo $$((TESTS_TOTAL - TESTS_FAILED - TESTS_SKIPPED)) passed, $$TESTS_FAILED failed, $$TESTS_SKIPPED skipped"' \
 		-- -count=1 -parallel 8 -timeout 20m ./...

@@ -90,6 +90,9 @@ export class Ledger extends DurableObject {
   commit(arg) { return callGo("Ledger", "commit", this.ctx, arg); }
   release(arg) { return callGo("Ledger", "release", this.ctx, arg); }
   lookup(arg) { return callGo("Ledger", "lookup", this.ctx, arg); }
+  // The admin API's: the keys that need attention, and a final outcome's purge.
+  list(arg) { return callGo("Ledger", "list", this.ctx, arg); }
+  purge(arg) { return callGo("Ledger", "purge", this.ctx, arg); }
   // Deletes expired rows; the alarm runs it, and so can a caller (alarm
   // itself cannot be called over RPC).
   sweep() { return callGo("Ledger", "sweep", this.ctx); }

@@ -159,12 +159,15 @@ func New(env Env) *Worker {
 		kvStore = kv.NewStore(env.KV, env.Now)
 	}
 	var store intake.Store
+	var adminStore intake.AdminStore // the store before it is counted
 	switch cfg.Storage {
 	case config.StorageLedger:
 		if env.Ledger == nil {
 			return misconfigured("the " + LedgerBinding + " Durable Object binding is missing; see wrangler.toml's [env.ledger]")
 		}
-		store = w.meter.store(env.Ledger(cfg.LedgerShards))
+		raw := env.Ledger(cfg.LedgerShards)
+		adminStore, _ = raw.(intake.AdminStore)
+		store = w.meter.store(raw)
 		if !cfg.KVFallbackUntil.IsZero() {
 			if kvStore == nil {
 				return misconfigured(config.KVFallbackUntilVar + " is set but the " + KVBinding + " KV namespace binding is missing")
@@ -176,7 +179,7 @@ func New(env Env) *Worker {
 			return misconfigured("the " + KVBinding + " KV namespace binding is missing; see wrangler.toml")
 		}
 		kvStore.ReleaseClaims = cfg.ReleaseClaims
-		store = kvStore
+		store, adminStore = kvStore, kvStore
 		if env.SettleQueue != nil && w.opts.Gateway != nil {
 			w.consumer, w.overdue = &settlequeue.Consumer{Queue: env.SettleQueue, Now: env.Now}, kvStore
 			w.opts.Schedule = w.consumer.Schedule
@@ -185,12 +188,19 @@ func New(env Env) *Worker {
 	if cfg.Clients == nil {
 		log.Log(eventlog.Line{Outcome: "auth_disabled", Error: "no " + config.TokensVar + " secret: the Worker accepts orders from anyone"})
 	}
+	if cfg.Admins != nil && adminStore == nil {
+		return misconfigured(config.AdminTokensVar + " is set but the store cannot list its keys for the admin API")
+	}
 	w.Service = intake.New(store, w.opts)
 	if w.consumer != nil {
 		w.consumer.Settler = w.Service
 	}
+	var admin *intake.Admin
+	if cfg.Admins != nil {
+		admin = intake.NewAdmin(w.Service, adminStore)
+	}
 	w.Handler = httpapi.New(w.Service, httpapi.Options{Clients: cfg.Clients, Log: log, AllowedOrigins: cfg.AllowedOrigins, Now: env.Now,
-		Metrics: w.meter.requests()})
+		Metrics: w.meter.requests(), Admins: cfg.Admins, Admin: admin})
 	return w
 }
 

@@ -26,6 +26,9 @@ const (
 	KVFallbackUntilVar = "KV_FALLBACK_UNTIL"
 	LogLevelVar        = "LOG_LEVEL"
 	TokensVar          = "API_TOKENS"
+	// AdminTokensVar holds the admin API's named tokens, as API_TOKENS
+	// holds the clients'.
+	AdminTokensVar = "ADMIN_TOKENS"
 	// ClaimAfterReceiptVar says what KV mode does with a claim once the
 	// receipt is stored.
 	ClaimAfterReceiptVar = "KV_CLAIM_AFTER_RECEIPT"
@@ -120,6 +123,9 @@ type Config struct {
 	// Clients holds the API clients; nil means the Worker runs open, without
 	// authentication, as the reference does.
 	Clients *auth.Clients
+	// Admins holds the admin API's tokens, by name; nil turns the admin
+	// API off: /admin/ paths are then answered as any other path.
+	Admins *auth.Clients
 	// ReleaseClaims, in KV mode, deletes each claim once its receipt is
 	// stored (ClaimRelease); false leaves it to expire (ClaimExpire).
 	ReleaseClaims bool
@@ -178,6 +184,12 @@ func Load(lookup func(name string) (string, bool)) (Config, error) {
 			}
 			return
 		}},
+		{AdminTokensVar, func(v string) (err error) {
+			if strings.TrimSpace(v) != "" {
+				c.Admins, err = auth.Parse(v)
+			}
+			return
+		}},
 		{ClaimAfterReceiptVar, func(v string) (err error) { c.ReleaseClaims, err = parseClaimAfterReceipt(v); return }},
 		{OMSURLVar, func(v string) (err error) { c.OMSURL, err = parseURL(v); return }},
 		{OMSTimeoutVar, func(v string) (err error) { c.OMSTimeout, err = parseOMSTimeout(v); return }},
@@ -192,6 +204,10 @@ func Load(lookup func(name string) (string, bool)) (Config, error) {
 				return Config{}, &Error{Var: s.name, Reason: err.Error()}
 			}
 		}
+	}
+	if c.Admins != nil && c.Clients != nil && c.Admins.SharesToken(c.Clients) {
+		// Such a token would place orders and act as an admin.
+		return Config{}, &Error{Var: AdminTokensVar, Reason: "a token is also a client's in " + TokensVar + ": give admins tokens of their own"}
 	}
 	if c.PendingTTL > c.ResultTTL {
 		// A claim that outlived its receipt would block a key that is

@@ -34,6 +34,12 @@ type Line struct {
 	// gave up on: it is written with "level":"error", which Workers Logs
 	// can alert on.
 	Alert bool
+	// Action names an admin API action (list, inspect, resolve, purge):
+	// the line is then an audit line, written with "level":"audit" and
+	// kept at every LOG_LEVEL. Admin is the admin token's name, never the
+	// token; Before and After are the key's state around the action, and
+	// Note the operator's note.
+	Action, Admin, Before, After, Note string
 }
 
 // MaxFieldBytes bounds each field of a line as it is written: a client may
@@ -48,7 +54,8 @@ const MaxFieldBytes = 512
 // was.
 func (l Line) AppendJSON(b []byte) []byte {
 	b = jsjson.AppendString(append(b, `{"outcome":`...), l.Outcome)
-	for _, f := range []struct{ name, value string }{{"client", l.Client}, {"key", l.Key}, {"orderId", l.OrderID}, {"error", l.Error}} {
+	for _, f := range []struct{ name, value string }{{"client", l.Client}, {"key", l.Key}, {"orderId", l.OrderID}, {"error", l.Error},
+		{"action", l.Action}, {"admin", l.Admin}, {"before", l.Before}, {"after", l.After}, {"note", l.Note}} {
 		if f.value != "" {
 			b = append(b, `,"`+f.name+`":`...)
 			b = jsjson.AppendString(b, bounded(f.value))
@@ -60,8 +67,11 @@ func (l Line) AppendJSON(b []byte) []byte {
 	if l.Attempts != 0 {
 		b = strconv.AppendInt(append(b, `,"attempts":`...), int64(l.Attempts), 10)
 	}
-	if l.Alert {
+	switch {
+	case l.Alert:
 		b = append(b, `,"level":"error"`...)
+	case l.Action != "":
+		b = append(b, `,"level":"audit"`...)
 	}
 	b = strconv.AppendInt(append(b, `,"ms":`...), l.Millis, 10)
 	return append(b, '}')
@@ -102,7 +112,7 @@ var LevelNames = map[string]Level{"all": All, "orders": Orders, "errors": Errors
 // keeps reports whether level l keeps line.
 func (l Level) keeps(line Line) bool {
 	switch {
-	case line.Status == 0 || l == All:
+	case line.Status == 0 || l == All || line.Action != "":
 		return true
 	case l == Orders:
 		return line.Status != 200

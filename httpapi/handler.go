@@ -56,6 +56,11 @@ type Options struct {
 	// an OPTIONS is then answered 405 like any other method, and no
 	// response carries a CORS header.
 	AllowedOrigins []string
+	// Admins holds the admin API's tokens, by name; with Admin, the
+	// admin API answers under AdminPrefix (admin.go). Nil leaves it off:
+	// those paths are answered as any other.
+	Admins *auth.Clients
+	Admin  *intake.Admin
 }
 
 // Handler answers order submissions and key lookups, and publishes the
@@ -79,6 +84,9 @@ func New(svc *intake.Service, opts Options) *Handler {
 
 // ServeWorker implements workers.Handler with the contract in api/openapi.yaml.
 func (h *Handler) ServeWorker(ctx context.Context, r *workers.Request) *workers.Response {
+	if h.opts.Admins != nil && h.opts.Admin != nil && isAdminPath(r.Path) {
+		return h.serveAdmin(ctx, r)
+	}
 	start := time.Now()
 	var m *measure
 	if h.opts.Metrics != nil {
@@ -183,6 +191,14 @@ func (h *Handler) serve(ctx context.Context, r *workers.Request, m *measure) (re
 		// Public, and no key route: whatever its headers, a GET of the
 		// policy reads nothing else of the request and touches no storage.
 		return policyResponse(h.policy), eventlog.Line{Outcome: "policy", Status: statusOK}
+	}
+	if h.opts.Clients == nil && h.opts.Admins != nil && r.Header.Get("Authorization") != "" {
+		// An admin's token never places an order, even where any caller may.
+		if _, err := h.opts.Admins.Authenticate(r.Header.Get("Authorization")); err == nil {
+			resp, line = fail(auth.ErrInvalidToken)
+			resp.Header = append(resp.Header, workers.Field{Name: "WWW-Authenticate", Value: `Bearer realm="edge-orders", error="invalid_token"`})
+			return resp, line
+		}
 	}
 	if h.opts.Clients != nil {
 		client, err := h.opts.Clients.Authenticate(r.Header.Get("Authorization"))

@@ -166,6 +166,8 @@ func New(store Store, opts Options) *Service {
 	if !settles {
 		opts.Gateway = StandIn{}
 	}
+	// An operator's answer takes the gateway's place (Admin.Resolve).
+	opts.Gateway = answering{opts.Gateway}
 	return &Service{
 		store:    store,
 		opts:     opts,

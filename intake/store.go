@@ -128,6 +128,9 @@ type Claim struct {
 	// is not Unresolved, and otherwise returns what it found, claiming
 	// nothing (an Absent key stays absent).
 	Settling bool
+	// Resolving marks an operator's claim (Admin.Resolve): a settler's
+	// claim that takes over an Unresolved key too.
+	Resolving bool
 	// Admit, if set, decides whether a new order may be placed (the rate
 	// limit); replays and takeovers of an Open key never reach it. Begin
 	// calls it once it knows the key is new: before writing anything where
@@ -167,7 +170,8 @@ type Store interface {
 	// taken over, keeping its order id, order and attempts (Claimed, with
 	// them set), unless both it and c have fingerprints and they differ:
 	// then it stays Open and Begin returns it. The settler's claim
-	// (c.Settling) takes over only an Open key that is not Unresolved. It
+	// (c.Settling) takes over only an Open key that is not Unresolved, or
+	// any Open key with c.Resolving. It
 	// returns Claimed when c now holds the key.
 	Begin(ctx context.Context, key Key, c Claim) (Record, error)
 	// Commit stores r under key and ends c. It returns ErrLostClaim if c no

@@ -177,7 +177,7 @@ func (k *Store) Begin(ctx context.Context, key intake.Key, c intake.Claim) (inta
 	}
 	rec := k.record(stored, pending)
 	switch {
-	case rec.State == intake.Open && !(c.Settling && rec.Unresolved):
+	case rec.State == intake.Open && !(c.Settling && !c.Resolving && rec.Unresolved):
 		return k.takeOver(ctx, key, c, rec)
 	case rec.State != intake.Absent || c.Settling:
 		return rec, nil

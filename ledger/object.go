@@ -113,6 +113,9 @@ type table interface {
 	setAlarm(at time.Time)
 	// count is how many rows there are, expired ones included.
 	count() int
+	// scan returns up to limit rows without an outcome after the key
+	// after, in key order: an operator's listing (admin.go).
+	scan(after string, limit int) []row
 }
 
 // Object is one ledger object's logic. Its methods do no I/O but their
@@ -133,7 +136,8 @@ type Object struct {
 // another order's: then it is returned as it is. A claim with c's own
 // token is Claimed again, its lease renewed, so a call retried after its
 // answer was lost does no harm. The settler's claim (c.Settling) takes
-// over an open key that is not unresolved, and nothing else.
+// over an open key that is not unresolved (or is, with c.Resolving), and
+// nothing else.
 //
 // A row is kept at least until the claim's lease ends and c.KeepUntil,
 // and never less long than before: a takeover never outlives its row.
@@ -149,7 +153,7 @@ func (o *Object) Claim(key intake.Key, c intake.Claim) intake.Record {
 		return rec
 	case rec.State == intake.Held && r.token != c.Token:
 		return rec
-	case c.Settling && (rec.State != intake.Open || r.unresolved):
+	case c.Settling && (rec.State != intake.Open || (r.unresolved && !c.Resolving)):
 		return rec
 	case rec.State == intake.Absent:
 		r = row{key: key.String(), client: key.Client, fingerprint: c.Fingerprint, order: c.Order, hasOrder: c.Fingerprint != "",

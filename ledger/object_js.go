@@ -113,6 +113,9 @@ func call(o *Object, method string, arg []byte) ([]byte, error) {
 		d.time("alarm", alarm)
 		return d.bytes(), nil
 	}
+	if res, ok, err := serveAdmin(o, method, arg); ok {
+		return res, err
+	}
 	return nil, errors.New("ledger: no method " + strconv.Quote(method))
 }
 
@@ -179,13 +182,21 @@ func millis(v workers.SQLValue) time.Time {
 	return time.UnixMilli(int64(v.Num))
 }
 
+// rowColumns are the columns a row is read from (rowAt).
+const rowColumns = `client, token, fingerprint, order_id, accepted_at, order_json, receipt, rejected,
+		lease_until, attempts, due, unresolved, tentative, sent, expires`
+
 func (t sqlTable) get(key string) (row, bool) {
-	rows := t.query(`SELECT client, token, fingerprint, order_id, accepted_at, order_json, receipt, rejected,
-		lease_until, attempts, due, unresolved, tentative, sent, expires FROM entries WHERE key = ?`, key)
+	rows := t.query(`SELECT `+rowColumns+` FROM entries WHERE key = ?`, key)
 	if len(rows.Values) == 0 {
 		return row{}, false
 	}
-	v := func(name string) workers.SQLValue { return rows.Value(0, name) }
+	return rowAt(rows, 0, key), true
+}
+
+// rowAt reads the i-th of rows, selected as rowColumns, as key's row.
+func rowAt(rows workers.Rows, i int, key string) row {
+	v := func(name string) workers.SQLValue { return rows.Value(i, name) }
 	r := row{key: key, client: v("client").Str, token: v("token").Str, fingerprint: v("fingerprint").Str,
 		orderID: v("order_id").Str, acceptedAt: millis(v("accepted_at")), rejected: v("rejected").Num != 0,
 		leaseUntil: millis(v("lease_until")), attempts: int(v("attempts").Num), due: millis(v("due")),
@@ -197,7 +208,7 @@ func (t sqlTable) get(key string) (row, bool) {
 	if receipt := v("receipt"); !receipt.Null {
 		r.receipt = []byte(receipt.Str)
 	}
-	return r, true
+	return r
 }
 
 func (t sqlTable) put(r row) {

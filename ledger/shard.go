@@ -2,7 +2,6 @@ package ledger
 
 import (
 	"hash/fnv"
-	"strconv"
 
 	"github.com/edge-orders/edge-orders/intake"
 )
@@ -20,9 +19,5 @@ import (
 func ObjectName(key intake.Key, shards int) string {
 	h := fnv.New32a()
 	h.Write([]byte(key.ID))
-	client := key.Client
-	if client == "" {
-		client = "open"
-	}
-	return client + "/" + strconv.FormatUint(uint64(h.Sum32()%uint32(shards)), 10)
+	return shardName(key.Client, int(h.Sum32()%uint32(shards)))
 }

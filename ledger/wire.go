@@ -34,6 +34,7 @@ const (
 	mLease       = "lease"
 	mKeepUntil   = "keepUntil"
 	mSettling    = "settling"
+	mResolving   = "resolving"
 	mSent        = "sent"
 	mAttempts    = "attempts"
 	mNextAttempt = "nextAttempt"
@@ -50,7 +51,7 @@ const (
 
 // wireNames is every member a document may have: a reader keeps them all.
 var wireNames = []string{mClient, mID, mToken, mFingerprint, mSymbol, mSide, mQuantity, mOrderID, mAcceptedAt,
-	mLease, mKeepUntil, mSettling, mSent, mAttempts, mNextAttempt, mUnresolved, mTentative, mReceipt, mRejected, mTTL,
+	mLease, mKeepUntil, mSettling, mResolving, mSent, mAttempts, mNextAttempt, mUnresolved, mTentative, mReceipt, mRejected, mTTL,
 	mState, mExpires, mCommitted, mLost}
 
 // doc writes one JSON object, leaving out members that are zero.
@@ -174,6 +175,7 @@ func encodeClaim(key intake.Key, c intake.Claim) []byte {
 	d.int(mLease, c.Lease.Milliseconds())
 	d.time(mKeepUntil, c.KeepUntil)
 	d.flag(mSettling, c.Settling)
+	d.flag(mResolving, c.Resolving)
 	d.flag(mSent, c.Sent)
 	d.int(mAttempts, int64(c.Attempts))
 	d.time(mNextAttempt, c.NextAttempt)
@@ -189,7 +191,7 @@ func decodeClaim(b []byte) (intake.Key, intake.Claim, error) {
 	}
 	c := intake.Claim{Token: r.str(mToken), Fingerprint: r.str(mFingerprint), OrderID: r.str(mOrderID),
 		AcceptedAt: r.time(mAcceptedAt), Lease: r.millis(mLease), KeepUntil: r.time(mKeepUntil),
-		Settling: r.flag(mSettling), Sent: r.flag(mSent), Attempts: int(r.num(mAttempts)),
+		Settling: r.flag(mSettling), Resolving: r.flag(mResolving), Sent: r.flag(mSent), Attempts: int(r.num(mAttempts)),
 		NextAttempt: r.time(mNextAttempt), Unresolved: r.flag(mUnresolved), Tentative: r.flag(mTentative)}
 	if o, ok := r.order(); ok && c.Fingerprint != "" {
 		c.Order = o

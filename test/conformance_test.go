@@ -79,8 +79,9 @@ var conformanceChecks = []struct {
 	pkg, run string
 	want     []string
 }{
-	{"kv", "^(TestNamespace|TestStoreConformanceInWorkerd)", []string{"--- PASS: TestNamespaceConformance", "--- PASS: TestNamespaceKVRefusesWhatStoresRefuse", "--- PASS: TestStoreConformanceInWorkerd"}},
-	{"ledger", "^TestClient", []string{"--- PASS: TestClientConformance", "--- PASS: TestClientSweepRunsInWorkerd"}},
+	{"kv", "^(TestNamespace|TestStoreConformanceInWorkerd|TestStoreAdminConformanceInWorkerd)", []string{"--- PASS: TestNamespaceConformance", "--- PASS: TestNamespaceKVRefusesWhatStoresRefuse", "--- PASS: TestStoreConformanceInWorkerd",
+		"--- PASS: TestStoreAdminConformanceInWorkerd"}},
+	{"ledger", "^TestClient", []string{"--- PASS: TestClientConformance", "--- PASS: TestClientSweepRunsInWorkerd", "--- PASS: TestClientAdminConformance"}},
 	{"workers", "^TestBinding", []string{"--- PASS: TestBindingKV", "--- PASS: TestBindingRateLimiter", "--- PASS: TestBindingDurableObjectNamespace",
 		"--- PASS: TestBindingQueue", "--- PASS: TestBindingFetcher", "--- PASS: TestBindingAnalyticsEngineDataset"}},
 }

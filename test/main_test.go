@@ -57,6 +57,7 @@ func TestMain(m *testing.M) {
 	}
 	code := m.Run()
 	stopGateway(code != 0)
+	stopAdmin(code != 0)
 	for _, w := range []*target{kvWorker, ledgerWorker} {
 		w.srv.Stop()
 		if code != 0 {

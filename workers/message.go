@@ -16,6 +16,9 @@ type Request struct {
 	// Path is the URL's path, percent-encoded as the Fetch API's
 	// URL.pathname has it, such as /orders; empty means /.
 	Path string
+	// Query is the URL's query, without its '?', percent-encoded as the
+	// Fetch API's URL.search has it; empty when there is none.
+	Query string
 	// Header looks request headers up by name, case-insensitively;
 	// net/http's http.Header satisfies it.
 	Header Header
@@ -129,4 +132,15 @@ type OutgoingResponse struct {
 	// Location is the answer's Location header: where a redirect points.
 	Location string
 	Body     []byte
+}
+
+// URLQuery is the query of a URL, as URLPath takes its path: what follows
+// the first '?', up to a fragment, without the '?'; "" when there is none.
+func URLQuery(url string) string {
+	_, rest, ok := strings.Cut(url, "?")
+	if !ok {
+		return ""
+	}
+	rest, _, _ = strings.Cut(rest, "#")
+	return rest
 }

@@ -53,3 +53,18 @@ func FuzzURLPath(f *testing.F) {
 		}
 	})
 }
+
+func TestURLQuery(t *testing.T) {
+	tests := []struct{ url, want string }{
+		{"https://w.example/admin/orders?state=unknown&limit=2", "state=unknown&limit=2"},
+		{"https://w.example/admin/orders?state=unknown#top", "state=unknown"},
+		{"https://w.example/admin/orders", ""},
+		{"https://w.example/?", ""},
+		{"/a?b=c?d", "b=c?d"},
+	}
+	for _, tc := range tests {
+		if got := workers.URLQuery(tc.url); got != tc.want {
+			t.Errorf("URLQuery(%q) = %q, want %q", tc.url, got, tc.want)
+		}
+	}
+}

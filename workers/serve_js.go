@@ -66,6 +66,7 @@ func serve(handler Handler, req Handle, head []byte, after *afterResponse) *Resp
 	return handler.ServeWorker(ctx, &Request{
 		Method: method,
 		Path:   URLPath(url),
+		Query:  URLQuery(url),
 		Header: parseHeader(lines),
 		Body:   &jsBody{ctx: ctx, req: req},
 	})

@@ -24,6 +24,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strings"
 	"sync"
 	"testing"
 
@@ -71,9 +72,9 @@ func Load() (*Validator, error) {
 // names for r's path and method, if any, and otherwise the root's for the
 // method.
 func (v *Validator) route(r *http.Request) (*routers.Route, error) {
-	if item := v.doc.Paths.Value(r.URL.Path); item != nil && r.URL.Path != root {
+	if path, item := v.match(r.URL.EscapedPath()); item != nil {
 		if op := item.GetOperation(r.Method); op != nil {
-			return &routers.Route{Spec: v.doc, Path: r.URL.Path, PathItem: item, Method: r.Method, Operation: op}, nil
+			return &routers.Route{Spec: v.doc, Path: path, PathItem: item, Method: r.Method, Operation: op}, nil
 		}
 	}
 	item := v.doc.Paths.Value(root)
@@ -82,6 +83,36 @@ func (v *Validator) route(r *http.Request) (*routers.Route, error) {
 		return nil, fmt.Errorf("%w: %s", ErrNoOperation, r.Method)
 	}
 	return &routers.Route{Spec: v.doc, Path: root, PathItem: item, Method: r.Method, Operation: op}, nil
+}
+
+// match is the document's path that names path, other than the root: the
+// same path, or a template whose {parameters} each stand for one segment
+// (the admin API's /admin/orders/{client}/{key}).
+func (v *Validator) match(path string) (string, *openapi3.PathItem) {
+	if path == root {
+		return "", nil
+	}
+	if item := v.doc.Paths.Value(path); item != nil {
+		return path, item
+	}
+	segments := strings.Split(path, "/")
+	for template, item := range v.doc.Paths.Map() {
+		parts := strings.Split(template, "/")
+		if !strings.Contains(template, "{") || len(parts) != len(segments) {
+			continue
+		}
+		matched := true
+		for i, p := range parts {
+			if !(strings.HasPrefix(p, "{") && segments[i] != "") && p != segments[i] {
+				matched = false
+				break
+			}
+		}
+		if matched {
+			return template, item
+		}
+	}
+	return "", nil
 }
 
 // ValidateRequest checks r's method, headers and body against the document.

@@ -1,0 +1,298 @@
+package intake
+
+import (
+	"context"
+	"errors"
+
+	"github.com/edge-orders/edge-orders/order"
+)
+
+// Attention is a set of the states in which a key needs an operator's
+// eye: what the admin API lists.
+type Attention uint8
+
+const (
+	// InProgress: a live claim holds the key (Held).
+	InProgress Attention = 1 << iota
+	// Unknown: the key is Open, its outcome unknown, and the settler is
+	// still asking the gateway.
+	Unknown
+	// Unresolved: the key is Open and the settler gave up on it.
+	Unresolved
+	// AnyAttention is every state above.
+	AnyAttention = InProgress | Unknown | Unresolved
+)
+
+// AttentionOf is the state rec is in, or 0 for a key that needs no
+// attention (Absent, or Stored: its outcome is final).
+func AttentionOf(rec Record) Attention {
+	switch {
+	case rec.State == Held:
+		return InProgress
+	case rec.State == Open && rec.Unresolved:
+		return Unresolved
+	case rec.State == Open:
+		return Unknown
+	}
+	return 0
+}
+
+// Bounds of a listing page.
+const (
+	DefaultListLimit = 100
+	// MaxListLimit is KV's own page size: one list call fills a page.
+	MaxListLimit = 1000
+)
+
+// ListQuery asks an AdminStore for the keys that need attention.
+type ListQuery struct {
+	// Clients are the clients whose keys are listed, in the order they
+	// are listed: "" is the open Worker's. The same Clients must come
+	// with every page of one listing.
+	Clients []string
+	// States are the states listed; zero lists none.
+	States Attention
+	// Cursor is the page's start: "" for the first, else the Cursor of
+	// the page before.
+	Cursor string
+	// Limit bounds the page's keys, from 1 to MaxListLimit.
+	Limit int
+}
+
+// Listed is one key a listing found, with what its Store holds.
+type Listed struct {
+	Key    Key
+	Record Record
+}
+
+// ListPage is one page of a listing. A page may hold fewer keys than its
+// Limit, none even, while more follow: a listing ends when Cursor is "".
+type ListPage struct {
+	Keys   []Listed
+	Cursor string
+}
+
+// ErrBadCursor is returned by List for a cursor it did not hand out.
+var ErrBadCursor = errors.New("intake: cursor not from this listing")
+
+// AdminStore is what an operator needs of a Store beyond intake.Store: to
+// list the keys that need attention and to purge a final outcome.
+// kv.Store and the ledger's stores implement it; storetest.RunAdmin
+// checks them.
+type AdminStore interface {
+	// List returns the keys of q.Clients whose state is in q.States, a
+	// page at a time, each with its Record as Lookup would return it (a
+	// Store that lists from an index may leave out what the index does
+	// not hold, such as a KV claim's order kept in its value). It returns
+	// ErrBadCursor for a cursor it did not hand out.
+	List(ctx context.Context, q ListQuery) (ListPage, error)
+	// Purge deletes key's stored outcome, and any claim left beside it,
+	// if its outcome is stored; anything else (a claim, an Open key) it
+	// leaves as it is. It returns what it found, as Lookup would have.
+	Purge(ctx context.Context, key Key) (Record, error)
+}
+
+// Errors of the admin operations, beside ErrNotFound, ErrInProgress and
+// ErrStorageUnavailable.
+var (
+	// ErrOutcomeFinal is returned by Resolve for a key whose outcome is
+	// stored already.
+	ErrOutcomeFinal = errors.New("intake: outcome already final")
+	// ErrOutcomeOpen is returned by Purge for a key whose outcome is
+	// unknown or unresolved: deleting it would let a retry place the
+	// order again.
+	ErrOutcomeOpen = errors.New("intake: outcome not final")
+	// ErrNoOrder is returned by Resolve for an Open key stored without
+	// its order (by an older version): no receipt can be built for it.
+	ErrNoOrder = errors.New("intake: the key holds no order")
+	// ErrBadResolution is returned by Resolve for an answer that is
+	// neither accepted nor rejected with a reason.
+	ErrBadResolution = errors.New("intake: invalid resolution")
+)
+
+// Resolution is an operator's answer for an order whose outcome was
+// unknown: what they found in the OMS.
+type Resolution struct {
+	// Status is order.StatusAccepted or order.StatusRejected.
+	Status string
+	// Reason is the rejection's, stored in the receipt as a gateway's
+	// is (order.MaxReasonBytes); required for a rejection.
+	Reason string
+}
+
+// Admin runs an operator's actions over a Service's Store: listing the
+// keys that need attention, a key's detail, resolving an unknown outcome
+// and purging a final one.
+type Admin struct {
+	svc   *Service
+	store AdminStore
+}
+
+// NewAdmin returns the operator's actions on svc's keys; store is svc's
+// Store, as an AdminStore.
+func NewAdmin(svc *Service, store AdminStore) *Admin { return &Admin{svc: svc, store: store} }
+
+// List returns a page of the keys that need attention (AdminStore.List).
+func (a *Admin) List(ctx context.Context, q ListQuery) (ListPage, error) {
+	if q.Limit <= 0 || q.Limit > MaxListLimit {
+		q.Limit = DefaultListLimit
+	}
+	page, err := a.store.List(ctx, q)
+	if err != nil && !errors.Is(err, ErrBadCursor) {
+		return ListPage{}, storageUnavailable(err)
+	}
+	return page, err
+}
+
+// Inspect returns what the Store holds for key, read from the Store, not
+// from the instance's memory: ErrNotFound when nothing is held, and an
+// error wrapping ErrStorageUnavailable when storage fails.
+func (a *Admin) Inspect(ctx context.Context, key Key) (Record, error) {
+	rec, err := a.svc.store.Lookup(ctx, key)
+	switch {
+	case err != nil:
+		return Record{}, storageUnavailable(err)
+	case rec.State == Absent:
+		return rec, ErrNotFound
+	}
+	return rec, nil
+}
+
+// Resolve stores res as key's final outcome, as the settler stores a
+// gateway's answer: it takes the key's claim as the settler does, builds
+// the receipt from the key's own claim (its order id, order and time) and
+// commits it through the same steps, so the receipt is byte for byte the
+// one the settler would have stored had the gateway answered res. The
+// settler then stops, and the client's retry replays it.
+//
+// The key must be Open, unknown or unresolved. Resolve returns
+// ErrBadResolution for a res that is neither accepted nor rejected with a
+// reason, ErrNotFound when nothing is held, ErrInProgress while a live
+// claim holds the key, ErrOutcomeFinal once its outcome is stored,
+// ErrNoOrder for a key stored without its order, and an error wrapping
+// ErrStorageUnavailable when storage fails (the key is then left Open).
+// It returns the key's Record after.
+func (a *Admin) Resolve(ctx context.Context, key Key, res Resolution) (Record, error) {
+	switch {
+	case res.Status == order.StatusAccepted && res.Reason == "":
+	case res.Status == order.StatusRejected && res.Reason != "":
+	default:
+		return Record{}, ErrBadResolution
+	}
+	s := a.svc
+	now := s.opts.Now()
+	cacheKey := key.String()
+	entry, ok := s.inFlight.add(cacheKey, now, s.opts.PendingTTL)
+	if !ok {
+		return Record{}, ErrInProgress
+	}
+	defer s.inFlight.remove(cacheKey, entry)
+
+	claim := Claim{Token: s.opts.NewID(), Lease: s.opts.PendingTTL, Settling: true, Resolving: true, KeepUntil: s.keepUntil(now)}
+	rec, err := s.store.Begin(ctx, key, claim)
+	switch {
+	case err != nil:
+		return Record{}, storageUnavailable(err)
+	case rec.State == Held:
+		return Record{}, ErrInProgress
+	case rec.State == Stored:
+		return Record{}, ErrOutcomeFinal
+	case rec.State == Absent:
+		return Record{}, ErrNotFound
+	case rec.State != Claimed:
+		// Open, and not taken: a Store that cannot take an unresolved
+		// key for an operator (an older ledger object).
+		return Record{}, ErrInProgress
+	}
+	claim = takenOver(claim, rec)
+	if !rec.HasOrder || claim.Fingerprint == "" {
+		claim.NextAttempt = rec.NextAttempt
+		s.release(ctx, key, claim)
+		return Record{}, ErrNoOrder
+	}
+	_, err = s.place(withAnswer(ctx, res), key, claim, bySettler)
+	var rejection *Rejection
+	if err != nil && !errors.As(err, &rejection) {
+		return Record{}, err
+	}
+	after, lerr := s.store.Lookup(ctx, key)
+	if lerr != nil || after.State != Stored {
+		// Committed; a read that missed it (a stale KV read) shows what
+		// was stored.
+		receipt := order.Receipt{OrderID: claim.OrderID, Status: res.Status, Order: claim.Order, AcceptedAt: claim.AcceptedAt, Reason: res.Reason}
+		after = Record{State: Stored, Body: receipt.JSON(), Rejected: res.Status == order.StatusRejected, Fingerprint: claim.Fingerprint}
+	}
+	return after, nil
+}
+
+// Purge deletes key's final outcome and any claim left beside it, so the
+// key is free: a retry under it is a new order. It refuses to delete
+// anything else: ErrOutcomeOpen while the outcome is unknown or
+// unresolved, ErrInProgress while a live claim holds the key, ErrNotFound
+// when nothing is held, and an error wrapping ErrStorageUnavailable when
+// storage fails. It returns what was purged. The instance forgets the
+// receipt at once; another instance may replay it from memory for up to
+// a minute (the receipt cache's TTL).
+func (a *Admin) Purge(ctx context.Context, key Key) (Record, error) {
+	s := a.svc
+	cacheKey := key.String()
+	entry, ok := s.inFlight.add(cacheKey, s.opts.Now(), s.opts.PendingTTL)
+	if !ok {
+		return Record{}, ErrInProgress
+	}
+	defer s.inFlight.remove(cacheKey, entry)
+	rec, err := a.store.Purge(ctx, key)
+	switch {
+	case err != nil:
+		return Record{}, storageUnavailable(err)
+	case rec.State == Held:
+		return rec, ErrInProgress
+	case rec.State == Open:
+		return rec, ErrOutcomeOpen
+	case rec.State != Stored:
+		return rec, ErrNotFound
+	}
+	s.receipts.forget(cacheKey)
+	s.opened.forget(cacheKey)
+	return rec, nil
+}
+
+// forget drops key's receipt: its entry stays in the ring, expired, so
+// that the ring and the map keep agreeing.
+func (c *receiptCache) forget(key string) {
+	if c.max == 0 {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if e, ok := c.entries[key]; ok {
+		e.expires = 0
+		c.entries[key] = e
+	}
+}
+
+// answerKey carries an operator's answer to the gateway call it replaces.
+type answerKey struct{}
+
+// withAnswer is ctx carrying res: the Service's gateway (answering, which
+// New installs) then answers with it instead of calling the OMS, so that
+// Resolve stores it through the settler's own steps.
+func withAnswer(ctx context.Context, res Resolution) context.Context {
+	return context.WithValue(ctx, answerKey{}, res)
+}
+
+// answering is a Gateway that answers with the operator's answer its
+// context carries, if any, and otherwise calls the gateway it wraps.
+type answering struct{ Gateway }
+
+// Place implements Gateway.
+func (g answering) Place(ctx context.Context, p Placement) error {
+	res, ok := ctx.Value(answerKey{}).(Resolution)
+	switch {
+	case !ok:
+		return g.Gateway.Place(ctx, p)
+	case res.Status == order.StatusRejected:
+		return &Rejection{Reason: res.Reason, OrderID: p.OrderID}
+	}
+	return nil
+}

@@ -1,0 +1,242 @@
+package intake_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/edge-orders/edge-orders/intake"
+	"github.com/edge-orders/edge-orders/kv"
+	"github.com/edge-orders/edge-orders/ledger"
+	"github.com/edge-orders/edge-orders/order"
+)
+
+// admin is the operator's actions over e's store, on a new instance.
+func (e *settleEnv) admin(t *testing.T) (*intake.Admin, *intake.Service) {
+	t.Helper()
+	store, ok := e.store.(intake.AdminStore)
+	if !ok {
+		t.Fatalf("%T is no AdminStore", e.store)
+	}
+	svc := e.service()
+	return intake.NewAdmin(svc, store), svc
+}
+
+// TestResolveStoresTheReceiptTheSettlerWould: the operator's answer is
+// stored as the settler stores the gateway's: the receipt built from the
+// key's own claim, byte for byte, replayed to the client's retry with no
+// gateway call, and the settler stops.
+func TestResolveStoresTheReceiptTheSettlerWould(t *testing.T) {
+	ctx := context.Background()
+	forEachStore(t, intake.Options{}, func(t *testing.T, e *settleEnv) {
+		u := leaveUnknown(t, e)
+		admin, _ := e.admin(t)
+		rec, err := admin.Resolve(ctx, deskKey, intake.Resolution{Status: order.StatusAccepted})
+		if err != nil {
+			t.Fatalf("Resolve: %v", err)
+		}
+		want := order.Receipt{OrderID: u.OrderID, Status: order.StatusAccepted, Order: parsedValid(t), AcceptedAt: acceptedAt}.JSON()
+		if rec.State != intake.Stored || string(rec.Body) != string(want) {
+			t.Errorf("Resolve returned %v %s, want Stored %s", rec.State, rec.Body, want)
+		}
+		out, err := e.service().Submit(ctx, deskKey, []byte(validBody), "")
+		if err != nil || !out.Replayed || string(out.Receipt) != string(want) {
+			t.Errorf("the client's retry = %s replayed %v, %v; want the replay of %s", out.Receipt, out.Replayed, err, want)
+		}
+		if n := len(e.g.placements()); n != 1 {
+			t.Errorf("gateway calls = %d, want 1: the operator's answer replaced the settler's call", n)
+		}
+		e.clock.Advance(time.Hour)
+		if keys := e.due(t); len(keys) != 0 {
+			t.Errorf("keys due after the resolve: %v, want none", keys)
+		}
+		if st, err := e.service().Settle(ctx, deskKey); err != nil || !st.Final || st.Result != intake.SettleIdle {
+			t.Errorf("Settle after the resolve = %+v, %v; want Final and idle", st, err)
+		}
+		if n := len(e.g.placements()); n != 1 {
+			t.Errorf("gateway calls = %d after the settler looked again, want 1", n)
+		}
+	})
+}
+
+// TestResolveRejectedIsReplayedAsTheRejection: a rejection carries the
+// operator's reason, and the retry gets it as the gateway's own.
+func TestResolveRejectedIsReplayedAsTheRejection(t *testing.T) {
+	ctx := context.Background()
+	forEachStore(t, intake.Options{}, func(t *testing.T, e *settleEnv) {
+		u := leaveUnknown(t, e)
+		admin, _ := e.admin(t)
+		rec, err := admin.Resolve(ctx, deskKey, intake.Resolution{Status: order.StatusRejected, Reason: "no such account"})
+		if err != nil || !rec.Rejected {
+			t.Fatalf("Resolve = %+v, %v; want a stored rejection", rec, err)
+		}
+		_, err = e.service().Submit(ctx, deskKey, []byte(validBody), "")
+		var rejection *intake.Rejection
+		if !errors.As(err, &rejection) || !rejection.Replayed || rejection.Reason != "no such account" || rejection.OrderID != u.OrderID {
+			t.Fatalf("the client's retry = %v, want the replayed rejection of %s with the operator's reason", err, u.OrderID)
+		}
+		if n := len(e.g.placements()); n != 1 {
+			t.Errorf("gateway calls = %d, want 1", n)
+		}
+	})
+}
+
+// TestResolveSettlesAnUnresolvedKey: the settler gave up; the operator's
+// answer still settles the key.
+func TestResolveSettlesAnUnresolvedKey(t *testing.T) {
+	ctx := context.Background()
+	const maxAge = time.Hour
+	forEachStore(t, intake.Options{SettleMaxAge: maxAge}, func(t *testing.T, e *settleEnv) {
+		leaveUnknown(t, e)
+		e.clock.Advance(maxAge)
+		e.g.answer(errLost)
+		if st, err := e.service().Settle(ctx, deskKey); err != nil || !st.Unresolved {
+			t.Fatalf("Settle = %+v, %v; want the key unresolved", st, err)
+		}
+		admin, _ := e.admin(t)
+		before, err := admin.Inspect(ctx, deskKey)
+		if err != nil || intake.AttentionOf(before) != intake.Unresolved {
+			t.Fatalf("Inspect before = %+v, %v; want unresolved", before, err)
+		}
+		if _, err := admin.Resolve(ctx, deskKey, intake.Resolution{Status: order.StatusAccepted}); err != nil {
+			t.Fatalf("Resolve of the unresolved key: %v", err)
+		}
+		if rec, err := admin.Inspect(ctx, deskKey); err != nil || rec.State != intake.Stored || rec.Rejected {
+			t.Fatalf("Inspect after = %+v, %v; want the receipt stored", rec, err)
+		}
+		if n := len(e.g.placements()); n != 2 {
+			t.Errorf("gateway calls = %d, want 2: the client's and the settler's last", n)
+		}
+	})
+}
+
+// TestResolveRefusesAndChangesNothing: only an Open key is resolved.
+func TestResolveRefusesAndChangesNothing(t *testing.T) {
+	ctx := context.Background()
+	forEachStore(t, intake.Options{}, func(t *testing.T, e *settleEnv) {
+		t.Run("an answer that is neither accepted nor a reasoned rejection", func(t *testing.T) {
+			leaveUnknown(t, e)
+			admin, _ := e.admin(t)
+			for _, res := range []intake.Resolution{{Status: "maybe"}, {Status: order.StatusRejected}, {Status: order.StatusAccepted, Reason: "why"}} {
+				if _, err := admin.Resolve(ctx, deskKey, res); !errors.Is(err, intake.ErrBadResolution) {
+					t.Errorf("Resolve(%+v) = %v, want ErrBadResolution", res, err)
+				}
+			}
+			if rec, _ := admin.Inspect(ctx, deskKey); rec.State != intake.Open {
+				t.Errorf("the key is %v after refused resolves, want still Open", rec.State)
+			}
+		})
+		t.Run("a key whose outcome is final", func(t *testing.T) {
+			admin, _ := e.admin(t)
+			if _, err := admin.Resolve(ctx, deskKey, intake.Resolution{Status: order.StatusAccepted}); err != nil {
+				t.Fatalf("Resolve: %v", err)
+			}
+			_, err := admin.Resolve(ctx, deskKey, intake.Resolution{Status: order.StatusRejected, Reason: "changed my mind"})
+			if !errors.Is(err, intake.ErrOutcomeFinal) {
+				t.Fatalf("a second Resolve = %v, want ErrOutcomeFinal", err)
+			}
+			if rec, _ := admin.Inspect(ctx, deskKey); rec.Rejected {
+				t.Errorf("the second Resolve changed the outcome to a rejection")
+			}
+		})
+		t.Run("a key nothing is held for", func(t *testing.T) {
+			admin, _ := e.admin(t)
+			other := intake.Key{Client: deskKey.Client, ID: "never"}
+			if _, err := admin.Resolve(ctx, other, intake.Resolution{Status: order.StatusAccepted}); !errors.Is(err, intake.ErrNotFound) {
+				t.Fatalf("Resolve = %v, want ErrNotFound", err)
+			}
+			if _, err := admin.Inspect(ctx, other); !errors.Is(err, intake.ErrNotFound) {
+				t.Fatalf("Inspect after = %v, want ErrNotFound: the refused Resolve claimed the key", err)
+			}
+		})
+		t.Run("a key a live claim holds", func(t *testing.T) {
+			admin, _ := e.admin(t)
+			held := intake.Key{Client: deskKey.Client, ID: "held"}
+			c := intake.Claim{Token: "live", Fingerprint: fingerprint(t, validBody), Order: parsedValid(t), OrderID: "order-held",
+				AcceptedAt: acceptedAt, Lease: time.Minute, KeepUntil: acceptedAt.Add(time.Hour)}
+			if rec, err := e.store.Begin(ctx, held, c); err != nil || rec.State != intake.Claimed {
+				t.Fatalf("Begin = %v, %v", rec.State, err)
+			}
+			if _, err := admin.Resolve(ctx, held, intake.Resolution{Status: order.StatusAccepted}); !errors.Is(err, intake.ErrInProgress) {
+				t.Fatalf("Resolve = %v, want ErrInProgress", err)
+			}
+			if _, err := admin.Purge(ctx, held); !errors.Is(err, intake.ErrInProgress) {
+				t.Fatalf("Purge = %v, want ErrInProgress", err)
+			}
+			if rec, _ := admin.Inspect(ctx, held); rec.State != intake.Held {
+				t.Errorf("the key is %v, want still Held", rec.State)
+			}
+		})
+	})
+}
+
+// TestPurgeFreesAFinalKeyOnly: a purged key is free, even in the memory
+// of the instance that purged it; an unknown outcome is never purged.
+func TestPurgeFreesAFinalKeyOnly(t *testing.T) {
+	ctx := context.Background()
+	forEachStore(t, intake.Options{}, func(t *testing.T, e *settleEnv) {
+		leaveUnknown(t, e)
+		admin, svc := e.admin(t)
+		if _, err := admin.Purge(ctx, deskKey); !errors.Is(err, intake.ErrOutcomeOpen) {
+			t.Fatalf("Purge of the unknown key = %v, want ErrOutcomeOpen", err)
+		}
+		if rec, _ := admin.Inspect(ctx, deskKey); rec.State != intake.Open {
+			t.Fatalf("the key is %v after the refused purge, want still Open", rec.State)
+		}
+		// The same instance replays it from memory first.
+		if _, err := svc.Submit(ctx, deskKey, []byte(validBody), ""); err != nil {
+			t.Fatalf("the client's retry: %v", err)
+		}
+		if _, err := svc.Lookup(ctx, deskKey); err != nil {
+			t.Fatalf("Lookup: %v", err)
+		}
+		purged, err := admin.Purge(ctx, deskKey)
+		if err != nil || purged.State != intake.Stored {
+			t.Fatalf("Purge of the final key = %+v, %v; want what was stored", purged, err)
+		}
+		if _, err := svc.Lookup(ctx, deskKey); !errors.Is(err, intake.ErrNotFound) {
+			t.Errorf("Lookup after the purge on the same instance = %v, want ErrNotFound", err)
+		}
+		if _, err := admin.Purge(ctx, deskKey); !errors.Is(err, intake.ErrNotFound) {
+			t.Errorf("a second Purge = %v, want ErrNotFound", err)
+		}
+		calls := len(e.g.placements())
+		out, err := svc.Submit(ctx, deskKey, []byte(validBody), "")
+		if err != nil || out.Replayed {
+			t.Fatalf("a retry after the purge = replayed %v, %v; want a new order", out.Replayed, err)
+		}
+		if n := len(e.g.placements()); n != calls+1 {
+			t.Errorf("gateway calls = %d, want %d: the retry after the purge is a new order", n, calls+1)
+		}
+	})
+}
+
+// TestAdminListFindsUnknownKeys: the listing shows the key an unknown
+// outcome left, until it is resolved.
+func TestAdminListFindsUnknownKeys(t *testing.T) {
+	ctx := context.Background()
+	forEachStore(t, intake.Options{}, func(t *testing.T, e *settleEnv) {
+		u := leaveUnknown(t, e)
+		admin, _ := e.admin(t)
+		q := intake.ListQuery{Clients: []string{deskKey.Client}, States: intake.AnyAttention}
+		page, err := admin.List(ctx, q)
+		if err != nil || len(page.Keys) != 1 || page.Keys[0].Key != deskKey || page.Keys[0].Record.OrderID != u.OrderID ||
+			intake.AttentionOf(page.Keys[0].Record) != intake.Unknown {
+			t.Fatalf("List = %+v, %v; want %v unknown with %s", page, err, deskKey, u.OrderID)
+		}
+		if _, err := admin.Resolve(ctx, deskKey, intake.Resolution{Status: order.StatusAccepted}); err != nil {
+			t.Fatal(err)
+		}
+		e.clock.Advance(time.Hour) // past the operator's claim's lease, which KV lists until it goes
+		if page, err := admin.List(ctx, q); err != nil || len(page.Keys) != 0 {
+			t.Fatalf("List after the resolve = %+v, %v; want nothing", page, err)
+		}
+	})
+}
+
+// Both stores are AdminStores.
+var (
+	_ intake.AdminStore = (*kv.Store)(nil)
+	_ intake.AdminStore = (*ledger.MemoryStore)(nil)
+)

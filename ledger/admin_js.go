@@ -1,0 +1,50 @@
+//go:build js && wasm
+
+package ledger
+
+import (
+	"context"
+	"errors"
+
+	"github.com/edge-orders/edge-orders/intake"
+	"github.com/edge-orders/edge-orders/internal/errs"
+	"github.com/edge-orders/edge-orders/workers"
+)
+
+// scan reads the rows without an outcome after the key after, in key
+// order, over the primary key.
+func (t sqlTable) scan(after string, limit int) []row {
+	rows := t.query(`SELECT key, `+rowColumns+` FROM entries WHERE key > ? AND receipt IS NULL ORDER BY key LIMIT ?`, after, limit)
+	out := make([]row, len(rows.Values))
+	for i := range out {
+		out[i] = rowAt(rows, i, rows.Value(i, "key").Str)
+	}
+	return out
+}
+
+// List implements intake.AdminStore: each client's shards in turn, one
+// list call per object, at most maxListCalls a page.
+func (c *Client) List(ctx context.Context, q intake.ListQuery) (intake.ListPage, error) {
+	return listShards(ctx, q, c.shards, func(ctx context.Context, client string, n int, after string, limit int) ([]intake.Listed, string, error) {
+		name := shardName(client, n)
+		arg := encodeList(client, after, q.States, limit)
+		res, err := c.callObject(ctx, name, "list", arg)
+		var jsErr *workers.Error
+		if errors.As(err, &jsErr) && jsErr.Retryable && !jsErr.Overloaded {
+			res, err = c.callObject(ctx, name, "list", arg)
+		}
+		if err != nil {
+			return nil, "", errs.Prefix("ledger: list "+name, err)
+		}
+		return decodeListed(res)
+	})
+}
+
+// Purge implements intake.AdminStore.
+func (c *Client) Purge(ctx context.Context, key intake.Key) (intake.Record, error) {
+	res, err := c.call(ctx, key, "purge", encodeKey(key))
+	if err != nil {
+		return intake.Record{}, err
+	}
+	return decodeRecord(res)
+}
