@@ -229,6 +229,19 @@ func TestAdminPurge(t *testing.T) {
 			if first.status != 201 {
 				t.Fatalf("order = %d %s", first.status, first.body)
 			}
+			// The receipt is committed after the response: the purge waits
+			// until the detail says it is stored.
+			for deadline := time.Now().Add(settleWithin); ; {
+				var d adminEntry
+				detail := w.admin(t, "GET", keyPath(key), adminToken, "")
+				if json.Unmarshal([]byte(detail.body), &d) == nil && d.State == "accepted" {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("the receipt was not stored within %v: detail %d %s", settleWithin, detail.status, detail.body)
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
 			purged := w.admin(t, "DELETE", keyPath(key), adminToken, "")
 			var got adminEntry
 			if purged.status != 200 || json.Unmarshal([]byte(purged.body), &got) != nil || string(got.Receipt) != first.body {
