@@ -79,6 +79,12 @@ func (w *world) checkAnswer(ans *answer) {
 // accept (or, for a rejection, reject).
 func (w *world) observeKVWrite(key string, e *kv.Entry, expires time.Time) {
 	w.lastWriter[key] = w.sched.running
+	if name, ok := strings.CutPrefix(key, "pending:"); ok && e != nil && w.sched.running != nil && w.sched.running.inst != nil {
+		if w.claimedBy[name] == nil {
+			w.claimedBy[name] = make(map[int]bool)
+		}
+		w.claimedBy[name][w.sched.running.inst.id] = true
+	}
 	if strings.HasPrefix(key, "pending:") && os.Getenv("SIM_DEBUG") != "" {
 		if e != nil {
 			w.logf("  kv put %s %s %s", key, e.Value, e.Metadata)
@@ -236,9 +242,9 @@ func (w *world) checkEnd() {
 // the answer: a receipt byte for byte, a rejection of the same order id.
 // The outcome may have been answered before its commit, which may have
 // failed or never run; the settler, or the retry itself, must then store
-// what the client was given. Over KV two isolates racing for a fresh key
-// may each create a receipt, even for two orders (no compare-and-swap): a
-// retry that gets the other's outcome is counted.
+// what the client was given. Over KV, a key claimed by two isolates (no
+// compare-and-swap: one read it stale) may end with either claim's
+// outcome, another acceptedAt or even another order's: counted.
 func (w *world) checkFinalRetries() {
 	for _, fin := range w.finalRetries {
 		for _, a := range w.answers {
@@ -247,24 +253,29 @@ func (w *world) checkFinalRetries() {
 			}
 			switch {
 			case a.kind == created && (fin.kind == created || fin.kind == replayed) && bytes.Equal(a.body, fin.body):
-			case a.kind == created && w.mode == KVMode && w.createdBeside(a):
-				w.count("final retry got a racing isolate's outcome (KV allows)")
+			case (a.kind == created || (a.kind == rejected && !a.replay)) && w.mode == KVMode && len(w.claimedBy[a.key]) > 1:
+				w.count("final retry got another isolate's claim's outcome (KV allows)")
 			case a.kind == created:
 				w.violate("a client of %s was given %s, but a retry once quiet got %s %s", a.key, a.body, fin.kind, fin.body)
-			case a.kind == rejected && (fin.kind != rejected || fin.orderID != a.orderID):
+			case a.kind == rejected && !a.replay && (fin.kind != rejected || fin.orderID != a.orderID):
 				w.violate("a client of %s was told %s was rejected, but a retry once quiet got %s %s", a.key, a.orderID, fin.kind, fin.orderID)
 			}
 		}
 	}
 }
 
-// createdBeside reports whether another receipt was created for a's key,
-// for its order or another: over KV, isolates racing for a fresh key may
-// each place their order, and the outcome stored last wins.
-func (w *world) createdBeside(a *answer) bool {
-	return slices.ContainsFunc(w.answers, func(b *answer) bool {
-		return b.key == a.key && b.kind == created && !bytes.Equal(a.body, b.body)
-	})
+// otherClaimsReceipt reports whether body, a receipt stored for a's key
+// other than the one a's client was given, is for the same order id and
+// the key was claimed in KV by more than one isolate: without
+// compare-and-swap, an isolate whose read of the key was stale mints a
+// claim of its own, with its own acceptedAt, and the settler may store
+// the receipt built from either claim.
+func (w *world) otherClaimsReceipt(a *answer, body []byte) bool {
+	if w.mode != KVMode || len(w.claimedBy[a.key]) < 2 || body == nil {
+		return false
+	}
+	id, _, _ := order.ReceiptFields(body)
+	return id == a.orderID
 }
 
 // checkOrderIDs: one order id per key and order, in both modes, and one
@@ -350,6 +361,8 @@ func (w *world) checkReplaysIdentical() {
 			w.violate("%s created a second receipt for %s within RESULT_TTL:\n  %s\n  %s", a.key, id, prev.bodies[0], a.body)
 		case a.kind == created:
 			anchors[group] = &anchor{bodies: [][]byte{a.body}, end: a.end}
+		case within && !same && w.otherClaimsReceipt(&answer{key: a.key, orderID: id}, a.body):
+			w.count("replay of another isolate's claim's receipt (KV allows)")
 		case within && !same:
 			w.violate("a replay for %s (%s) differs from the receipt created:\n  %s\n  %s", a.key, id, prev.bodies[0], a.body)
 		}

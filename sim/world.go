@@ -105,6 +105,8 @@ type world struct {
 	// storedBodies are the outcomes ever stored for each key, byte for
 	// byte: a lookup may tell only one of them.
 	storedBodies map[keyName]map[string]bool
+	// claimedBy are the isolates that wrote each key's KV claim.
+	claimedBy map[keyName]map[int]bool
 
 	// finalRetries are the retries made once the history was quiet
 	// (retryAnswered).
@@ -160,6 +162,8 @@ type answer struct {
 	kind       answerKind
 	body       []byte
 	orderID    string
+	// replay marks a rejection replayed from storage.
+	replay bool
 }
 
 // run plays one history in mode, every choice made by choose (0 is always
@@ -168,7 +172,7 @@ func run(mode Mode, choose func(n int, label string) int) *world {
 	w := &world{mode: mode, choices: choose, counts: make(map[string]int),
 		commits: make(map[keyName]time.Time), receipts: make(map[keyName]map[string]time.Time), unresolved: make(map[keyName]time.Time),
 		absent: make(map[keyName]bool), raced: make(map[keyName]bool), lastWriter: make(map[string]*actor),
-		storedBodies: make(map[keyName]map[string]bool)}
+		storedBodies: make(map[keyName]map[string]bool), claimedBy: make(map[keyName]map[int]bool)}
 	start := time.Date(2026, 11, 24, 9, 30, 0, 0, time.UTC)
 	w.sched = newScheduler(start, choose)
 	w.sched.stop = w.stopped
@@ -775,7 +779,7 @@ func (w *world) answered(a *actor, ans *answer, out intake.Outcome, err error) {
 	case err == nil:
 		ans.kind, ans.body, ans.orderID = created, out.Receipt, out.OrderID
 	case errors.As(err, &rej):
-		ans.kind, ans.orderID = rejected, rej.OrderID
+		ans.kind, ans.orderID, ans.replay = rejected, rej.OrderID, rej.Replayed
 	case errors.As(err, &open):
 		ans.kind, ans.orderID = unknown, open.OrderID
 		if open.Unresolved {
