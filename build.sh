@@ -66,8 +66,12 @@ build_tinygo() {
   cat workers/wasm_exec_tinygo.js >> "$tmp/wasm_exec.js"
 }
 
+# WASM_NAMES=1 keeps the module's name section, so that a CPU profile
+# (make profile) names Go's functions; it adds about 2% to the module.
 build_go() {
-  GOOS=js GOARCH=wasm go build -trimpath -ldflags="-s -w" -o "$tmp/edge-orders.wasm" .
+  local ldflags="-s -w"
+  [[ "${WASM_NAMES:-}" == 1 ]] && ldflags="-w"
+  GOOS=js GOARCH=wasm go build -trimpath -ldflags="$ldflags" -o "$tmp/edge-orders.wasm" .
   cp "$(go env GOROOT)/lib/wasm/wasm_exec.js" "$tmp/wasm_exec.js"
 }
 
