@@ -45,6 +45,9 @@ type options struct {
 	// profile, if set, replaces the bench with a CPU profile of the Go
 	// Worker (profile.go).
 	profile *profileOptions
+	// saturationOnly skips the latency phase, the settling check and the
+	// TinyGo build: the phase that measures CPU, alone.
+	saturationOnly bool
 	// baseline, if set, is another checkout whose Go Worker the saturation
 	// phase serves beside this one's: a before and an after in one run.
 	baseline string
@@ -147,6 +150,7 @@ func parseFlags(args []string) (options, error) {
 	fs.IntVar(&o.contentionKeys, "contention-keys", 30, "keys of the contention check")
 	fs.IntVar(&o.contentionConn, "contention-conns", 16, "requests sent at once per key in the contention check")
 	fs.IntVar(&o.settleKeys, "settle-keys", 10, "keys of the settling check, one at a time, per Worker with the gateway")
+	fs.BoolVar(&o.saturationOnly, "saturation-only", false, "only the local saturation phase of the standard build (and the contention check): CPU, in a few minutes")
 	fs.StringVar(&o.baseline, "baseline", "", "serve the Go Worker of this checkout too (with its node_modules) in the saturation phase, as Go KV/ledger (baseline)")
 	prof := fs.Bool("profile", false, "instead of the bench, profile the Go Worker's CPU in each mode and scenario through the V8 inspector, and print the top functions")
 	po := profileOptions{dir: "."}
@@ -387,6 +391,10 @@ func measure(ctx context.Context, o options) (*report, error) {
 	}
 	defer gw.stop()
 
+	if o.saturationOnly {
+		sat := &phase{name: "local saturation", subjects: saturationSubjects("go", o.baseline), conns: o.saturationConns}
+		return rep, saturate(ctx, rep, sat, "go")
+	}
 	lat := &phase{name: "production latency", subjects: latencySubjects(o, gw.URL), conns: o.latencyConns}
 	defer stopAll(lat.subjects)
 	if err := start(ctx, lat.subjects); err != nil {
