@@ -158,6 +158,7 @@ func parseFlags(args []string) (options, error) {
 	fs.IntVar(&po.conns, "profile-conns", 8, "connections of the profiled load")
 	fs.IntVar(&po.top, "profile-top", 20, "functions listed per profile")
 	fs.StringVar(&po.compiler, "profile-compiler", "go", "the build profiled (build.sh's COMPILER)")
+	fs.StringVar(&po.out, "profile-out", "", "a folder to save each profile in whole, as MODE-SCENARIO.cpuprofile (Chrome's DevTools open it)")
 	fs.StringVar(&po.dir, "profile-dir", ".", "the checkout whose Go Worker is profiled (with its node_modules)")
 	if err := fs.Parse(args); err != nil {
 		return o, err

@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -22,6 +23,9 @@ type profileOptions struct {
 	// dir serves the Go Worker from another checkout (with its own
 	// node_modules): a before to compare with.
 	dir string
+	// out, if set, is a folder where each profile is saved whole, as
+	// MODE-SCENARIO.cpuprofile.
+	out string
 }
 
 // profileRun is one scenario's profile of one mode.
@@ -29,6 +33,7 @@ type profileRun struct {
 	mode, scenario string
 	answers        int
 	busy           time.Duration
+	samples        int
 	entries        []inspector.Entry
 }
 
@@ -57,12 +62,11 @@ func profile(ctx context.Context, o profileOptions) error {
 		}
 		fmt.Fprintf(os.Stderr, "bench: profiling %s on %s\n", m.name, srv.URL)
 		for _, sc := range []string{newKey, replay} {
-			r, err := profileScenario(ctx, srv, o, sc)
+			r, err := profileScenario(ctx, srv, o, m.name, sc)
 			if err != nil {
 				srv.Stop()
 				return fmt.Errorf("%s, %s: %w", m.name, sc, err)
 			}
-			r.mode = m.name
 			runs = append(runs, r)
 		}
 		srv.Stop()
@@ -73,7 +77,7 @@ func profile(ctx context.Context, o profileOptions) error {
 
 // profileScenario warms the Worker up with a second of the scenario's
 // load, then profiles o.duration of it.
-func profileScenario(ctx context.Context, srv *wranglerdev.Server, o profileOptions, sc string) (profileRun, error) {
+func profileScenario(ctx context.Context, srv *wranglerdev.Server, o profileOptions, mode, sc string) (profileRun, error) {
 	key := ""
 	if sc == replay {
 		key = fmt.Sprintf("bench-profile-%d", time.Now().UnixNano())
@@ -102,8 +106,17 @@ func profileScenario(ctx context.Context, srv *wranglerdev.Server, o profileOpti
 	if err != nil {
 		return profileRun{}, err
 	}
+	if o.out != "" {
+		if err := os.MkdirAll(o.out, 0o755); err != nil {
+			return profileRun{}, err
+		}
+		name := strings.ToLower(mode) + "-" + sc + ".cpuprofile"
+		if err := os.WriteFile(filepath.Join(o.out, name), p.Raw, 0o644); err != nil {
+			return profileRun{}, err
+		}
+	}
 	entries, busy := p.SelfTime()
-	return profileRun{scenario: sc, answers: l.OK, busy: busy, entries: entries}, nil
+	return profileRun{mode: mode, scenario: sc, answers: l.OK, busy: busy, samples: len(p.Samples), entries: entries}, nil
 }
 
 // profileReport writes each run's top entries as a markdown table.
@@ -115,15 +128,19 @@ func profileReport(runs []profileRun, o profileOptions) string {
 		if r.answers > 0 {
 			perAnswer = float64(r.busy.Microseconds()) / 1000 / float64(r.answers)
 		}
-		fmt.Fprintf(&b, "## %s, %s: %d answers, the isolate busy %.2f ms per answer\n\n", r.mode, r.scenario, r.answers, perAnswer)
-		var wasm time.Duration
+		fmt.Fprintf(&b, "## %s, %s: %d answers, the isolate busy %.2f ms per answer (%d samples)\n\n", r.mode, r.scenario, r.answers, perAnswer, r.samples)
+		var wasm, goRuntime time.Duration
 		for _, e := range r.entries {
-			if strings.HasPrefix(e.Function, inspector.WasmPrefix) {
+			if name, ok := strings.CutPrefix(e.Function, inspector.WasmPrefix); ok {
 				wasm += e.Self
+				if strings.HasPrefix(name, "runtime.") || strings.HasPrefix(name, "internal_runtime") {
+					goRuntime += e.Self
+				}
 			}
 		}
 		if r.busy > 0 {
-			fmt.Fprintf(&b, "In Go's wasm: %.0f%%; the rest is JavaScript (the bridge, wasm_exec.js, the runtime's bindings), V8's collector and (program).\n\n", 100*float64(wasm)/float64(r.busy))
+			fmt.Fprintf(&b, "In Go's wasm: %.0f%%, of which Go's runtime (scheduler, allocator, collector) %.0f%%; the rest is JavaScript (bridge.mjs, wasm_exec.js, the runtime's APIs and bindings), V8's collector, (program) and (native).\n\n",
+				100*float64(wasm)/float64(r.busy), 100*float64(goRuntime)/float64(r.busy))
 		}
 		b.WriteString("| self | ms per answer | function |\n|---|---|---|\n")
 		for i, e := range r.entries {

@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"net/http"
 	"path"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -153,12 +154,13 @@ func (c *Conn) StartProfiling(ctx context.Context, interval time.Duration) error
 // StopProfiling stops the profiler and returns what it sampled.
 func (c *Conn) StopProfiling(ctx context.Context) (*Profile, error) {
 	var r struct {
-		Profile Profile `json:"profile"`
+		Profile json.RawMessage `json:"profile"`
 	}
 	if err := c.Call(ctx, "Profiler.stop", nil, &r); err != nil {
 		return nil, err
 	}
-	return &r.Profile, nil
+	p := &Profile{Raw: r.Profile}
+	return p, json.Unmarshal(r.Profile, p)
 }
 
 // Profile is V8's CPU profile (Profiler.Profile), the fields read here:
@@ -174,6 +176,9 @@ type Profile struct {
 	} `json:"nodes"`
 	Samples    []int   `json:"samples"`
 	TimeDeltas []int64 `json:"timeDeltas"` // µs before each sample
+	// Raw is the profile as V8 sent it: saved as a .cpuprofile file,
+	// Chrome's DevTools open it.
+	Raw json.RawMessage `json:"-"`
 }
 
 // Entry is one function's self time in a profile.
@@ -188,13 +193,20 @@ type Entry struct {
 // SelfTime reports them: a Go function, for the Go Worker.
 const WasmPrefix = "wasm "
 
+// Native names the samples in code with neither name nor script: the
+// runtime's own, such as workerd dispatching an event.
+const Native = "(native)"
+
 // Idle is the name V8 gives the samples where the isolate waited.
 const Idle = "(idle)"
 
-// SelfTime sums the profile's time by the function each sample fell in,
-// largest first. A sample's time is the gap to the next one. Idle time is
-// left out, and so out of every share: the shares are of the time the
-// isolate was busy. busy is that time.
+// SelfTime sums the profile's samples by the function each fell in,
+// largest first, each sample counting for the median interval between
+// samples: an interval is longer when the isolate's thread was not
+// running (the machine's other work), and would weigh what happened to
+// run just before. Idle samples are left out, and so out of every
+// share: the shares are of the time the isolate was busy. busy is that
+// time.
 func (p *Profile) SelfTime() (entries []Entry, busy time.Duration) {
 	names := make(map[int]string, len(p.Nodes))
 	for _, n := range p.Nodes {
@@ -202,23 +214,23 @@ func (p *Profile) SelfTime() (entries []Entry, busy time.Duration) {
 		if name == "" {
 			name = fmt.Sprintf("(anonymous) %s:%d", path.Base(n.CallFrame.URL), n.CallFrame.LineNumber+1)
 		}
+		if n.CallFrame.URL == "" && n.CallFrame.FunctionName == "" {
+			name = Native
+		}
 		if strings.HasPrefix(n.CallFrame.URL, "wasm://") {
 			name = WasmPrefix + name
 		}
 		names[n.ID] = name
 	}
+	interval := medianInterval(p.TimeDeltas)
 	self := map[string]time.Duration{}
-	for i, node := range p.Samples {
-		if i+1 >= len(p.TimeDeltas) {
-			break
-		}
+	for _, node := range p.Samples {
 		name := names[node]
 		if name == Idle {
 			continue
 		}
-		d := time.Duration(p.TimeDeltas[i+1]) * time.Microsecond
-		self[name] += d
-		busy += d
+		self[name] += interval
+		busy += interval
 	}
 	for name, d := range self {
 		e := Entry{Function: name, Self: d}
@@ -234,4 +246,14 @@ func (p *Profile) SelfTime() (entries []Entry, busy time.Duration) {
 		return entries[i].Function < entries[j].Function
 	})
 	return entries, busy
+}
+
+// medianInterval is the median of the gaps between samples.
+func medianInterval(deltas []int64) time.Duration {
+	if len(deltas) == 0 {
+		return 0
+	}
+	d := slices.Clone(deltas)
+	slices.Sort(d)
+	return time.Duration(d[len(d)/2]) * time.Microsecond
 }
