@@ -53,7 +53,7 @@ func profile(ctx context.Context, o profileOptions) error {
 		}
 		defer os.RemoveAll(dir)
 		srv, err := wranglerdev.Start(ctx, wranglerdev.Options{
-			Dir: o.dir, StateDir: dir, Environment: m.env,
+			Dir: o.dir, StateDir: dir, Environment: m.env, StartTimeout: 4 * time.Minute,
 			Vars: map[string]string{"LOG_LEVEL": "errors"},
 			Env:  []string{"COMPILER=" + o.compiler, "WASM_NAMES=1"},
 		})
