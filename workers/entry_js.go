@@ -13,15 +13,10 @@ var entries []entry
 // (entry_go_js.go, entry_tinygo_js.go), then runs the scheduler.
 const exportedGlobal = "__goExported"
 
-// goFunc returns the JavaScript function that calls fn, through the wasm
-// export rather than a js.FuncOf, under both compilers. Under standard Go
-// a js.FuncOf call is an event that syscall/js reads back with about ten
-// calls out of Go, each value it reads a slot in wasm_exec.js's table
-// with a finalizer; under TinyGo it starts a goroutine, with a stack on
-// its heap that it scans conservatively, where dead stacks that stale
-// words point to stay pinned. An export takes its numbers as arguments
-// and runs fn on the caller's stack: no call out, no value, no goroutine
-// unless fn starts one. fn must not block, which every entry promises.
+// goFunc returns the JavaScript function that calls fn through the wasm
+// export, under both compilers (doc.go says why not a js.FuncOf): no call
+// out of Go, no JavaScript value, no goroutine unless fn starts one. fn
+// must not block, which every entry promises.
 func goFunc(fn entry) js.Value {
 	entries = append(entries, fn)
 	return js.Global().Call(exportedGlobal, len(entries)-1)

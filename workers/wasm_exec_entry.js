@@ -1,3 +1,4 @@
+
 // build.sh appends this to wasm_exec.js, standard Go's and TinyGo's alike.
 //
 // Calls into Go go through the wasm export edge_orders_enter (workers/
