@@ -207,7 +207,7 @@ func TestCrossingsPerRequest(t *testing.T) {
 		newOrderOut, replayOut, lookupOut int
 	}{
 		{"kv", g.kv, 6, 45, 11, 7},
-		{"ledger", g.ledger, 4 + 2 + 1, 122, 11, 7},
+		{"ledger", g.ledger, 4 + 2 + 1, 125, 11, 7},
 	} {
 		t.Run(c.mode, func(t *testing.T) {
 			symbol, key := newSymbol(t), newKey(t)
