@@ -3,6 +3,7 @@
 # make test - vet, unit tests, and end-to-end tests against `wrangler dev`
 # make unit - vet and the native unit tests only, in seconds
 # make bench - load benchmark against wrangler dev (not part of make test)
+# make profile - CPU profile of the Go Worker under load, by function
 SHELL := /bin/bash
 PORT ?= 8787
 # COMPILER is auto (standard Go, until TinyGo measures as well), tinygo or
@@ -16,7 +17,7 @@ ENV ?=
 export PATH := $(CURDIR)/node_modules/.bin:$(PATH)
 export WRANGLER_SEND_METRICS := false
 
-.PHONY: dev test unit bench chaos soak simulate tools build clean
+.PHONY: dev test unit bench profile chaos soak simulate tools build clean
 
 tools: node_modules/.installed
 
@@ -63,6 +64,13 @@ test: tools
 # look; bench/README.md has the rest.
 bench: tools
 	go run ./bench $(BENCH_FLAGS)
+
+# A CPU profile of the Go Worker's isolate through the V8 inspector, per
+# mode and scenario: the functions with the most self time, Go's by name
+# (bench/README.md, Profiling); about two minutes. PROFILE_FLAGS to change
+# it (-profile-out DIR keeps each profile for Chrome's DevTools).
+profile: tools
+	go run ./bench -profile $(PROFILE_FLAGS)
 
 # The simulator for longer than make unit runs it: SEEDS histories a mode
 # from a fresh random seed, or SEED=... to replay (and shrink) a failure.

@@ -42,6 +42,15 @@ type options struct {
 	gateway                        latency
 	contentionKeys, contentionConn int
 	settleKeys                     int
+	// profile, if set, replaces the bench with a CPU profile of the Go
+	// Worker (profile.go).
+	profile *profileOptions
+	// saturationOnly skips the latency phase, the settling check and the
+	// TinyGo build: the phase that measures CPU, alone.
+	saturationOnly bool
+	// baseline, if set, is another checkout whose Go Worker the saturation
+	// phase serves beside this one's: a before and an after in one run.
+	baseline string
 }
 
 // subject is one Worker under test, with its own wrangler dev and state.
@@ -90,6 +99,13 @@ func run() int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	if opts.profile != nil {
+		if err := profile(ctx, *opts.profile); err != nil {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+			return 1
+		}
+		return 0
+	}
 	rep, err := measure(ctx, opts)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
@@ -134,8 +150,21 @@ func parseFlags(args []string) (options, error) {
 	fs.IntVar(&o.contentionKeys, "contention-keys", 30, "keys of the contention check")
 	fs.IntVar(&o.contentionConn, "contention-conns", 16, "requests sent at once per key in the contention check")
 	fs.IntVar(&o.settleKeys, "settle-keys", 10, "keys of the settling check, one at a time, per Worker with the gateway")
+	fs.BoolVar(&o.saturationOnly, "saturation-only", false, "only the local saturation phase of the standard build (and the contention check): CPU, in a few minutes")
+	fs.StringVar(&o.baseline, "baseline", "", "serve the Go Worker of this checkout too (with its node_modules) in the saturation phase, as Go KV/ledger (baseline)")
+	prof := fs.Bool("profile", false, "instead of the bench, profile the Go Worker's CPU in each mode and scenario through the V8 inspector, and print the top functions")
+	po := profileOptions{dir: "."}
+	fs.DurationVar(&po.duration, "profile-duration", 10*time.Second, "the load profiled per mode and scenario (whole seconds)")
+	fs.IntVar(&po.conns, "profile-conns", 8, "connections of the profiled load")
+	fs.IntVar(&po.top, "profile-top", 20, "functions listed per profile")
+	fs.StringVar(&po.compiler, "profile-compiler", "go", "the build profiled (build.sh's COMPILER)")
+	fs.StringVar(&po.out, "profile-out", "", "a folder to save each profile in whole, as MODE-SCENARIO.cpuprofile (Chrome's DevTools open it)")
+	fs.StringVar(&po.dir, "profile-dir", ".", "the checkout whose Go Worker is profiled (with its node_modules)")
 	if err := fs.Parse(args); err != nil {
 		return o, err
+	}
+	if *prof {
+		o.profile = &po
 	}
 	if *quick {
 		o.rounds, o.latencyDuration, o.satDuration, o.contentionKeys = 1, time.Second, time.Second, 10
@@ -198,8 +227,18 @@ func latencySubjects(o options, gatewayURL string) []*subject {
 }
 
 // saturationSubjects are served as shipped, the Go Worker built by
-// compiler; the JS port only beside the standard build.
-func saturationSubjects(compiler string) []*subject {
+// compiler; the JS port only beside the standard build. Like with like:
+// LOG_LEVEL=errors, since the seed logs nothing and under wrangler dev a
+// log line costs milliseconds of CPU that production does not spend.
+func saturationSubjects(compiler, baseline string) []*subject {
+	subjects := saturationSubjectsOf(compiler, baseline)
+	for _, s := range subjects {
+		s.opts.Vars = map[string]string{"LOG_LEVEL": "errors"}
+	}
+	return subjects
+}
+
+func saturationSubjectsOf(compiler, baseline string) []*subject {
 	if compiler == "tinygo" {
 		return []*subject{
 			{name: "TinyGo KV", compiler: compiler},
@@ -207,12 +246,18 @@ func saturationSubjects(compiler string) []*subject {
 			{name: "seed TS", yardstick: true, opts: wranglerdev.Options{Config: "test/reference/seed/wrangler.toml"}},
 		}
 	}
-	return []*subject{
+	subjects := []*subject{
 		{name: "Go KV", compiler: "go"},
 		{name: "Go ledger", compiler: "go", opts: wranglerdev.Options{Environment: "ledger"}},
 		{name: "JS port", opts: wranglerdev.Options{Config: "test/reference/port/wrangler.toml"}},
 		{name: "seed TS", yardstick: true, opts: wranglerdev.Options{Config: "test/reference/seed/wrangler.toml"}},
 	}
+	if baseline != "" {
+		subjects = append(subjects,
+			&subject{name: "Go KV (baseline)", compiler: "go", opts: wranglerdev.Options{Dir: baseline}},
+			&subject{name: "Go ledger (baseline)", compiler: "go", opts: wranglerdev.Options{Dir: baseline, Environment: "ledger"}})
+	}
+	return subjects
 }
 
 // start serves every subject. They start one after another: each Go
@@ -224,7 +269,10 @@ func start(ctx context.Context, subjects []*subject) error {
 		if err != nil {
 			return err
 		}
-		s.opts.Dir, s.opts.StateDir = ".", dir
+		if s.opts.Dir == "" {
+			s.opts.Dir = "."
+		}
+		s.opts.StateDir = dir
 		if s.compiler != "" {
 			s.opts.Env = append(s.opts.Env, "COMPILER="+s.compiler)
 		}
@@ -344,6 +392,10 @@ func measure(ctx context.Context, o options) (*report, error) {
 	}
 	defer gw.stop()
 
+	if o.saturationOnly {
+		sat := &phase{name: "local saturation", subjects: saturationSubjects("go", o.baseline), conns: o.saturationConns}
+		return rep, saturate(ctx, rep, sat, "go")
+	}
 	lat := &phase{name: "production latency", subjects: latencySubjects(o, gw.URL), conns: o.latencyConns}
 	defer stopAll(lat.subjects)
 	if err := start(ctx, lat.subjects); err != nil {
@@ -385,7 +437,7 @@ func measure(ctx context.Context, o options) (*report, error) {
 		if compiler == "tinygo" {
 			name = "local saturation, TinyGo build"
 		}
-		sat := &phase{name: name, subjects: saturationSubjects(compiler), conns: o.saturationConns}
+		sat := &phase{name: name, subjects: saturationSubjects(compiler, o.baseline), conns: o.saturationConns}
 		if err := saturate(ctx, rep, sat, compiler); err != nil {
 			return nil, err
 		}

@@ -31,7 +31,7 @@ var (
 // entry is a function JavaScript calls, with up to three numbers (0 for
 // those it leaves out), and that answers one. It must not block: it runs
 // whole before JavaScript goes on, so work that waits starts a goroutine.
-// goFunc makes the JavaScript function, one way per compiler.
+// goFunc (entry_js.go) makes the JavaScript function.
 type entry func(a, b, c int) int
 
 // Handle names an object JavaScript keeps for Go: a binding, a request, an
@@ -64,7 +64,9 @@ func send(frame outFrame) int {
 		jsBridge.Call("stage", bufferBytes)
 		frame = frame[bufferBytes:]
 	}
-	js.CopyBytesToJS(jsBuffer, frame)
+	if len(frame) > 0 { // an empty copy would still be a call out of Go
+		js.CopyBytesToJS(jsBuffer, frame)
+	}
 	return len(frame)
 }
 
@@ -72,6 +74,9 @@ func send(frame outFrame) int {
 // buffer, taking what did not fit with more. It must run in the same
 // synchronous turn as the write.
 func receive(n int) []byte {
+	if n == 0 { // an empty answer: nothing to copy, so no call out of Go
+		return nil
+	}
 	out := make([]byte, n)
 	got := js.CopyBytesToGo(out, jsBuffer)
 	for got < n {
@@ -206,10 +211,7 @@ func HeldObjects() int { return jsBridge.Call("heldObjects").Int() }
 const collectGlobal = "__goCollect"
 
 func init() {
-	js.Global().Set(collectGlobal, goFunc(func(_, _, _ int) int {
-		collect()
-		return liveHeap()
-	}))
+	js.Global().Set(collectGlobal, collectFunc())
 }
 
 // liveHeap is the bytes of the heap's objects: right after a collection,

@@ -63,12 +63,14 @@
 // grows with load (bench/README.md has the figures), so it is not the
 // default.
 //
-// Both run the same Go source; only the entries differ. Under standard Go a
-// call from JavaScript into Go is a js.FuncOf, whose two values the
-// collector frees. Under TinyGo it is a wasm export instead
-// (entry_tinygo_js.go, called by wasm_exec_tinygo.js, which build.sh
-// appends to TinyGo's wasm_exec.js): TinyGo runs every js.FuncOf call on a
-// goroutine of its own, and each goroutine is a stack on its heap, scanned
-// conservatively, where dead stacks stay pinned. An export runs on the
-// caller's stack and starts no goroutine.
+// Both run the same Go source, and enter it the same way: a call from
+// JavaScript into Go is the wasm export edge_orders_enter (entry_js.go,
+// called by wasm_exec_entry.js, which build.sh appends to either
+// compiler's wasm_exec.js), not a js.FuncOf. Under standard Go a
+// js.FuncOf call is an event that syscall/js reads back with about ten
+// calls out of Go, each value a slot with a finalizer; under TinyGo it is
+// a goroutine of its own, whose stack lives on its heap, scanned
+// conservatively, where dead stacks stay pinned. An export takes its
+// numbers as arguments and runs on the caller's stack; the scheduler then
+// runs what it woke.
 package workers

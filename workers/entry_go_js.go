@@ -7,16 +7,21 @@ import (
 	"syscall/js"
 )
 
-// goFunc returns the JavaScript function that calls fn. Under standard Go
-// it is a js.FuncOf: a call runs fn on the runtime's event goroutine, and
-// the two values each call hands Go are freed by the collector.
-func goFunc(fn entry) js.Value {
-	return js.FuncOf(func(_ js.Value, args []js.Value) any {
-		var n [3]int
-		for i := range min(len(args), len(n)) {
-			n[i] = args[i].Int()
-		}
-		return fn(n[0], n[1], n[2])
+// enter runs entry number e with its three numbers, on the goroutine that
+// Go paused on when it last returned to JavaScript. It must not block:
+// wasm_exec_entry.js then resumes the scheduler, which runs what the
+// entry woke until every goroutine waits.
+//
+//go:wasmexport edge_orders_enter
+func enter(e, a, b, c int32) int32 { return runEntry(e, a, b, c) }
+
+// collectFunc is the function that runs the collector and answers the
+// live heap: a js.FuncOf, not an export, since a collection waits for the
+// collector's goroutines, which only an event's goroutine may do.
+func collectFunc() js.Value {
+	return js.FuncOf(func(js.Value, []js.Value) any {
+		collect()
+		return liveHeap()
 	}).Value
 }
 

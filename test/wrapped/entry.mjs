@@ -64,8 +64,8 @@ WebAssembly.Instance = new Proxy(WebAssembly.Instance, {
 // values Go holds shows whether the bridge releases them: a table that
 // grows with every request is a leak (TinyGo 0.40 never finalizes one).
 // It also counts the crossings between Go and JavaScript: every call into
-// Go goes through the program's _resume (or, under TinyGo, its _enter, see
-// workers/wasm_exec_tinygo.js), and every call out of Go is one of
+// Go goes through the program's _enter (see workers/wasm_exec_entry.js), or
+// its _resume for a Go timer or a js.FuncOf, and every call out of Go is one of
 // wasm_exec.js's syscall/js imports.
 let goProgram;
 const crossings = { intoGo: 0, outOfGo: 0 };

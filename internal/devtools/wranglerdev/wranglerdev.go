@@ -56,6 +56,10 @@ type Options struct {
 type Server struct {
 	// URL is the Worker's base address, http://127.0.0.1:PORT.
 	URL string
+	// Inspector is the address of wrangler's inspector proxy,
+	// http://127.0.0.1:PORT: its /json lists the Worker's V8 inspector
+	// (package inspector profiles through it).
+	Inspector string
 
 	cmd  *exec.Cmd
 	logs *syncBuffer
@@ -143,7 +147,7 @@ func start(ctx context.Context, opts Options) (*Server, error) {
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}
-	s := &Server{URL: fmt.Sprintf("http://127.0.0.1:%d", port), cmd: cmd, logs: logs, done: make(chan struct{})}
+	s := &Server{URL: fmt.Sprintf("http://127.0.0.1:%d", port), Inspector: fmt.Sprintf("http://127.0.0.1:%d", inspector), cmd: cmd, logs: logs, done: make(chan struct{})}
 	go func() {
 		s.err = cmd.Wait()
 		close(s.done)

@@ -1,15 +1,17 @@
 
-// build.sh appends this to TinyGo's wasm_exec.js (and only TinyGo's).
+// build.sh appends this to wasm_exec.js, standard Go's and TinyGo's alike.
 //
-// Calls into Go go through the export edge_orders_enter (workers/
-// entry_tinygo_js.go), not a js.FuncOf. TinyGo runs every js.FuncOf call
-// on a new goroutine, whose stack it allocates on its heap and scans
+// Calls into Go go through the wasm export edge_orders_enter (workers/
+// entry_js.go), not a js.FuncOf. Under standard Go a js.FuncOf call is an
+// event that syscall/js reads back field by field, a dozen calls out of Go
+// and a JavaScript value with a finalizer for each of them; under TinyGo
+// it is a new goroutine, whose stack it allocates on its heap and scans
 // conservatively: a stale word in one dead stack that looks like an
 // address keeps another alive, and with a goroutine per call the heap
-// grew with load, to the isolate's 128 MB. The export runs on its caller's
-// stack and starts no goroutine; the scheduler then runs what it woke, as
-// resume() would after a js.FuncOf. syscall/js's event objects, which
-// TinyGo never frees, are not made at all.
+// grew with load, to the isolate's 128 MB. The export runs on its
+// caller's stack, reads its numbers from its arguments and starts no
+// goroutine; the scheduler then runs what it woke, until every goroutine
+// waits, as after a js.FuncOf.
 (() => {
   const run = Go.prototype.run;
   Go.prototype.run = function (instance) {
@@ -24,7 +26,10 @@
     try {
       const exports = this._inst.exports;
       const result = exports.edge_orders_enter(entry, a, b, c);
-      exports.go_scheduler();
+      // TinyGo's scheduler, or standard Go's resume: with no event
+      // pending, it runs every goroutine that can run, then pauses.
+      if (exports.go_scheduler) exports.go_scheduler();
+      else exports.resume();
       return result;
     } finally {
       this._entered = false;
