@@ -47,7 +47,7 @@ func (r cachedReceipt) size(key string) int { return len(key) + len(r.body) + le
 
 // cachedReceipt is what a replay reads of a stored outcome: its state,
 // body, rejection flag and fingerprint, when the entry expires, in Unix
-// seconds, rounded down so that it never outlives the receipt, and when
+// seconds (rounded up from its TTL, down from the receipt's expiry), and when
 // the stored outcome itself expires (Record.Expires), in Unix
 // milliseconds, 0 when not known.
 // It holds no time.Time: under TinyGo, whose collector takes any word
@@ -102,11 +102,16 @@ func (c *receiptCache) add(key string, rec Record, now time.Time, unstored bool)
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	expires := now.Add(cacheTTL)
-	if !rec.Expires.IsZero() && rec.Expires.Before(expires) {
-		expires = rec.Expires
+	// KV may serve a read stale for cacheTTL after the write this entry
+	// stands for: rounded up, the entry outlasts that, so a retry never
+	// reads the key stale once its entry is gone and mints a claim with
+	// another acceptedAt. The stored outcome's own expiry, rounded down,
+	// still bounds it.
+	expires := now.Add(cacheTTL + time.Second - 1).Unix()
+	if !rec.Expires.IsZero() && rec.Expires.Unix() < expires {
+		expires = rec.Expires.Unix()
 	}
-	entry := cachedReceipt{state: rec.State, body: rec.Body, rejected: rec.Rejected, fingerprint: rec.Fingerprint, expires: expires.Unix(), unstored: unstored}
+	entry := cachedReceipt{state: rec.State, body: rec.Body, rejected: rec.Rejected, fingerprint: rec.Fingerprint, expires: expires, unstored: unstored}
 	if !rec.Expires.IsZero() {
 		entry.storedUntil = rec.Expires.UnixMilli()
 	}

@@ -81,9 +81,9 @@ func (w *world) observeKVWrite(key string, e *kv.Entry, expires time.Time) {
 	w.lastWriter[key] = w.sched.running
 	if name, ok := strings.CutPrefix(key, "pending:"); ok && e != nil && w.sched.running != nil && w.sched.running.inst != nil {
 		if w.claimedBy[name] == nil {
-			w.claimedBy[name] = make(map[int]bool)
+			w.claimedBy[name] = make(map[[2]int]bool)
 		}
-		w.claimedBy[name][w.sched.running.inst.id] = true
+		w.claimedBy[name][[2]int{w.sched.running.inst.id, w.sched.running.gen}] = true
 	}
 	if strings.HasPrefix(key, "pending:") && os.Getenv("SIM_DEBUG") != "" {
 		if e != nil {
@@ -242,9 +242,10 @@ func (w *world) checkEnd() {
 // the answer: a receipt byte for byte, a rejection of the same order id.
 // The outcome may have been answered before its commit, which may have
 // failed or never run; the settler, or the retry itself, must then store
-// what the client was given. Over KV, a key claimed by two isolates (no
-// compare-and-swap: one read it stale) may end with either claim's
-// outcome, another acceptedAt or even another order's: counted.
+// what the client was given. Over KV, a key claimed by two isolates, or
+// by one before and after it died with its memory (no compare-and-swap:
+// one read it stale), may end with either claim's outcome, another
+// acceptedAt or even another order's: counted.
 func (w *world) checkFinalRetries() {
 	for _, fin := range w.finalRetries {
 		for _, a := range w.answers {
@@ -266,7 +267,8 @@ func (w *world) checkFinalRetries() {
 
 // otherClaimsReceipt reports whether body, a receipt stored for a's key
 // other than the one a's client was given, is for the same order id and
-// the key was claimed in KV by more than one isolate: without
+// the key was claimed in KV by more than one isolate (or isolate life):
+// without
 // compare-and-swap, an isolate whose read of the key was stale mints a
 // claim of its own, with its own acceptedAt, and the settler may store
 // the receipt built from either claim.

@@ -105,8 +105,9 @@ type world struct {
 	// storedBodies are the outcomes ever stored for each key, byte for
 	// byte: a lookup may tell only one of them.
 	storedBodies map[keyName]map[string]bool
-	// claimedBy are the isolates that wrote each key's KV claim.
-	claimedBy map[keyName]map[int]bool
+	// claimedBy are the isolates, by id and generation, that wrote each
+	// key's KV claim.
+	claimedBy map[keyName]map[[2]int]bool
 
 	// finalRetries are the retries made once the history was quiet
 	// (retryAnswered).
@@ -172,7 +173,7 @@ func run(mode Mode, choose func(n int, label string) int) *world {
 	w := &world{mode: mode, choices: choose, counts: make(map[string]int),
 		commits: make(map[keyName]time.Time), receipts: make(map[keyName]map[string]time.Time), unresolved: make(map[keyName]time.Time),
 		absent: make(map[keyName]bool), raced: make(map[keyName]bool), lastWriter: make(map[string]*actor),
-		storedBodies: make(map[keyName]map[string]bool), claimedBy: make(map[keyName]map[int]bool)}
+		storedBodies: make(map[keyName]map[string]bool), claimedBy: make(map[keyName]map[[2]int]bool)}
 	start := time.Date(2026, 11, 24, 9, 30, 0, 0, time.UTC)
 	w.sched = newScheduler(start, choose)
 	w.sched.stop = w.stopped
