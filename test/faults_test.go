@@ -44,10 +44,13 @@ type wrappedStats struct {
 	CancelledRequests int   `json:"cancelledRequests"`
 	SettleSends       int   `json:"settleSends"`
 	MemoryBytes       int64 `json:"memoryBytes"`
-	GoValues          int   `json:"goValues"`
-	HeldObjects       int   `json:"heldObjects"`
-	IntoGo            int   `json:"intoGo"`
-	OutOfGo           int   `json:"outOfGo"`
+	// HeapBytes is what the Go instance's heap holds live after a
+	// collection.
+	HeapBytes   int64 `json:"heapBytes"`
+	GoValues    int   `json:"goValues"`
+	HeldObjects int   `json:"heldObjects"`
+	IntoGo      int   `json:"intoGo"`
+	OutOfGo     int   `json:"outOfGo"`
 	// BridgeCalls are the calls out of Go into bridge.mjs, by name.
 	BridgeCalls map[string]int `json:"bridgeCalls"`
 	// DataPoints are the points written to METRICS.

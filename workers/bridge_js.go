@@ -4,6 +4,7 @@ package workers
 
 import (
 	"context"
+	"runtime"
 	"sync"
 	"syscall/js"
 )
@@ -197,14 +198,25 @@ func drop(h Handle) { jsBridge.Call("drop", int(h)) }
 // table): a test counts it to see that nothing outlives its request.
 func HeldObjects() int { return jsBridge.Call("heldObjects").Int() }
 
-// collectGlobal is a function that runs the collector now, for a test or
-// an operator that counts wasm_exec.js's table: under standard Go a value
-// Go dropped keeps its slot until the collector finalizes it.
+// collectGlobal is a function that runs the collector now and answers
+// the bytes the heap holds live after it, for a test or an operator: under
+// standard Go a value Go dropped keeps its slot in wasm_exec.js's table
+// until the collector finalizes it, and linear memory, which grows in
+// steps and never shrinks, cannot tell a leak from a cache that fills.
 const collectGlobal = "__goCollect"
 
 func init() {
 	js.Global().Set(collectGlobal, goFunc(func(_, _, _ int) int {
 		collect()
-		return 0
+		return liveHeap()
 	}))
+}
+
+// liveHeap is the bytes of the heap's objects: right after a collection,
+// what the collector kept. Under TinyGo it includes the goroutines'
+// stacks, which live on its heap.
+func liveHeap() int {
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return int(m.HeapAlloc)
 }

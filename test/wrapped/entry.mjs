@@ -13,9 +13,11 @@
 // Paths of its own:
 //   GET  /__wrapped/stats     the calls made, the faults injected, the
 //                             simulated disconnects, the Go instance's
-//                             linear memory in bytes, the JavaScript
-//                             values it holds in wasm_exec.js's table,
-//                             after a collection (goValues), the objects
+//                             linear memory in bytes, the bytes its
+//                             heap holds live after a collection
+//                             (heapBytes), the JavaScript values it holds
+//                             in wasm_exec.js's table, after that
+//                             collection (goValues), the objects
 //                             the bridge keeps for it (heldObjects), the
 //                             calls into Go and out of it so far (intoGo,
 //                             outOfGo), the calls out of Go into the
@@ -118,14 +120,14 @@ export default {
     if (path === "/__wrapped/stats") {
       // Under standard Go a value Go dropped stays in wasm_exec.js's table
       // until the collector finalizes it: collect first, so the count is
-      // what Go holds.
+      // what Go holds. The collection answers the live heap's bytes.
       // The collection is the entry's own call: it is not counted.
       const counted = { ...crossings };
-      globalThis.__goCollect?.();
+      const heapBytes = globalThis.__goCollect?.() ?? 0;
       Object.assign(crossings, counted);
       const goValues = goProgram ? goProgram._values.length - goProgram._idPool.length : 0;
       const compiler = goMemory ? (goInstance.exports.mem ? "go" : "tinygo") : "";
-      return Response.json({ ...stats, ...crossings, bridgeCalls, memoryBytes: goMemory?.buffer.byteLength ?? 0, goValues, heldObjects: heldObjects(), compiler });
+      return Response.json({ ...stats, ...crossings, bridgeCalls, memoryBytes: goMemory?.buffer.byteLength ?? 0, heapBytes, goValues, heldObjects: heldObjects(), compiler });
     }
     if (path === "/__wrapped/points") {
       return Response.json(points);
