@@ -73,13 +73,9 @@ func (p *goroutinePool) next() func() {
 const maxIdleGoroutines = 64
 
 // goroutines runs every event's work in package workers: requests, tasks
-// after the response, alarms, queue messages and Cron Triggers. Its
-// goroutines start with the program (prestart).
-var goroutines = func() *goroutinePool {
-	p := newGoroutinePool(maxIdleGoroutines)
-	p.prestart(maxIdleGoroutines)
-	return p
-}()
+// after the response, alarms, queue messages and Cron Triggers. Under
+// TinyGo its goroutines start with the program (entry_tinygo_js.go).
+var goroutines = newGoroutinePool(maxIdleGoroutines)
 
 // Go runs f on one of the goroutines the Worker keeps, or on a new one if
 // none is waiting, rather than on a goroutine of its own: for work a
