@@ -50,9 +50,9 @@
 // not a Go one), so its JavaScript calls run in its own I/O context; and a
 // Durable Object method is one synchronous Go call that waits for nothing.
 // Every entry into Go returns without blocking; work that waits runs on a
-// goroutine of the package's pool, which starts its goroutines with the
-// program and keeps them for the next event, instead of starting one per
-// request.
+// goroutine of the package's pool, which keeps its goroutines for the next
+// event (under TinyGo, started with the program) instead of starting one
+// per request.
 //
 // # The two compilers
 //
