@@ -10,7 +10,7 @@
 #   tinygo  TinyGo, or fail;
 #   go      standard Go.
 # TinyGo's module is about seven times smaller and starts about ten times
-# faster, but its heap grows with load; bench/README.md compares the two builds.
+# faster; bench/README.md compares the two builds.
 #
 # wrangler runs this before every `wrangler dev` and deploy, and each
 # running `wrangler dev` reloads its Worker when build/ changes: so a file

@@ -45,7 +45,7 @@ func object(state workers.State) *Object {
 // alarm runs the object's alarm: the sweep when it is due, then the
 // settler for every key due, each as a request would (a synchronous claim
 // step, the gateway call, a synchronous commit step), all at once; then the
-// next alarm.
+// next alarm. The keys run on the Worker's kept goroutines (workers.Go).
 func alarm(ctx context.Context, state workers.State, env workers.Env, newSettler func(workers.Env, intake.Store) *intake.Service) error {
 	o := object(state)
 	keys := o.Alarm(settleBatch)
@@ -53,10 +53,10 @@ func alarm(ctx context.Context, state workers.State, env workers.Env, newSettler
 		var wg sync.WaitGroup
 		for _, key := range keys {
 			wg.Add(1)
-			go func() {
+			workers.Go(func() {
 				defer wg.Done()
 				settler.Settle(ctx, key) // a key left due is tried again
-			}()
+			})
 		}
 		wg.Wait()
 	}

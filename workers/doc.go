@@ -51,7 +51,8 @@
 // Durable Object method is one synchronous Go call that waits for nothing.
 // Every entry into Go returns without blocking; work that waits runs on a
 // goroutine of the package's pool, which keeps its goroutines for the next
-// event instead of starting one per request.
+// event (under TinyGo, started with the program) instead of starting one
+// per request.
 //
 // # The two compilers
 //
@@ -59,9 +60,9 @@
 // and on every deploy. TinyGo builds it only when asked, COMPILER=tinygo,
 // and make test COMPILER=tinygo runs the whole suite, the conformance
 // binaries included, against that build. Its module is several times
-// smaller and starts several times faster, but its heap settles higher and
-// grows with load (bench/README.md has the figures), so it is not the
-// default.
+// smaller and starts several times faster; it becomes the default once a
+// back-to-back bench and soak measure it as good on every row
+// (bench/README.md has the figures).
 //
 // Both run the same Go source, and enter it the same way: a call from
 // JavaScript into Go is the wasm export edge_orders_enter (entry_js.go,

@@ -23,6 +23,19 @@ func newGoroutinePool(maxIdle int) *goroutinePool {
 	return &goroutinePool{work: make(chan func()), maxIdle: int32(maxIdle)}
 }
 
+// prestart starts n goroutines that wait for work. Under TinyGo a
+// goroutine's stack is one block of the stack size (build.sh), and a
+// goroutine started once the heap is full of small long-lived objects,
+// such as cached receipts, finds no free run that long, though most of the
+// heap is free: TinyGo then doubles its heap. Started with the program,
+// the stacks lie together at the heap's start.
+func (p *goroutinePool) prestart(n int) {
+	for range n {
+		p.started.Add(1)
+		go func() { p.serve(p.next()) }()
+	}
+}
+
 // run runs f on a waiting goroutine, or on a new one if none is waiting.
 // It never blocks, so it may be called from a call into Go that must not
 // (an entry).
@@ -35,16 +48,23 @@ func (p *goroutinePool) run(f func()) {
 	}
 }
 
+// serve runs f, then whatever work comes next, until next ends it.
 func (p *goroutinePool) serve(f func()) {
-	for {
+	for ; f != nil; f = p.next() {
 		f()
-		if p.idle.Add(1) > p.maxIdle {
-			p.idle.Add(-1)
-			return
-		}
-		f = <-p.work
-		p.idle.Add(-1)
 	}
+}
+
+// next waits for work, or returns nil, for the goroutine to end, if
+// maxIdle goroutines are waiting already.
+func (p *goroutinePool) next() func() {
+	if p.idle.Add(1) > p.maxIdle {
+		p.idle.Add(-1)
+		return nil
+	}
+	f := <-p.work
+	p.idle.Add(-1)
+	return f
 }
 
 // maxIdleGoroutines is how many goroutines the Worker keeps waiting: more
@@ -53,5 +73,12 @@ func (p *goroutinePool) serve(f func()) {
 const maxIdleGoroutines = 64
 
 // goroutines runs every event's work in package workers: requests, tasks
-// after the response, alarms, queue messages and Cron Triggers.
+// after the response, alarms, queue messages and Cron Triggers. Under
+// TinyGo its goroutines start with the program (entry_tinygo_js.go).
 var goroutines = newGoroutinePool(maxIdleGoroutines)
+
+// Go runs f on one of the goroutines the Worker keeps, or on a new one if
+// none is waiting, rather than on a goroutine of its own: for work a
+// Worker event fans out, such as an alarm's keys (see prestart for what a
+// goroutine started late costs under TinyGo).
+func Go(f func()) { goroutines.run(f) }

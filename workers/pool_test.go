@@ -45,6 +45,29 @@ func TestGoroutinePoolReusesWaitingGoroutines(t *testing.T) {
 	}
 }
 
+func TestGoroutinePoolPrestartedGoroutinesTakeTheWork(t *testing.T) {
+	// One processor, so a prestarted goroutine that idle counts runs on
+	// to wait for work before this one goes on.
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	const n = 4
+	p := newGoroutinePool(n)
+	p.prestart(n)
+	for deadline := time.Now().Add(5 * time.Second); p.idle.Load() < n && time.Now().Before(deadline); {
+		runtime.Gosched()
+	}
+	gate := make(chan struct{})
+	var started sync.WaitGroup
+	for range n {
+		started.Add(1)
+		p.run(func() { started.Done(); <-gate })
+	}
+	started.Wait()
+	close(gate)
+	if got, want := p.started.Load(), int32(n); got != want {
+		t.Errorf("%d functions at once on %d prestarted goroutines started %d goroutines in all, want %d", n, n, got, want)
+	}
+}
+
 func TestGoroutinePoolKeepsAtMostMaxIdle(t *testing.T) {
 	const maxIdle = 3
 	p := newGoroutinePool(maxIdle)
