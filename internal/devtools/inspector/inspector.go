@@ -9,6 +9,7 @@ package inspector
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"path"
@@ -17,27 +18,29 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/chromedp/cdproto"
+	"github.com/chromedp/cdproto/cdp"
+	jsonv2 "github.com/chromedp/cdproto/cdp/jsonv2"
+	"github.com/chromedp/cdproto/profiler"
+	"github.com/chromedp/cdproto/runtime"
+	"github.com/chromedp/chromedp"
+	"github.com/chromedp/chromedp/remote"
 )
 
 // Conn is a connection to one inspector target.
 type Conn struct {
-	ws *wsConn
+	ws *remote.Conn
 
 	mu      sync.Mutex
-	next    int
-	waiting map[int]chan reply
+	next    int64
+	waiting map[int64]chan *cdproto.Message
 	err     error
 }
 
-type reply struct {
-	Result json.RawMessage `json:"result"`
-	Error  *struct {
-		Message string `json:"message"`
-	} `json:"error"`
-}
-
 // Connect opens the first target that the inspector at base
-// (http://127.0.0.1:PORT, wrangler dev's --inspector-port) lists.
+// (http://127.0.0.1:PORT, wrangler dev's --inspector-port) lists. ctx
+// bounds the connecting; the connection lasts until Close.
 func Connect(ctx context.Context, base string) (*Conn, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/json", nil)
 	if err != nil {
@@ -57,19 +60,31 @@ func Connect(ctx context.Context, base string) (*Conn, error) {
 	if len(targets) == 0 || targets[0].WebSocketDebuggerURL == "" {
 		return nil, fmt.Errorf("inspector: %s/json lists no target", base)
 	}
-	ws, err := dialWebSocket(targets[0].WebSocketDebuggerURL)
+	// wrangler's inspector proxy refuses a handshake that has a
+	// User-Agent (net/http sends one) but no Origin on its allow list,
+	// which has the loopback hosts: the inspector's own address will do.
+	ws, err := remote.DialContext(ctx, targets[0].WebSocketDebuggerURL,
+		remote.WithConnHTTPHeader(http.Header{"Origin": {base}}))
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("inspector: %w", err)
 	}
-	c := &Conn{ws: ws, waiting: map[int]chan reply{}}
+	c := &Conn{ws: ws, waiting: map[int64]chan *cdproto.Message{}}
 	go c.readLoop()
 	return c, nil
 }
 
-// readLoop hands each reply to its call; events are dropped.
+// readLoop hands each reply to its call, matched by id alone: workerd
+// answers Profiler.enable with the call's method and params echoed and
+// no result, which chromedp's Browser would take for an event. Events
+// are dropped.
 func (c *Conn) readLoop() {
 	for {
-		msg, err := c.ws.readMessage()
+		var msg cdproto.Message
+		err := c.ws.Read(context.Background(), &msg)
+		var syntax *jsonv2.SyntacticError
+		if errors.As(err, &syntax) || errors.Is(err, remote.ErrInvalidMessage) {
+			continue // one bad message, not a broken connection
+		}
 		if err != nil {
 			c.mu.Lock()
 			c.err = err
@@ -80,46 +95,70 @@ func (c *Conn) readLoop() {
 			c.mu.Unlock()
 			return
 		}
-		var m struct {
-			ID *int `json:"id"`
-			reply
-		}
-		if json.Unmarshal(msg, &m) != nil || m.ID == nil {
+		if msg.ID == 0 {
 			continue
 		}
 		c.mu.Lock()
-		ch, ok := c.waiting[*m.ID]
-		delete(c.waiting, *m.ID)
+		ch, ok := c.waiting[msg.ID]
+		delete(c.waiting, msg.ID)
 		c.mu.Unlock()
 		if ok {
-			ch <- m.reply
+			ch <- &msg
 		}
 	}
 }
 
 // Call sends method with params (nil for none) and decodes its result
-// into result (nil to drop it).
+// into result (nil to drop it), both with encoding/json. The target's
+// error reply comes back wrapped, as a *cdproto.Error.
 func (c *Conn) Call(ctx context.Context, method string, params, result any) error {
-	ch := make(chan reply, 1)
+	var p any // nil: no "params" at all
+	if params != nil {
+		b, err := json.Marshal(params)
+		if err != nil {
+			return fmt.Errorf("inspector: %s: %w", method, err)
+		}
+		p = jsonv2.Value(b)
+	}
+	var r jsonv2.Value
+	if err := c.call(ctx, method, p, &r); err != nil {
+		return err
+	}
+	if result == nil {
+		return nil
+	}
+	return json.Unmarshal(r, result)
+}
+
+// call sends method with params and decodes its result into result
+// (nil, or no result sent, to leave it), both with cdproto's JSON.
+func (c *Conn) call(ctx context.Context, method string, params, result any) error {
+	msg := &cdproto.Message{Method: cdproto.MethodType(method)}
+	if params != nil {
+		b, err := jsonv2.Marshal(params, chromedp.DefaultMarshalOptions)
+		if err != nil {
+			return fmt.Errorf("inspector: %s: %w", method, err)
+		}
+		msg.Params = b
+	}
+	ch := make(chan *cdproto.Message, 1)
 	c.mu.Lock()
 	if c.err != nil {
 		c.mu.Unlock()
-		return c.err
+		return fmt.Errorf("inspector: %s: %w", method, c.err)
 	}
 	c.next++
-	id := c.next
-	c.waiting[id] = ch
+	msg.ID = c.next
+	c.waiting[msg.ID] = ch
 	c.mu.Unlock()
-	msg, err := json.Marshal(struct {
-		ID     int    `json:"id"`
-		Method string `json:"method"`
-		Params any    `json:"params,omitempty"`
-	}{id, method, params})
-	if err != nil {
-		return err
+	forget := func() {
+		c.mu.Lock()
+		delete(c.waiting, msg.ID)
+		c.mu.Unlock()
 	}
-	if err := c.ws.writeText(msg); err != nil {
-		return err
+	if err := c.ws.Write(ctx, msg); err != nil {
+		forget()
+		return fmt.Errorf("inspector: %s: %w", method, err)
 	}
 	select {
 	case r, ok := <-ch:
@@ -127,55 +166,69 @@ func (c *Conn) Call(ctx context.Context, method string, params, result any) erro
 		case !ok:
 			return fmt.Errorf("inspector: %s: the connection closed", method)
 		case r.Error != nil:
-			return fmt.Errorf("inspector: %s: %s", method, r.Error.Message)
-		case result != nil:
-			return json.Unmarshal(r.Result, result)
+			return fmt.Errorf("inspector: %s: %w", method, r.Error)
+		case result != nil && len(r.Result) > 0:
+			if err := jsonv2.Unmarshal(r.Result, result, chromedp.DefaultUnmarshalOptions); err != nil {
+				return fmt.Errorf("inspector: %s: %w", method, err)
+			}
 		}
 		return nil
 	case <-ctx.Done():
+		forget()
 		return ctx.Err()
 	}
 }
 
+// callCommand runs one of cdproto's commands.
+func callCommand[P, R any](ctx context.Context, c *Conn, cmd cdp.Command[P, R], params P) (R, error) {
+	var r R
+	err := c.call(ctx, cmd.Method, params, &r)
+	return r, err
+}
+
 // Close closes the connection.
-func (c *Conn) Close() error { return c.ws.close() }
+func (c *Conn) Close() error { return c.ws.Close() }
 
 // StartProfiling starts the CPU profiler, sampling every interval.
 func (c *Conn) StartProfiling(ctx context.Context, interval time.Duration) error {
-	if err := c.Call(ctx, "Profiler.enable", nil, nil); err != nil {
+	if _, err := callCommand(ctx, c, profiler.Enable, cdp.Empty{}); err != nil {
 		return err
 	}
-	if err := c.Call(ctx, "Profiler.setSamplingInterval", map[string]int64{"interval": interval.Microseconds()}, nil); err != nil {
+	if _, err := callCommand(ctx, c, profiler.SetSamplingInterval, profiler.SetSamplingIntervalParams{Interval: interval.Microseconds()}); err != nil {
 		return err
 	}
-	return c.Call(ctx, "Profiler.start", nil, nil)
+	_, err := callCommand(ctx, c, profiler.Start, cdp.Empty{})
+	return err
 }
+
+// stopKeepingRaw is profiler.Stop with the profile kept as V8 sent it,
+// for Profile.Raw.
+var stopKeepingRaw = cdp.Command[cdp.Empty, struct {
+	Profile jsonv2.Value `json:"profile"`
+}]{Method: profiler.Stop.Method}
 
 // StopProfiling stops the profiler and returns what it sampled.
 func (c *Conn) StopProfiling(ctx context.Context) (*Profile, error) {
-	var r struct {
-		Profile json.RawMessage `json:"profile"`
-	}
-	if err := c.Call(ctx, "Profiler.stop", nil, &r); err != nil {
+	r, err := callCommand(ctx, c, stopKeepingRaw, cdp.Empty{})
+	if err != nil {
 		return nil, err
 	}
-	p := &Profile{Raw: r.Profile}
-	return p, json.Unmarshal(r.Profile, p)
+	return decodeProfile(r.Profile)
 }
 
-// Profile is V8's CPU profile (Profiler.Profile), the fields read here:
-// a tree of call frames, and the node each sample fell in.
+// decodeProfile decodes a Profiler.Profile as cdproto does, keeping raw.
+func decodeProfile(raw []byte) (*Profile, error) {
+	p := &Profile{Raw: json.RawMessage(raw)}
+	if err := jsonv2.Unmarshal(raw, &p.Profile, chromedp.DefaultUnmarshalOptions); err != nil {
+		return nil, fmt.Errorf("inspector: the profile: %w", err)
+	}
+	return p, nil
+}
+
+// Profile is V8's CPU profile (Profiler.Profile): a tree of call
+// frames, the node each sample fell in, and the µs before each sample.
 type Profile struct {
-	Nodes []struct {
-		ID        int `json:"id"`
-		CallFrame struct {
-			FunctionName string `json:"functionName"`
-			URL          string `json:"url"`
-			LineNumber   int    `json:"lineNumber"` // from 0
-		} `json:"callFrame"`
-	} `json:"nodes"`
-	Samples    []int   `json:"samples"`
-	TimeDeltas []int64 `json:"timeDeltas"` // µs before each sample
+	profiler.Profile
 	// Raw is the profile as V8 sent it: saved as a .cpuprofile file,
 	// Chrome's DevTools open it.
 	Raw json.RawMessage `json:"-"`
@@ -208,16 +261,23 @@ const Idle = "(idle)"
 // share: the shares are of the time the isolate was busy. busy is that
 // time.
 func (p *Profile) SelfTime() (entries []Entry, busy time.Duration) {
-	names := make(map[int]string, len(p.Nodes))
+	names := make(map[int64]string, len(p.Nodes))
 	for _, n := range p.Nodes {
-		name := n.CallFrame.FunctionName
-		if name == "" {
-			name = fmt.Sprintf("(anonymous) %s:%d", path.Base(n.CallFrame.URL), n.CallFrame.LineNumber+1)
+		if n == nil {
+			continue
 		}
-		if n.CallFrame.URL == "" && n.CallFrame.FunctionName == "" {
+		var f runtime.CallFrame // none sent: (native)
+		if n.CallFrame != nil {
+			f = *n.CallFrame
+		}
+		name := f.FunctionName
+		if name == "" {
+			name = fmt.Sprintf("(anonymous) %s:%d", path.Base(f.URL), f.LineNumber+1)
+		}
+		if f.URL == "" && f.FunctionName == "" {
 			name = Native
 		}
-		if strings.HasPrefix(n.CallFrame.URL, "wasm://") {
+		if strings.HasPrefix(f.URL, "wasm://") {
 			name = WasmPrefix + name
 		}
 		names[n.ID] = name

@@ -7,18 +7,21 @@ import (
 	"context"
 	"crypto/sha1"
 	"encoding/base64"
+	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/chromedp/cdproto"
 )
 
 func TestSelfTimeCountsSamplesAtTheMedianInterval(t *testing.T) {
-	var p Profile
-	err := json.Unmarshal([]byte(`{
+	p, err := decodeProfile([]byte(`{
 		"nodes": [
 			{"id": 1, "callFrame": {"functionName": "(root)", "url": ""}},
 			{"id": 2, "callFrame": {"functionName": "(idle)", "url": ""}},
@@ -28,7 +31,7 @@ func TestSelfTimeCountsSamplesAtTheMedianInterval(t *testing.T) {
 		],
 		"samples": [3, 3, 4, 2, 2, 5, 3],
 		"timeDeltas": [100, 100, 100, 5000000, 100, 100, 100]
-	}`), &p)
+	}`))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,17 +54,20 @@ func TestSelfTimeCountsSamplesAtTheMedianInterval(t *testing.T) {
 	}
 }
 
-// TestCallAnswersOverAWebSocket serves an inspector's /json and a
-// WebSocket that answers each call with its method's name, with a ping
-// and an event before the answer.
-func TestCallAnswersOverAWebSocket(t *testing.T) {
+// fakeInspector serves an inspector's /json and a WebSocket that answers
+// each call with answer's result, or with its error when it returns one,
+// or, for neither, with the call echoed as workerd answers
+// Profiler.enable; each after a ping and an event. A test server of our own: chromedp's
+// (remote/internal/wstest) is internal to it.
+func fakeInspector(t *testing.T, answer func(method string) (result any, err error)) *httptest.Server {
+	t.Helper()
 	var srv *httptest.Server
 	srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/json" {
 			json.NewEncoder(w).Encode([]map[string]string{{"webSocketDebuggerUrl": "ws" + strings.TrimPrefix(srv.URL, "http") + "/ws"}})
 			return
 		}
-		sum := sha1.Sum([]byte(r.Header.Get("Sec-WebSocket-Key") + acceptGUID))
+		sum := sha1.Sum([]byte(r.Header.Get("Sec-WebSocket-Key") + "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"))
 		c, rw, err := w.(http.Hijacker).Hijack()
 		if err != nil {
 			t.Error(err)
@@ -70,31 +76,49 @@ func TestCallAnswersOverAWebSocket(t *testing.T) {
 		defer c.Close()
 		rw.WriteString("HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: " + base64.StdEncoding.EncodeToString(sum[:]) + "\r\n\r\n")
 		rw.Flush()
-		ws := &wsConn{c: c, r: bufio.NewReader(rw)}
 		for {
-			// The client's frames are masked; the server's must not be.
-			fin, op, masked, err := readClientFrame(ws)
-			if op == opPong && string(masked) == "hi" {
+			op, msg, err := readClientFrame(rw.Reader)
+			if op == opPong && string(msg) == "hi" {
 				continue
 			}
-			if err != nil || !fin || op != opText {
+			if err != nil || op != opText {
 				return
 			}
 			var call struct {
-				ID     int    `json:"id"`
-				Method string `json:"method"`
+				ID     int64           `json:"id"`
+				Method string          `json:"method"`
+				Params json.RawMessage `json:"params"`
 			}
-			json.Unmarshal(masked, &call)
-			answer, _ := json.Marshal(map[string]any{"id": call.ID, "result": map[string]string{"method": call.Method}})
+			json.Unmarshal(msg, &call)
+			reply := map[string]any{"id": call.ID}
+			switch result, err := answer(call.Method); {
+			case err != nil:
+				reply["error"] = map[string]any{"code": -32601, "message": err.Error()}
+			case result == nil: // as workerd answers Profiler.enable
+				reply["method"], reply["params"] = call.Method, call.Params
+			default:
+				reply["result"] = result
+			}
+			b, _ := json.Marshal(reply)
 			for _, f := range []struct {
 				op  byte
 				msg string
-			}{{opPing, "hi"}, {opText, `{"method":"Debugger.paused"}`}, {opText, string(answer)}} {
-				c.Write(append([]byte{0x80 | f.op, byte(len(f.msg))}, f.msg...))
+			}{{opPing, "hi"}, {opText, `{"method":"Debugger.paused"}`}, {opText, string(b)}} {
+				writeServerFrame(c, f.op, []byte(f.msg))
 			}
 		}
 	}))
-	defer srv.Close()
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+func TestCallAnswersOverAWebSocket(t *testing.T) {
+	srv := fakeInspector(t, func(method string) (any, error) {
+		if method == "Profiler.nonesuch" {
+			return nil, errors.New("'Profiler.nonesuch' wasn't found")
+		}
+		return map[string]string{"method": method}, nil
+	})
 	ctx := context.Background()
 	conn, err := Connect(ctx, srv.URL)
 	if err != nil {
@@ -110,21 +134,108 @@ func TestCallAnswersOverAWebSocket(t *testing.T) {
 			t.Errorf("Call(%s) answered %q", method, got.Method)
 		}
 	}
+	err = conn.Call(ctx, "Profiler.nonesuch", nil, nil)
+	var cdpErr *cdproto.Error
+	if !errors.As(err, &cdpErr) || !strings.Contains(err.Error(), "Profiler.nonesuch") {
+		t.Errorf("got %v, want a *cdproto.Error naming the method", err)
+	}
 }
 
-// readClientFrame reads a frame as a server does, unmasking it; small
-// frames only.
-func readClientFrame(w *wsConn) (fin bool, op byte, payload []byte, err error) {
-	var h [6]byte
-	if _, err = io.ReadFull(w.r, h[:]); err != nil {
+func TestStopProfilingReturnsTheProfileAsSent(t *testing.T) {
+	const profile = `{"nodes":[{"id":1,"callFrame":{"functionName":"main.main","scriptId":"1","url":"wasm://wasm/1234","lineNumber":0,"columnNumber":7}}],"startTime":1,"endTime":3,"samples":[1,1],"timeDeltas":[100,100]}`
+	calls := make(chan string, 8)
+	srv := fakeInspector(t, func(method string) (any, error) {
+		calls <- method
+		switch method {
+		case "Profiler.stop":
+			return map[string]json.RawMessage{"profile": json.RawMessage(profile)}, nil
+		case "Profiler.enable":
+			return nil, nil
+		}
+		return struct{}{}, nil
+	})
+	ctx := context.Background()
+	conn, err := Connect(ctx, srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if err := conn.StartProfiling(ctx, 100*time.Microsecond); err != nil {
+		t.Fatal(err)
+	}
+	p, err := conn.StopProfiling(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	close(calls)
+	var methods []string
+	for m := range calls {
+		methods = append(methods, m)
+	}
+	if got, want := strings.Join(methods, " "), "Profiler.enable Profiler.setSamplingInterval Profiler.start Profiler.stop"; got != want {
+		t.Errorf("got calls %s, want %s", got, want)
+	}
+	if string(p.Raw) != profile {
+		t.Errorf("got Raw %s, want %s", p.Raw, profile)
+	}
+	entries, busy := p.SelfTime()
+	if want := []Entry{{Function: WasmPrefix + "main.main", Self: 200 * time.Microsecond, Share: 1}}; len(entries) != 1 || entries[0] != want[0] || busy != 200*time.Microsecond {
+		t.Errorf("got %+v busy %v, want %+v busy 200µs", entries, busy, want)
+	}
+}
+
+// The opcodes the fake inspector uses (RFC 6455).
+const (
+	opText = 0x1
+	opPing = 0x9
+	opPong = 0xA
+)
+
+// readClientFrame reads one whole frame as a server does, unmasking it.
+func readClientFrame(r *bufio.Reader) (op byte, payload []byte, err error) {
+	var h [2]byte
+	if _, err = io.ReadFull(r, h[:]); err != nil {
 		return
 	}
-	payload = make([]byte, h[1]&0x7F)
-	if _, err = io.ReadFull(w.r, payload); err != nil {
+	n := uint64(h[1] & 0x7F)
+	switch n {
+	case 126:
+		var b [2]byte
+		_, err = io.ReadFull(r, b[:])
+		n = uint64(binary.BigEndian.Uint16(b[:]))
+	case 127:
+		var b [8]byte
+		_, err = io.ReadFull(r, b[:])
+		n = binary.BigEndian.Uint64(b[:])
+	}
+	var mask [4]byte
+	if err == nil {
+		_, err = io.ReadFull(r, mask[:])
+	}
+	if err != nil {
+		return
+	}
+	payload = make([]byte, n)
+	if _, err = io.ReadFull(r, payload); err != nil {
 		return
 	}
 	for i := range payload {
-		payload[i] ^= h[2+i%4]
+		payload[i] ^= mask[i%4]
 	}
-	return h[0]&0x80 != 0, h[0] & 0x0F, payload, nil
+	return h[0] & 0x0F, payload, nil
+}
+
+// writeServerFrame writes one whole, unmasked frame.
+func writeServerFrame(w io.Writer, op byte, payload []byte) error {
+	h := []byte{0x80 | op}
+	switch n := len(payload); {
+	case n < 126:
+		h = append(h, byte(n))
+	case n <= 0xFFFF:
+		h = binary.BigEndian.AppendUint16(append(h, 126), uint16(n))
+	default:
+		h = binary.BigEndian.AppendUint64(append(h, 127), uint64(n))
+	}
+	_, err := w.Write(append(h, payload...))
+	return err
 }
