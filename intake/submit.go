@@ -154,6 +154,13 @@ func (s *Service) attempt(ctx context.Context, sub *submission, now time.Time) (
 	case errors.Is(err, ErrRateLimited) || errors.Is(err, ErrStorageUnavailable):
 		return Outcome{}, err
 	case err != nil:
+		if claim.Fingerprint != "" && !claim.KeepUntil.IsZero() && !s.fallback() {
+			// A claim whose write failed may have landed, and a Store may
+			// leave it open (KV does): a retry in this isolate keeps its
+			// order id and time, whatever a stale read says. Not during a
+			// migration, whose Fallback may hold the key's order id.
+			s.opened.put(cacheKey, claim, now)
+		}
 		return Outcome{}, storageUnavailable(err)
 	case rec.State == Stored:
 		s.receipts.put(cacheKey, rec, now)
