@@ -463,7 +463,7 @@ func unescape(s string, plus bool) (string, bool) {
 			if i+2 >= len(s) {
 				return "", false
 			}
-			hi, lo := unhex(s[i+1]), unhex(s[i+2])
+			hi, lo := hexDigit(s[i+1]), hexDigit(s[i+2])
 			if hi < 0 || lo < 0 {
 				return "", false
 			}
@@ -476,17 +476,4 @@ func unescape(s string, plus bool) (string, bool) {
 		}
 	}
 	return string(b), true
-}
-
-// unhex is the value of hex digit c, or -1.
-func unhex(c byte) int {
-	switch {
-	case '0' <= c && c <= '9':
-		return int(c - '0')
-	case 'a' <= c && c <= 'f':
-		return int(c-'a') + 10
-	case 'A' <= c && c <= 'F':
-		return int(c-'A') + 10
-	}
-	return -1
 }
