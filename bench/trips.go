@@ -61,19 +61,9 @@ func countTrips(ctx context.Context, s *subject) (responseTrips, error) {
 	if err != nil {
 		return out, err
 	}
-	column := -1
-	doubles := 0
-	for _, c := range metrics.Columns() {
-		if !strings.HasPrefix(c.Name, "double") {
-			continue
-		}
-		if c.Field == "storage_calls" {
-			column = doubles
-		}
-		doubles++
-	}
+	column := metrics.DoubleIndex("storage_calls")
 	for _, p := range points {
-		if len(p.Blobs) > 0 && p.Blobs[0] == string(metrics.New) && column < len(p.Doubles) && column >= 0 {
+		if len(p.Blobs) > 0 && p.Blobs[0] == string(metrics.New) && column >= 0 && column < len(p.Doubles) {
 			out.trips = int(p.Doubles[column])
 			return out, nil
 		}

@@ -186,6 +186,17 @@ func Columns() []Column {
 	return out
 }
 
+// DoubleIndex is the position among a point's doubles of the double that
+// docs/metrics.md calls field, or -1 when none is called so.
+func DoubleIndex(field string) int {
+	for i, c := range doubleColumns {
+		if c.field == field {
+			return i
+		}
+	}
+	return -1
+}
+
 // Fields returns p as the dataset's indexes, blobs and doubles, in the
 // columns' order. An empty index is left out: Analytics Engine then keeps
 // the point under the empty index, which index1 reads as "".

@@ -3,6 +3,7 @@ package metrics_test
 import (
 	"context"
 	"reflect"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -96,5 +97,23 @@ func TestTally(t *testing.T) {
 	wg.Wait()
 	if tally.StorageCalls() != 10 || tally.Gateway() != 50*time.Millisecond {
 		t.Errorf("tally = %d calls, %v; want 10 and 50ms", tally.StorageCalls(), tally.Gateway())
+	}
+}
+
+// TestDoubleIndex checks that each double is found at its place among the
+// columns' doubles, and an unknown name nowhere.
+func TestDoubleIndex(t *testing.T) {
+	doubles := 0
+	for _, c := range metrics.Columns() {
+		if !strings.HasPrefix(c.Name, "double") {
+			continue
+		}
+		if got := metrics.DoubleIndex(c.Field); got != doubles {
+			t.Errorf("DoubleIndex(%q) = %d, want %d", c.Field, got, doubles)
+		}
+		doubles++
+	}
+	if got := metrics.DoubleIndex("no_such_field"); got != -1 {
+		t.Errorf("DoubleIndex of an unknown field = %d, want -1", got)
 	}
 }

@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 	"testing"
 	"time"
 
@@ -29,21 +28,14 @@ type dataPoint struct {
 // (metrics.Columns).
 func (p dataPoint) field(t *testing.T, name string) float64 {
 	t.Helper()
-	doubles := 0
-	for _, c := range metrics.Columns() {
-		if !strings.HasPrefix(c.Name, "double") {
-			continue
-		}
-		if c.Field == name {
-			if doubles >= len(p.Doubles) {
-				t.Fatalf("point %+v has no %s", p, name)
-			}
-			return p.Doubles[doubles]
-		}
-		doubles++
+	i := metrics.DoubleIndex(name)
+	switch {
+	case i < 0:
+		t.Fatalf("no double is called %s", name)
+	case i >= len(p.Doubles):
+		t.Fatalf("point %+v has no %s", p, name)
 	}
-	t.Fatalf("no double is called %s", name)
-	return 0
+	return p.Doubles[i]
 }
 
 // points reads the data points the Worker wrote since recording began.
