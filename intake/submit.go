@@ -309,8 +309,7 @@ func (s *Service) place(ctx context.Context, key Key, claim Claim, by placer) (O
 		Fingerprint: claim.Fingerprint, TTL: s.opts.ResultTTL}
 	if by == byClient {
 		now := s.opts.Now()
-		s.receipts.putUnstored(key.String(), Record{State: Stored, Body: result.Body, Rejected: result.Rejected,
-			Fingerprint: result.Fingerprint, Expires: later(now.Add(result.TTL), claim.KeepUntil)}, now)
+		s.receipts.putUnstored(key.String(), storedAs(result, claim, now), now)
 		s.opts.Defer(ctx, func(ctx context.Context) { s.keep(context.WithoutCancel(ctx), key, claim, result, by, true) })
 	} else if err := s.keep(ctx, key, claim, result, by, false); err != nil {
 		return Outcome{}, err
@@ -406,8 +405,7 @@ func (s *Service) commit(ctx context.Context, key Key, claim Claim, result Resul
 		}
 		return storageUnavailable(err)
 	}
-	s.receipts.put(key.String(), Record{State: Stored, Body: result.Body, Rejected: result.Rejected,
-		Fingerprint: result.Fingerprint, Expires: later(at.Add(result.TTL), claim.KeepUntil)}, at)
+	s.receipts.put(key.String(), storedAs(result, claim, at), at)
 	if s.life.ReleaseAfterCommit {
 		claim.Sent = false // the outcome is stored: the claim goes
 		if afterResponse {
@@ -417,6 +415,13 @@ func (s *Service) commit(ctx context.Context, key Key, claim Claim, result Resul
 		}
 	}
 	return nil
+}
+
+// storedAs is result as a Store holds it once committed at under claim:
+// kept result.TTL from then, and at least until the claim's KeepUntil.
+func storedAs(result Result, claim Claim, at time.Time) Record {
+	return Record{State: Stored, Body: result.Body, Rejected: result.Rejected,
+		Fingerprint: result.Fingerprint, Expires: later(at.Add(result.TTL), claim.KeepUntil)}
 }
 
 // replay answers with a stored outcome if the submission is the order it
