@@ -72,6 +72,9 @@ type Handler struct {
 	// policy is the page at PolicyPath, built once: its figures are the
 	// Service's, which never change.
 	policy []byte
+	// settles is the Service's Policy.Settles: without a settler (the
+	// stand-in), an unknown outcome is a receipt whose write failed.
+	settles bool
 }
 
 // New returns a Handler for svc.
@@ -79,7 +82,8 @@ func New(svc *intake.Service, opts Options) *Handler {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	return &Handler{svc: svc, opts: opts, origins: newOrigins(opts.AllowedOrigins), policy: policyPage(svc.Policy(), opts.Clients != nil)}
+	return &Handler{svc: svc, opts: opts, origins: newOrigins(opts.AllowedOrigins), policy: policyPage(svc.Policy(), opts.Clients != nil),
+		settles: svc.Policy().Settles}
 }
 
 // ServeWorker implements workers.Handler with the contract in api/openapi.yaml.
@@ -177,7 +181,11 @@ func (h *Handler) serve(ctx context.Context, r *workers.Request, m *measure) (re
 				m.attempts = open.Attempts
 			}
 		}
-		resp, outcome, status := errorResponse(err, "", retryAfter)
+		detail := ""
+		if open != nil && !h.settles {
+			detail = detailReceiptUnstored
+		}
+		resp, outcome, status := errorResponse(err, detail, retryAfter)
 		if rejection != nil && r.Method == "GET" {
 			resp.Header = appendExpires(resp.Header, rejection.Expires)
 		}

@@ -92,6 +92,10 @@ const (
 	detailOutcomeUnknown = "The order-management system did not confirm this order, so it may or may not exist. " +
 		"The Worker is settling it with the order-management system by itself, and " + retryUnderKey +
 		" is safe: it asks again " + sameOrderID
+	// detailReceiptUnstored is the stand-in's unknown outcome: no OMS to
+	// ask, no settler; the receipt's write failed after the response.
+	detailReceiptUnstored = "This order was accepted, but its receipt could not be stored; " + retryUnderKey +
+		" stores it " + sameOrderID
 	// detailOutcomeUnresolved: the settler gave up (SETTLE_MAX_AGE_SECONDS).
 	detailOutcomeUnresolved = "The order-management system never confirmed this order, so it may or may not exist, " +
 		"and the Worker stopped asking it. The Idempotency-Key keeps its order id: " + retryUnderKey +

@@ -165,42 +165,48 @@ func TestGatewayOutcomes(t *testing.T) {
 }
 
 // TestGatewayAcceptedButNotStored fails the receipt's write, after the
-// response, once the gateway accepted: the client has its receipt, a
-// retry in the instance replays it from memory, a lookup says the outcome
-// is unknown rather than tell a receipt that is not stored, and the
-// settler, calling the gateway again with the same order id, stores the
-// same bytes, which a retry elsewhere replays.
+// response, once the gateway accepted: the client has its receipt, and a
+// lookup says the outcome is unknown rather than tell a receipt that is
+// not stored. Then a retry in the instance (rather than replay from memory
+// what is stored nowhere) or the settler calls the gateway again with the
+// same order id and stores the same bytes, which a retry elsewhere
+// replays.
 func TestGatewayAcceptedButNotStored(t *testing.T) {
-	ctx := context.Background()
-	g := &gatewayDouble{}
-	h := newHarness(t, intake.Options{Gateway: g}, intake.Lifecycle{ReleaseAfterCommit: true})
-	h.faulty.Set(kvtest.Fault{Op: kvtest.OpPut, Prefix: "result:", Nth: 1})
-	first, err := h.submit("k", validBody)
-	h.faulty.Set()
-	if err != nil {
-		t.Fatalf("Submit = %v, want the receipt: the commit follows the response", err)
-	}
-	if _, ok := h.stored(t, "result:k"); ok {
-		t.Fatalf("result:k stored, want its write failed")
-	}
-	if again, err := h.submit("k", validBody); err != nil || !again.Replayed || !bytes.Equal(again.Receipt, first.Receipt) {
-		t.Errorf("retry in the instance = %s replayed %v, %v; want the first receipt replayed", again.Receipt, again.Replayed, err)
-	}
-	if _, err := h.svc.Lookup(ctx, key("k")); !errors.Is(err, intake.ErrOutcomeUnknown) {
-		t.Errorf("Lookup = %v, want ErrOutcomeUnknown: the receipt is not stored", err)
-	}
-	if st, err := h.svc.Settle(ctx, key("k")); err != nil || st.Result != intake.SettleAccepted {
-		t.Fatalf("Settle = %+v, %v; want the receipt stored", st, err)
-	}
-	calls := g.placements()
-	if len(calls) != 2 || calls[1].OrderID != calls[0].OrderID || first.OrderID != calls[0].OrderID {
-		t.Fatalf("gateway calls %+v and receipt %s: want one order id throughout", calls, first.OrderID)
-	}
-	h.wantReceiptStored(t, "k", first.Receipt)
-	elsewhere := intake.New(h.store, intake.Options{ResultTTL: config.DefaultResultTTL, PendingTTL: config.DefaultPendingTTL,
-		Gateway: g, Now: func() time.Time { return acceptedAt }})
-	if out, err := elsewhere.Submit(ctx, key("k"), []byte(validBody), ""); err != nil || !bytes.Equal(out.Receipt, first.Receipt) {
-		t.Errorf("retry elsewhere = %s, %v; want the first receipt", out.Receipt, err)
+	for _, by := range []string{"a retry in the instance", "the settler"} {
+		t.Run(by, func(t *testing.T) {
+			ctx := context.Background()
+			g := &gatewayDouble{}
+			h := newHarness(t, intake.Options{Gateway: g}, intake.Lifecycle{ReleaseAfterCommit: true})
+			h.faulty.Set(kvtest.Fault{Op: kvtest.OpPut, Prefix: "result:", Nth: 1})
+			first, err := h.submit("k", validBody)
+			h.faulty.Set()
+			if err != nil {
+				t.Fatalf("Submit = %v, want the receipt: the commit follows the response", err)
+			}
+			if _, ok := h.stored(t, "result:k"); ok {
+				t.Fatalf("result:k stored, want its write failed")
+			}
+			if _, err := h.svc.Lookup(ctx, key("k")); !errors.Is(err, intake.ErrOutcomeUnknown) {
+				t.Errorf("Lookup = %v, want ErrOutcomeUnknown: the receipt is not stored", err)
+			}
+			if by == "the settler" {
+				if st, err := h.svc.Settle(ctx, key("k")); err != nil || st.Result != intake.SettleAccepted {
+					t.Fatalf("Settle = %+v, %v; want the receipt stored", st, err)
+				}
+			} else if again, err := h.submit("k", validBody); err != nil || !bytes.Equal(again.Receipt, first.Receipt) {
+				t.Fatalf("retry in the instance = %s, %v; want the first receipt", again.Receipt, err)
+			}
+			calls := g.placements()
+			if len(calls) != 2 || calls[1].OrderID != calls[0].OrderID || first.OrderID != calls[0].OrderID {
+				t.Fatalf("gateway calls %+v and receipt %s: want one order id throughout", calls, first.OrderID)
+			}
+			h.wantReceiptStored(t, "k", first.Receipt)
+			elsewhere := intake.New(h.store, intake.Options{ResultTTL: config.DefaultResultTTL, PendingTTL: config.DefaultPendingTTL,
+				Gateway: g, Now: func() time.Time { return acceptedAt }})
+			if out, err := elsewhere.Submit(ctx, key("k"), []byte(validBody), ""); err != nil || !out.Replayed || !bytes.Equal(out.Receipt, first.Receipt) {
+				t.Errorf("retry elsewhere = %s replayed %v, %v; want the first receipt replayed", out.Receipt, out.Replayed, err)
+			}
+		})
 	}
 }
 

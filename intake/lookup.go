@@ -3,6 +3,7 @@ package intake
 import (
 	"context"
 	"errors"
+	"time"
 )
 
 // Lookup returns key's stored receipt without a body to check it against
@@ -28,7 +29,11 @@ func (s *Service) Lookup(ctx context.Context, key Key) (Outcome, error) {
 	case rec.State == Held:
 		return Outcome{}, ErrInProgress
 	case rec.State == Open:
-		return Outcome{}, unsettled(rec)
+		u := unsettled(rec)
+		if !s.settles {
+			u.NextAttempt = time.Time{} // no settler is due: a retry stores it
+		}
+		return Outcome{}, u
 	case rec.State != Stored:
 		return Outcome{}, ErrNotFound
 	}

@@ -292,7 +292,8 @@ func takenOver(claim Claim, rec Record) Claim {
 // settler, and the OMS, which answers a repeated order id with its
 // original outcome, has it store the same bytes. Until the commit lands,
 // a retry in this instance replays from memory, one elsewhere waits for
-// the claim as for any held key, and a lookup says in progress.
+// the claim as for any held key, and a lookup says in progress; once it
+// has failed, a retry anywhere stores the same bytes (or the settler does).
 func (s *Service) place(ctx context.Context, key Key, claim Claim, by placer) (Outcome, error) {
 	receipt := order.Receipt{OrderID: claim.OrderID, Status: order.StatusAccepted, Order: claim.Order, AcceptedAt: claim.AcceptedAt}
 	claim.Sent = true
@@ -327,6 +328,10 @@ func (s *Service) place(ctx context.Context, key Key, claim Claim, by placer) (O
 func (s *Service) keep(ctx context.Context, key Key, claim Claim, result Result, by placer, afterResponse bool) error {
 	if err := s.commit(ctx, key, claim, result, s.opts.Now(), afterResponse); err != nil {
 		if !errors.Is(err, ErrInProgress) {
+			// A retry here no longer replays the answer from memory: it
+			// finds the key open and stores the same bytes, as a retry
+			// anywhere does, instead of leaving the receipt unstored.
+			s.receipts.forget(key.String())
 			s.leaveOpen(ctx, key, claim, err, min(by, bySettler))
 		}
 		return err
@@ -355,7 +360,7 @@ func (s *Service) leaveOpen(ctx context.Context, key Key, claim Claim, cause err
 		claim.Unresolved = true
 		claim.KeepUntil = later(claim.KeepUntil, now.Add(s.opts.ResultTTL))
 	}
-	if !claim.Unresolved {
+	if s.settles && !claim.Unresolved {
 		claim.NextAttempt = now.Add(SettleBackoff(claim.Attempts))
 	}
 	s.release(ctx, key, claim)
