@@ -42,8 +42,9 @@ unit:
 
 # gotestsum (a Go tool dependency in go.mod) runs go test and sums up; its
 # post-run command prints the closing line: N passed, N failed, N skipped.
-# -parallel 8: the end-to-end tests that start Workers of their own mostly
-# wait for them, so more of them run at once than the 2 cores.
+# -parallel 64: nearly every end-to-end test is parallel and mostly waits,
+# the tests of the shared Workers one at a time on a lock (shareWorkers),
+# beside those with Workers of their own, whose starts test/ bounds.
 # The browser tests run where Chromium is installed, and say in one line
 # that they were skipped where it is not; EDGE_ORDERS_REQUIRE_BROWSER=1
 # (.ci/run) makes that a failure.
@@ -53,9 +54,9 @@ test: tools
 	./build.sh
 	@command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || [ -n "$$EDGE_ORDERS_CHROMIUM" ] || \
 		echo "make test: browser tests (TestBrowser, TestOpsPage…) skipped: Chromium is not installed (apt-get install chromium)"
-	EDGE_ORDERS_E2E=1 go tool gotestsum --format pkgname-and-test-fails \
+	EDGE_ORDERS_E2E=1 EDGE_ORDERS_BUILT=1 go tool gotestsum --format pkgname-and-test-fails \
 		--post-run-command 'sh -c "echo $$((TESTS_TOTAL - TESTS_FAILED - TESTS_SKIPPED)) passed, $$TESTS_FAILED failed, $$TESTS_SKIPPED skipped"' \
-		-- -count=1 -parallel 8 -timeout 20m ./...
+		-- -count=1 -parallel 64 -timeout 20m ./...
 
 # The Go Worker (KV and ledger mode) against the seed's TypeScript Worker and
 # the JavaScript port, under wrangler dev: production latency (simulated

@@ -154,6 +154,13 @@ func TestAMisconfiguredWorkerAnswers500AndQuotesNoSecret(t *testing.T) {
 		{"a client token too short", map[string]string{"API_TOKENS": "desk-a:" + secret}, nil, "API_TOKENS"},
 		{"KV mode without its namespace", nil, func(e *app.Env) { e.KV = nil }, app.KVBinding},
 		{"ledger mode without its Durable Object", map[string]string{"STORAGE": "ledger"}, nil, app.LedgerBinding},
+		// Each kind of value that cannot work: end to end, test/modes_test.go
+		// shows one a mode through wrangler's vars.
+		{"a TTL under KV's 60 s", map[string]string{"RESULT_TTL_SECONDS": "30"}, nil, "RESULT_TTL_SECONDS"},
+		{"a TTL that is no number", map[string]string{"PENDING_TTL_SECONDS": "soon"}, nil, "PENDING_TTL_SECONDS"},
+		{"a storage that does not exist", map[string]string{"STORAGE": "redis"}, nil, "STORAGE"},
+		{"no ledger shards", map[string]string{"STORAGE": "ledger", "LEDGER_SHARDS": "0"}, nil, "LEDGER_SHARDS"},
+		{"a fallback date that is no date", map[string]string{"STORAGE": "ledger", "KV_FALLBACK_UNTIL": "tomorrow"}, nil, "KV_FALLBACK_UNTIL"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

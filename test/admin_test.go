@@ -41,49 +41,53 @@ var (
 )
 
 // startAdmin starts the admin tests' Workers, beside the shared gateway's
-// fake OMS; they stop with the package.
+// fake OMS, once for the package (TestMain starts them with the gateway's
+// for a whole run); they stop with the package.
 func startAdmin(t *testing.T) *adminWorkers {
 	t.Helper()
 	g := startGateway(t)
-	adminOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "edge-orders-e2e-admin-")
-		if err != nil {
-			adminErr = err
-			return
-		}
-		env := filepath.Join(dir, "admin.vars")
-		secrets := "API_TOKENS=" + adminDesk + ":" + adminDeskToken + "\nADMIN_TOKENS=" + adminName + ":" + adminToken + "\n"
-		if adminErr = os.WriteFile(env, []byte(secrets), 0o600); adminErr != nil {
-			return
-		}
-		a := &adminWorkers{oms: g.oms}
-		var wg sync.WaitGroup
-		errs := make([]error, 2)
-		for i, mode := range []string{"kv", "ledger"} {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				w, err := startTarget(mode, wrappedOptions(wranglerdev.Options{Vars: g.vars, EnvFile: env}))
-				errs[i] = err
-				if mode == "kv" {
-					a.kv = w
-				} else {
-					a.ledger = w
-				}
-			}()
-		}
-		wg.Wait()
-		for _, err := range errs {
-			if err != nil {
-				adminErr = err
-			}
-		}
-		admins = a
-	})
+	adminOnce.Do(func() { initAdmin(g) })
 	if adminErr != nil {
 		t.Fatal(adminErr)
 	}
 	return admins
+}
+
+// initAdmin is startAdmin's work, done once; its error is adminErr.
+func initAdmin(g *gatewayWorkers) {
+	dir, err := os.MkdirTemp("", "edge-orders-e2e-admin-")
+	if err != nil {
+		adminErr = err
+		return
+	}
+	env := filepath.Join(dir, "admin.vars")
+	secrets := "API_TOKENS=" + adminDesk + ":" + adminDeskToken + "\nADMIN_TOKENS=" + adminName + ":" + adminToken + "\n"
+	if adminErr = os.WriteFile(env, []byte(secrets), 0o600); adminErr != nil {
+		return
+	}
+	a := &adminWorkers{oms: g.oms}
+	var wg sync.WaitGroup
+	errs := make([]error, 2)
+	for i, mode := range []string{"kv", "ledger"} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			w, err := startTarget(mode, wrappedOptions(wranglerdev.Options{Vars: g.vars, EnvFile: env}))
+			errs[i] = err
+			if mode == "kv" {
+				a.kv = w
+			} else {
+				a.ledger = w
+			}
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			adminErr = err
+		}
+	}
+	admins = a
 }
 
 // stopAdmin stops what startAdmin started, printing the Workers' logs if
@@ -104,12 +108,13 @@ func stopAdmin(failed bool) {
 	}
 }
 
-// forEachAdminMode runs test against the KV and the ledger admin Workers.
+// forEachAdminMode runs test against the KV and the ledger admin Workers,
+// both at once.
 func forEachAdminMode(t *testing.T, test func(t *testing.T, a *adminWorkers, w *target)) {
 	t.Helper()
 	a := startAdmin(t)
 	for _, w := range []*target{a.kv, a.ledger} {
-		t.Run(w.mode, func(t *testing.T) { test(t, a, w) })
+		t.Run(w.mode, func(t *testing.T) { t.Parallel(); test(t, a, w) })
 	}
 }
 
@@ -162,6 +167,7 @@ func (w *target) deskPost(t *testing.T, key, body string) response {
 // the key as unknown, resolves it as accepted, and the client's retry gets
 // that receipt without another call to the OMS.
 func TestAdminResolvesAnOrderWhoseAnswerWasLost(t *testing.T) {
+	shareWorkers(t)
 	forEachAdminMode(t, func(t *testing.T, a *adminWorkers, w *target) {
 		symbol, key := newSymbol(t), newKey(t)
 		a.oms.script(symbol, drop, failBefore, failBefore, failBefore, failBefore, failBefore, failBefore, failBefore, failBefore)
@@ -222,6 +228,7 @@ func TestAdminResolvesAnOrderWhoseAnswerWasLost(t *testing.T) {
 // TestAdminPurge: a final key is purged and a retry under it is a new
 // order; an unknown one is refused and kept.
 func TestAdminPurge(t *testing.T) {
+	shareWorkers(t)
 	forEachAdminMode(t, func(t *testing.T, a *adminWorkers, w *target) {
 		t.Run("a final key is purged and its retry is a new order", func(t *testing.T) {
 			symbol, key := newSymbol(t), newKey(t)
@@ -279,6 +286,7 @@ func TestAdminPurge(t *testing.T) {
 // admin's places no order, and a Worker without ADMIN_TOKENS answers
 // /admin/ as any other path.
 func TestAdminTokensAreSeparate(t *testing.T) {
+	shareWorkers(t)
 	forEachAdminMode(t, func(t *testing.T, a *adminWorkers, w *target) {
 		t.Run("a client token on the admin API is forbidden", func(t *testing.T) {
 			wantProblem(t, w.admin(t, "GET", "/admin/orders", adminDeskToken, ""), 403, "forbidden")

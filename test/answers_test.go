@@ -18,6 +18,7 @@ import (
 // settles with the same order id; no redirect is followed, and an
 // oversized answer is not read to its end.
 func TestAnswersThatSayNothingAreUnknown(t *testing.T) {
+	shareWorkers(t)
 	limit := strconv.Itoa(oms.MaxAnswerBytes)
 	forEachGatewayMode(t, func(t *testing.T, g *gatewayWorkers, w *target) {
 		for _, c := range []struct {

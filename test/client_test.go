@@ -61,6 +61,7 @@ func (d *discard) WriteHeader(int)             {}
 // TestGoClient drives the Worker with the Go client, as a desk's service
 // would, through a network that loses the first response.
 func TestGoClient(t *testing.T) {
+	shareWorkers(t)
 	forEachMode(t, func(t *testing.T, w *target) {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()

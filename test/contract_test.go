@@ -13,6 +13,7 @@ import (
 
 // TestContract walks every answer of the contract (api/openapi.yaml).
 func TestContract(t *testing.T) {
+	shareWorkers(t)
 	forEachMode(t, func(t *testing.T, w *target) {
 
 		t.Run("GET without a key and any other method but POST is 405 with Allow", func(t *testing.T) {
@@ -149,6 +150,7 @@ func TestContract(t *testing.T) {
 // TestReferenceLayoutReplays stores a receipt the way the TypeScript Worker
 // writes it and checks the Go Worker replays it byte for byte.
 func TestReferenceLayoutReplays(t *testing.T) {
+	shareWorkers(t)
 	requireWorker(t)
 	w := kvWorker
 	key := newKey(t)
@@ -162,6 +164,7 @@ func TestReferenceLayoutReplays(t *testing.T) {
 
 // TestConcurrentRetriesPlaceOneOrder fires many requests with one key at once.
 func TestConcurrentRetriesPlaceOneOrder(t *testing.T) {
+	shareWorkers(t)
 	forEachMode(t, func(t *testing.T, w *target) {
 		const n = 40
 		key := newKey(t)
@@ -215,6 +218,7 @@ func TestConcurrentRetriesPlaceOneOrder(t *testing.T) {
 // TestDistinctKeysPlaceDistinctOrders checks that concurrent requests with
 // different keys do not block or replay each other.
 func TestDistinctKeysPlaceDistinctOrders(t *testing.T) {
+	shareWorkers(t)
 	forEachMode(t, func(t *testing.T, w *target) {
 		const n = 20
 		ids := make([]string, n)

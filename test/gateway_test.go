@@ -27,12 +27,12 @@ func newSymbol(t *testing.T) string {
 }
 
 // forEachGatewayMode runs test against the KV and the ledger gateway
-// Workers.
+// Workers, both at once.
 func forEachGatewayMode(t *testing.T, test func(t *testing.T, g *gatewayWorkers, w *target)) {
 	t.Helper()
 	g := startGateway(t)
 	for _, w := range []*target{g.kv, g.ledger} {
-		t.Run(w.mode, func(t *testing.T) { test(t, g, w) })
+		t.Run(w.mode, func(t *testing.T) { t.Parallel(); test(t, g, w) })
 	}
 }
 
@@ -55,6 +55,7 @@ func wantOneOrderID(t *testing.T, oms *fakeOMS, symbol string, r receipt) {
 // reaches the gateway once, with the receipt's order id, and its replays
 // and lookups never reach it.
 func TestGatewayPlacesEachOrderOnce(t *testing.T) {
+	shareWorkers(t)
 	forEachGatewayMode(t, func(t *testing.T, g *gatewayWorkers, w *target) {
 		symbol, key := newSymbol(t), newKey(t)
 		first := w.post(t, key, gatewayOrder(symbol))
@@ -78,6 +79,7 @@ func TestGatewayPlacesEachOrderOnce(t *testing.T) {
 // once while the gateway holds its first call: within one instance in KV
 // mode, and over two processes in ledger mode (ledger and ledger-front).
 func TestConcurrentDuplicatesReachTheGatewayOnce(t *testing.T) {
+	shareWorkers(t)
 	g := startGateway(t)
 	for _, c := range []struct {
 		name     string
@@ -136,6 +138,7 @@ func TestConcurrentDuplicatesReachTheGatewayOnce(t *testing.T) {
 // end with a receipt; and the gateway must have seen only the receipt's
 // order id, whether or not the first call had placed the order.
 func TestUnknownOutcomeIsRetriable(t *testing.T) {
+	shareWorkers(t)
 	forEachGatewayMode(t, func(t *testing.T, g *gatewayWorkers, w *target) {
 		for _, fault := range []step{failBefore, failAfter, hang, drop} {
 			t.Run(fault.String(), func(t *testing.T) {
@@ -175,6 +178,7 @@ func TestUnknownOutcomeIsRetriable(t *testing.T) {
 // outcome: a 422 naming the order and the reason, replayed byte for byte
 // to every retry and lookup without calling the gateway again.
 func TestRejectionIsFinal(t *testing.T) {
+	shareWorkers(t)
 	forEachGatewayMode(t, func(t *testing.T, g *gatewayWorkers, w *target) {
 		symbol, key := newSymbol(t), newKey(t)
 		g.oms.script(symbol, reject)
@@ -206,6 +210,7 @@ func TestRejectionIsFinal(t *testing.T) {
 // TestLookupTellsEveryState checks that a lookup tells apart an order in
 // flight, one whose outcome is unknown, a rejection and a receipt.
 func TestLookupTellsEveryState(t *testing.T) {
+	shareWorkers(t)
 	forEachGatewayMode(t, func(t *testing.T, g *gatewayWorkers, w *target) {
 		symbol, key := newSymbol(t), newKey(t)
 		g.oms.script(symbol, gated)
@@ -233,6 +238,7 @@ func TestLookupTellsEveryState(t *testing.T) {
 // waitUntil. The gateway's late answer must still be stored, and the
 // client's retry replays it without a second gateway call.
 func TestClientGoneStillStoresTheOrder(t *testing.T) {
+	shareWorkers(t)
 	forEachGatewayMode(t, func(t *testing.T, g *gatewayWorkers, w *target) {
 		symbol, key := newSymbol(t), newKey(t)
 		g.oms.script(symbol, gated)
@@ -291,100 +297,103 @@ func TestGatewayChaos(t *testing.T) {
 	// queue's retry delay.
 	const givenUpPatience = 2 * faultPatience
 	// Mostly waiting, as TestFaultsNeverDuplicate: run beside it, each mode
-	// at once. The gateway Workers' other tests are serial, so done by now.
+	// at once, on a fake OMS and Workers of its own, whose failures would
+	// break the tests that share theirs.
+	requireWorker(t)
 	t.Parallel()
-	g := startGateway(t)
+	g := startOwnGateway(t)
 	g.oms.setChaos(0.3)
-	t.Cleanup(func() { g.oms.setChaos(0) }) // once both modes are done
-	forEachGatewayMode(t, func(t *testing.T, g *gatewayWorkers, w *target) {
-		t.Parallel()
-		before := w.wrappedStats(t)
-		w.setFaultRate(t, rate)
-		t.Cleanup(func() { w.setFaultRate(t, 0) })
-		var wg sync.WaitGroup
-		var mu sync.Mutex
-		failures := map[string]int{}
-		callsPerKey := map[int]int{} // gateway calls a key needed → keys
-		var symbols []string
-		for k := range keys {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				symbol, key := fmt.Sprintf("%s-%d", newSymbol(t), k), fmt.Sprintf("%s-%d", newKey(t), k)
-				if k%4 == 1 {
-					g.oms.script(symbol, []step{failAfter, drop, hang}[k/4])
-				}
-				mu.Lock()
-				symbols = append(symbols, symbol)
-				mu.Unlock()
-				giveUp := time.Now().Add(faultPatience)
-				var receipts []response
-				for try := 0; len(receipts) == 0; try++ {
-					if k%3 == 0 && try == 1 {
-						// This client gave up: only the settler can finish.
-						if len(g.oms.orderIDs(symbol)) == 0 {
-							return // the order never reached the gateway
+	for _, w := range []*target{g.kv, g.ledger} {
+		t.Run(w.mode, func(t *testing.T) {
+			t.Parallel()
+			before := w.wrappedStats(t)
+			w.setFaultRate(t, rate)
+			t.Cleanup(func() { w.setFaultRate(t, 0) })
+			var wg sync.WaitGroup
+			var mu sync.Mutex
+			failures := map[string]int{}
+			callsPerKey := map[int]int{} // gateway calls a key needed → keys
+			var symbols []string
+			for k := range keys {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					symbol, key := fmt.Sprintf("%s-%d", newSymbol(t), k), fmt.Sprintf("%s-%d", newKey(t), k)
+					if k%4 == 1 {
+						g.oms.script(symbol, []step{failAfter, drop, hang}[k/4])
+					}
+					mu.Lock()
+					symbols = append(symbols, symbol)
+					mu.Unlock()
+					giveUp := time.Now().Add(faultPatience)
+					var receipts []response
+					for try := 0; len(receipts) == 0; try++ {
+						if k%3 == 0 && try == 1 {
+							// This client gave up: only the settler can finish.
+							if len(g.oms.orderIDs(symbol)) == 0 {
+								return // the order never reached the gateway
+							}
+							got, err := settled(t, w, key, givenUpPatience)
+							if err != nil {
+								t.Errorf("key %d, given up: %v; its log lines:\n%s", k, err, linesWith(w.Logs(), key))
+								return
+							}
+							receipts = append(receipts, got)
+							break
 						}
-						got, err := settled(t, w, key, givenUpPatience)
-						if err != nil {
-							t.Errorf("key %d, given up: %v; its log lines:\n%s", k, err, linesWith(w.Logs(), key))
+						if time.Now().After(giveUp) {
+							t.Errorf("key %d: no receipt in %v; its log lines:\n%s", k, faultPatience, linesWith(w.Logs(), key))
 							return
 						}
-						receipts = append(receipts, got)
-						break
+						got := w.post(t, key, gatewayOrder(symbol))
+						switch got.status {
+						case 200, 201:
+							receipts = append(receipts, got)
+						case 409, 503:
+							var p problemBody
+							json.Unmarshal([]byte(got.body), &p)
+							mu.Lock()
+							failures[fmt.Sprint(got.status, " ", p.Error)]++
+							mu.Unlock()
+							time.Sleep(faultRetryWait)
+						default:
+							t.Errorf("key %d: %d %s, want only receipts, 409 and 503", k, got.status, got.body)
+							return
+						}
 					}
-					if time.Now().After(giveUp) {
-						t.Errorf("key %d: no receipt in %v; its log lines:\n%s", k, faultPatience, linesWith(w.Logs(), key))
+					r, err := parseReceipt(receipts[0].body)
+					if err != nil {
+						t.Errorf("key %d: %v", k, err)
 						return
 					}
-					got := w.post(t, key, gatewayOrder(symbol))
-					switch got.status {
-					case 200, 201:
-						receipts = append(receipts, got)
-					case 409, 503:
-						var p problemBody
-						json.Unmarshal([]byte(got.body), &p)
-						mu.Lock()
-						failures[fmt.Sprint(got.status, " ", p.Error)]++
-						mu.Unlock()
-						time.Sleep(faultRetryWait)
-					default:
-						t.Errorf("key %d: %d %s, want only receipts, 409 and 503", k, got.status, got.body)
-						return
+					if !g.oms.accepted(r.OrderID) {
+						t.Errorf("key %d: the receipt names %s, which the OMS never accepted", k, r.OrderID)
 					}
-				}
-				r, err := parseReceipt(receipts[0].body)
-				if err != nil {
-					t.Errorf("key %d: %v", k, err)
-					return
-				}
-				if !g.oms.accepted(r.OrderID) {
-					t.Errorf("key %d: the receipt names %s, which the OMS never accepted", k, r.OrderID)
-				}
-				mu.Lock()
-				callsPerKey[len(g.oms.orderIDs(symbol))]++
-				mu.Unlock()
-				for _, id := range g.oms.orderIDs(symbol) {
-					if id != r.OrderID {
-						t.Errorf("key %d: the gateway saw order ids %v, want only the receipt's %s", k, g.oms.orderIDs(symbol), r.OrderID)
-						break
+					mu.Lock()
+					callsPerKey[len(g.oms.orderIDs(symbol))]++
+					mu.Unlock()
+					for _, id := range g.oms.orderIDs(symbol) {
+						if id != r.OrderID {
+							t.Errorf("key %d: the gateway saw order ids %v, want only the receipt's %s", k, g.oms.orderIDs(symbol), r.OrderID)
+							break
+						}
 					}
-				}
-			}()
-		}
-		wg.Wait()
-		s := w.wrappedStats(t)
-		calls, faults := s.Calls-before.Calls, s.FaultsBefore+s.FaultsAfter-before.FaultsBefore-before.FaultsAfter
-		gatewayFaults := 0
-		for _, symbol := range symbols {
-			gatewayFaults += g.oms.faults(symbol)
-		}
-		t.Logf("%s: %d keys, storage fault rate %v, gateway chaos 0.3: failures seen %v; %d storage calls, %d failed; %d gateway calls failed; keys by gateway calls (all with one order id): %v",
-			w.mode, keys, rate, failures, calls, faults, gatewayFaults, callsPerKey)
-		if gatewayFaults == 0 || faults == 0 {
-			t.Errorf("%d gateway faults and %d storage faults: the run needs both kinds to show anything", gatewayFaults, faults)
-		}
-	})
+				}()
+			}
+			wg.Wait()
+			s := w.wrappedStats(t)
+			calls, faults := s.Calls-before.Calls, s.FaultsBefore+s.FaultsAfter-before.FaultsBefore-before.FaultsAfter
+			gatewayFaults := 0
+			for _, symbol := range symbols {
+				gatewayFaults += g.oms.faults(symbol)
+			}
+			t.Logf("%s: %d keys, storage fault rate %v, gateway chaos 0.3: failures seen %v; %d storage calls, %d failed; %d gateway calls failed; keys by gateway calls (all with one order id): %v",
+				w.mode, keys, rate, failures, calls, faults, gatewayFaults, callsPerKey)
+			if gatewayFaults == 0 || faults == 0 {
+				t.Errorf("%d gateway faults and %d storage faults: the run needs both kinds to show anything", gatewayFaults, faults)
+			}
+		})
+	}
 }
 
 // linesWith returns the lines of logs that contain s.

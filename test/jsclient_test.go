@@ -95,10 +95,10 @@ func tapCount(out, name string) int {
 // fake OMS: its unit tests, and its end-to-end tests (worker.test.js),
 // which submit, retry and look up orders in the real Worker under wrangler
 // dev, script the fake OMS through omsControl, and check there that each
-// key reached the OMS with one order id. Not parallel with the other
-// top-level tests: TestGatewayChaos, which is, turns the shared fake OMS
-// chaotic once the serial tests are done.
+// key reached the OMS with one order id. It holds the shared Workers
+// (shareWorkers), as every test of theirs does.
 func TestJSClient(t *testing.T) {
+	shareWorkers(t)
 	g := startGateway(t)
 	control := omsControl(t, g.oms)
 	node := nodeBinary(t)

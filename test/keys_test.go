@@ -16,6 +16,7 @@ import (
 // TestKeyReuse checks that a key holds one order: a different order under it
 // is refused without revealing the receipt, the same order reformatted replays.
 func TestKeyReuse(t *testing.T) {
+	shareWorkers(t)
 	forEachMode(t, func(t *testing.T, w *target) {
 		key := newKey(t)
 		first := w.post(t, key, validOrder)
@@ -49,6 +50,7 @@ func TestKeyReuse(t *testing.T) {
 
 // TestQuotedKeyIsTheSameKey sends the IETF draft's quoted form of a key.
 func TestQuotedKeyIsTheSameKey(t *testing.T) {
+	shareWorkers(t)
 	forEachMode(t, func(t *testing.T, w *target) {
 		key := newKey(t)
 		first := w.post(t, `"`+key+`"`, validOrder)
@@ -72,6 +74,7 @@ func TestQuotedKeyIsTheSameKey(t *testing.T) {
 // Each check counts lines this test's own requests make: a key of its own,
 // and, for the request without a key, the count before and after.
 func TestLogLine(t *testing.T) {
+	shareWorkers(t)
 	forEachMode(t, func(t *testing.T, w *target) {
 		key := newKey(t)
 		got := w.post(t, key, validOrder)
@@ -106,6 +109,7 @@ func TestLogLine(t *testing.T) {
 // placed, whether the lines agree or not. One quoted key that holds a
 // comma is still one key.
 func TestRepeatedKeyHeaderIsRefused(t *testing.T) {
+	shareWorkers(t)
 	forEachGatewayMode(t, func(t *testing.T, g *gatewayWorkers, w *target) {
 		symbol, key := newSymbol(t), newKey(t)
 		if first := w.post(t, key, gatewayOrder(symbol)); first.status != 201 {

@@ -11,12 +11,13 @@
 package e2e
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"strings"
 	"sync"
@@ -49,15 +50,37 @@ func TestMain(m *testing.M) {
 	if os.Getenv("EDGE_ORDERS_E2E") != "1" {
 		os.Exit(m.Run()) // every test skips through forEachMode
 	}
+	flag.Parse()
+	// A whole run starts every shared Worker at once, the gateway's and the
+	// admin tests' beside these two, rather than each at its first test's
+	// turn: the tests that share Workers run one after another, and their
+	// starts would add up. A run of some tests (-run) starts what they use.
+	var eager sync.WaitGroup
+	if flag.Lookup("test.run").Value.String() == "" {
+		eager.Go(func() {
+			gatewayOnce.Do(initGateway)
+			if gatewayErr == nil {
+				adminOnce.Do(func() { initAdmin(gateway) })
+			}
+		})
+	}
 	var err error
 	kvWorker, ledgerWorker, err = startShared()
+	if err == nil && flag.Lookup("test.run").Value.String() == "" {
+		eager.Go(func() { inspectKV(kvWorker.state) })
+	}
+	eager.Wait() // its error fails the tests that use them
 	if err != nil {
+		stopGateway(true)
+		stopAdmin(true)
+		stopKVInspectors()
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
 	code := m.Run()
 	stopGateway(code != 0)
 	stopAdmin(code != 0)
+	stopKVInspectors()
 	for _, w := range []*target{kvWorker, ledgerWorker} {
 		w.srv.Stop()
 		if code != 0 {
@@ -103,12 +126,19 @@ func startTarget(mode string, opts wranglerdev.Options) (*target, error) {
 	if mode == "ledger" && opts.Environment == "" {
 		opts.Environment = "ledger"
 	}
+	starting <- struct{}{}
 	srv, err := wranglerdev.Start(context.Background(), opts)
+	<-starting
 	if err != nil {
 		return nil, fmt.Errorf("%s mode: %w", mode, err)
 	}
 	return &target{mode: mode, srv: srv, state: opts.StateDir}, nil
 }
+
+// starting bounds the Workers starting at once: a start is seconds of CPU
+// (wrangler, the build, workerd), and the parallel tests would otherwise
+// start a dozen together on two cores, past a start's time limit.
+var starting = make(chan struct{}, 4)
 
 // startWorker serves the Worker in mode in its own wrangler dev, for tests
 // that need another configuration than the shared one; it stops with t.
@@ -127,14 +157,39 @@ func startWorker(t *testing.T, mode string, opts wranglerdev.Options) *target {
 	return w
 }
 
-// forEachMode runs test as a subtest against each shared Worker, or skips
-// unless the end-to-end run is on.
+// forEachMode runs test as a subtest against each shared Worker, both at
+// once, or skips unless the end-to-end run is on.
 func forEachMode(t *testing.T, test func(t *testing.T, w *target)) {
 	t.Helper()
 	requireWorker(t)
 	for _, w := range []*target{kvWorker, ledgerWorker} {
-		t.Run(w.mode, func(t *testing.T) { test(t, w) })
+		t.Run(w.mode, func(t *testing.T) { t.Parallel(); test(t, w) })
 	}
+}
+
+// sharedWorkers is held by each test that uses a Worker or the fake OMS
+// that the package shares (kvWorker and ledgerWorker, startGateway's,
+// startAdmin's): they count calls and log lines, and set faults, on them,
+// so they run one at a time. They are parallel tests all the same, so
+// that they run beside those with Workers of their own, which otherwise
+// wait for every serial test to end.
+var sharedWorkers sync.Mutex
+
+// shareWorkers makes t a parallel test that holds sharedWorkers until it
+// ends, or skips it unless the end-to-end run is on. The tests that must
+// not run beside anything (their windows are timed) stay serial instead.
+func shareWorkers(t *testing.T) {
+	t.Helper()
+	requireWorker(t)
+	t.Parallel()
+	holdSharedWorkers(t)
+}
+
+// holdSharedWorkers holds sharedWorkers until t ends: for a test of its
+// own Workers that also uses a shared one, once its own have started.
+func holdSharedWorkers(t *testing.T) {
+	sharedWorkers.Lock()
+	t.Cleanup(sharedWorkers.Unlock)
 }
 
 // requireWorker skips t unless the end-to-end run is on.
@@ -241,30 +296,73 @@ func parseReceipt(body string) (receipt, error) {
 	return r, nil
 }
 
-// wrangler runs the wrangler CLI against local state.
-func wrangler(t *testing.T, args ...string) string {
+// kvInspector is a test/kvinspect Worker serving one state folder's ORDERS
+// namespace over HTTP: the tests read and write KV through it in
+// milliseconds, where each `wrangler kv key` command is seconds of CPU.
+type kvInspector struct {
+	once sync.Once
+	srv  *wranglerdev.Server
+	err  error
+}
+
+// kvInspectors are the kvInspectors by state folder, each started at its
+// first use (TestMain starts the shared KV Worker's) and stopped by
+// TestMain.
+var kvInspectors sync.Map
+
+// inspectKV returns the kvInspector of state, started once.
+func inspectKV(state string) (*wranglerdev.Server, error) {
+	v, _ := kvInspectors.LoadOrStore(state, &kvInspector{})
+	in := v.(*kvInspector)
+	in.once.Do(func() {
+		starting <- struct{}{}
+		in.srv, in.err = wranglerdev.Start(context.Background(), wranglerdev.Options{Dir: root, Config: "test/kvinspect/wrangler.toml", StateDir: state})
+		<-starting
+	})
+	return in.srv, in.err
+}
+
+// stopKVInspectors stops every kvInspector started.
+func stopKVInspectors() {
+	kvInspectors.Range(func(_, v any) bool {
+		if in := v.(*kvInspector); in.srv != nil {
+			in.srv.Stop()
+		}
+		return true
+	})
+}
+
+// kvCall makes one request of the kvInspector of w's state.
+func (w *target) kvCall(t *testing.T, method, path string, body io.Reader) []byte {
 	t.Helper()
-	cmd, err := wranglerdev.Command(root, args...)
+	srv, err := inspectKV(w.state)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
+	req, err := http.NewRequest(method, srv.URL+path, body)
 	if err != nil {
-		t.Fatalf("wrangler %s: %v\n%s", strings.Join(args, " "), err, stderr.String())
+		t.Fatal(err)
 	}
-	return string(out)
+	resp, err := httpClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode/100 != 2 {
+		t.Fatalf("kvinspect %s %s = %s %s (%v)", method, path, resp.Status, b, err)
+	}
+	return b
 }
 
 // kvPut writes straight into the Worker's local KV namespace (both modes
 // bind ORDERS: the ledger reads it while migrating).
 func (w *target) kvPut(t *testing.T, key, value string) {
 	t.Helper()
-	wrangler(t, "kv", "key", "put", key, value, "--binding", "ORDERS", "--local", "--persist-to", w.state)
+	w.kvCall(t, http.MethodPut, "/put?key="+url.QueryEscape(key), strings.NewReader(value))
 }
 
-// storedKey is a key as `wrangler kv key list` shows it.
+// storedKey is a key as kvinspect lists it (as `wrangler kv key list` does).
 type storedKey struct {
 	Name       string `json:"name"`
 	Expiration int64  `json:"expiration"`
@@ -273,9 +371,9 @@ type storedKey struct {
 // kvList lists the keys of the Worker's local KV namespace that start with prefix.
 func (w *target) kvList(t *testing.T, prefix string) []storedKey {
 	t.Helper()
-	out := wrangler(t, "kv", "key", "list", "--prefix", prefix, "--binding", "ORDERS", "--local", "--persist-to", w.state)
+	out := w.kvCall(t, http.MethodGet, "/list?prefix="+url.QueryEscape(prefix), nil)
 	var keys []storedKey
-	if err := json.Unmarshal([]byte(out[strings.Index(out, "["):]), &keys); err != nil {
+	if err := json.Unmarshal(out, &keys); err != nil {
 		t.Fatalf("kv key list: %v\n%s", err, out)
 	}
 	return keys

@@ -16,7 +16,13 @@ import (
 // second order; new orders go to the ledger only.
 func TestMigrationFromKV(t *testing.T) {
 	requireWorker(t)
+	t.Parallel()
 	before := kvWorker
+	// The ledger Worker reads the shared KV Worker's state: it starts
+	// before this test holds that Worker, and reads what is written after.
+	until := time.Now().Add(time.Hour).UTC().Format(time.RFC3339)
+	after := startWorker(t, "ledger", wranglerdev.Options{StateDir: before.state, Vars: map[string]string{"KV_FALLBACK_UNTIL": until}})
+	holdSharedWorkers(t)
 	goKey := newKey(t) + "-go"
 	placed := before.post(t, goKey, validOrder)
 	if placed.status != 201 {
@@ -25,9 +31,6 @@ func TestMigrationFromKV(t *testing.T) {
 	tsKey := newKey(t) + "-ts"
 	tsReceipt := `{"orderId":"0b4f4c2e-3f0e-4b8e-9d47-0d7a1f7c2b11","status":"accepted","symbol":"MSFT","side":"buy","quantity":100,"acceptedAt":"2026-01-02T03:04:05.678Z"}`
 	before.kvPut(t, "result:"+tsKey, tsReceipt)
-
-	until := time.Now().Add(time.Hour).UTC().Format(time.RFC3339)
-	after := startWorker(t, "ledger", wranglerdev.Options{StateDir: before.state, Vars: map[string]string{"KV_FALLBACK_UNTIL": until}})
 
 	for _, c := range []struct{ name, key, receipt string }{{"Go", goKey, placed.body}, {"TypeScript", tsKey, tsReceipt}} {
 		t.Run("a receipt the "+c.name+" Worker stored in KV replays", func(t *testing.T) {

@@ -27,6 +27,7 @@ func TestAuthenticatedClients(t *testing.T) {
 	}
 	for _, mode := range []string{"kv", "ledger"} {
 		t.Run(mode, func(t *testing.T) {
+			t.Parallel() // each mode its own Worker
 			w := startWorker(t, mode, wranglerdev.Options{EnvFile: env})
 			as := func(token string) []string { return []string{"Authorization", "Bearer " + token} }
 			post := func(t *testing.T, key string, auth ...string) response {
@@ -112,6 +113,7 @@ func TestAuthenticatedClients(t *testing.T) {
 // TestOpenModeSaysSoOnce checks the shared Workers, which have no tokens,
 // log once that they accept orders from anyone.
 func TestOpenModeSaysSoOnce(t *testing.T) {
+	shareWorkers(t)
 	forEachMode(t, func(t *testing.T, w *target) {
 		w.post(t, newKey(t), validOrder)
 		if n := w.countLog(t, `"outcome":"auth_disabled"`, 10*time.Second); n != 1 {
@@ -129,10 +131,8 @@ func TestBadConfigurationIsRefused(t *testing.T) {
 	cases := []struct {
 		mode, name, value string
 	}{
+		// One a mode: app's native tests check each kind of bad value.
 		{"kv", "RESULT_TTL_SECONDS", "30"},
-		{"kv", "PENDING_TTL_SECONDS", "soon"},
-		{"kv", "STORAGE", "redis"},
-		{"ledger", "LEDGER_SHARDS", "0"},
 		{"ledger", "KV_FALLBACK_UNTIL", "tomorrow"},
 	}
 	for _, c := range cases {

@@ -413,8 +413,10 @@ func (f *fakeOMS) act(orderID string, refuse bool) int {
 }
 
 // omsTimeout is OMS_TIMEOUT_MS for the gateway Workers: short, so that
-// the tests of calls that never answer stay quick.
-const omsTimeout = 1500 * time.Millisecond
+// the tests of calls that never answer stay quick, and long enough that a
+// call that does answer (a gzip answer decoded to its cap, say) ends
+// within it on two cores busy with every other test.
+const omsTimeout = 3 * time.Second
 
 // gatewayWorkers are Workers with OMS_URL set to the fake OMS, served
 // through test/wrapped/entry.mjs: KV mode, and ledger mode with a second
@@ -432,50 +434,75 @@ var (
 	gatewayErr  error
 )
 
-// startGateway starts the fake OMS and its Workers, once for the package;
-// TestMain stops them.
+// startGateway starts the fake OMS and its Workers, once for the package
+// (TestMain starts them beside the shared Workers for a whole run); TestMain
+// stops them.
 func startGateway(t *testing.T) *gatewayWorkers {
 	t.Helper()
 	requireWorker(t)
-	gatewayOnce.Do(func() {
-		oms, err := startFakeOMS()
-		if err != nil {
-			gatewayErr = err
-			return
-		}
-		g := &gatewayWorkers{oms: oms}
-		gateway = g
-		// The sweep of lost settle messages takes a key a second past its
-		// due time, so that its test need not wait a minute.
-		vars := map[string]string{"OMS_URL": oms.URL, "OMS_TOKEN": omsToken, "OMS_TIMEOUT_MS": fmt.Sprint(omsTimeout.Milliseconds()),
-			"SETTLE_SWEEP_GRACE_SECONDS": "1"}
-		g.vars = vars
-		registry, err := os.MkdirTemp("", "edge-orders-e2e-registry-")
-		if err != nil {
-			gatewayErr = err
-			return
-		}
-		var wg sync.WaitGroup
-		errs := make([]error, 2)
-		wg.Add(2)
-		go func() {
-			defer wg.Done()
-			g.kv, errs[0] = startTarget("kv", wrappedOptions(wranglerdev.Options{Vars: vars}))
-		}()
-		go func() {
-			defer wg.Done()
-			g.ledger, errs[1] = startTarget("ledger", wrappedOptions(wranglerdev.Options{Vars: vars, Registry: registry}))
-		}()
-		wg.Wait()
-		if gatewayErr = errors.Join(errs...); gatewayErr != nil {
-			return
-		}
-		g.front, gatewayErr = startTarget("ledger", wrappedOptions(wranglerdev.Options{Vars: vars, Registry: registry, Environment: "ledger-front"}))
-	})
+	gatewayOnce.Do(initGateway)
 	if gatewayErr != nil {
 		t.Fatal(gatewayErr)
 	}
 	return gateway
+}
+
+// gatewayVars are the vars of a Worker that calls oms. The sweep of lost
+// settle messages takes a key a second past its due time, so that its test
+// need not wait a minute.
+func gatewayVars(oms *fakeOMS) map[string]string {
+	return map[string]string{"OMS_URL": oms.URL, "OMS_TOKEN": omsToken, "OMS_TIMEOUT_MS": fmt.Sprint(omsTimeout.Milliseconds()),
+		"SETTLE_SWEEP_GRACE_SECONDS": "1"}
+}
+
+// startOwnGateway starts a fake OMS, and a KV and a ledger Worker wrapped
+// over it, for t alone: a test that makes them fail at random must not do
+// so to the shared ones, which other tests use meanwhile. They stop with t.
+func startOwnGateway(t *testing.T) *gatewayWorkers {
+	t.Helper()
+	oms, err := startFakeOMS()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(oms.stop)
+	g := &gatewayWorkers{oms: oms, vars: gatewayVars(oms)}
+	g.kv = startWorker(t, "kv", wrappedOptions(wranglerdev.Options{Vars: g.vars}))
+	g.ledger = startWorker(t, "ledger", wrappedOptions(wranglerdev.Options{Vars: g.vars}))
+	return g
+}
+
+// initGateway is startGateway's work, done once; its error is gatewayErr.
+func initGateway() {
+	oms, err := startFakeOMS()
+	if err != nil {
+		gatewayErr = err
+		return
+	}
+	g := &gatewayWorkers{oms: oms}
+	gateway = g
+	vars := gatewayVars(oms)
+	g.vars = vars
+	registry, err := os.MkdirTemp("", "edge-orders-e2e-registry-")
+	if err != nil {
+		gatewayErr = err
+		return
+	}
+	var wg sync.WaitGroup
+	errs := make([]error, 2)
+	wg.Add(2)
+	go func() {
+		defer wg.Done()
+		g.kv, errs[0] = startTarget("kv", wrappedOptions(wranglerdev.Options{Vars: vars}))
+	}()
+	go func() {
+		defer wg.Done()
+		g.ledger, errs[1] = startTarget("ledger", wrappedOptions(wranglerdev.Options{Vars: vars, Registry: registry}))
+	}()
+	wg.Wait()
+	if gatewayErr = errors.Join(errs...); gatewayErr != nil {
+		return
+	}
+	g.front, gatewayErr = startTarget("ledger", wrappedOptions(wranglerdev.Options{Vars: vars, Registry: registry, Environment: "ledger-front"}))
 }
 
 // stopGateway stops what startGateway started, printing the Workers' logs

@@ -533,6 +533,7 @@ func TestOpsPageShowsEveryValueAsText(t *testing.T) {
 // page is served from Static Assets at /ops/ with its CSP, and that every
 // other path still reaches the Worker: no asset can shadow it.
 func TestOpsPageIsServedBesideTheWorker(t *testing.T) {
+	shareWorkers(t)
 	noRedirect := &http.Client{Timeout: 30 * time.Second, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	get := func(t *testing.T, url string) (*http.Response, string) {
 		t.Helper()
@@ -614,6 +615,8 @@ func TestOpsPage(t *testing.T) {
 	browser := startChromium(t, chromium)
 	shots := artifactsDir(t)
 	t.Run("without ADMIN_TOKENS the page says the admin API is off", func(t *testing.T) {
+		t.Parallel() // it waits for the shared Worker; the modes go on
+		holdSharedWorkers(t)
 		p := openOps(t, browser, kvWorker.URL()+"/ops/", shots, "ops-off")
 		p.signIn(adminToken)
 		p.waitFor(`!document.getElementById("login").hidden && !document.getElementById("problem").hidden`, 15*time.Second)

@@ -17,8 +17,9 @@ import (
 func TestParityWithJavaScriptInWorkerd(t *testing.T) {
 	requireWorker(t)
 	t.Parallel() // its own Workers: waits beside the others (go test -parallel, make test)
-	w := kvWorker
 	js := startWorker(t, "reference", wranglerdev.Options{Config: "test/reference/port/wrangler.toml"})
+	holdSharedWorkers(t)
+	w := kvWorker
 	bodies := []string{
 		validOrder,
 		"\xef\xbb\xbf" + validOrder, // a BOM: kept by workerd at the compatibility date, so JSON.parse fails

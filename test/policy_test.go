@@ -20,6 +20,7 @@ const describedBy = `</idempotency>; rel="describedby"`
 // the key, and a lookup that says when its outcome expires where the store
 // knows it.
 func TestPublishedPolicy(t *testing.T) {
+	shareWorkers(t)
 	forEachMode(t, func(t *testing.T, w *target) {
 		t.Run("the policy states the running configuration", func(t *testing.T) {
 			req, err := http.NewRequest(http.MethodGet, w.URL()+"/idempotency", nil)

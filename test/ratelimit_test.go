@@ -20,6 +20,7 @@ func TestRateLimit(t *testing.T) {
 	t.Parallel() // its own Workers: waits beside the others (go test -parallel, make test)
 	for _, mode := range []string{"kv", "ledger"} {
 		t.Run(mode, func(t *testing.T) {
+			t.Parallel() // each mode its own Worker
 			w := startWorker(t, mode, wranglerdev.Options{Config: filepath.Join("test", "ratelimit", "wrangler.toml")})
 			waitForAFreshMinute()
 			base := newKey(t)

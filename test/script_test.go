@@ -15,6 +15,7 @@ import (
 // TestSubmitOrderScript runs submit-order.sh against the Worker, and
 // against servers that break the contract, which it must reject.
 func TestSubmitOrderScript(t *testing.T) {
+	shareWorkers(t)
 	requireWorker(t)
 
 	forEachMode(t, func(t *testing.T, w *target) {

@@ -59,6 +59,7 @@ func wantUnknown(t *testing.T, got response) {
 // the connection on the first call, and the client never comes back:
 // within seconds the key holds the receipt, and the OMS saw one order id.
 func TestSettlerPlacesAnOrderWhoseAnswerWasLost(t *testing.T) {
+	shareWorkers(t)
 	forEachGatewayMode(t, func(t *testing.T, g *gatewayWorkers, w *target) {
 		symbol, key := newSymbol(t), newKey(t)
 		g.oms.script(symbol, drop)
@@ -82,6 +83,7 @@ func TestSettlerPlacesAnOrderWhoseAnswerWasLost(t *testing.T) {
 // keeps calling, each call at least the backoff after the one before
 // (1 s, then 2 s), and settles on the fourth.
 func TestSettlerBacksOff(t *testing.T) {
+	shareWorkers(t)
 	forEachGatewayMode(t, func(t *testing.T, g *gatewayWorkers, w *target) {
 		symbol, key := newSymbol(t), newKey(t)
 		g.oms.script(symbol, failBefore, failBefore, failBefore)
@@ -109,6 +111,7 @@ func TestSettlerBacksOff(t *testing.T) {
 // the settler's call: the rejection is the key's outcome, replayed to the
 // client that comes back, and never sent again.
 func TestSettlerStoresARejection(t *testing.T) {
+	shareWorkers(t)
 	forEachGatewayMode(t, func(t *testing.T, g *gatewayWorkers, w *target) {
 		symbol, key := newSymbol(t), newKey(t)
 		g.oms.script(symbol, failBefore, reject)
@@ -159,6 +162,7 @@ func TestClientRetryRacesTheSettler(t *testing.T) {
 // failed send or an isolate that died before it would: the Cron Trigger's
 // sweep of overdue keys settles the key instead.
 func TestKVSettleLostMessageIsSwept(t *testing.T) {
+	shareWorkers(t)
 	g := startGateway(t)
 	w := g.kv
 	symbol, key := newSymbol(t), newKey(t)
@@ -188,6 +192,8 @@ func TestKVSettleLostMessageIsSwept(t *testing.T) {
 // outcome is unknown and starts it again on the same state: the ledger's
 // alarm settles the key with no client involved.
 func TestLedgerSettlesAfterARestart(t *testing.T) {
+	requireWorker(t)
+	t.Parallel() // Workers of its own, and the fake OMS by its own symbol
 	g := startGateway(t)
 	state, err := os.MkdirTemp("", "edge-orders-e2e-restart-")
 	if err != nil {
