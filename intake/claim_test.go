@@ -106,7 +106,8 @@ func TestKVLifecycleReleasesAfterCommit(t *testing.T) {
 	deferTask := func(ctx context.Context, task func(context.Context)) {
 		tasks = append(tasks, deferred{ctx, task})
 	}
-	h := newHarness(t, intake.Options{Defer: deferTask}, intake.Lifecycle{ReleaseAfterCommit: true})
+	// With a gateway: the stand-in commits before it answers (below).
+	h := newHarness(t, intake.Options{Defer: deferTask, Gateway: &gatewayDouble{}}, intake.Lifecycle{ReleaseAfterCommit: true})
 	type ctxKey struct{}
 	ctx := context.WithValue(context.Background(), ctxKey{}, "request")
 
@@ -179,9 +180,25 @@ func TestKVLifecycleReleasesAfterCommit(t *testing.T) {
 			t.Errorf("pending:bad still stored; want it released before Submit returns")
 		}
 	})
+	t.Run("the stand-in commits before it answers, and releases after", func(t *testing.T) {
+		tasks = nil
+		h := newHarness(t, intake.Options{Defer: deferTask}, intake.Lifecycle{ReleaseAfterCommit: true})
+		out, err := h.svc.Submit(ctx, key("s"), []byte(validBody), "")
+		if err != nil {
+			t.Fatalf("Submit: %v", err)
+		}
+		h.wantReceiptStored(t, "s", out.Receipt)
+		if len(tasks) != 1 {
+			t.Fatalf("deferred tasks = %d, want 1 (the release)", len(tasks))
+		}
+		tasks[0].task(context.Background())
+		if _, ok := h.stored(t, "pending:s"); ok {
+			t.Errorf("pending:s still stored after the deferred task ran")
+		}
+	})
 	t.Run("without ReleaseAfterCommit the claim is left to expire", func(t *testing.T) {
 		tasks = nil
-		h := newHarness(t, intake.Options{Defer: deferTask})
+		h := newHarness(t, intake.Options{Defer: deferTask, Gateway: &gatewayDouble{}})
 		out, err := h.svc.Submit(ctx, key("kept"), []byte(validBody), "")
 		if err != nil {
 			t.Fatalf("Submit: %v", err)

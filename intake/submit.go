@@ -285,15 +285,18 @@ func takenOver(claim Claim, rec Record) Claim {
 // the order may be live at the OMS, and nobody but the settler may ask
 // again.
 //
-// A client's answer does not wait for the commit: once the gateway has
-// answered for good, the outcome is answered at once and committed after
-// the response (Options.Defer). The claim holds everything the receipt is
-// made of, so if the commit fails, or never runs, the key is due for the
-// settler, and the OMS, which answers a repeated order id with its
-// original outcome, has it store the same bytes. Until the commit lands,
-// a retry in this instance replays from memory, one elsewhere waits for
-// the claim as for any held key, and a lookup says in progress; once it
-// has failed, a retry anywhere stores the same bytes (or the settler does).
+// With a gateway, a client's answer does not wait for the commit: once
+// the gateway has answered for good, the outcome is answered at once and
+// committed after the response (Options.Defer). The claim holds everything
+// the receipt is made of, so if the commit fails, or never runs, the key
+// is due for the settler, and the OMS, which answers a repeated order id
+// with its original outcome, has it store the same bytes. Until the commit
+// lands, a retry in this instance replays from memory, one elsewhere waits
+// for the claim as for any held key, and a lookup says in progress; once
+// it has failed, a retry anywhere stores the same bytes (or the settler
+// does). The stand-in commits before it answers: it has no settler, and
+// its claim only a lease, so a receipt whose write and release both
+// failed after the answer would be stored nowhere.
 func (s *Service) place(ctx context.Context, key Key, claim Claim, by placer) (Outcome, error) {
 	receipt := order.Receipt{OrderID: claim.OrderID, Status: order.StatusAccepted, Order: claim.Order, AcceptedAt: claim.AcceptedAt}
 	claim.Sent = true
@@ -308,12 +311,21 @@ func (s *Service) place(ctx context.Context, key Key, claim Claim, by placer) (O
 	}
 	result := Result{Body: receipt.JSON(), Rejected: receipt.Status == order.StatusRejected,
 		Fingerprint: claim.Fingerprint, TTL: s.opts.ResultTTL}
-	if by == byClient {
+	if by == byClient && s.settles {
 		now := s.opts.Now()
 		s.receipts.putUnstored(key.String(), storedAs(result, claim, now), now)
 		s.opts.Defer(ctx, func(ctx context.Context) { s.keep(context.WithoutCancel(ctx), key, claim, result, by, true) })
-	} else if err := s.keep(ctx, key, claim, result, by, false); err != nil {
-		return Outcome{}, err
+	} else {
+		if by == byClient {
+			// The stand-in's answer is decided: a client gone meanwhile
+			// does not abandon its commit (in production the cancelled
+			// invocation ends, and with it the answer, which then never
+			// named a receipt).
+			ctx = context.WithoutCancel(ctx)
+		}
+		if err := s.keep(ctx, key, claim, result, by, false); err != nil {
+			return Outcome{}, err
+		}
 	}
 	if result.Rejected {
 		return Outcome{}, &Rejection{Reason: receipt.Reason, OrderID: receipt.OrderID}

@@ -40,6 +40,7 @@ func TestWaitForDuplicate(t *testing.T) {
 			firstDone := make(chan struct{})
 			var sleeps []time.Duration // only the duplicate sleeps
 			h := newHarness(t, intake.Options{
+				Gateway:        &gatewayDouble{}, // whose answer precedes its commit
 				Wait:           tc.wait,
 				CachedReceipts: tc.cached,
 				Sleep: func(ctx context.Context, d time.Duration) error {

@@ -27,8 +27,8 @@ func wrappedOptions(opts wranglerdev.Options) wranglerdev.Options {
 // claim of its first request, and sends two duplicates: one as soon as the
 // first has reached storage, which gives up after its 2 s wait (409 with
 // Retry-After), and one once that one has given up, 1 s before the first
-// answers, which sees it answer within its wait (the replay: the first's
-// commit follows its answer). The duplicates are gated on the calls the
+// answers, which sees it answer within its wait (the replay). The
+// duplicates are gated on the calls the
 // first has started and on each other, not on sleeps.
 func TestInFlightDuplicate(t *testing.T) {
 	requireWorker(t)
