@@ -24,20 +24,23 @@ func wrappedOptions(opts wranglerdev.Options) wranglerdev.Options {
 }
 
 // TestInFlightDuplicate holds a key in flight for 3 s, by slowing the
-// claim of its first request, and sends two duplicates: one as soon as the
-// first has reached storage, which gives up after its 2 s wait (409 with
-// Retry-After), and one once that one has given up, 1 s before the first
-// answers, which sees it answer within its wait (the replay). The
-// duplicates are gated on the calls the
-// first has started and on each other, not on sleeps.
+// storage writes of its first request, and sends two duplicates: one as
+// soon as the first has reached storage, which gives up after its 2 s wait
+// (409 with Retry-After), and one once the first has started its last
+// write, 1.5 s from its end, which sees it finish within its wait (the
+// replay). The duplicates are gated on the calls the first has started,
+// not on sleeps.
 func TestInFlightDuplicate(t *testing.T) {
 	requireWorker(t)
 	for _, c := range []struct {
 		mode   string
 		delays map[string]int
+		// lastWrite is how many binding calls the first request has
+		// started once it has started its last write.
+		lastWrite int
 	}{
-		{"kv", map[string]int{"ORDERS.put": 3000}},       // the claim
-		{"ledger", map[string]int{"LEDGER.claim": 3000}}, // the claim
+		{"kv", map[string]int{"ORDERS.put": 1500}, 4},                              // 2 reads, the claim, the receipt
+		{"ledger", map[string]int{"LEDGER.claim": 1500, "LEDGER.commit": 1500}, 2}, // the claim, the commit
 	} {
 		t.Run(c.mode, func(t *testing.T) {
 			delays, _ := json.Marshal(c.delays)
@@ -47,9 +50,11 @@ func TestInFlightDuplicate(t *testing.T) {
 			firstDone := make(chan response, 1)
 			go func() { firstDone <- w.post(t, key, validOrder) }()
 			w.waitEntered(t, before, 1)
-			gaveUp := w.post(t, key, validOrder)
+			gaveUpDone := make(chan response, 1)
+			go func() { gaveUpDone <- w.post(t, key, validOrder) }()
+			w.waitEntered(t, before, c.lastWrite)
 			waited := w.post(t, key, validOrder)
-			first := <-firstDone
+			first, gaveUp := <-firstDone, <-gaveUpDone
 			if first.status != 201 {
 				t.Fatalf("first = %d %s, want 201", first.status, first.body)
 			}
