@@ -110,8 +110,12 @@ func TestContract(t *testing.T) {
 			for _, body := range []string{`{"symbol":"MSFT","side":"hold","quantity":100}`, `not json`, ``, `{"symbol":"MSFT","side":"buy","quantity":1.5}`} {
 				wantProblem(t, w.post(t, key, body), 422, "invalid_order")
 			}
-			if keys := w.kvList(t, "pending:"+key); len(keys) != 0 {
-				t.Fatalf("claim left behind after 422: %v", keys)
+			// KV's claims are keys to list; the ledger's are its object's
+			// rows, which the lookup and the corrected retry below find free.
+			if w.mode == "kv" {
+				if keys := w.kvList(t, "pending:"+key); len(keys) != 0 {
+					t.Fatalf("claim left behind after 422: %v", keys)
+				}
 			}
 			wantProblem(t, w.lookup(t, key), 404, "not_found")
 			if got := w.post(t, key, validOrder); got.status != 201 {
