@@ -19,6 +19,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -115,6 +116,12 @@ func startShared() (kvW, ledgerW *target, err error) {
 // startTarget serves the Worker in mode with fresh state (unless
 // opts.StateDir names one).
 func startTarget(mode string, opts wranglerdev.Options) (*target, error) {
+	return startTargetFirst(mode, opts, 0)
+}
+
+// startTargetFirst is startTarget with the start's place in line: the
+// higher first, when more Workers wait to start than may at once.
+func startTargetFirst(mode string, opts wranglerdev.Options, first int) (*target, error) {
 	if opts.StateDir == "" {
 		dir, err := os.MkdirTemp("", "edge-orders-e2e-"+mode+"-")
 		if err != nil {
@@ -126,25 +133,75 @@ func startTarget(mode string, opts wranglerdev.Options) (*target, error) {
 	if mode == "ledger" && opts.Environment == "" {
 		opts.Environment = "ledger"
 	}
-	starting <- struct{}{}
+	starts.acquire(first)
 	srv, err := wranglerdev.Start(context.Background(), opts)
-	<-starting
+	starts.release()
 	if err != nil {
 		return nil, fmt.Errorf("%s mode: %w", mode, err)
 	}
 	return &target{mode: mode, srv: srv, state: opts.StateDir}, nil
 }
 
-// starting bounds the Workers starting at once: a start is seconds of CPU
-// (wrangler, the build, workerd), and the parallel tests would otherwise
-// start a dozen together on two cores, past a start's time limit.
-var starting = make(chan struct{}, 4)
+// starts bounds the Workers starting at once: a start is seconds of CPU
+// (wrangler, workerd), and the parallel tests would otherwise start a
+// dozen together on two cores, past a start's time limit.
+var starts = startLine{free: 4}
+
+// startLine lets free starts go at once and the rest wait, the highest
+// place in line first (in the order they came among equals).
+type startLine struct {
+	mu      sync.Mutex
+	free    int
+	waiting []startWaiter
+}
+
+type startWaiter struct {
+	first int
+	turn  chan struct{}
+}
+
+func (l *startLine) acquire(first int) {
+	l.mu.Lock()
+	if l.free > 0 {
+		l.free--
+		l.mu.Unlock()
+		return
+	}
+	w := startWaiter{first: first, turn: make(chan struct{})}
+	l.waiting = append(l.waiting, w)
+	l.mu.Unlock()
+	<-w.turn
+}
+
+func (l *startLine) release() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(l.waiting) == 0 {
+		l.free++
+		return
+	}
+	next := 0
+	for i, w := range l.waiting {
+		if w.first > l.waiting[next].first {
+			next = i
+		}
+	}
+	close(l.waiting[next].turn)
+	l.waiting = slices.Delete(l.waiting, next, next+1)
+}
+
+// startsFirst are the tests that wait longest once their Workers are up
+// (for a settler to give up, for leases, through rounds of requests): their
+// Workers start before the others', so that they do not end the run last.
+var startsFirst = map[string]int{
+	"TestOpsPage": 2, "TestBridgeKeepsNothingPastItsRequest": 1, "TestFaultsNeverDuplicate": 1, "TestGatewayChaos": 1,
+}
 
 // startWorker serves the Worker in mode in its own wrangler dev, for tests
 // that need another configuration than the shared one; it stops with t.
 func startWorker(t *testing.T, mode string, opts wranglerdev.Options) *target {
 	t.Helper()
-	w, err := startTarget(mode, opts)
+	w, err := startTargetFirst(mode, opts, startsFirst[strings.Split(t.Name(), "/")[0]])
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -315,9 +372,9 @@ func inspectKV(state string) (*wranglerdev.Server, error) {
 	v, _ := kvInspectors.LoadOrStore(state, &kvInspector{})
 	in := v.(*kvInspector)
 	in.once.Do(func() {
-		starting <- struct{}{}
+		starts.acquire(0)
 		in.srv, in.err = wranglerdev.Start(context.Background(), wranglerdev.Options{Dir: root, Config: "test/kvinspect/wrangler.toml", StateDir: state})
-		<-starting
+		starts.release()
 	})
 	return in.srv, in.err
 }
@@ -432,4 +489,38 @@ func wantProblem(t *testing.T, got response, status int, code string) problemBod
 		t.Fatalf("Content-Type = %q, want application/problem+json", ct)
 	}
 	return p
+}
+
+// TestStartLineLetsTheFirstGoFirst: with no start free, a release lets
+// the waiter with the highest place in line go, and among equals the one
+// that came first.
+func TestStartLineLetsTheFirstGoFirst(t *testing.T) {
+	l := startLine{free: 1}
+	l.acquire(0) // the one start there is
+	went := make(chan string, 3)
+	for _, w := range []struct {
+		name  string
+		first int
+	}{{"low", 0}, {"high", 2}, {"low too", 0}} {
+		queued := len(l.waitingNow())
+		go func() { l.acquire(w.first); went <- w.name }()
+		for len(l.waitingNow()) == queued { // gate on the waiter's arrival
+			time.Sleep(time.Millisecond)
+		}
+	}
+	var order []string
+	for range 3 {
+		l.release()
+		order = append(order, <-went)
+	}
+	if want := []string{"high", "low", "low too"}; !slices.Equal(order, want) {
+		t.Errorf("went in the order %v, want %v", order, want)
+	}
+}
+
+// waitingNow is a copy of the line's waiters, for the test above.
+func (l *startLine) waitingNow() []startWaiter {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return slices.Clone(l.waiting)
 }
