@@ -4,14 +4,18 @@ package e2e
 
 import (
 	"bytes"
+	"compress/flate"
 	"compress/gzip"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"io"
 	"math/rand/v2"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"strings"
 	"sync"
@@ -19,6 +23,7 @@ import (
 	"time"
 
 	"github.com/edge-orders/edge-orders/internal/devtools/wranglerdev"
+	"github.com/edge-orders/edge-orders/oms"
 )
 
 // step is what the fake OMS does with one call.
@@ -378,23 +383,49 @@ func (f *fakeOMS) answerOversized(w http.ResponseWriter, p placement) {
 }
 
 // answerGzipped accepts p in a gzip answer that decodes to gzippedBytes of
-// valid JSON naming the order, whatever the request's Accept-Encoding.
+// valid JSON naming the order, whatever the request's Accept-Encoding. The
+// pad is deflated once for every call (32 MiB at the best compression is
+// seconds of CPU on a busy machine, which would make the call time out):
+// each answer is the order's head, flushed to a byte boundary, then the
+// pad's blocks, in one gzip member with the whole text's CRC and length.
 func answerGzipped(w http.ResponseWriter, p placement) {
+	tail := gzippedTail()
+	head := fmt.Sprintf(`{"orderId":%q,"status":"accepted","pad":"`, p.OrderID)
 	var packed bytes.Buffer
-	z, _ := gzip.NewWriterLevel(&packed, gzip.BestCompression)
-	fmt.Fprintf(z, `{"orderId":%q,"status":"accepted","pad":"`, p.OrderID)
-	pad := bytes.Repeat([]byte("a"), 64<<10)
-	for n := 0; n < gzippedBytes; n += len(pad) {
-		z.Write(pad)
+	packed.Write([]byte{0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 255}) // gzip, deflate, no name, unknown OS
+	z, _ := flate.NewWriter(&packed, flate.BestCompression)
+	io.WriteString(z, head)
+	z.Flush() // a sync flush: the pad's blocks start on a byte
+	packed.Write(tail)
+	crc := crc32.ChecksumIEEE([]byte(head))
+	for range gzippedBytes / len(gzipPad) {
+		crc = crc32.Update(crc, crc32.IEEETable, gzipPad)
 	}
-	io.WriteString(z, `"}`)
-	z.Close()
+	crc = crc32.Update(crc, crc32.IEEETable, []byte(gzipEnd))
+	packed.Write(binary.LittleEndian.AppendUint32(nil, crc))
+	packed.Write(binary.LittleEndian.AppendUint32(nil, uint32(len(head)+gzippedBytes+len(gzipEnd))))
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Content-Encoding", "gzip")
 	w.Header().Set("Content-Length", fmt.Sprint(packed.Len()))
 	w.WriteHeader(http.StatusCreated)
 	w.Write(packed.Bytes())
 }
+
+// gzipPad and gzipEnd make up the text after a gzipped answer's head.
+var gzipPad, gzipEnd = bytes.Repeat([]byte("a"), 64<<10), `"}`
+
+// gzippedTail is gzippedBytes of gzipPad and then gzipEnd, deflated once
+// as a stream of its own, which refers to nothing before it.
+var gzippedTail = sync.OnceValue(func() []byte {
+	var b bytes.Buffer
+	z, _ := flate.NewWriter(&b, flate.BestCompression)
+	for range gzippedBytes / len(gzipPad) {
+		z.Write(gzipPad)
+	}
+	io.WriteString(z, gzipEnd)
+	z.Close()
+	return b.Bytes()
+})
 
 // act places or refuses orderID once; a repeated order id keeps its first
 // outcome, whatever the call asks.
@@ -522,4 +553,28 @@ func stopGateway(failed bool) {
 		os.RemoveAll(w.state)
 	}
 	gateway.oms.stop()
+}
+
+// TestGzippedAnswerDecodes checks the fake OMS's gzipped answer, put
+// together from pieces, against compress/gzip: one member that decodes to
+// the order's head, the pad and the end, smaller than the cap compressed.
+func TestGzippedAnswerDecodes(t *testing.T) {
+	rec := httptest.NewRecorder()
+	answerGzipped(rec, placement{OrderID: "0b4f4c2e-3f0e-4b8e-9d47-0d7a1f7c2b11"})
+	if n := rec.Body.Len(); n >= oms.MaxAnswerBytes {
+		t.Fatalf("compressed answer %d bytes, want under the cap %d", n, oms.MaxAnswerBytes)
+	}
+	z, err := gzip.NewReader(rec.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text, err := io.ReadAll(z)
+	if err != nil {
+		t.Fatalf("decoding: %v (after %d bytes)", err, len(text))
+	}
+	head := `{"orderId":"0b4f4c2e-3f0e-4b8e-9d47-0d7a1f7c2b11","status":"accepted","pad":"`
+	if want := len(head) + gzippedBytes + len(gzipEnd); len(text) != want || !bytes.HasPrefix(text, []byte(head)) ||
+		!bytes.HasSuffix(text, []byte(`a"}`)) || bytes.Count(text, []byte("a")) < gzippedBytes {
+		t.Errorf("decoded %d bytes starting %.80q, want %d: the head, %d of pad, the end", len(text), text, want, gzippedBytes)
+	}
 }
