@@ -4,6 +4,9 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"flag"
+	"fmt"
+	"os"
 	"sync"
 	"testing"
 	"time"
@@ -15,6 +18,23 @@ import (
 	"github.com/edge-orders/edge-orders/kv"
 	"github.com/edge-orders/edge-orders/kv/kvtest"
 )
+
+// TestMain fixes rapid's seed, as the simulator does, so that go test's
+// histories are the same every run and CI is green or red for a reason;
+// -rapid.seed or RAPID_SEED, and -rapid.checks, ask for others.
+func TestMain(m *testing.M) {
+	flag.Parse()
+	set := make(map[string]bool)
+	flag.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if _, ok := os.LookupEnv("RAPID_SEED"); !ok && !set["rapid.seed"] {
+		flag.Set("rapid.seed", fmt.Sprint(propertySeed))
+	}
+	flag.Set("rapid.nofailfile", "true")
+	os.Exit(m.Run())
+}
+
+// propertySeed is the seed of go test's histories.
+const propertySeed = 20261124
 
 // TestStandInAnswersOnlyWhatStays is the simulator's promise for the
 // stand-in, which the simulator (whose worlds all have an OMS) does not
