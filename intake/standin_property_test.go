@@ -15,6 +15,7 @@ import (
 
 	"github.com/edge-orders/edge-orders/config"
 	"github.com/edge-orders/edge-orders/intake"
+	"github.com/edge-orders/edge-orders/internal/devtools/rapidflags"
 	"github.com/edge-orders/edge-orders/kv"
 	"github.com/edge-orders/edge-orders/kv/kvtest"
 )
@@ -24,11 +25,7 @@ import (
 // -rapid.seed or RAPID_SEED, and -rapid.checks, ask for others.
 func TestMain(m *testing.M) {
 	flag.Parse()
-	set := make(map[string]bool)
-	flag.Visit(func(f *flag.Flag) { set[f.Name] = true })
-	if _, ok := os.LookupEnv("RAPID_SEED"); !ok && !set["rapid.seed"] {
-		flag.Set("rapid.seed", fmt.Sprint(propertySeed))
-	}
+	rapidflags.Default("seed", fmt.Sprint(propertySeed))
 	flag.Set("rapid.nofailfile", "true")
 	os.Exit(m.Run())
 }

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"pgregory.net/rapid"
+
+	"github.com/edge-orders/edge-orders/internal/devtools/rapidflags"
 )
 
 // budget is how many histories each mode runs in go test, the two modes
@@ -24,13 +26,9 @@ const fixedSeed = 20261124
 
 func TestMain(m *testing.M) {
 	flag.Parse()
-	set := make(map[string]bool)
-	flag.Visit(func(f *flag.Flag) { set[f.Name] = true })
-	if _, ok := os.LookupEnv("RAPID_CHECKS"); !ok && !set["rapid.checks"] {
-		flag.Set("rapid.checks", fmt.Sprint(budget))
-	}
-	if _, ok := os.LookupEnv("RAPID_SEED"); !ok && !set["rapid.seed"] && os.Getenv("SIM_RANDOM_SEED") == "" {
-		flag.Set("rapid.seed", fmt.Sprint(fixedSeed))
+	rapidflags.Default("checks", fmt.Sprint(budget))
+	if os.Getenv("SIM_RANDOM_SEED") == "" {
+		rapidflags.Default("seed", fmt.Sprint(fixedSeed))
 	}
 	flag.Set("rapid.nofailfile", "true")
 	os.Exit(m.Run())
