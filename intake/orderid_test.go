@@ -374,3 +374,66 @@ func TestTwoKVInstancesRacingForAKeySendOneOrderID(t *testing.T) {
 		t.Fatalf("order ids %s and %s; want the order's one order id", outA.OrderID, outB.OrderID)
 	}
 }
+
+// TestATakeoverWhoseAnswerWasLostKeepsTheTimeAClientWasGiven: over the
+// ledger, a client is answered and the commit after the response never
+// runs (its instance died). Another instance, whose own claim failed
+// earlier and which remembers that claim's time, takes the key over once
+// the lease ends, but the ledger's answer is lost, so it never learns the
+// key's time and releases the key with its own. The settler must still
+// store the receipt the client was given, byte for byte.
+func TestATakeoverWhoseAnswerWasLostKeepsTheTimeAClientWasGiven(t *testing.T) {
+	now := time.Date(2026, 3, 14, 15, 0, 0, 0, time.UTC)
+	clock := func() time.Time { return now }
+	mem := ledger.NewMemoryStore()
+	mem.Now = clock
+	var fail string // "before" or "after" the next call to the object
+	mem.RoundTrip = func(_ context.Context, _ string, apply func()) error {
+		f := fail
+		fail = ""
+		switch f {
+		case "before":
+			return errors.New("ledger: injected before")
+		case "after":
+			apply()
+			return errors.New("ledger: injected after")
+		}
+		apply()
+		return nil
+	}
+	gateway := &gatewayDouble{}
+	opts := intake.Options{ResultTTL: config.DefaultResultTTL, PendingTTL: config.DefaultPendingTTL, Now: clock, Gateway: gateway,
+		Defer: func(context.Context, func(context.Context)) {}} // the instance dies before its commit
+	first, err := intake.New(mem, opts).Submit(context.Background(), key("k"), []byte(validBody), "")
+	if err != nil {
+		t.Fatalf("first Submit: %v", err)
+	}
+	other := intake.New(mem, opts)
+	now = now.Add(30 * time.Second)
+	fail = "before"
+	if _, err := other.Submit(context.Background(), key("k"), []byte(validBody), ""); !errors.Is(err, intake.ErrStorageUnavailable) {
+		t.Fatalf("Submit with its claim failing = %v, want ErrStorageUnavailable", err)
+	}
+	now = now.Add(config.DefaultPendingTTL - 30*time.Second) // the first claim's lease is over
+	fail = "after"
+	if _, err := other.Submit(context.Background(), key("k"), []byte(validBody), ""); !errors.Is(err, intake.ErrStorageUnavailable) {
+		t.Fatalf("Submit with its claim's answer lost = %v, want ErrStorageUnavailable", err)
+	}
+	settlerOpts := opts
+	settlerOpts.CachedReceipts = -1
+	settler := intake.New(mem, settlerOpts)
+	for _, k := range mem.DueKeys(10) {
+		if _, err := settler.Settle(context.Background(), k); err != nil {
+			t.Fatalf("Settle(%v): %v", k, err)
+		}
+	}
+	out, err := settler.Lookup(context.Background(), key("k"))
+	if err != nil || string(out.Receipt) != string(first.Receipt) {
+		t.Fatalf("stored receipt = %s, %v; want the one the client was given: %s", out.Receipt, err, first.Receipt)
+	}
+	for _, p := range gateway.placements() {
+		if !p.AcceptedAt.Equal(now.Add(-config.DefaultPendingTTL)) {
+			t.Errorf("a gateway call carried acceptedAt %v, want the first's", p.AcceptedAt)
+		}
+	}
+}

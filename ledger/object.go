@@ -223,7 +223,8 @@ func (o *Object) Commit(key intake.Key, c intake.Claim, r intake.Result) error {
 // The key is left open with c's order id if the order may have reached the
 // gateway: c says so, or the row was open before c took it over (this
 // claim's answer may have been lost before the Worker learnt it), or it
-// kept another order id from an earlier claim.
+// kept another order id from an earlier claim. A row's order id and time,
+// once sent, never change.
 // An open key keeps its order, its attempts (c's, if more), and is due for
 // the settler at c.NextAttempt, or at once if c set none; an unresolved
 // one is due never. Otherwise the row goes.
@@ -233,10 +234,15 @@ func (o *Object) Release(key intake.Key, c intake.Claim) {
 	case !ok || cur.token != c.Token || cur.receipt != nil:
 		return
 	case c.Sent || cur.sent || cur.orderID != c.OrderID:
-		cur.sent = true
-		if c.Sent {
+		if c.Sent && !cur.sent {
+			// Until they are sent, the row's order id and time are this
+			// claim's own, and an adopted order id replaces them. Once
+			// sent, a client may have been answered with them: a claim
+			// that took the row over without learning them (its answer
+			// was lost) must not replace them with its own.
 			cur.orderID, cur.acceptedAt = c.OrderID, c.AcceptedAt
 		}
+		cur.sent = true
 		cur.token, cur.leaseUntil, cur.tentative = "", time.Time{}, false
 		cur.attempts = max(cur.attempts, c.Attempts)
 		cur.unresolved = cur.unresolved || c.Unresolved
