@@ -63,8 +63,11 @@ type Options struct {
 	Wait time.Duration
 	// Gateway passes each new order on to the OMS. Nil is the reference's
 	// stand-in: every order is accepted at once and nothing leaves the
-	// Worker, so no outcome is ever unknown and a key keeps its order id
-	// only for its claim's lease, as the reference's KV layout does.
+	// Worker, so no outcome is ever unknown. Over a Store that settles
+	// itself its answer precedes its commit, as a gateway's does;
+	// otherwise it commits first, and a key keeps its order id only for
+	// its claim's lease, as the reference's KV layout does
+	// (Lifecycle.SettlesItself).
 	Gateway Gateway
 	// SettleMaxAge is how long, from an order's acceptance, the settler
 	// keeps calling the gateway for it while its outcome is unknown;
@@ -134,6 +137,11 @@ type Service struct {
 	opened *openedOrders
 	// settles is false for the stand-in, whose outcomes are never unknown.
 	settles bool
+	// settledWithoutClient is true when a key left open is settled with
+	// no client's retry: by the settler with a gateway, by the Store's own
+	// alarm with the stand-in (Lifecycle.SettlesItself). A client's answer
+	// then precedes its commit.
+	settledWithoutClient bool
 }
 
 // New returns a Service over store, run as store.Lifecycle says.
@@ -168,14 +176,16 @@ func New(store Store, opts Options) *Service {
 	}
 	// An operator's answer takes the gateway's place (Admin.Resolve).
 	opts.Gateway = answering{opts.Gateway}
+	life := store.Lifecycle()
 	return &Service{
-		store:    store,
-		opts:     opts,
-		life:     store.Lifecycle(),
-		inFlight: keySet{keys: make(map[string]inFlightEntry)},
-		receipts: newReceiptCache(max(opts.CachedReceipts, 0)),
-		opened:   newOpenedOrders(),
-		settles:  settles,
+		store:                store,
+		opts:                 opts,
+		life:                 life,
+		inFlight:             keySet{keys: make(map[string]inFlightEntry)},
+		receipts:             newReceiptCache(max(opts.CachedReceipts, 0)),
+		opened:               newOpenedOrders(),
+		settles:              settles,
+		settledWithoutClient: settles || life.SettlesItself,
 	}
 }
 
@@ -214,12 +224,17 @@ func (s *Service) Policy() Policy {
 
 // keepUntil is how long a key whose order was accepted at acceptedAt keeps
 // its order id: for as long as the settler may call the gateway, and a
-// receipt's TTL after that. Zero, for the stand-in, keeps it for the lease.
+// receipt's TTL after that. The stand-in's answer is never unknown: a key
+// keeps it as long as its receipt would be kept when the answer precedes
+// the commit, and for the claim's lease (zero) when it follows it.
 func (s *Service) keepUntil(acceptedAt time.Time) time.Time {
-	if !s.settles {
-		return time.Time{}
+	switch {
+	case s.settles:
+		return acceptedAt.Add(s.opts.SettleMaxAge + s.opts.ResultTTL)
+	case s.settledWithoutClient:
+		return acceptedAt.Add(s.opts.ResultTTL)
 	}
-	return acceptedAt.Add(s.opts.SettleMaxAge + s.opts.ResultTTL)
+	return time.Time{}
 }
 
 // release ends claim through ReleaseTwice, reporting a failure to

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"maps"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -16,6 +17,7 @@ import (
 	"github.com/edge-orders/edge-orders/intake"
 	"github.com/edge-orders/edge-orders/kv"
 	"github.com/edge-orders/edge-orders/kv/kvtest"
+	"github.com/edge-orders/edge-orders/ledger"
 	"github.com/edge-orders/edge-orders/order"
 )
 
@@ -398,12 +400,13 @@ func TestSubmitStorageFailure(t *testing.T) {
 	}
 }
 
-// TestStandInCommitsBeforeItAnswers fails the stand-in's commit, which
-// comes before its answer: it has no settler, and its claim only a lease,
-// so a receipt answered before its write could be stored nowhere. The
-// client is told to retry; the key keeps its order id and time, so a
-// retry, in the instance or anywhere, stores (or replays) one receipt.
-func TestStandInCommitsBeforeItAnswers(t *testing.T) {
+// TestStandInOverKVCommitsBeforeItAnswers fails the stand-in's commit,
+// which over KV comes before its answer: it has no settler there, and its
+// claim only a lease, so a receipt answered before its write could be
+// stored nowhere. The client is told to retry; the key keeps its order id
+// and time, so a retry, in the instance or anywhere, stores (or replays)
+// one receipt.
+func TestStandInOverKVCommitsBeforeItAnswers(t *testing.T) {
 	tests := []struct {
 		name   string
 		faults []kvtest.Fault
@@ -440,6 +443,62 @@ func TestStandInCommitsBeforeItAnswers(t *testing.T) {
 			out, err := elsewhere.Submit(ctx, key("k"), []byte(validBody), "")
 			if err != nil || !bytes.Equal(out.Receipt, again.Receipt) {
 				t.Fatalf("retry elsewhere, an hour on = %s, %v; want the first receipt, byte for byte", out.Receipt, err)
+			}
+		})
+	}
+}
+
+// TestStandInOverTheLedgerAnswersBeforeItsCommit: over the ledger, whose
+// alarm settles a key left open, the stand-in answers after its claim
+// alone, as a gateway's answer does, and commits after the response.
+// Until the commit lands a lookup tells no receipt; if it fails, or never
+// runs, the alarm stores the bytes the client was given.
+func TestStandInOverTheLedgerAnswersBeforeItsCommit(t *testing.T) {
+	for _, commit := range []string{"lands", "fails", "never runs"} {
+		t.Run("the commit "+commit, func(t *testing.T) {
+			ctx := context.Background()
+			now := acceptedAt
+			mem := ledger.NewMemoryStore()
+			mem.Now = func() time.Time { return now }
+			var calls []string
+			failCommit := commit == "fails"
+			mem.RoundTrip = func(_ context.Context, method string, apply func()) error {
+				calls = append(calls, method)
+				if method == "commit" && failCommit {
+					return errors.New("ledger: injected")
+				}
+				apply()
+				return nil
+			}
+			var tasks []func(context.Context)
+			opts := intake.Options{ResultTTL: config.DefaultResultTTL, PendingTTL: config.DefaultPendingTTL, Now: mem.Now,
+				Defer: func(_ context.Context, task func(context.Context)) { tasks = append(tasks, task) }}
+			out, err := intake.New(mem, opts).Submit(ctx, key("k"), []byte(validBody), "")
+			if err != nil {
+				t.Fatalf("Submit: %v", err)
+			}
+			if want := []string{"claim"}; !slices.Equal(calls, want) {
+				t.Fatalf("calls before the answer = %v, want %v", calls, want)
+			}
+			elsewhere := intake.New(mem, opts)
+			if _, err := elsewhere.Lookup(ctx, key("k")); !errors.Is(err, intake.ErrInProgress) {
+				t.Fatalf("Lookup before the commit = %v, want ErrInProgress", err)
+			}
+			if commit != "never runs" {
+				for _, task := range tasks {
+					task(ctx)
+				}
+			}
+			failCommit = false
+			now = now.Add(config.DefaultPendingTTL)
+			settlerOpts := opts
+			settlerOpts.CachedReceipts = -1
+			for _, k := range mem.DueKeys(10) {
+				intake.New(mem, settlerOpts).Settle(ctx, k)
+			}
+			got, err := elsewhere.Lookup(ctx, key("k"))
+			if err != nil || !bytes.Equal(got.Receipt, out.Receipt) {
+				t.Fatalf("Lookup once settled = %s, %v; want the answer, byte for byte: %s", got.Receipt, err, out.Receipt)
 			}
 		})
 	}

@@ -218,6 +218,14 @@ type Lifecycle struct {
 	// and the claim's KeepUntil (the ledger). The Service then tells a
 	// lookup when the outcome expires (Outcome.Expires), from memory too.
 	TellsExpiry bool
+	// SettlesItself says the Store's own alarm settles a key left due with
+	// no client to retry it (the ledger). The stand-in's answer then
+	// precedes its commit, as a gateway's does, and its claim keeps the
+	// order id and time it answered until the receipt would expire: a
+	// commit that fails is stored by a retry or the alarm, with the same
+	// bytes. Off (KV, with no settler for the stand-in and the reference's
+	// claim, a marker kept for its lease), the stand-in commits first.
+	SettlesItself bool
 }
 
 // Placement is an order as the gateway receives it: the same for every

@@ -294,9 +294,11 @@ func takenOver(claim Claim, rec Record) Claim {
 // lands, a retry in this instance replays from memory, one elsewhere waits
 // for the claim as for any held key, and a lookup says in progress; once
 // it has failed, a retry anywhere stores the same bytes (or the settler
-// does). The stand-in commits before it answers: it has no settler, and
-// its claim only a lease, so a receipt whose write and release both
-// failed after the answer would be stored nowhere.
+// does). The stand-in, which accepts whatever it is asked again, does the
+// same over a Store that settles itself; over KV it commits before it
+// answers: it has no settler there, and its claim only a lease, so a
+// receipt whose write and release both failed after the answer would be
+// stored nowhere.
 func (s *Service) place(ctx context.Context, key Key, claim Claim, by placer) (Outcome, error) {
 	receipt := order.Receipt{OrderID: claim.OrderID, Status: order.StatusAccepted, Order: claim.Order, AcceptedAt: claim.AcceptedAt}
 	claim.Sent = true
@@ -311,7 +313,7 @@ func (s *Service) place(ctx context.Context, key Key, claim Claim, by placer) (O
 	}
 	result := Result{Body: receipt.JSON(), Rejected: receipt.Status == order.StatusRejected,
 		Fingerprint: claim.Fingerprint, TTL: s.opts.ResultTTL}
-	if by == byClient && s.settles {
+	if by == byClient && s.settledWithoutClient {
 		now := s.opts.Now()
 		s.receipts.putUnstored(key.String(), storedAs(result, claim, now), now)
 		s.opts.Defer(ctx, func(ctx context.Context) { s.keep(context.WithoutCancel(ctx), key, claim, result, by, true) })
@@ -361,9 +363,9 @@ func (s *Service) leaveOpen(ctx context.Context, key Key, claim Claim, cause err
 	claim.Attempts++
 	claim.NextAttempt = time.Time{}
 	if !s.settles {
-		// The stand-in's answer, committed after the response, could not
-		// be: the key keeps the order id and time the client was given, as
-		// long as the receipt would have, for a retry to store them.
+		// The stand-in's commit failed: the key keeps the order id and
+		// time it answered with, as long as the receipt would have been
+		// kept, for a retry to store them.
 		claim.KeepUntil = later(claim.KeepUntil, claim.AcceptedAt.Add(s.opts.ResultTTL))
 	}
 	if by == bySettlerLastTime {

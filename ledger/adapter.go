@@ -79,7 +79,7 @@ func (s adapter) Release(ctx context.Context, key intake.Key, c intake.Claim) er
 // no claim left to release; a row keeps a tentative claim apart; and a
 // row knows when it expires.
 func (adapter) Lifecycle() intake.Lifecycle {
-	return intake.Lifecycle{ValidateFirst: true, Tentative: true, TellsExpiry: true}
+	return intake.Lifecycle{ValidateFirst: true, Tentative: true, TellsExpiry: true, SettlesItself: true}
 }
 
 // Lookup implements intake.Store.

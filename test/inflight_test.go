@@ -24,23 +24,27 @@ func wrappedOptions(opts wranglerdev.Options) wranglerdev.Options {
 }
 
 // TestInFlightDuplicate holds a key in flight for 3 s, by slowing the
-// storage writes of its first request, and sends two duplicates: one as
-// soon as the first has reached storage, which gives up after its 2 s wait
-// (409 with Retry-After), and one once the first has started its last
-// write, 1.5 s from its end, which sees it finish within its wait (the
-// replay). The duplicates are gated on the calls the first has started,
-// not on sleeps.
+// storage calls its first request makes before it answers, and sends two
+// duplicates: one as soon as the first has reached storage, which gives up
+// after its 2 s wait (409 with Retry-After), and one that sees the first
+// answer within its wait (the replay), sent about 1.5 s before that
+// answer: over KV, whose stand-in commits before it answers, once the
+// first has started its last write; over the ledger, whose stand-in
+// answers after its claim and commits after the response, once the first
+// duplicate has given up. The duplicates are gated on the calls the first
+// has started, or on each other, not on sleeps.
 func TestInFlightDuplicate(t *testing.T) {
 	requireWorker(t)
 	for _, c := range []struct {
 		mode   string
 		delays map[string]int
 		// lastWrite is how many binding calls the first request has
-		// started once it has started its last write.
+		// started once it has started its last write before its answer;
+		// zero sends the second duplicate once the first has given up.
 		lastWrite int
 	}{
-		{"kv", map[string]int{"ORDERS.put": 1500}, 4},                              // 2 reads, the claim, the receipt
-		{"ledger", map[string]int{"LEDGER.claim": 1500, "LEDGER.commit": 1500}, 2}, // the claim, the commit
+		{"kv", map[string]int{"ORDERS.put": 1500}, 4},       // 2 reads, the claim, the receipt
+		{"ledger", map[string]int{"LEDGER.claim": 3000}, 0}, // the claim; the commit follows the answer
 	} {
 		t.Run(c.mode, func(t *testing.T) {
 			delays, _ := json.Marshal(c.delays)
@@ -52,9 +56,17 @@ func TestInFlightDuplicate(t *testing.T) {
 			w.waitEntered(t, before, 1)
 			gaveUpDone := make(chan response, 1)
 			go func() { gaveUpDone <- w.post(t, key, validOrder) }()
-			w.waitEntered(t, before, c.lastWrite)
+			var gaveUp response
+			if c.lastWrite > 0 {
+				w.waitEntered(t, before, c.lastWrite)
+			} else {
+				gaveUp = <-gaveUpDone
+			}
 			waited := w.post(t, key, validOrder)
-			first, gaveUp := <-firstDone, <-gaveUpDone
+			first := <-firstDone
+			if c.lastWrite > 0 {
+				gaveUp = <-gaveUpDone
+			}
 			if first.status != 201 {
 				t.Fatalf("first = %d %s, want 201", first.status, first.body)
 			}
