@@ -149,9 +149,10 @@ func TestFaultsNeverDuplicate(t *testing.T) {
 						answers = append(answers, w.post(t, key, validOrder))
 					}
 					// A lookup, retried likewise, must find the one receipt.
-					// The stand-in has no settler: a receipt whose write
-					// failed after its 2xx is stored by a retry, as the
-					// lookup's outcome_unknown says, with the same bytes.
+					// A key whose receipt was not stored (over the ledger,
+					// a commit after the 2xx that failed; over KV, a 503)
+					// is stored by a retry, as the lookup's outcome_unknown
+					// says, with the same bytes, or by the ledger's alarm.
 					for {
 						l := w.lookup(t, key)
 						if l.status == 200 {
