@@ -11,7 +11,8 @@ import (
 // open checks claims for orders that may reach a gateway (sent): released
 // after the order was sent, the key stays open with its order id, which
 // only the same order takes over; released unsent, it is freed, unless an
-// earlier claim left an order id the key must keep.
+// earlier claim left an order id the key must keep; once sent, a key's
+// order id and time never change.
 func (s *suite) open(t *testing.T) {
 	ctx := context.Background()
 
@@ -66,6 +67,30 @@ func (s *suite) open(t *testing.T) {
 			t.Fatalf("Release: %v", err)
 		}
 		lost := s.sent("b", "fp", "order-2")
+		s.mustBegin(t, key, lost, intake.Claimed)
+		if err := s.store.Release(ctx, key, lost); err != nil {
+			t.Fatalf("Release: %v", err)
+		}
+		wantOrderID(t, s.mustLookup(t, key, intake.Open), "order-1")
+	})
+
+	t.Run("a taken-over claim released sent keeps the key's order id and time", func(t *testing.T) {
+		if !s.fenced(t) {
+			return
+		}
+		// The takeover's answer was lost, and its holder releases the key
+		// with an order id and time of its own (an isolate's memory of a
+		// claim that never landed): a client may have been answered with
+		// the key's, and they must stay.
+		key := s.newKey()
+		first := s.sent("a", "fp", "order-1")
+		s.mustBegin(t, key, first, intake.Claimed)
+		first.Sent = true
+		if err := s.store.Release(ctx, key, first); err != nil {
+			t.Fatalf("Release: %v", err)
+		}
+		lost := s.sent("b", "fp", "order-2")
+		lost.AcceptedAt, lost.Sent = accepted.Add(30*time.Second), true
 		s.mustBegin(t, key, lost, intake.Claimed)
 		if err := s.store.Release(ctx, key, lost); err != nil {
 			t.Fatalf("Release: %v", err)
