@@ -130,7 +130,15 @@ func (n *namespace) write(key string, e *kv.Entry, ttl time.Duration) {
 	if ttl > 0 {
 		v.expires = v.at.Add(ttl.Truncate(time.Second))
 	}
-	n.keys[key] = append(n.keys[key], v)
+	vs := append(n.keys[key], v)
+	// A read or a lagging list sees a key as it was at most staleWindow
+	// ago: the versions before the one current then are dropped, so that
+	// a long history's memory is its last minute's, not every write's.
+	cut := len(vs) - 1
+	for cut > 0 && vs[cut].at.After(v.at.Add(-staleWindow)) {
+		cut--
+	}
+	n.keys[key] = vs[cut:]
 	n.w.observeKVWrite(key, e, v.expires)
 }
 
