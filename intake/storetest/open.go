@@ -53,48 +53,38 @@ func (s *suite) open(t *testing.T) {
 		s.mustLookup(t, key, intake.Absent)
 	})
 
-	t.Run("a taken-over claim released unsent keeps the earlier order id", func(t *testing.T) {
-		if !s.fenced(t) {
-			return
-		}
-		// The takeover's answer was lost, so its holder never learnt the
-		// order id it must use; its release must not forget it.
-		key := s.newKey()
-		first := s.sent("a", "fp", "order-1")
-		s.mustBegin(t, key, first, intake.Claimed)
-		first.Sent = true
-		if err := s.store.Release(ctx, key, first); err != nil {
-			t.Fatalf("Release: %v", err)
-		}
-		lost := s.sent("b", "fp", "order-2")
-		s.mustBegin(t, key, lost, intake.Claimed)
-		if err := s.store.Release(ctx, key, lost); err != nil {
-			t.Fatalf("Release: %v", err)
-		}
-		wantOrderID(t, s.mustLookup(t, key, intake.Open), "order-1")
-	})
-
-	t.Run("a taken-over claim released sent keeps the key's order id and time", func(t *testing.T) {
-		if !s.fenced(t) {
-			return
-		}
-		// The takeover's answer was lost, and its holder releases the key
-		// with an order id and time of its own (an isolate's memory of a
-		// claim that never landed): a client may have been answered with
-		// the key's, and they must stay.
-		key := s.newKey()
-		first := s.sent("a", "fp", "order-1")
-		s.mustBegin(t, key, first, intake.Claimed)
-		first.Sent = true
-		if err := s.store.Release(ctx, key, first); err != nil {
-			t.Fatalf("Release: %v", err)
-		}
-		lost := s.sent("b", "fp", "order-2")
-		lost.AcceptedAt, lost.Sent = accepted.Add(30*time.Second), true
-		s.mustBegin(t, key, lost, intake.Claimed)
-		if err := s.store.Release(ctx, key, lost); err != nil {
-			t.Fatalf("Release: %v", err)
-		}
-		wantOrderID(t, s.mustLookup(t, key, intake.Open), "order-1")
-	})
+	// A takeover whose answer was lost never learnt the order id and time
+	// the key keeps. Released unsent, it must not forget them; released
+	// sent, with an order id and time of its own (an isolate's memory of a
+	// claim that never landed), it must not replace them: a client may
+	// have been answered with the key's.
+	for _, lost := range []struct {
+		name string
+		sent bool
+	}{
+		{"a taken-over claim released unsent keeps the earlier order id", false},
+		{"a taken-over claim released sent keeps the key's order id and time", true},
+	} {
+		t.Run(lost.name, func(t *testing.T) {
+			if !s.fenced(t) {
+				return
+			}
+			key := s.newKey()
+			first := s.sent("a", "fp", "order-1")
+			s.mustBegin(t, key, first, intake.Claimed)
+			first.Sent = true
+			if err := s.store.Release(ctx, key, first); err != nil {
+				t.Fatalf("Release: %v", err)
+			}
+			takeover := s.sent("b", "fp", "order-2")
+			if lost.sent {
+				takeover.AcceptedAt, takeover.Sent = accepted.Add(30*time.Second), true
+			}
+			s.mustBegin(t, key, takeover, intake.Claimed)
+			if err := s.store.Release(ctx, key, takeover); err != nil {
+				t.Fatalf("Release: %v", err)
+			}
+			wantOrderID(t, s.mustLookup(t, key, intake.Open), "order-1")
+		})
+	}
 }
