@@ -78,7 +78,7 @@ profile: tools
 SEEDS ?= 20000
 simulate:
 	set -o pipefail; $(if $(SEED),RAPID_SEED=$(SEED) RAPID_CHECKS=1,SIM_RANDOM_SEED=1 RAPID_CHECKS=$(SEEDS)) \
-		go test -count=1 -v -timeout 0 -run 'TestSimulatedHistoriesKeepTheInvariants' ./sim | grep -v '^    sim_test.go:[0-9]*: \[rapid\] draw'
+		go test -count=1 -v -timeout 0 -run 'TestSimulatedHistoriesKeepTheInvariants' ./sim | grep --line-buffered -v '^    sim_test.go:[0-9]*: \[rapid\] draw'
 
 # Fault injection for longer than make test does: FAULT_RATE of the storage
 # calls fail (half before, half after they take effect), KEYS keys.
