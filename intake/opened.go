@@ -57,7 +57,11 @@ func (o *openedOrders) put(key string, c Claim, now time.Time) {
 		o.order = append(o.order, key)
 	}
 	c.Token, c.Admit = "", nil
-	o.entries[key] = openedOrder{claim: c, until: now.Add(openedTTL).Unix()}
+	// Rounded up, as the receipt cache's entries are: KV may serve a read
+	// stale for openedTTL after the write this entry stands for, and an
+	// entry gone in the second before that let a retry that read the key
+	// stale mint a claim with another acceptedAt.
+	o.entries[key] = openedOrder{claim: c, until: now.Add(openedTTL + time.Second - 1).Unix()}
 }
 
 // forget drops key once its outcome is stored.
