@@ -377,8 +377,12 @@ func (s *Service) leaveOpen(ctx context.Context, key Key, claim Claim, cause err
 	if s.settles && !claim.Unresolved {
 		claim.NextAttempt = now.Add(SettleBackoff(claim.Attempts))
 	}
-	s.release(ctx, key, claim)
+	// Remembered before the release, which awaits: a commit that failed
+	// has just dropped the answer from the receipt cache (keep), and a
+	// retry in this instance that ran in between, finding neither, could
+	// read the key stale and mint another acceptedAt.
 	s.opened.put(key.String(), claim, now)
+	s.release(ctx, key, claim)
 	if by == bySettlerLastTime && s.opts.OnUnresolved != nil && !s.storedMeanwhile(ctx, key) {
 		s.opts.OnUnresolved(ctx, key, Placement{OrderID: claim.OrderID, Client: key.Client, Order: claim.Order, AcceptedAt: claim.AcceptedAt}, claim.Attempts)
 	}
