@@ -71,10 +71,7 @@ func (n *namespace) read(key string) *kv.Entry {
 	vs := n.keys[key]
 	now := n.w.now()
 	// first is the version that was current staleWindow ago (-1: none).
-	first := len(vs) - 1
-	for first >= 0 && vs[first].at.After(now.Add(-staleWindow)) {
-		first--
-	}
+	first := currentAt(vs, now.Add(-staleWindow))
 	choices := len(vs) - 1 - first // versions older than the latest a read may see
 	if choices == 0 || !n.w.staleReads || n.w.direct {
 		if len(vs) == 0 {
@@ -134,11 +131,7 @@ func (n *namespace) write(key string, e *kv.Entry, ttl time.Duration) {
 	// A read or a lagging list sees a key as it was at most staleWindow
 	// ago: the versions before the one current then are dropped, so that
 	// a long history's memory is its last minute's, not every write's.
-	cut := len(vs) - 1
-	for cut > 0 && vs[cut].at.After(v.at.Add(-staleWindow)) {
-		cut--
-	}
-	n.keys[key] = vs[cut:]
+	n.keys[key] = vs[max(currentAt(vs, v.at.Add(-staleWindow)), 0):]
 	n.w.observeKVWrite(key, e, v.expires)
 }
 
@@ -246,10 +239,18 @@ func (n *namespace) List(ctx context.Context, prefix, cursor string, limit int) 
 
 // asOf is the live entry vs held at at.
 func asOf(vs []version, at time.Time) *kv.Entry {
-	for i := len(vs) - 1; i >= 0; i-- {
-		if !vs[i].at.After(at) {
-			return vs[i].live(at)
-		}
+	if i := currentAt(vs, at); i >= 0 {
+		return vs[i].live(at)
 	}
 	return nil
+}
+
+// currentAt is the index of the version of vs current at at: the last
+// written no later than at; -1 if none was.
+func currentAt(vs []version, at time.Time) int {
+	i := len(vs) - 1
+	for i >= 0 && vs[i].at.After(at) {
+		i--
+	}
+	return i
 }
