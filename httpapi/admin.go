@@ -199,9 +199,10 @@ func (h *Handler) adminRoute(method, path string) (adminRoute, error) {
 		return route, errs.Detail(errUnknownClient, "no client has this id")
 	}
 	route.key.Client = client
-	key, err := parseKey(id)
-	route.key.ID = key
-	if err != nil {
+	// The segment is the key itself: the header's rules (unquoting,
+	// refusing commas) do not apply, so that no path names another key.
+	route.key.ID = id
+	if err := checkKey(id); err != nil {
 		return route, err
 	}
 	if route.action == "" {

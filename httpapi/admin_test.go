@@ -512,3 +512,54 @@ func FuzzAdminRequests(f *testing.F) {
 		}
 	})
 }
+
+// TestAdminPathIsTheKeyItself: a key's path segment, percent-decoded, is
+// the key, with none of the header's rules: a quoted segment names the
+// key with its quotes, never the key inside them, and a comma is part of
+// the key.
+func TestAdminPathIsTheKeyItself(t *testing.T) {
+	t.Run("a purge of a quoted key leaves the unquoted key's receipt", func(t *testing.T) {
+		e := newAdminEnv(t, false)
+		first := e.order("abc", deskToken)
+		if first.Code != 201 {
+			t.Fatalf("order = %d %s", first.Code, first.Body)
+		}
+		writes := len(e.rec.Writes())
+		if w := e.do("DELETE", "/admin/orders/desk-a/%22abc%22", opsToken, ""); w.Code != 404 || problemCode(t, w) != "not_found" {
+			t.Errorf(`DELETE of "abc" = %d %s, want 404 not_found`, w.Code, w.Body)
+		}
+		if got := e.rec.Writes(); len(got) != writes {
+			t.Errorf("writes %v, want none", got[writes:])
+		}
+		if line := e.lastLine(t); line.Key != `"abc"` {
+			t.Errorf("audit line's key %q, want %q", line.Key, `"abc"`)
+		}
+		if retry := e.order("abc", deskToken); retry.Code != 200 || retry.Body.String() != first.Body.String() {
+			t.Errorf("abc's retry = %d %s, want its receipt replayed", retry.Code, retry.Body)
+		}
+	})
+	t.Run("a resolve of a quoted key leaves the unquoted key open", func(t *testing.T) {
+		e := newAdminEnv(t, false)
+		e.unknownKey(t, "abc")
+		if w := e.do("POST", "/admin/orders/desk-a/%22abc%22/resolve", opsToken, `{"status":"rejected","reason":"no"}`); w.Code != 404 || problemCode(t, w) != "not_found" {
+			t.Errorf(`resolve of "abc" = %d %s, want 404 not_found`, w.Code, w.Body)
+		}
+		if d := decodeEntry(t, e.do("GET", "/admin/orders/desk-a/abc", opsToken, "")); d.State != "unknown" {
+			t.Errorf("abc is %s, want still unknown", d.State)
+		}
+	})
+	t.Run("a quoted key is reached by its quotes", func(t *testing.T) {
+		e := newAdminEnv(t, false)
+		e.unknownKey(t, `"\"abc\""`) // the header's form of the key "abc"
+		if d := decodeEntry(t, e.do("GET", "/admin/orders/desk-a/%22abc%22", opsToken, "")); d.Key != `"abc"` || d.State != "unknown" {
+			t.Errorf(`detail = %+v, want "abc" unknown`, d)
+		}
+	})
+	t.Run("a key with a comma is reached", func(t *testing.T) {
+		e := newAdminEnv(t, false)
+		e.unknownKey(t, `"a,b"`)
+		if d := decodeEntry(t, e.do("GET", "/admin/orders/desk-a/a%2Cb", opsToken, "")); d.Key != "a,b" || d.State != "unknown" {
+			t.Errorf("detail = %+v, want a,b unknown", d)
+		}
+	})
+}

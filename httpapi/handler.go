@@ -317,8 +317,14 @@ func parseKey(v string) (string, error) {
 	if err != nil {
 		return key, err
 	}
+	return key, checkKey(key)
+}
+
+// checkKey refuses a key no request could send: empty, too long, or with
+// a byte outside printable ASCII.
+func checkKey(key string) error {
 	if len(key) == 0 || len(key) > MaxIdempotencyKeyBytes {
-		return key, errs.Detail(errInvalidKey, keyFormat+", not "+strconv.Itoa(len(key)))
+		return errs.Detail(errInvalidKey, keyFormat+", not "+strconv.Itoa(len(key)))
 	}
 	for i := 0; i < len(key); i++ {
 		if key[i] < ' ' || key[i] > '~' {
@@ -326,10 +332,10 @@ func parseKey(v string) (string, error) {
 			if len(hex) < 2 {
 				hex = "0" + hex
 			}
-			return key, errs.Detail(errInvalidKey, keyFormat+"; byte "+strconv.Itoa(i)+" is 0x"+hex)
+			return errs.Detail(errInvalidKey, keyFormat+"; byte "+strconv.Itoa(i)+" is 0x"+hex)
 		}
 	}
-	return key, nil
+	return nil
 }
 
 // keyList says why a list is refused, for error messages.
