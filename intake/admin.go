@@ -145,10 +145,14 @@ func (a *Admin) List(ctx context.Context, q ListQuery) (ListPage, error) {
 }
 
 // Inspect returns what the Store holds for key, read from the Store, not
-// from the instance's memory: ErrNotFound when nothing is held, and an
-// error wrapping ErrStorageUnavailable when storage fails.
+// from the instance's memory, or, during a migration, what the Fallback
+// holds for a key the Store has not: ErrNotFound when nothing is held,
+// and an error wrapping ErrStorageUnavailable when storage fails.
 func (a *Admin) Inspect(ctx context.Context, key Key) (Record, error) {
 	rec, err := a.svc.store.Lookup(ctx, key)
+	if err == nil && rec.State == Absent && a.svc.fallback() {
+		rec, err = a.svc.opts.Fallback.Lookup(ctx, key)
+	}
 	switch {
 	case err != nil:
 		return Record{}, storageUnavailable(err)
@@ -233,6 +237,10 @@ func (a *Admin) Resolve(ctx context.Context, key Key, res Resolution) (Record, e
 // storage fails. It returns what was purged. The instance forgets the
 // receipt at once; another instance may replay it from memory for up to
 // a minute (the receipt cache's TTL).
+//
+// During a migration it purges the Fallback's copy too, when the Fallback
+// is an AdminStore, so that no retry copies the receipt back; a receipt
+// held only there is purged there.
 func (a *Admin) Purge(ctx context.Context, key Key) (Record, error) {
 	s := a.svc
 	cacheKey := key.String()
@@ -242,6 +250,17 @@ func (a *Admin) Purge(ctx context.Context, key Key) (Record, error) {
 	}
 	defer s.inFlight.remove(cacheKey, entry)
 	rec, err := a.store.Purge(ctx, key)
+	if old, ok := s.opts.Fallback.(AdminStore); ok && err == nil && s.fallback() && (rec.State == Stored || rec.State == Absent) {
+		oldRec, oerr := old.Purge(ctx, key)
+		switch {
+		case oerr != nil:
+			// The Store's copy may be gone already: purging again
+			// finishes the job.
+			err = oerr
+		case rec.State == Absent:
+			rec = oldRec
+		}
+	}
 	switch {
 	case err != nil:
 		return Record{}, storageUnavailable(err)

@@ -263,3 +263,56 @@ func TestAnAdoptedOrderIDIsNeverLostToTheLedgersOwn(t *testing.T) {
 		t.Fatalf("gateway calls carried %v, want only order-x", ids)
 	}
 }
+
+// TestPurgeDuringMigrationFreesTheKey: while the Fallback is consulted,
+// the operator sees and purges a receipt wherever it is held, in the new
+// Store, the old namespace or both, and the key's next request is a new
+// order, never the old receipt copied back.
+func TestPurgeDuringMigrationFreesTheKey(t *testing.T) {
+	const old = `{"orderId":"r1","status":"accepted","symbol":"AAPL","side":"buy","quantity":10,"acceptedAt":"2024-01-02T03:04:05.678Z"}`
+	ctx := context.Background()
+	for _, copied := range []bool{false, true} {
+		name := "a receipt held only in the old namespace"
+		if copied {
+			name = "a receipt copied to the new store"
+		}
+		t.Run(name, func(t *testing.T) {
+			oldKV := kv.NewMemoryNamespace()
+			if err := oldKV.Put(ctx, "result:k", kv.Entry{Value: old}, kv.PutOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			store := ledger.NewMemoryStore()
+			store.Now = func() time.Time { return acceptedAt }
+			svc := intake.New(store, intake.Options{
+				ResultTTL: config.DefaultResultTTL, PendingTTL: config.DefaultPendingTTL,
+				Fallback: kv.NewStore(oldKV, nil), FallbackUntil: fallbackUntil,
+				Now: func() time.Time { return acceptedAt },
+			})
+			admin := intake.NewAdmin(svc, store)
+			if copied {
+				if out, err := svc.Submit(ctx, key("k"), []byte(validBody), ""); err != nil || !out.Replayed {
+					t.Fatalf("Submit = replayed %v, %v; want the old receipt", out.Replayed, err)
+				}
+			}
+			if rec, err := admin.Inspect(ctx, key("k")); err != nil || rec.State != intake.Stored || string(rec.Body) != old {
+				t.Fatalf("Inspect = %+v, %v; want the old receipt", rec, err)
+			}
+			if rec, err := admin.Purge(ctx, key("k")); err != nil || rec.State != intake.Stored || string(rec.Body) != old {
+				t.Fatalf("Purge = %+v, %v; want the old receipt purged", rec, err)
+			}
+			if _, err := admin.Inspect(ctx, key("k")); !errors.Is(err, intake.ErrNotFound) {
+				t.Errorf("Inspect after the purge = %v, want ErrNotFound", err)
+			}
+			// A new instance, whose memory holds nothing of the key.
+			fresh := intake.New(store, intake.Options{
+				ResultTTL: config.DefaultResultTTL, PendingTTL: config.DefaultPendingTTL,
+				Fallback: kv.NewStore(oldKV, nil), FallbackUntil: fallbackUntil,
+				Now: func() time.Time { return acceptedAt },
+			})
+			out, err := fresh.Submit(ctx, key("k"), []byte(validBody), "")
+			if err != nil || out.Replayed || out.OrderID == "r1" {
+				t.Errorf("the next request = replayed %v, order %q, %v; want a new order", out.Replayed, out.OrderID, err)
+			}
+		})
+	}
+}
