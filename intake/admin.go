@@ -108,6 +108,11 @@ var (
 	// ErrBadResolution is returned by Resolve for an answer that is
 	// neither accepted nor rejected with a reason.
 	ErrBadResolution = errors.New("intake: invalid resolution")
+	// ErrAnswered is returned by Resolve for a rejection of a key whose
+	// order the stand-in placed: the stand-in accepts every order, and
+	// its client may have been answered 201 before the receipt's write
+	// failed.
+	ErrAnswered = errors.New("intake: the order was answered accepted")
 )
 
 // Resolution is an operator's answer for an order whose outcome was
@@ -171,7 +176,8 @@ func (a *Admin) Inspect(ctx context.Context, key Key) (Record, error) {
 //
 // The key must be Open, unknown or unresolved. Resolve returns
 // ErrBadResolution for a res that is neither accepted nor rejected with a
-// reason, ErrNotFound when nothing is held, ErrInProgress while a live
+// reason, ErrAnswered for a rejection when the Worker runs the stand-in,
+// ErrNotFound when nothing is held, ErrInProgress while a live
 // claim holds the key, ErrOutcomeFinal once its outcome is stored,
 // ErrNoOrder for a key stored without its order, and an error wrapping
 // ErrStorageUnavailable when storage fails (the key is then left Open).
@@ -184,6 +190,9 @@ func (a *Admin) Resolve(ctx context.Context, key Key, res Resolution) (Record, e
 		return Record{}, ErrBadResolution
 	}
 	s := a.svc
+	if !s.settles && res.Status == order.StatusRejected {
+		return Record{}, ErrAnswered
+	}
 	now := s.opts.Now()
 	cacheKey := key.String()
 	entry, ok := s.inFlight.add(cacheKey, now, s.opts.PendingTTL)

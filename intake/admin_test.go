@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/edge-orders/edge-orders/config"
 	"github.com/edge-orders/edge-orders/intake"
 	"github.com/edge-orders/edge-orders/kv"
 	"github.com/edge-orders/edge-orders/ledger"
@@ -240,3 +241,42 @@ var (
 	_ intake.AdminStore = (*kv.Store)(nil)
 	_ intake.AdminStore = (*ledger.MemoryStore)(nil)
 )
+
+// TestResolveNeverContradictsTheStandInsAnswer: over the ledger, the
+// stand-in answers 201 before its commit; when the commit fails the key
+// is left open, and an operator's rejection would contradict the 201.
+// Resolve refuses it, changing nothing, and records accepted.
+func TestResolveNeverContradictsTheStandInsAnswer(t *testing.T) {
+	ctx := context.Background()
+	store := ledger.NewMemoryStore()
+	store.Now = func() time.Time { return acceptedAt }
+	failCommit := true
+	store.RoundTrip = func(ctx context.Context, method string, apply func()) error {
+		if method == "commit" && failCommit {
+			return errors.New("storage down")
+		}
+		apply()
+		return nil
+	}
+	opts := intake.Options{ResultTTL: config.DefaultResultTTL, PendingTTL: config.DefaultPendingTTL, Now: store.Now}
+	svc := intake.New(store, opts)
+	out, err := svc.Submit(ctx, deskKey, []byte(validBody), "")
+	if err != nil || out.Replayed {
+		t.Fatalf("Submit = %+v, %v; want the stand-in's 201", out, err)
+	}
+	failCommit = false
+	admin := intake.NewAdmin(intake.New(store, opts), store)
+	if rec, err := admin.Inspect(ctx, deskKey); err != nil || rec.State != intake.Open {
+		t.Fatalf("Inspect = %+v, %v; want the key left open by the failed commit", rec, err)
+	}
+	if _, err := admin.Resolve(ctx, deskKey, intake.Resolution{Status: order.StatusRejected, Reason: "not in the OMS"}); !errors.Is(err, intake.ErrAnswered) {
+		t.Fatalf("Resolve rejected = %v, want ErrAnswered", err)
+	}
+	if rec, _ := admin.Inspect(ctx, deskKey); rec.State != intake.Open {
+		t.Errorf("the key is %v after the refusal, want still Open", rec.State)
+	}
+	rec, err := admin.Resolve(ctx, deskKey, intake.Resolution{Status: order.StatusAccepted})
+	if err != nil || rec.State != intake.Stored || string(rec.Body) != string(out.Receipt) {
+		t.Fatalf("Resolve accepted = %s, %v; want the receipt the client got: %s", rec.Body, err, out.Receipt)
+	}
+}
