@@ -280,3 +280,62 @@ func TestResolveNeverContradictsTheStandInsAnswer(t *testing.T) {
 		t.Fatalf("Resolve accepted = %s, %v; want the receipt the client got: %s", rec.Body, err, out.Receipt)
 	}
 }
+
+// TestAResolvedUnresolvedKeyLeavesTheListing: over KV with claims left to
+// expire (KV_CLAIM_AFTER_RECEIPT=expire), the claim that stored an
+// unresolved key's outcome, the operator's or a client retry's, stays
+// beside the receipt; the sweep must find and delete it once its lease
+// ends, so that the key leaves the listing.
+func TestAResolvedUnresolvedKeyLeavesTheListing(t *testing.T) {
+	ctx := context.Background()
+	const maxAge = time.Hour
+	for _, by := range []string{"the operator", "a client's retry"} {
+		t.Run(by, func(t *testing.T) {
+			clock := &fakeClock{now: acceptedAt}
+			mem := kv.NewMemoryNamespace()
+			mem.Now = clock.Now
+			store := kv.NewStore(mem, clock.Now) // ReleaseClaims false
+			e := &settleEnv{clock: clock, store: store, g: &scriptedGateway{clock: clock}}
+			e.opts = intake.Options{ResultTTL: config.DefaultResultTTL, PendingTTL: config.DefaultPendingTTL,
+				SettleMaxAge: maxAge, Gateway: e.g, Now: clock.Now, OnUnresolved: e.onUnresolved}
+			leaveUnknown(t, e)
+			e.clock.Advance(maxAge)
+			e.g.answer(errLost)
+			if st, err := e.service().Settle(ctx, deskKey); err != nil || !st.Unresolved {
+				t.Fatalf("Settle = %+v, %v; want the key unresolved", st, err)
+			}
+			admin, _ := e.admin(t)
+			if by == "the operator" {
+				if _, err := admin.Resolve(ctx, deskKey, intake.Resolution{Status: order.StatusAccepted}); err != nil {
+					t.Fatalf("Resolve: %v", err)
+				}
+			} else if _, err := e.service().Submit(ctx, deskKey, []byte(validBody), ""); err != nil {
+				t.Fatalf("the client's retry: %v", err)
+			}
+			clock.Advance(time.Hour) // past the claim's lease
+			keys, err := store.Overdue(ctx, clock.Now(), 100)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, k := range keys {
+				if _, err := e.service().Settle(ctx, k); err != nil {
+					t.Fatalf("Settle %v: %v", k, err)
+				}
+			}
+			q := intake.ListQuery{Clients: []string{deskKey.Client}, States: intake.AnyAttention}
+			if page, err := admin.List(ctx, q); err != nil || len(page.Keys) != 0 {
+				t.Errorf("List after the sweep = %+v, %v; want nothing", page, err)
+			}
+			if n := len(e.g.placements()); n != 2+btoi(by != "the operator") {
+				t.Errorf("gateway calls = %d: the sweep called the OMS again", n)
+			}
+		})
+	}
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}

@@ -212,7 +212,13 @@ func (k *Store) takeOver(ctx context.Context, key intake.Key, c intake.Claim, op
 	if c.Fingerprint != "" && open.Fingerprint != "" && c.Fingerprint != open.Fingerprint {
 		return open, nil
 	}
-	c.OrderID, c.AcceptedAt, c.Attempts, c.Unresolved = open.OrderID, open.AcceptedAt, open.Attempts, open.Unresolved
+	// A held claim is written as any held claim, due when its lease ends,
+	// even on an unresolved key: one left beside the outcome it stored
+	// (ReleaseClaims false) is then found by the sweep and deleted, instead
+	// of listing the key as unresolved until its TTL. A release writes the
+	// key back open, unresolved as the caller's claim says; a holder that
+	// died leaves the key due for the settler, which gives up again.
+	c.OrderID, c.AcceptedAt, c.Attempts, c.Unresolved = open.OrderID, open.AcceptedAt, open.Attempts, false
 	if open.Fingerprint != "" || c.Fingerprint == "" {
 		c.Fingerprint, c.Order = open.Fingerprint, open.Order
 	}
