@@ -305,6 +305,7 @@ func TestUnsettledOutcomes(t *testing.T) {
 			}
 			opts := serviceOptions()
 			opts.Now, opts.Gateway, opts.SettleMaxAge = clock, w.gateway, settleMaxAge
+			opts.Schedule = noSchedule // a settle queue: the settler runs
 			w.svc = intake.New(store, opts)
 			var lines []eventlog.Line
 			w.h = httpapi.New(w.svc, httpapi.Options{Log: logTo(&lines), Now: clock})

@@ -75,6 +75,9 @@ type Handler struct {
 	// settles is the Service's Policy.Settles: without a settler (the
 	// stand-in), an unknown outcome is a receipt whose write failed.
 	settles bool
+	// settlerRuns is the Service's Policy.SettlerRuns: without one, no
+	// nextAttemptAt is promised.
+	settlerRuns bool
 }
 
 // New returns a Handler for svc.
@@ -83,7 +86,7 @@ func New(svc *intake.Service, opts Options) *Handler {
 		opts.Now = time.Now
 	}
 	return &Handler{svc: svc, opts: opts, origins: newOrigins(opts.AllowedOrigins), policy: policyPage(svc.Policy(), opts.Clients != nil),
-		settles: svc.Policy().Settles}
+		settles: svc.Policy().Settles, settlerRuns: svc.Policy().SettlerRuns}
 }
 
 // ServeWorker implements workers.Handler with the contract in api/openapi.yaml.
@@ -182,8 +185,16 @@ func (h *Handler) serve(ctx context.Context, r *workers.Request, m *measure) (re
 			}
 		}
 		detail := ""
-		if open != nil && !h.settles {
+		switch {
+		case open != nil && !h.settles:
 			detail = detailReceiptUnstored
+		case open != nil && !open.Unresolved && !h.settlerRuns:
+			// Nothing will ask at NextAttempt: the body promises no
+			// attempt, and Retry-After keeps the backoff for the client.
+			detail = detailOutcomeUnknownNoSettler
+			u := *open
+			u.NextAttempt = time.Time{}
+			err = &u
 		}
 		resp, outcome, status := errorResponse(err, detail, retryAfter)
 		if rejection != nil && r.Method == "GET" {

@@ -105,7 +105,8 @@ func policyPage(p intake.Policy, scoped bool) []byte {
 	line()
 	line("## An unknown outcome")
 	line()
-	if p.Settles {
+	switch {
+	case p.Settles && p.SettlerRuns:
 		item("When the order-management system's answer is lost (a timeout, a dropped connection, a 5xx), the order may or may not exist: ",
 			"the key gets `503 outcome_unknown`, with the `orderId` it keeps, the `attempts` so far and `nextAttemptAt`, ",
 			"and `Retry-After` until then. The Worker asks the order-management system again by itself, with the same `orderId`, ",
@@ -113,8 +114,18 @@ func policyPage(p intake.Policy, scoped bool) []byte {
 		item("If it has not answered for good ", settleMaxAge, " after the order's acceptance, the Worker stops asking: ",
 			"`503 outcome_unresolved`. The key keeps its `orderId` for another ", resultTTL, "; ",
 			"reconcile with the order-management system. A retry under the key still asks it, with the same `orderId`.")
-	} else {
-		item("This Worker has no order-management system configured: it accepts every order at once, so no outcome is ever unknown.")
+	case p.Settles:
+		item("When the order-management system's answer is lost (a timeout, a dropped connection, a 5xx), the order may or may not exist: ",
+			"the key gets `503 outcome_unknown`, with the `orderId` it keeps and the `attempts` so far, and a `Retry-After`. ",
+			"This Worker does not ask again by itself: retry under the key, which asks the order-management system again ",
+			"with the same `orderId` and never places a second order.")
+	default:
+		text := "This Worker has no order-management system configured: it accepts every order at once. " +
+			"If the receipt cannot be stored after that, the key gets `503 outcome_unknown` until "
+		if p.SettlerRuns {
+			text += "the Worker stores it by itself or "
+		}
+		item(text, "a retry under the key stores it, with the same `orderId`; it never places a second order.")
 	}
 	return []byte(b.String())
 }

@@ -1,6 +1,8 @@
 package httpapi_test
 
 import (
+	"context"
+	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -55,9 +57,9 @@ func TestPolicyFollowsTheConfiguration(t *testing.T) {
 		want, wantNot []string
 	}{
 		{
-			name: "the defaults, with an order-management system",
+			name: "the defaults, with an order-management system and a settle queue",
 			opts: intake.Options{ResultTTL: 24 * time.Hour, PendingTTL: time.Minute, Wait: 2 * time.Second,
-				Gateway: &scriptedGateway{}, SettleMaxAge: 24 * time.Hour},
+				Gateway: &scriptedGateway{}, SettleMaxAge: 24 * time.Hour, Schedule: noSchedule},
 			want: []string{
 				"1 to " + strconv.Itoa(httpapi.MaxIdempotencyKeyBytes) + " printable ASCII characters",
 				"a Structured Field string",
@@ -84,9 +86,19 @@ func TestPolicyFollowsTheConfiguration(t *testing.T) {
 				"`409 in_progress` at once (`IN_PROGRESS_WAIT_MS` is 0), with `Retry-After: 120` (`PENDING_TTL_SECONDS`",
 				"`422 idempotency_key_reused`",
 				"no order-management system configured",
+				"If the receipt cannot be stored after that, the key gets `503 outcome_unknown` until a retry under the key stores it",
 				"Keys belong to the client",
 			},
-			wantNot: []string{"86400", "60`", "SETTLE_MAX_AGE_SECONDS", "503", "outcome_unresolved", "waits up to", "runs without API tokens"},
+			wantNot: []string{"86400", "60`", "SETTLE_MAX_AGE_SECONDS", "outcome_unresolved", "waits up to", "runs without API tokens",
+				"no outcome is ever unknown", "by itself"},
+		},
+		{
+			name: "an order-management system, no settle queue",
+			opts: intake.Options{ResultTTL: time.Hour, PendingTTL: time.Minute, Gateway: &scriptedGateway{}, SettleMaxAge: time.Hour},
+			want: []string{
+				"`503 outcome_unknown`", "does not ask again by itself: retry under the key",
+			},
+			wantNot: []string{"nextAttemptAt", "asks the order-management system again by itself", "outcome_unresolved"},
 		},
 	}
 	pages := map[string]bool{}
@@ -166,6 +178,51 @@ func TestPolicyTellsWhereLookupsTellExpiry(t *testing.T) {
 			page := getPolicy(t, httpapi.New(intake.New(store, serviceOptions()), httpapi.Options{})).Body.String()
 			if got, want := strings.Contains(page, "in the `Idempotency-Expires` response header"), name == "the ledger"; got != want {
 				t.Errorf("the page promises Idempotency-Expires: %v, want %v:\n%s", got, want, page)
+			}
+		})
+	}
+}
+
+// noSchedule stands for a settle queue that takes every message.
+func noSchedule(context.Context, intake.Key, time.Time) error { return nil }
+
+// TestUnknownOutcomePromisesOnlyWhatRuns: an unknown outcome's answer
+// names a next attempt only where a settler will make it.
+func TestUnknownOutcomePromisesOnlyWhatRuns(t *testing.T) {
+	for _, queue := range []bool{true, false} {
+		name := "with a settle queue, the next attempt is named"
+		if !queue {
+			name = "without one, no attempt is promised"
+		}
+		t.Run(name, func(t *testing.T) {
+			gw := &lossyGateway{}
+			gw.lose.Store(true)
+			opts := serviceOptions()
+			opts.Gateway = gw
+			if queue {
+				opts.Schedule = noSchedule
+			}
+			h := httpapi.New(intake.New(kv.NewStore(kv.NewMemoryNamespace(), nil), opts), httpapi.Options{})
+			w := serve(h, request("POST", ptr("k1"), strings.NewReader(validBody)))
+			var body struct {
+				Error, Detail string
+				NextAttemptAt *string
+			}
+			if w.Code != 503 || json.Unmarshal(w.Body.Bytes(), &body) != nil || body.Error != "outcome_unknown" {
+				t.Fatalf("POST = %d %s, want 503 outcome_unknown", w.Code, w.Body)
+			}
+			if got := body.NextAttemptAt != nil; got != queue {
+				t.Errorf("nextAttemptAt given: %v, want %v: %s", got, queue, w.Body)
+			}
+			want := "is settling it"
+			if !queue {
+				want = "does not ask again by itself"
+			}
+			if !strings.Contains(body.Detail, want) {
+				t.Errorf("detail %q, want it to say %q", body.Detail, want)
+			}
+			if w.Header().Get("Retry-After") == "" {
+				t.Errorf("no Retry-After")
 			}
 		})
 	}

@@ -92,6 +92,10 @@ const (
 	detailOutcomeUnknown = "The order-management system did not confirm this order, so it may or may not exist. " +
 		"The Worker is settling it with the order-management system by itself, and " + retryUnderKey +
 		" is safe: it asks again " + sameOrderID
+	// detailOutcomeUnknownNoSettler is detailOutcomeUnknown where no
+	// settler runs (KV mode without SETTLE_QUEUE): only a retry asks.
+	detailOutcomeUnknownNoSettler = "The order-management system did not confirm this order, so it may or may not exist. " +
+		"This Worker does not ask again by itself: " + retryUnderKey + " asks again " + sameOrderID
 	// detailReceiptUnstored is the stand-in's unknown outcome: no OMS to
 	// ask, no settler; the receipt's write failed after the response.
 	detailReceiptUnstored = "This order was accepted, but its receipt could not be stored; " + retryUnderKey +

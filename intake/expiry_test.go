@@ -205,6 +205,8 @@ func TestPolicy(t *testing.T) {
 	base := intake.Options{ResultTTL: time.Hour, PendingTTL: 2 * time.Minute, Wait: 300 * time.Millisecond}
 	withGateway := base
 	withGateway.Gateway, withGateway.SettleMaxAge = &scriptedGateway{clock: &fakeClock{}}, 5*time.Hour
+	withSchedule := withGateway
+	withSchedule.Schedule = func(context.Context, intake.Key, time.Time) error { return nil }
 	tests := []struct {
 		name  string
 		store intake.Store
@@ -214,7 +216,11 @@ func TestPolicy(t *testing.T) {
 		{"KV, stand-in", kv.NewStore(kv.NewMemoryNamespace(), nil), base,
 			intake.Policy{ResultTTL: time.Hour, PendingTTL: 2 * time.Minute, Wait: 300 * time.Millisecond, SettleMaxAge: intake.DefaultSettleMaxAge}},
 		{"the ledger, a gateway", ledger.NewMemoryStore(), withGateway,
-			intake.Policy{ResultTTL: time.Hour, PendingTTL: 2 * time.Minute, Wait: 300 * time.Millisecond, Settles: true, SettleMaxAge: 5 * time.Hour, TellsExpiry: true}},
+			intake.Policy{ResultTTL: time.Hour, PendingTTL: 2 * time.Minute, Wait: 300 * time.Millisecond, Settles: true, SettleMaxAge: 5 * time.Hour, TellsExpiry: true, SettlerRuns: true}},
+		{"KV, a gateway, no settle queue", kv.NewStore(kv.NewMemoryNamespace(), nil), withGateway,
+			intake.Policy{ResultTTL: time.Hour, PendingTTL: 2 * time.Minute, Wait: 300 * time.Millisecond, Settles: true, SettleMaxAge: 5 * time.Hour}},
+		{"KV, a gateway, a settle queue", kv.NewStore(kv.NewMemoryNamespace(), nil), withSchedule,
+			intake.Policy{ResultTTL: time.Hour, PendingTTL: 2 * time.Minute, Wait: 300 * time.Millisecond, Settles: true, SettleMaxAge: 5 * time.Hour, SettlerRuns: true}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -211,6 +211,11 @@ type Policy struct {
 	// outcomes are never unknown.
 	Settles      bool
 	SettleMaxAge time.Duration
+	// SettlerRuns is true when something asks the gateway again without a
+	// client: the Store's own alarm (Lifecycle.SettlesItself) or a settle
+	// queue (Options.Schedule). Without it, an unknown outcome is settled
+	// only by a retry under its key, and no NextAttempt is honoured.
+	SettlerRuns bool
 	// TellsExpiry is true when Lookup says when a stored outcome expires
 	// (Outcome.Expires): the Store tells it (Lifecycle.TellsExpiry).
 	TellsExpiry bool
@@ -219,7 +224,8 @@ type Policy struct {
 // Policy returns the Service's Policy.
 func (s *Service) Policy() Policy {
 	return Policy{ResultTTL: s.opts.ResultTTL, PendingTTL: s.opts.PendingTTL, Wait: s.opts.Wait,
-		Settles: s.settles, SettleMaxAge: s.opts.SettleMaxAge, TellsExpiry: s.life.TellsExpiry}
+		Settles: s.settles, SettleMaxAge: s.opts.SettleMaxAge, TellsExpiry: s.life.TellsExpiry,
+		SettlerRuns: s.life.SettlesItself || s.opts.Schedule != nil}
 }
 
 // keepUntil is how long a key whose order was accepted at acceptedAt keeps
