@@ -1,0 +1,326 @@
+package docs_test
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// metricsQueries are the SQL blocks of metrics.md, each with its line.
+func metricsQueries(t *testing.T) []sqlQuery {
+	t.Helper()
+	var queries []sqlQuery
+	var cur *sqlQuery
+	for i, l := range lines(t, metricsDoc) {
+		trimmed := strings.TrimSpace(l)
+		switch {
+		case cur == nil && trimmed == "```sql":
+			cur = &sqlQuery{line: i + 2}
+		case cur != nil && trimmed == "```":
+			queries = append(queries, *cur)
+			cur = nil
+		case cur != nil:
+			cur.text += trimmed + "\n"
+		}
+	}
+	if len(queries) == 0 {
+		t.Fatalf("%s holds no SQL block", metricsDoc)
+	}
+	return queries
+}
+
+type sqlQuery struct {
+	line int
+	text string
+}
+
+// sqlFunction is a function's signature as Analytics Engine's SQL
+// reference (and ClickHouse's) documents it: how many parameters (the
+// first parenthesised list of a parametric aggregate, -1 for a function
+// that takes none) and the range of arguments.
+type sqlFunction struct {
+	params           int
+	minArgs, maxArgs int
+}
+
+// sqlFunctions are the functions metrics.md may use, by their names as
+// written (SQL function names are case-insensitive in Analytics Engine;
+// the keys are lower case).
+var sqlFunctions = map[string]sqlFunction{
+	"sum":                   {-1, 1, 1},
+	"count":                 {-1, 0, 1},
+	"if":                    {-1, 3, 3},
+	"now":                   {-1, 0, 0},
+	"tostartofinterval":     {-1, 2, 2},
+	"quantileexactweighted": {1, 2, 2}, // quantileExactWeighted(level)(expr, weight)
+	"quantileweighted":      {1, 2, 2},
+}
+
+// sqlCall finds a name and an opening parenthesis: a function call.
+var sqlCall = regexp.MustCompile(`([A-Za-z_][A-Za-z0-9_]*)\s*\(`)
+
+// sqlKeywords may come before a parenthesis without being a function.
+var sqlKeywords = map[string]bool{"in": true, "and": true, "or": true, "not": true, "as": true, "from": true, "where": true}
+
+// TestMetricsQueriesCallFunctionsAsDocumented checks every function call
+// in metrics.md's SQL against its documented signature: a parametric
+// aggregate takes its level in a list of its own. It runs everywhere; the
+// engine below runs the queries where ClickHouse is installed.
+func TestMetricsQueriesCallFunctionsAsDocumented(t *testing.T) {
+	for _, q := range metricsQueries(t) {
+		for _, m := range sqlCall.FindAllStringSubmatchIndex(q.text, -1) {
+			name := strings.ToLower(q.text[m[2]:m[3]])
+			if sqlKeywords[name] {
+				continue
+			}
+			fn, ok := sqlFunctions[name]
+			if !ok {
+				t.Errorf("%s:%d: %s is no function the queries may use (add its documented signature here)", metricsDoc, q.line, q.text[m[2]:m[3]])
+				continue
+			}
+			lists, err := argLists(q.text[m[1]-1:])
+			if err != nil {
+				t.Errorf("%s:%d: %s: %v", metricsDoc, q.line, name, err)
+				continue
+			}
+			args := lists[0]
+			if fn.params >= 0 {
+				if len(lists) < 2 || len(lists[0]) != fn.params {
+					t.Errorf("%s:%d: %s is parametric: %s(level)(expr, weight), not %s(%s)", metricsDoc, q.line,
+						q.text[m[2]:m[3]], q.text[m[2]:m[3]], q.text[m[2]:m[3]], strings.Join(lists[0], ", "))
+					continue
+				}
+				args = lists[1]
+			}
+			if len(args) < fn.minArgs || len(args) > fn.maxArgs {
+				t.Errorf("%s:%d: %s takes %d to %d arguments, not %d: %s", metricsDoc, q.line, name, fn.minArgs, fn.maxArgs, len(args), strings.Join(args, ", "))
+			}
+		}
+	}
+}
+
+// argLists reads the parenthesised lists that start s, "(a, b)(c)", each
+// split at its top-level commas.
+func argLists(s string) ([][]string, error) {
+	var lists [][]string
+	for strings.HasPrefix(s, "(") {
+		depth, start, inString := 0, 1, false
+		var args []string
+		end := -1
+		for i := 0; i < len(s) && end < 0; i++ {
+			switch c := s[i]; {
+			case c == '\'':
+				inString = !inString
+			case inString:
+			case c == '(':
+				depth++
+			case c == ')':
+				depth--
+				if depth == 0 {
+					end = i
+				}
+			case c == ',' && depth == 1:
+				args = append(args, strings.TrimSpace(s[start:i]))
+				start = i + 1
+			}
+		}
+		if end < 0 {
+			return nil, errors.New("unbalanced parentheses")
+		}
+		if last := strings.TrimSpace(s[start:end]); last != "" || len(args) > 0 {
+			args = append(args, last)
+		}
+		lists = append(lists, args)
+		s = s[end+1:]
+	}
+	return lists, nil
+}
+
+// TestMetricsQueriesRun runs every query of metrics.md against a real
+// ClickHouse server over a table shaped like the dataset, with a few rows
+// whose answers the test knows. It needs Debian's clickhouse-server (.ci/run
+// installs it); without it, it skips, unless EDGE_ORDERS_REQUIRE_CLICKHOUSE
+// is set. Debian's ClickHouse (18.16) predates toStartOfInterval, which
+// Analytics Engine has: there the test writes it as the same arithmetic on
+// the timestamp, and says so. The Grafana macros are expanded as the
+// plugin expands them.
+func TestMetricsQueriesRun(t *testing.T) {
+	ch := startClickHouse(t)
+	ch.exec(t, `CREATE TABLE edge_orders (
+		timestamp DateTime, _sample_interval UInt32, index1 String,
+		blob1 String, blob2 String, blob3 String, blob4 String,
+		double1 Float64, double2 Float64, double3 Float64, double4 Float64, double5 Float64, double6 Float64
+	) ENGINE = Memory`)
+	// Rows: (outcome, mode, status, event, ms, gateway_ms, storage_calls,
+	// attempts, since_accepted_ms, settled_after_ms), weight, client.
+	ch.exec(t, `INSERT INTO edge_orders VALUES
+		(now(), 1, 'desk-a', 'replay', 'kv', '200', 'submit', 3, 0, 1, 0, 100, 0),
+		(now(), 3, 'desk-a', 'replay', 'kv', '200', 'submit', 3, 0, 1, 0, 200, 0),
+		(now(), 1, 'desk-a', 'new', 'kv', '201', 'submit', 40, 30, 2, 0, 0, 0),
+		(now(), 1, 'desk-a', 'unknown', 'kv', '503', 'submit', 900, 800, 2, 1, 0, 0),
+		(now(), 1, '', 'settled', 'kv', '', 'settle', 50, 40, 2, 1, 0, 1500),
+		(now(), 1, '', 'unresolved', 'ledger', '', 'settle', 50, 40, 2, 9, 0, 0),
+		(now(), 2, 'desk-a', 'storage_unavailable', 'ledger', '503', 'submit', 5, 0, 1, 0, 0, 0)`)
+	shim := !ch.has(t, "SELECT toStartOfInterval(now(), INTERVAL 1 HOUR)")
+	if shim {
+		t.Logf("ClickHouse %s has no toStartOfInterval: its calls run as arithmetic on the timestamp", ch.version)
+	}
+	// known are answers the rows above give, by a line of the query.
+	known := map[string]string{
+		"quantileExactWeighted(0.5)(double5, _sample_interval) AS p50_ms,": "desk-a\t200\t200\t4",
+		"quantileExactWeighted(0.5)(double6, _sample_interval) AS p50_ms,": "kv\t1500\t1500\t1",
+		") AS settling_at_most": "-1", // one entered, two finished
+	}
+	for _, q := range metricsQueries(t) {
+		sql := expandGrafana(q.text)
+		if shim {
+			sql = startOfIntervalAsArithmetic(sql)
+		}
+		got, err := ch.query(sql)
+		if err != nil {
+			t.Errorf("%s:%d: the query does not run: %v\n%s", metricsDoc, q.line, err, q.text)
+			continue
+		}
+		for marker, want := range known {
+			if strings.Contains(q.text, marker) && strings.TrimSpace(got) != want {
+				t.Errorf("%s:%d: answered %q, want %q", metricsDoc, q.line, strings.TrimSpace(got), want)
+			}
+		}
+	}
+}
+
+// expandGrafana expands the Altinity plugin's macros as it does for a
+// panel: $timeSeries to the timestamp rounded to the interval, in
+// milliseconds, and $timeFilter to the panel's range.
+func expandGrafana(sql string) string {
+	sql = strings.ReplaceAll(sql, "$timeSeries", "(intDiv(toUInt32(timestamp), 60) * 60) * 1000")
+	return strings.ReplaceAll(sql, "$timeFilter", "timestamp >= toDateTime(now() - 3600) AND timestamp <= now()")
+}
+
+// startOfInterval matches toStartOfInterval over the timestamp.
+var startOfInterval = regexp.MustCompile(`toStartOfInterval\(timestamp, INTERVAL '(\d+)' (MINUTE|HOUR|DAY)\)`)
+
+// startOfIntervalAsArithmetic writes each toStartOfInterval as the same
+// rounding down on the timestamp's seconds.
+func startOfIntervalAsArithmetic(sql string) string {
+	unit := map[string]int{"MINUTE": 60, "HOUR": 3600, "DAY": 86400}
+	return startOfInterval.ReplaceAllStringFunc(sql, func(call string) string {
+		m := startOfInterval.FindStringSubmatch(call)
+		n, _ := strconv.Atoi(m[1])
+		s := strconv.Itoa(n * unit[m[2]])
+		return "toDateTime(intDiv(toUInt32(timestamp), " + s + ") * " + s + ")"
+	})
+}
+
+// clickHouse is a server of the test's own, over HTTP.
+type clickHouse struct {
+	url, version string
+}
+
+// startClickHouse starts Debian's clickhouse-server in a directory of
+// the test's, on free ports, and stops it when the test ends.
+func startClickHouse(t *testing.T) *clickHouse {
+	t.Helper()
+	bin, err := exec.LookPath("clickhouse-server")
+	if err != nil {
+		bin = "/usr/sbin/clickhouse-server"
+	}
+	const config = "/etc/clickhouse-server/config.xml"
+	if _, err := os.Stat(bin); err != nil {
+		skipOrFail(t, "clickhouse-server is not installed (apt-get install clickhouse-server): metrics.md's queries were checked against their functions' signatures only")
+	}
+	if _, err := os.Stat(config); err != nil {
+		skipOrFail(t, "clickhouse-server has no "+config)
+	}
+	dir := t.TempDir()
+	httpPort, tcpPort := freePort(t), freePort(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	cmd := exec.CommandContext(ctx, bin, "--config-file="+config, "--",
+		"--path="+dir+"/data/", "--tmp_path="+dir+"/tmp/", "--user_files_path="+dir+"/files/",
+		"--format_schema_path="+dir+"/schemas/", "--logger.log="+dir+"/log", "--logger.errorlog="+dir+"/err",
+		"--logger.console=0", "--listen_host=127.0.0.1", "--http_port="+strconv.Itoa(httpPort), "--tcp_port="+strconv.Itoa(tcpPort))
+	cmd.Stdout, cmd.Stderr = io.Discard, io.Discard
+	if err := cmd.Start(); err != nil {
+		cancel()
+		t.Fatalf("starting clickhouse-server: %v", err)
+	}
+	t.Cleanup(func() {
+		cancel()
+		cmd.Wait()
+	})
+	ch := &clickHouse{url: "http://127.0.0.1:" + strconv.Itoa(httpPort) + "/"}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		v, err := ch.query("SELECT version()")
+		if err == nil {
+			ch.version = strings.TrimSpace(v)
+			return ch
+		}
+		if time.Now().After(deadline) {
+			log, _ := os.ReadFile(filepath.Join(dir, "err"))
+			t.Fatalf("clickhouse-server did not answer within 30 s: %v\n%s", err, log)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// skipOrFail skips the test, or fails it where ClickHouse is required.
+func skipOrFail(t *testing.T, why string) {
+	t.Helper()
+	if os.Getenv("EDGE_ORDERS_REQUIRE_CLICKHOUSE") != "" {
+		t.Fatal(why)
+	}
+	t.Skip(why)
+}
+
+// freePort is a TCP port nothing listens on now.
+func freePort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// query runs sql and returns its answer as tab-separated text.
+func (c *clickHouse) query(sql string) (string, error) {
+	resp, err := http.Post(c.url, "text/plain", strings.NewReader(sql))
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return "", err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return "", errors.New(strings.TrimSpace(string(b)))
+	}
+	return string(b), nil
+}
+
+func (c *clickHouse) exec(t *testing.T, sql string) {
+	t.Helper()
+	if _, err := c.query(sql); err != nil {
+		t.Fatalf("%v\n%s", err, sql)
+	}
+}
+
+// has reports whether sql runs.
+func (c *clickHouse) has(t *testing.T, sql string) bool {
+	t.Helper()
+	_, err := c.query(sql)
+	return err == nil
+}
