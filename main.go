@@ -26,7 +26,10 @@ func main() {
 		return w
 	}
 	ledger.Export(func(env workers.Env, store intake.Store) *intake.Service { return built(env).Settler(store) })
-	workers.ServeQueue(func(ctx context.Context, env workers.Env, body []byte) error {
+	workers.ServeQueue(func(ctx context.Context, env workers.Env, queue string, body []byte) error {
+		if queue == app.DeadLetterQueue {
+			return built(env).DeadLetterMessage(ctx, body)
+		}
 		return built(env).SettleMessage(ctx, body)
 	}, app.QueueRetryDelay)
 	workers.ServeScheduled(func(ctx context.Context, env workers.Env) error { return built(env).Sweep(ctx) })

@@ -40,8 +40,9 @@ export default {
     return response;
   },
 
-  // The settle queue (KV mode): each message names a key whose outcome is
-  // unknown; Go settles it, then the message is acknowledged or retried.
+  // The settle queue and its dead-letter queue (KV mode): each message
+  // names a key; Go settles it, or records the dead letter, then the
+  // message is acknowledged or retried. Go tells the queues apart by name.
   async queue(batch, env, ctx) {
     if (!goQueue) startGo();
     await Promise.all(batch.messages.map((message) => new Promise((resolve) => {
@@ -50,7 +51,7 @@ export default {
         else message.retry({ delaySeconds: Number(retrySeconds) });
         resolve();
       };
-      goQueue(hold({ env, ctx, done: settled }), writeFrame(encodeFrame([String(message.body)])));
+      goQueue(hold({ env, ctx, done: settled }), writeFrame(encodeFrame([String(message.body), batch.queue])));
     })));
   },
 

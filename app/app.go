@@ -6,6 +6,7 @@ package app
 
 import (
 	"context"
+	"errors"
 	"io"
 	"time"
 
@@ -30,6 +31,10 @@ const (
 	// DeadLetterBinding the queue unresolved orders are sent to.
 	SettleQueueBinding = "SETTLE_QUEUE"
 	DeadLetterBinding  = "SETTLE_DLQ"
+	// DeadLetterQueue is the name of the queue behind DeadLetterBinding,
+	// as wrangler.toml creates it: the Worker consumes it too, and records
+	// each message where the admin API lists it.
+	DeadLetterQueue = "edge-orders-settle-dlq"
 	// MetricsBinding is the Analytics Engine dataset that gets a data
 	// point per request answered and per settle attempt (docs/metrics.md).
 	MetricsBinding = "METRICS"
@@ -95,6 +100,10 @@ type Worker struct {
 	// settles by its own alarm.
 	consumer   *settlequeue.Consumer
 	overdue    settlequeue.Overdue
+	// deadLetters keeps what the dead-letter queue delivers, and lookup
+	// reads the key a letter names; nil without KV.
+	deadLetters intake.DeadLetters
+	lookup      func(context.Context, intake.Key) (intake.Record, error)
 	sweepGrace time.Duration
 	now        func() time.Time
 }
@@ -157,6 +166,7 @@ func New(env Env) *Worker {
 	var kvStore *kv.Store
 	if env.KV != nil {
 		kvStore = kv.NewStore(env.KV, env.Now)
+		w.deadLetters = kv.NewDeadLetterStore(env.KV)
 	}
 	var store intake.Store
 	var adminStore intake.AdminStore // the store before it is counted
@@ -192,6 +202,7 @@ func New(env Env) *Worker {
 		return misconfigured(config.AdminTokensVar + " is set but the store cannot list its keys for the admin API")
 	}
 	w.Service = intake.New(store, w.opts)
+	w.lookup = store.Lookup
 	if w.consumer != nil {
 		w.consumer.Settler = w.Service
 	}
@@ -200,7 +211,7 @@ func New(env Env) *Worker {
 		admin = intake.NewAdmin(w.Service, adminStore)
 	}
 	w.Handler = httpapi.New(w.Service, httpapi.Options{Clients: cfg.Clients, Log: log, AllowedOrigins: cfg.AllowedOrigins, Now: env.Now,
-		Metrics: w.meter.requests(), Admins: cfg.Admins, Admin: admin})
+		Metrics: w.meter.requests(), Admins: cfg.Admins, Admin: admin, DeadLetters: w.deadLetters})
 	return w
 }
 
@@ -230,6 +241,38 @@ func (w *Worker) SettleMessage(ctx context.Context, body []byte) error {
 		return nil
 	}
 	return err
+}
+
+// DeadLetterMessage records the key a dead-letter queue message names,
+// with what the store holds for it, where the admin API lists it until an
+// operator acknowledges it. A letter for a key that was not unresolved (a
+// settle message that kept failing) is logged as an alert: nothing else
+// reported it. An error has the queue deliver the message again; a body
+// that is no settle message is logged and acknowledged.
+func (w *Worker) DeadLetterMessage(ctx context.Context, body []byte) error {
+	key, err := settlequeue.ParseMessage(body)
+	if err != nil {
+		w.log.Log(eventlog.Line{Outcome: "dead_letter_dropped", Error: err.Error()})
+		return nil
+	}
+	if w.deadLetters == nil || w.lookup == nil {
+		return errors.New("app: no " + KVBinding + " namespace to record the dead letter in")
+	}
+	rec, err := w.lookup(ctx, key)
+	if err != nil {
+		return err
+	}
+	d := intake.DeadLetter{Key: key, Received: w.now()}
+	if intake.AttentionOf(rec) != 0 {
+		d.OrderID, d.Attempts, d.Unresolved = rec.OrderID, rec.Attempts, rec.Unresolved
+	}
+	if err := w.deadLetters.Record(ctx, d); err != nil {
+		return err
+	}
+	w.log.Log(eventlog.Line{Outcome: "dead_letter", Client: key.Client, Key: key.ID, OrderID: d.OrderID, Attempts: d.Attempts,
+		Alert: !d.Unresolved && d.OrderID != "",
+		Error: "recorded for the admin API (" + httpapi.DeadLettersPath + ") until an operator acknowledges it"})
+	return nil
 }
 
 // Sweep settles KV mode's overdue keys, those whose settle message was

@@ -36,7 +36,7 @@ func newMeter(env Env, log eventlog.Sink) *meter {
 
 // write writes p with the Worker's mode. A point refused is dropped, and
 // the first one logged: the runtime refuses points over Analytics
-// Engine's limits, such as past an invocation's 25.
+// Engine's limits, such as past an invocation's 250.
 func (m *meter) write(p metrics.Point) {
 	p.Mode = m.mode
 	if err := p.Write(m.dataset); err != nil && m.refused.CompareAndSwap(false, true) {

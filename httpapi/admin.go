@@ -33,6 +33,9 @@ const (
 	actionInspect = "inspect"
 	actionResolve = "resolve"
 	actionPurge   = "purge"
+	// The dead letters' (deadletters.go).
+	actionListDeadLetters = "list_dead_letters"
+	actionAcknowledge     = "acknowledge"
 )
 
 // Errors of the admin API's transport.
@@ -140,6 +143,10 @@ func (h *Handler) admin(ctx context.Context, r *workers.Request, line *eventlog.
 		body, err = h.resolve(ctx, route.key, r, line)
 	case actionPurge:
 		body, err = h.purge(ctx, route.key, line)
+	case actionListDeadLetters:
+		body, err = h.listDeadLetters(ctx, r.Query)
+	case actionAcknowledge:
+		body, err = h.acknowledge(ctx, route.key, line)
 	}
 	if err != nil {
 		return fail(err)
@@ -158,6 +165,9 @@ func (h *Handler) adminRoute(method, path string) (adminRoute, error) {
 			return adminRoute{action: actionList, allow: "GET"}, errAdminMethod
 		}
 		return adminRoute{action: actionList}, nil
+	}
+	if route, err, ok := h.deadLetterRoute(method, path); ok {
+		return route, err
 	}
 	rest, ok := strings.CutPrefix(path, ordersPath+"/")
 	if !ok {
@@ -182,8 +192,14 @@ func (h *Handler) adminRoute(method, path string) (adminRoute, error) {
 	default:
 		return adminRoute{}, errAdminNoRoute
 	}
-	client, cok := unescape(parts[0], false)
-	id, kok := unescape(parts[1], false)
+	return h.keyRoute(route, parts[0], parts[1])
+}
+
+// keyRoute checks a path's client and key segments for route, and names
+// the key in it.
+func (h *Handler) keyRoute(route adminRoute, clientSegment, keySegment string) (adminRoute, error) {
+	client, cok := unescape(clientSegment, false)
+	id, kok := unescape(keySegment, false)
 	switch {
 	case !cok:
 		return route, errs.Detail(errUnknownClient, "the client's path segment is not percent-encoded")

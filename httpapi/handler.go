@@ -61,6 +61,8 @@ type Options struct {
 	// those paths are answered as any other.
 	Admins *auth.Clients
 	Admin  *intake.Admin
+	// DeadLetters, if set, are what the admin API lists at DeadLettersPath.
+	DeadLetters intake.DeadLetters
 }
 
 // Handler answers order submissions and key lookups, and publishes the

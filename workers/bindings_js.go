@@ -176,7 +176,7 @@ func (e Env) AnalyticsEngineDataset(name string) (AnalyticsEngineDataset, bool) 
 // with nothing to await. It is one synchronous bridge call, its fields one
 // frame, and no call back into Go. The error is what writeDataPoint threw:
 // a point over Analytics Engine's limits (one index of at most 96 bytes,
-// 20 blobs, 20 doubles), or past an invocation's 25 points.
+// 20 blobs, 20 doubles), or past an invocation's 250 points.
 func (d AnalyticsEngineDataset) WriteDataPoint(indexes, blobs []string, doubles []float64) error {
 	frame := outFrame{}.Int(int64(len(indexes)))
 	for _, s := range indexes {

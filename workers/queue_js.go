@@ -27,21 +27,24 @@ const (
 	scheduledGlobal = "__goScheduled"
 )
 
-// QueueHandler handles one message of a queue batch: nil acknowledges it,
-// an error retries it after the retry delay (the queue's retries, then its
-// dead-letter queue).
-type QueueHandler func(ctx context.Context, env Env, body []byte) error
+// QueueHandler handles one message of a queue batch, from the queue named
+// queue: nil acknowledges it, an error retries it after the retry delay
+// (the queue's retries, then its dead-letter queue).
+type QueueHandler func(ctx context.Context, env Env, queue string, body []byte) error
 
 // ServeQueue handles the Worker's queue messages, one call into Go per
 // message: the entry's queue() holds each message's event ({env, ctx,
 // done}) and calls the published function with (event, length of the
-// body's frame); done then acknowledges or retries the message.
+// frame of its body and its queue's name); done then acknowledges or
+// retries the message.
 func ServeQueue(handle QueueHandler, retryDelay time.Duration) {
 	js.Global().Set(queueGlobal, goFunc(func(eventHandle, frameLength, _ int) int {
 		event := Handle(eventHandle)
-		body := readFrame(receive(frameLength)).Bytes()
+		frame := readFrame(receive(frameLength))
+		body := frame.Bytes()
+		queue := frame.Str()
 		ctx := context.WithValue(context.Background(), executionContextKey{}, event)
-		runEvent(event, strconv.Itoa(int(retryDelay/time.Second)), func() error { return handle(ctx, EnvOf(event), body) })
+		runEvent(event, strconv.Itoa(int(retryDelay/time.Second)), func() error { return handle(ctx, EnvOf(event), queue, body) })
 		return 0
 	}))
 }
