@@ -33,6 +33,7 @@ const (
 	actionInspect = "inspect"
 	actionResolve = "resolve"
 	actionPurge   = "purge"
+	actionNone    = "none"
 	// The dead letters' (deadletters.go).
 	actionListDeadLetters = "list_dead_letters"
 	actionAcknowledge     = "acknowledge"
@@ -123,6 +124,9 @@ func (h *Handler) admin(ctx context.Context, r *workers.Request, line *eventlog.
 	line.Admin = name
 	route, err := h.adminRoute(r.Method, r.Path)
 	line.Client, line.Key = route.key.Client, route.key.ID
+	// "refused" is a refused token's: an admin's request the API has no
+	// action for is "none".
+	line.Action = actionNone
 	if route.action != "" {
 		line.Action = route.action
 	}
@@ -339,6 +343,7 @@ func (h *Handler) resolve(ctx context.Context, key intake.Key, r *workers.Reques
 	}
 	rec, err := h.opts.Admin.Resolve(ctx, key, res)
 	if err != nil {
+		line.After = line.Before // refused: nothing changed
 		return nil, err
 	}
 	line.After, line.OrderID = stateOf(rec), orderIDOf(rec)
@@ -358,6 +363,9 @@ func parseResolution(body []byte) (intake.Resolution, string, error) {
 		return intake.Resolution{}, "", errs.Detail(errInvalidRequest, "the body is not JSON")
 	case !o.IsObject():
 		return intake.Resolution{}, "", errs.Detail(errInvalidRequest, "the body is not a JSON object")
+	case o.Others() > 0:
+		// A misspelt member ("notes") would be dropped silently.
+		return intake.Resolution{}, "", errs.Detail(errInvalidRequest, "the body takes status, reason and note, and nothing else")
 	}
 	str := func(name string) (string, bool) {
 		v := o.Get(name)

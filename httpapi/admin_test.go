@@ -337,6 +337,7 @@ func TestAdminRefusesBadInputAndChangesNothing(t *testing.T) {
 		{"a status that is neither", "POST", "/admin/orders/desk-a/k1/resolve", `{"status":"filled"}`, 400, "invalid_resolution"},
 		{"a status that is no string", "POST", "/admin/orders/desk-a/k1/resolve", `{"status":true}`, 400, "invalid_resolution"},
 		{"a rejection without a reason", "POST", "/admin/orders/desk-a/k1/resolve", `{"status":"rejected"}`, 400, "invalid_resolution"},
+		{"a member the schema has not", "POST", "/admin/orders/desk-a/k1/resolve", `{"status":"accepted","notes":"checked"}`, 400, "invalid_resolution"},
 		{"a purge of an unknown outcome", "DELETE", "/admin/orders/desk-a/k1", "", 409, "outcome_not_final"},
 		{"a purge of nothing", "DELETE", "/admin/orders/desk-a/nothing", "", 404, "not_found"},
 		{"a resolve of nothing", "POST", "/admin/orders/desk-a/nothing/resolve", `{"status":"accepted"}`, 404, "not_found"},
@@ -560,6 +561,42 @@ func TestAdminPathIsTheKeyItself(t *testing.T) {
 		e.unknownKey(t, `"a,b"`)
 		if d := decodeEntry(t, e.do("GET", "/admin/orders/desk-a/a%2Cb", opsToken, "")); d.Key != "a,b" || d.State != "unknown" {
 			t.Errorf("detail = %+v, want a,b unknown", d)
+		}
+	})
+}
+
+// TestAdminAnswersSayOnlyWhatHolds: a 409 that waiting never changes
+// carries no Retry-After; a refused resolve's audit line says the state
+// after, unchanged; an admin's path the API has not is audited as none,
+// not as a refused token.
+func TestAdminAnswersSayOnlyWhatHolds(t *testing.T) {
+	t.Run("only in_progress says when to retry", func(t *testing.T) {
+		e := newAdminEnv(t, false)
+		e.unknownKey(t, "k1")
+		w := e.do("DELETE", "/admin/orders/desk-a/k1", opsToken, "")
+		var body map[string]any
+		json.Unmarshal(w.Body.Bytes(), &body)
+		if w.Code != 409 || w.Header().Get("Retry-After") != "" || body["retryAfter"] != nil {
+			t.Errorf("outcome_not_final = %d, Retry-After %q, %s; want 409 with no time to wait", w.Code, w.Header().Get("Retry-After"), w.Body)
+		}
+		if w := e.do("POST", "/admin/orders/desk-a/k1/resolve", opsToken, `{"status":"accepted"}`); w.Code != 200 {
+			t.Fatalf("resolve = %d %s", w.Code, w.Body)
+		}
+		w = e.do("POST", "/admin/orders/desk-a/k1/resolve", opsToken, `{"status":"rejected","reason":"no"}`)
+		if w.Code != 409 || w.Header().Get("Retry-After") != "" {
+			t.Errorf("outcome_final = %d, Retry-After %q; want 409 with no time to wait", w.Code, w.Header().Get("Retry-After"))
+		}
+		if l := e.lastLine(t); l.Before != "accepted" || l.After != "accepted" {
+			t.Errorf("the refused resolve's audit line %+v, want before and after accepted", l)
+		}
+	})
+	t.Run("an unknown path is no refused token", func(t *testing.T) {
+		e := newAdminEnv(t, false)
+		if w := e.do("GET", "/admin/clients", opsToken, ""); w.Code != 404 {
+			t.Fatalf("GET /admin/clients = %d", w.Code)
+		}
+		if l := e.lastLine(t); l.Action != "none" || l.Admin != "ops" {
+			t.Errorf("audit line %+v, want action none by ops", l)
 		}
 	})
 }

@@ -165,7 +165,7 @@ var problems = []struct {
 	{intake.ErrBadCursor, problem{statusBadRequest, "invalid_cursor", "Invalid cursor",
 		"The cursor is not one a listing handed out; start again without one.", "", metrics.Invalid, ""}},
 	{errInvalidRequest, problem{statusBadRequest, "invalid_resolution", "Invalid resolution",
-		`The body must be a JSON object with status ("accepted" or "rejected"), reason (a string, required for rejected) and note (a string).`, "", metrics.Invalid, ""}},
+		`The body must be a JSON object with status ("accepted" or "rejected"), reason (a string, required for rejected) and note (a string), and no other member.`, "", metrics.Invalid, ""}},
 	{intake.ErrOutcomeFinal, problem{statusConflict, "outcome_final", "Outcome already final",
 		"This key's outcome is stored already: it can no longer be resolved.", "", metrics.Invalid, ""}},
 	{intake.ErrOutcomeOpen, problem{statusConflict, "outcome_not_final", "Outcome not final",
@@ -244,13 +244,16 @@ func errorResponse(err error, detail string, retryAfter int) (resp *workers.Resp
 			b = append(jsjson.AppendISOTime(append(b, `,"nextAttemptAt":"`...), open.NextAttempt), '"')
 		}
 	}
-	switch p.status {
-	case statusConflict:
+	switch {
+	case errors.Is(err, intake.ErrInProgress):
+		// Only a claim's end changes this answer: the admin API's other
+		// 409s (outcome_final, outcome_not_final, no_order) stay as they
+		// are, and say no time to wait.
 		b = strconv.AppendInt(append(b, `,"retryAfter":`...), int64(retryAfter), 10)
 		resp.Header = append(resp.Header, workers.Field{Name: "Retry-After", Value: strconv.Itoa(retryAfter)})
-	case statusTooManyRequests:
+	case p.status == statusTooManyRequests:
 		resp.Header = append(resp.Header, workers.Field{Name: "Retry-After", Value: strconv.Itoa(rateLimitRetryAfter)})
-	case statusServiceUnavailable:
+	case p.status == statusServiceUnavailable:
 		seconds := 1
 		if open != nil && !open.Unresolved {
 			seconds = max(retryAfter, 1)

@@ -115,7 +115,12 @@ type Object struct {
 	isObject bool
 	names    []string
 	values   []Value
+	others   int
 }
+
+// Others is how many top-level members the object has beside those Parse
+// was asked for, duplicates counted.
+func (o Object) Others() int { return o.others }
 
 // IsObject reports whether the document's top level is an object.
 func (o Object) IsObject() bool { return o.isObject }
@@ -270,6 +275,9 @@ func (p *parser) object(depth int, top *Object) error {
 				if string(p.buf) == name {
 					slot = &top.values[i]
 				}
+			}
+			if slot == nil {
+				top.others++
 			}
 		}
 		p.skipSpace()
