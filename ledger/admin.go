@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
+	"time"
 
 	"github.com/edge-orders/edge-orders/intake"
 	"github.com/edge-orders/edge-orders/internal/jsjson"
@@ -26,8 +28,10 @@ const (
 // may follow, "" when none do.
 func (o *Object) List(client, after string, states intake.Attention, limit int) (keys []intake.Listed, next string) {
 	now := o.now()
+	o.listRowsRead = 0
 	for scanned := 0; scanned < maxListScan; {
-		rows := o.rows.scan(after, scanBatch)
+		rows, read := o.rows.scan(after, scanBatch)
+		o.listRowsRead += read
 		for _, r := range rows {
 			after = r.key
 			scanned++
@@ -51,17 +55,80 @@ func (o *Object) List(client, after string, states intake.Attention, limit int) 
 }
 
 // Purge deletes key's row if its outcome is stored, and returns what it
-// found; a claim or an open key stays as it is.
-func (o *Object) Purge(key intake.Key) intake.Record {
+// found; a claim or an open key stays as it is. A purge with the token of
+// the object's last purge of key, within repurgeWindow, returns what that
+// one purged: the same call retried after its answer was lost reports the
+// purge it made, not a key that was never there. "" is no token.
+func (o *Object) Purge(key intake.Key, token string) intake.Record {
+	now := o.now()
 	r, ok := o.rows.get(key.String())
 	if !ok {
+		if rec, ok := recentPurges.find(key.String(), token, now); ok {
+			return rec
+		}
 		return intake.Record{State: intake.Absent}
 	}
-	rec := r.record(o.now())
+	rec := r.record(now)
 	if rec.State == intake.Stored {
 		o.rows.delete(key.String())
+		recentPurges.add(purged{key: key.String(), token: token, rec: rec, until: now.Add(repurgeWindow)}, now)
 	}
 	return rec
+}
+
+// repurgeWindow is how long a purge's answer is kept for its retry: a
+// round trip retried at once, with room to spare.
+const repurgeWindow = time.Minute
+
+// recentPurges are the purges of the last repurgeWindow in this isolate,
+// which every object of the isolate shares: a Durable Object's Go Object
+// lives for one call, and its retry comes to the same object, most often
+// in the same isolate. One that comes to a new isolate finds nothing, and
+// the purge it made is reported as a key with nothing held.
+var recentPurges purges
+
+// purges are recent purges by key.
+type purges struct {
+	mu sync.Mutex
+	m  map[string]purged
+}
+
+// add keeps p, and forgets the purges past their window.
+func (ps *purges) add(p purged, now time.Time) {
+	if p.token == "" {
+		return
+	}
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	if ps.m == nil {
+		ps.m = make(map[string]purged)
+	}
+	for k, old := range ps.m {
+		if !now.Before(old.until) {
+			delete(ps.m, k)
+		}
+	}
+	ps.m[p.key] = p
+}
+
+// find is what the purge of key with token purged, within its window.
+func (ps *purges) find(key, token string, now time.Time) (intake.Record, bool) {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	p, ok := ps.m[key]
+	if !ok || token == "" || p.token != token || !now.Before(p.until) {
+		return intake.Record{}, false
+	}
+	return p.rec, true
+}
+
+// purged is a purge: the key, its call's token, what it held, and until
+// when a retry gets it.
+type purged struct {
+	key   string
+	token string
+	rec   intake.Record
+	until time.Time
 }
 
 // keyOf names r's key.
@@ -74,8 +141,8 @@ func keyOf(r row) intake.Key {
 }
 
 // scan returns up to limit rows without an outcome after the key after,
-// in key order.
-func (t *memTable) scan(after string, limit int) []row {
+// in key order. A map has no index: it reads every row.
+func (t *memTable) scan(after string, limit int) ([]row, int) {
 	var rows []row
 	for _, r := range t.rows {
 		if r.key > after && r.receipt == nil {
@@ -83,8 +150,11 @@ func (t *memTable) scan(after string, limit int) []row {
 		}
 	}
 	slices.SortFunc(rows, func(a, b row) int { return strings.Compare(a.key, b.key) })
-	return rows[:min(len(rows), limit)]
+	return rows[:min(len(rows), limit)], len(t.rows)
 }
+
+// ListRowsRead is how many rows the object's last List read.
+func (o *Object) ListRowsRead() int { return o.listRowsRead }
 
 // List implements intake.AdminStore over the one object.
 func (m *MemoryStore) List(ctx context.Context, q intake.ListQuery) (intake.ListPage, error) {
@@ -96,7 +166,7 @@ func (m *MemoryStore) List(ctx context.Context, q intake.ListQuery) (intake.List
 
 // Purge implements intake.AdminStore.
 func (m *MemoryStore) Purge(ctx context.Context, key intake.Key) (rec intake.Record, err error) {
-	err = m.do(ctx, "purge", func() { rec = m.obj.Purge(key) })
+	err = m.do(ctx, "purge", func() { rec = m.obj.Purge(key, "") })
 	return rec, err
 }
 
@@ -172,11 +242,12 @@ func shardName(client string, n int) string {
 
 // The list call's members: the request's, and its answer's.
 const (
-	mAfter  = "after"
-	mStates = "states"
-	mLimit  = "limit"
-	mNext   = "next"
-	mRows   = "rows"
+	mAfter    = "after"
+	mStates   = "states"
+	mLimit    = "limit"
+	mNext     = "next"
+	mRows     = "rows"
+	mRowsRead = "rowsRead"
 )
 
 // encodeList is a list call's argument.
@@ -211,7 +282,9 @@ func decodeList(b []byte) (client, after string, states intake.Attention, limit 
 // encodeListed is a list call's answer: next, and the keys found, one a
 // line, each its key's document and its record's, a tab between (both
 // are JSON, whose strings escape every control character).
-func encodeListed(keys []intake.Listed, next string) []byte {
+// encodeListed is a list call's answer: its keys, the key to go on from,
+// and the rows it read, for those who measure it.
+func encodeListed(keys []intake.Listed, next string, read int) []byte {
 	var rows []byte
 	for i, l := range keys {
 		if i > 0 {
@@ -224,6 +297,7 @@ func encodeListed(keys []intake.Listed, next string) []byte {
 	var d doc
 	d.str(mNext, next)
 	d.str(mRows, string(rows))
+	d.int(mRowsRead, int64(read))
 	return d.bytes()
 }
 
@@ -264,13 +338,13 @@ func serveAdmin(o *Object, method string, arg []byte) (res []byte, ok bool, err 
 			return nil, true, err
 		}
 		keys, next := o.List(client, after, states, limit)
-		return encodeListed(keys, next), true, nil
+		return encodeListed(keys, next, o.ListRowsRead()), true, nil
 	case "purge":
-		key, err := decodeKey(arg)
+		key, token, err := decodePurge(arg)
 		if err != nil {
 			return nil, true, err
 		}
-		return encodeRecord(o.Purge(key)), true, nil
+		return encodeRecord(o.Purge(key, token)), true, nil
 	}
 	return nil, false, nil
 }

@@ -8,18 +8,21 @@ import (
 
 	"github.com/edge-orders/edge-orders/intake"
 	"github.com/edge-orders/edge-orders/internal/errs"
+	"github.com/edge-orders/edge-orders/internal/uuid"
 	"github.com/edge-orders/edge-orders/workers"
 )
 
 // scan reads the rows without an outcome after the key after, in key
-// order, over the primary key.
-func (t sqlTable) scan(after string, limit int) []row {
-	rows := t.query(`SELECT key, `+rowColumns+` FROM entries WHERE key > ? AND receipt IS NULL ORDER BY key LIMIT ?`, after, limit)
+// order, through the partial index entries_open, which holds only them:
+// stored outcomes, most of the rows, are never read.
+func (t sqlTable) scan(after string, limit int) ([]row, int) {
+	rows := t.query(`SELECT key, `+rowColumns+` FROM entries INDEXED BY entries_open
+		WHERE key > ? AND receipt IS NULL ORDER BY key LIMIT ?`, after, limit)
 	out := make([]row, len(rows.Values))
 	for i := range out {
 		out[i] = rowAt(rows, i, rows.Value(i, "key").Str)
 	}
-	return out
+	return out, rows.RowsRead
 }
 
 // List implements intake.AdminStore: each client's shards in turn, one
@@ -42,7 +45,8 @@ func (c *Client) List(ctx context.Context, q intake.ListQuery) (intake.ListPage,
 
 // Purge implements intake.AdminStore.
 func (c *Client) Purge(ctx context.Context, key intake.Key) (intake.Record, error) {
-	res, err := c.call(ctx, key, "purge", encodeKey(key))
+	// One token for the call and its retry (Object.Purge).
+	res, err := c.call(ctx, key, "purge", encodePurge(key, uuid.New()))
 	if err != nil {
 		return intake.Record{}, err
 	}

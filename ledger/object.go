@@ -114,8 +114,9 @@ type table interface {
 	// count is how many rows there are, expired ones included.
 	count() int
 	// scan returns up to limit rows without an outcome after the key
-	// after, in key order: an operator's listing (admin.go).
-	scan(after string, limit int) []row
+	// after, in key order: an operator's listing (admin.go); read is how
+	// many rows the store read to find them.
+	scan(after string, limit int) (rows []row, read int)
 }
 
 // Object is one ledger object's logic. Its methods do no I/O but their
@@ -127,6 +128,8 @@ type Object struct {
 	// setAlarm asks the runtime to call the alarm handler at the given
 	// time.
 	setAlarm func(at time.Time)
+	// listRowsRead is how many rows the last List read.
+	listRowsRead int
 }
 
 // Claim claims key for c unless a live outcome or another live claim

@@ -153,6 +153,9 @@ func (t sqlTable) create() {
 	}
 	// The settler's outbox: the keys due, found without a scan.
 	t.query(`CREATE INDEX IF NOT EXISTS entries_due ON entries (due) WHERE due > 0`)
+	// The operator's listing: the rows without an outcome, in key order,
+	// so that a listing reads what it lists, not every receipt.
+	t.query(`CREATE INDEX IF NOT EXISTS entries_open ON entries (key) WHERE receipt IS NULL`)
 	t.query(`CREATE TABLE IF NOT EXISTS sweep (
 		id INTEGER PRIMARY KEY CHECK (id = 1), next INTEGER NOT NULL)`)
 	t.query(`CREATE TABLE IF NOT EXISTS alarm (

@@ -236,6 +236,20 @@ func decodeKey(b []byte) (intake.Key, error) {
 	return r.key(), err
 }
 
+// encodePurge is a purge's argument: the key, and the call's token, the
+// same on its retry.
+func encodePurge(key intake.Key, token string) []byte {
+	var d doc
+	d.key(key)
+	d.str(mToken, token)
+	return d.bytes()
+}
+
+func decodePurge(b []byte) (intake.Key, string, error) {
+	r, err := read(b)
+	return r.key(), r.str(mToken), err
+}
+
 // encodeCommitted is Commit's answer: committed, or lost to another claim.
 func encodeCommitted(err error) []byte {
 	if err != nil {

@@ -81,7 +81,8 @@ var conformanceChecks = []struct {
 }{
 	{"kv", "^(TestNamespace|TestStoreConformanceInWorkerd|TestStoreAdminConformanceInWorkerd)", []string{"--- PASS: TestNamespaceConformance", "--- PASS: TestNamespaceKVRefusesWhatStoresRefuse", "--- PASS: TestStoreConformanceInWorkerd",
 		"--- PASS: TestStoreAdminConformanceInWorkerd"}},
-	{"ledger", "^TestClient", []string{"--- PASS: TestClientConformance", "--- PASS: TestClientSweepRunsInWorkerd", "--- PASS: TestClientAdminConformance"}},
+	{"ledger", "^TestClient", []string{"--- PASS: TestClientConformance", "--- PASS: TestClientSweepRunsInWorkerd", "--- PASS: TestClientAdminConformance",
+		"--- PASS: TestClientListingReadsWhatItLists"}},
 	{"workers", "^TestBinding", []string{"--- PASS: TestBindingKV", "--- PASS: TestBindingRateLimiter", "--- PASS: TestBindingDurableObjectNamespace",
 		"--- PASS: TestBindingQueue", "--- PASS: TestBindingFetcher", "--- PASS: TestBindingAnalyticsEngineDataset"}},
 }

@@ -428,9 +428,9 @@ const bridge = {
   },
 
   // sql runs the frame's [query, params...] on a Durable Object's SQLite
-  // storage, synchronously, and answers its rows: [columns, names...,
-  // values...], each value "n" for null, "s" and a string, or "d" and a
-  // number. A failure is -1 - the length of its error frame.
+  // storage, synchronously, and answers its rows: [rows read, columns,
+  // names..., values...], each value "n" for null, "s" and a string, or
+  // "d" and a number. A failure is -1 - the length of its error frame.
   sql(state, n) {
     try {
       const [query, ...params] = args(n);
@@ -440,11 +440,11 @@ const bridge = {
       });
       const cursor = object(state).storage.sql.exec(text(query), ...values);
       const names = cursor.columnNames;
-      const out = [names.length, ...names];
+      const out = [];
       for (const row of cursor.raw()) {
         for (const v of row) out.push(v === null ? "n" : typeof v === "string" ? "s" + v : "d" + String(v));
       }
-      return writeFrame(encodeFrame(out));
+      return writeFrame(encodeFrame([cursor.rowsRead, names.length, ...names, ...out]));
     } catch (e) {
       return -1 - writeFrame(errorFrame(e));
     }

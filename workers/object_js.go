@@ -78,6 +78,9 @@ type SQLValue struct {
 type Rows struct {
 	Columns []string
 	Values  [][]SQLValue
+	// RowsRead is the rows SQLite read to answer, as the runtime bills
+	// them (the cursor's rowsRead).
+	RowsRead int
 }
 
 // Value returns row i's value in column name; NULL if there is none.
@@ -116,7 +119,8 @@ func (s State) Exec(query string, params ...any) (Rows, error) {
 		return Rows{}, err
 	}
 	f := readFrame(answer)
-	rows := Rows{Columns: make([]string, f.Int())}
+	read := int(f.Int())
+	rows := Rows{Columns: make([]string, f.Int()), RowsRead: read}
 	for i := range rows.Columns {
 		rows.Columns[i] = f.Str()
 	}
