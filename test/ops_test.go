@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -795,4 +796,100 @@ func TestOpsPage(t *testing.T) {
 			})
 		})
 	}
+}
+
+// pagingAdmin is an admin API whose listing spans many pages, as a ledger
+// listing over many clients' shards does (32 objects a page): every page
+// but the last is empty, and the last holds what last holds.
+type pagingAdmin struct {
+	token, realm string
+	pages        int
+	mu           sync.Mutex
+	last         []any
+	served       int // the list pages served
+	lastServed   bool
+}
+
+func (s *pagingAdmin) handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("/ops/", http.FileServer(http.Dir(filepath.Join(root, "public"))))
+	mux.HandleFunc("/admin/", func(w http.ResponseWriter, r *http.Request) {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if r.Header.Get("Authorization") != "Bearer "+s.token {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="`+s.realm+`", error="invalid_token"`)
+			w.Header().Set("Content-Type", "application/problem+json")
+			w.WriteHeader(401)
+			json.NewEncoder(w).Encode(map[string]any{"type": problemTypePrefix + "unauthorized", "title": "Unauthorized", "status": 401, "detail": "No client has this token.", "error": "unauthorized"})
+			return
+		}
+		n, _ := strconv.Atoi(strings.TrimPrefix(r.URL.Query().Get("cursor"), "p"))
+		s.served++
+		w.Header().Set("Content-Type", "application/json")
+		if n+1 < s.pages {
+			json.NewEncoder(w).Encode(map[string]any{"orders": []any{}, "cursor": "p" + strconv.Itoa(n+1)})
+			return
+		}
+		s.lastServed = true
+		json.NewEncoder(w).Encode(map[string]any{"orders": s.last})
+	})
+	return mux
+}
+
+// TestOpsPageReadsEveryPageBeforeSayingNothingNeedsAttention: a listing
+// of more pages than one refresh reads (41 clients at 8 shards is 11
+// pages of 32 objects): the page goes on from the cursor until the last
+// page, shows the key found there, and says "Nothing needs attention"
+// only once every page was read. And a token refused under the order
+// path's challenge (API_TOKENS set, ADMIN_TOKENS not) says the admin API
+// is off, not that the token was refused.
+func TestOpsPageReadsEveryPageBeforeSayingNothingNeedsAttention(t *testing.T) {
+	requireWorker(t)
+	chromium := chromiumPath(t)
+	t.Parallel()
+	browser := startChromium(t, chromium)
+	const token, pages = "paging-admin-token-0123456789", 25
+	t.Run("a key on the last page is shown", func(t *testing.T) {
+		stub := &pagingAdmin{token: token, realm: "edge-orders-admin", pages: pages, last: []any{map[string]any{"client": "desk-41", "key": "late-key",
+			"state": "unresolved", "orderId": "0a6b3f1e-2d4c-4b5a-9e8f-7c6d5e4f3a2b", "order": map[string]any{"symbol": "IBM", "side": "buy", "quantity": 1},
+			"acceptedAt": "2026-11-24T05:00:00.000Z", "attempts": 3}}}
+		p := openOps(t, browser, serveLoopback(t, stub.handler())+"/ops/", artifactsDir(t), "ops-paging-key")
+		p.signIn(token)
+		p.waitRow("desk-41", "late-key", 20*time.Second, "unresolved")
+		if got := p.text("count-unresolved"); got != "1" {
+			t.Errorf("unresolved count %q, want 1", got)
+		}
+		p.wantNothingRan()
+	})
+	t.Run("nothing needs attention only after the last page", func(t *testing.T) {
+		stub := &pagingAdmin{token: token, realm: "edge-orders-admin", pages: pages}
+		p := openOps(t, browser, serveLoopback(t, stub.handler())+"/ops/", artifactsDir(t), "ops-paging-empty")
+		p.signIn(token)
+		// Watch #empty from inside the page, so that no moment is missed:
+		// the first time it shows, the page must have read every page.
+		eval[bool](p.tab, `new MutationObserver(() => {
+			if (!document.getElementById("empty").hidden && window.emptyAfter === undefined) {
+				window.emptyAfter = performance.getEntriesByType("resource").filter((e) => e.name.includes("/admin/orders")).length;
+			}
+		}).observe(document.getElementById("empty"), { attributes: true }); true`)
+		p.waitFor(`!document.getElementById("empty").hidden`, 20*time.Second)
+		stub.mu.Lock()
+		served, last := stub.served, stub.lastServed
+		stub.mu.Unlock()
+		if !last || served < pages {
+			t.Errorf(`"Nothing needs attention" shown after %d list pages, before the last of %d`, served, pages)
+		}
+		if seen := eval[float64](p.tab, `window.emptyAfter ?? -1`); seen >= 0 && seen < pages {
+			t.Errorf(`"Nothing needs attention" first shown after %v list requests, want %d`, seen, pages)
+		}
+	})
+	t.Run("a token refused by a Worker without the admin API says the API is off", func(t *testing.T) {
+		stub := &pagingAdmin{token: token, realm: "edge-orders", pages: 1}
+		p := openOps(t, browser, serveLoopback(t, stub.handler())+"/ops/", artifactsDir(t), "ops-paging-off")
+		p.signIn("some-admin-token-0123456789")
+		p.waitFor(`!document.getElementById("login").hidden && !document.getElementById("problem").hidden`, 10*time.Second)
+		if _, title, _ := p.problem(); !strings.Contains(title, "admin API is off") || strings.Contains(title, "Token refused") {
+			t.Errorf("problem title %q, want that the admin API is off", title)
+		}
+	})
 }

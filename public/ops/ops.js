@@ -16,8 +16,10 @@ const tokenKey = "edge-orders.ops.token";
 // How often the attention list is fetched again.
 const refreshMs = 5000;
 // The attention list is fetched a page at a time until the API gives no
-// cursor, but never more than maxPages pages a refresh: the counts then
-// say "at least".
+// cursor: a pass. A refresh reads at most maxPages pages, and the next
+// goes on from its cursor at once, so a pass may span refreshes (a ledger
+// listing visits at most 32 shard objects a page). Until a pass has read
+// every page, the page never says that nothing needs attention.
 const pageLimit = 100;
 const maxPages = 10;
 // The states that need attention, in the order the list shows them.
@@ -84,7 +86,9 @@ async function api(method, path, body) {
   }
   if (!res.ok) {
     const p = data && typeof data === "object" ? data : {};
-    throw new Problem(res.status, p.title ?? `${res.status} ${res.statusText}`, p.detail ?? text.slice(0, 500), p.error);
+    const problem = new Problem(res.status, p.title ?? `${res.status} ${res.statusText}`, p.detail ?? text.slice(0, 500), p.error);
+    problem.challenge = res.headers.get("WWW-Authenticate");
+    throw problem;
   }
   return data;
 }
@@ -102,6 +106,7 @@ function signOut(problem) {
   sessionStorage.removeItem(tokenKey);
   clearTimeout(timer);
   current = null;
+  pass = complete = null;
   $("rows").replaceChildren();
   $("detail").hidden = true;
   $("console").hidden = true;
@@ -167,6 +172,31 @@ function hideNotice() {
 let timer;
 let refreshing = false;
 let again = false;
+// pass is the listing being read: its entries so far, its cursor and its
+// pages; complete is the entries of the last pass that read every page,
+// null before the first.
+let pass = null;
+let complete = null;
+
+// readList reads up to maxPages pages of the current pass, and reports
+// whether the pass read its last page.
+async function readList() {
+  if (!pass) pass = { entries: [], cursor: undefined, pages: 0 };
+  let pages = 0;
+  do {
+    let path = `/admin/orders?state=${attentionStates.join(",")}&limit=${pageLimit}`;
+    if (pass.cursor) path += `&cursor=${encodeURIComponent(pass.cursor)}`;
+    const page = (await api("GET", path)) ?? {};
+    pass.entries.push(...(Array.isArray(page.orders) ? page.orders : []));
+    pass.cursor = page.cursor;
+    pass.pages++;
+    pages++;
+  } while (pass.cursor && pages < maxPages);
+  if (pass.cursor) return false;
+  complete = pass.entries;
+  pass = null;
+  return true;
+}
 
 // refresh fetches the attention list and its counts, then again after
 // refreshMs; one refresh at a time.
@@ -178,32 +208,32 @@ async function refresh() {
   refreshing = true;
   clearTimeout(timer);
   try {
-    const entries = [];
-    let cursor;
-    let pages = 0;
-    do {
-      let path = `/admin/orders?state=${attentionStates.join(",")}&limit=${pageLimit}`;
-      if (cursor) path += `&cursor=${encodeURIComponent(cursor)}`;
-      const page = (await api("GET", path)) ?? {};
-      entries.push(...(Array.isArray(page.orders) ? page.orders : []));
-      cursor = page.cursor;
-      pages++;
-    } while (cursor && pages < maxPages);
+    const done = await readList();
+    if (!done) again = true; // the pass goes on at once
     // The open key too, so that the list and its detail are drawn
     // together and never disagree.
     const drawDetail = await refreshDetail();
     if (!token()) return; // signed out meanwhile: show nothing
-    renderList(entries, Boolean(cursor));
+    if (done) {
+      renderList(complete, false);
+      const u = $("updated");
+      u.textContent = `Updated ${new Date().toLocaleTimeString()}`;
+      u.dataset.at = String(Date.now());
+    } else if (!complete) {
+      // The first pass, still reading: what it found so far, at least.
+      renderList(pass.entries, true);
+    }
     drawDetail();
     $("list-error").textContent = "";
-    const u = $("updated");
-    u.textContent = `Updated ${new Date().toLocaleTimeString()}`;
-    u.dataset.at = String(Date.now());
   } catch (thrown) {
     const e = thrown instanceof Problem ? thrown : new Problem(0, "The page failed", String(thrown));
     // Without ADMIN_TOKENS, /admin/ answers as any path of the Worker:
     // a GET there is not allowed.
-    const off = e.status === 405 && new Problem(405, "The admin API is off",
+    // With API_TOKENS, an admin token there is refused as a client's,
+    // under the order path's challenge, not the admin API's.
+    const challenge = thrown instanceof Problem ? thrown.challenge ?? "" : "";
+    const notAdmin = e.status === 405 || (e.status === 401 && challenge !== "" && !challenge.includes("edge-orders-admin"));
+    const off = notAdmin && new Problem(405, "The admin API is off",
       "This Worker has no ADMIN_TOKENS secret, so /admin/ is not served. Set it (docs/deploy.md), then sign in again.");
     if (refused(e) || off) {
       refreshing = false;
@@ -223,10 +253,13 @@ async function refresh() {
   }
 }
 
-function renderList(entries, capped) {
+// renderList shows entries and their counts; partial says a pass is
+// still reading, so the counts are "at least" and nothing is said to
+// need no attention.
+function renderList(entries, partial) {
   for (const s of attentionStates) {
     const n = entries.filter((e) => e.state === s).length;
-    $(`count-${s}`).textContent = `${n}${capped ? "+" : ""}`;
+    $(`count-${s}`).textContent = `${n}${partial ? "+" : ""}`;
   }
   const rank = (s) => (attentionStates.includes(s) ? attentionStates.indexOf(s) : attentionStates.length);
   const sorted = [...entries].sort((a, b) => rank(a.state) - rank(b.state) || String(a.acceptedAt).localeCompare(String(b.acceptedAt)));
@@ -252,7 +285,8 @@ function renderList(entries, capped) {
     return tr;
   });
   $("rows").replaceChildren(...rows);
-  $("empty").hidden = rows.length > 0;
+  $("empty").hidden = rows.length > 0 || partial;
+  $("reading").hidden = !partial;
 }
 
 $("rows").addEventListener("click", (event) => {
