@@ -21,6 +21,10 @@ import (
 const (
 	AdminPrefix = "/admin/"
 	ordersPath  = AdminPrefix + "orders"
+	// OrderPath names a key in its query (?client=…&key=…), for a client
+	// or key that a path segment cannot carry: . and .., whose segments
+	// the runtime's URL parser removes before the Worker sees the path.
+	OrderPath = AdminPrefix + "order"
 	// OpenClient stands for the open Worker's client in a key's path.
 	OpenClient = "-"
 	// MaxResolutionBytes bounds a resolve's body.
@@ -122,7 +126,7 @@ func (h *Handler) admin(ctx context.Context, r *workers.Request, line *eventlog.
 		return resp
 	}
 	line.Admin = name
-	route, err := h.adminRoute(r.Method, r.Path)
+	route, err := h.adminRoute(r.Method, r.Path, r.Query)
 	line.Client, line.Key = route.key.Client, route.key.ID
 	// "refused" is a refused token's: an admin's request the API has no
 	// action for is "none".
@@ -161,9 +165,14 @@ func (h *Handler) admin(ctx context.Context, r *workers.Request, line *eventlog.
 
 // adminRoute reads an admin path: /admin/orders, and
 // /admin/orders/{client}/{key} with an optional /resolve, each segment
-// percent-encoded. It checks the client and the key, so that no action
-// ever meets one the Worker could not hold.
-func (h *Handler) adminRoute(method, path string) (adminRoute, error) {
+// percent-encoded, or the same key named in the query of OrderPath (with
+// an optional /resolve), for a client or key a path cannot carry (. and
+// .., which the runtime's URL parser removes). It checks the client and
+// the key, so that no action ever meets one the Worker could not hold.
+func (h *Handler) adminRoute(method, path, query string) (adminRoute, error) {
+	if path == OrderPath || path == OrderPath+"/resolve" {
+		return h.queryRoute(method, path, query)
+	}
 	if path == ordersPath {
 		if method != "GET" {
 			return adminRoute{action: actionList, allow: "GET"}, errAdminMethod
@@ -197,6 +206,40 @@ func (h *Handler) adminRoute(method, path string) (adminRoute, error) {
 		return adminRoute{}, errAdminNoRoute
 	}
 	return h.keyRoute(route, parts[0], parts[1])
+}
+
+// queryRoute reads OrderPath?client=…&key=… and its /resolve: the
+// values percent-decoded, nothing else, as a path segment is.
+func (h *Handler) queryRoute(method, path, query string) (adminRoute, error) {
+	route := adminRoute{allow: "GET, DELETE"}
+	switch {
+	case path != OrderPath:
+		route.allow = "POST"
+		if method == "POST" {
+			route.action = actionResolve
+		}
+	case method == "GET":
+		route.action = actionInspect
+	case method == "DELETE":
+		route.action = actionPurge
+	}
+	var client, key string
+	var hasClient, hasKey bool
+	for _, pair := range strings.Split(query, "&") {
+		name, value, _ := strings.Cut(pair, "=")
+		switch {
+		case name == "client" && !hasClient:
+			client, hasClient = value, true
+		case name == "key" && !hasKey:
+			key, hasKey = value, true
+		default:
+			return route, errs.Detail(errInvalidQuery, "the query takes client and key, once each")
+		}
+	}
+	if !hasClient || !hasKey {
+		return route, errs.Detail(errInvalidQuery, "the query takes client and key, once each")
+	}
+	return h.keyRoute(route, client, key)
 }
 
 // keyRoute checks a path's client and key segments for route, and names

@@ -600,3 +600,38 @@ func TestAdminAnswersSayOnlyWhatHolds(t *testing.T) {
 		}
 	})
 }
+
+// TestAdminReachesDotKeysByQuery: a key (or client) named . or .. cannot
+// be a path segment, since the runtime's URL parser removes it before the
+// Worker sees the path; the query form names it, percent-decoded and
+// nothing else, for the detail, resolve and purge.
+func TestAdminReachesDotKeysByQuery(t *testing.T) {
+	for _, key := range []string{".", ".."} {
+		t.Run(key, func(t *testing.T) {
+			e := newAdminEnv(t, false)
+			e.unknownKey(t, key)
+			path := "/admin/order?client=desk-a&key=" + url.QueryEscape(key)
+			if d := decodeEntry(t, e.do("GET", path, opsToken, "")); d.Key != key || d.State != "unknown" {
+				t.Fatalf("detail %+v, want %q unknown", d, key)
+			}
+			resolve := "/admin/order/resolve?client=desk-a&key=" + strings.ReplaceAll(key, ".", "%2E")
+			if d := decodeEntry(t, e.do("POST", resolve, opsToken, `{"status":"accepted"}`)); d.Key != key || d.State != "accepted" {
+				t.Fatalf("resolve answered %+v, want %q accepted", d, key)
+			}
+			if d := decodeEntry(t, e.do("DELETE", path, opsToken, "")); d.State != "accepted" {
+				t.Fatalf("purge answered %+v, want the accepted receipt", d)
+			}
+			if line := e.lastLine(t); line.Action != "purge" || line.Key != key {
+				t.Errorf("audit line %+v, want the purge of %q", line, key)
+			}
+		})
+	}
+	t.Run("a query that names no key, or more, is refused", func(t *testing.T) {
+		e := newAdminEnv(t, false)
+		for _, q := range []string{"", "client=desk-a", "key=k", "client=desk-a&key=k&key=j", "client=desk-a&key=k&x=1"} {
+			if w := e.do("GET", "/admin/order?"+q, opsToken, ""); w.Code != 400 || problemCode(t, w) != "invalid_query" {
+				t.Errorf("GET /admin/order?%s = %d %s, want 400 invalid_query", q, w.Code, w.Body)
+			}
+		}
+	})
+}

@@ -332,3 +332,37 @@ func TestAdminTokensAreSeparate(t *testing.T) {
 		}
 	})
 }
+
+// TestAdminReachesADotKey: the runtime's URL parser removes a path
+// segment . or .., percent-encoded too, so the key .. has no path of its
+// own; the query form reaches it, and resolves it.
+func TestAdminReachesADotKey(t *testing.T) {
+	shareWorkers(t)
+	forEachAdminMode(t, func(t *testing.T, a *adminWorkers, w *target) {
+		symbol := newSymbol(t)
+		a.oms.script(symbol, drop, failBefore, failBefore, failBefore, failBefore, failBefore, failBefore, failBefore, failBefore)
+		wantUnknown(t, w.deskPost(t, "..", gatewayOrder(symbol)))
+		if got := w.admin(t, "GET", "/admin/orders/"+adminDesk+"/%2E%2E", adminToken, ""); strings.Contains(got.body, `"key":".."`) && !strings.Contains(got.body, `"orders"`) {
+			t.Logf("the runtime kept the segment %%2E%%2E: %d %s", got.status, got.body)
+		}
+		query := "?client=" + adminDesk + "&key=%2E%2E"
+		var d adminEntry
+		if got := w.admin(t, "GET", "/admin/order"+query, adminToken, ""); got.status != 200 || json.Unmarshal([]byte(got.body), &d) != nil || d.Key != ".." || (d.State != "unknown" && d.State != "in_progress") {
+			t.Fatalf("GET /admin/order%s = %d %s, want .. unknown (or in progress, the settler on it)", query, got.status, got.body)
+		}
+		var resolved response
+		for deadline := time.Now().Add(settleWithin); ; {
+			resolved = w.admin(t, "POST", "/admin/order/resolve"+query, adminToken, `{"status":"accepted"}`)
+			if resolved.status != 409 || time.Now().After(deadline) {
+				break
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		if resolved.status != 200 || !strings.Contains(resolved.body, `"state":"accepted"`) {
+			t.Fatalf("resolve = %d %s, want 200 accepted", resolved.status, resolved.body)
+		}
+		if retry := w.deskPost(t, "..", gatewayOrder(symbol)); retry.status != 200 || retry.header.Get("Idempotent-Replay") != "true" {
+			t.Errorf("the client's retry = %d %s, want the replay", retry.status, retry.body)
+		}
+	})
+}

@@ -93,7 +93,13 @@ async function api(method, path, body) {
   return data;
 }
 
-const keyPath = (client, key) => `/admin/orders/${encodeURIComponent(client)}/${encodeURIComponent(key)}`;
+// keyPath is the admin path of client's key, with suffix ("/resolve"). A
+// client or key that is . or .. cannot be a path segment (the URL parser
+// removes it, %2E%2E too): those are named in the query instead.
+const dots = (s) => s === "." || s === "..";
+const keyPath = (client, key, suffix = "") => (dots(client) || dots(key)
+  ? `/admin/order${suffix}?client=${encodeURIComponent(client)}&key=${encodeURIComponent(key)}`
+  : `/admin/orders/${encodeURIComponent(client)}/${encodeURIComponent(key)}${suffix}`);
 
 // --- Signing in and out -------------------------------------------------
 
@@ -473,7 +479,7 @@ $("resolve").addEventListener("submit", async (event) => {
   answerAt("detail-slot");
   busy(true);
   try {
-    const after = await api("POST", `${keyPath(mine.client, mine.key)}/resolve`, body);
+    const after = await api("POST", keyPath(mine.client, mine.key, "/resolve"), body);
     mine.entry = after && after.state ? after : await api("GET", keyPath(mine.client, mine.key));
     if (current === mine) {
       renderDetail(mine);
