@@ -98,14 +98,14 @@ type Worker struct {
 	// consumer settles KV mode's keys from the settle queue, and overdue
 	// lists those whose message was lost; nil in ledger mode, which
 	// settles by its own alarm.
-	consumer   *settlequeue.Consumer
-	overdue    settlequeue.Overdue
+	consumer *settlequeue.Consumer
+	overdue  settlequeue.Overdue
 	// deadLetters keeps what the dead-letter queue delivers, and lookup
 	// reads the key a letter names; nil without KV.
 	deadLetters intake.DeadLetters
 	lookup      func(context.Context, intake.Key) (intake.Record, error)
-	sweepGrace time.Duration
-	now        func() time.Time
+	sweepGrace  time.Duration
+	now         func() time.Time
 }
 
 // New builds the Worker from env. A setting that cannot work makes every

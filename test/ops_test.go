@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -726,6 +727,29 @@ func TestOpsPage(t *testing.T) {
 			})
 
 			calls := len(oms.orderIDs(symbol))
+			t.Run("the settler's dead letter is listed until acknowledged", func(t *testing.T) {
+				if mode != "kv" {
+					t.Skip("ledger mode has no queue: its unresolved keys are listed by /admin/orders")
+				}
+				// The Worker consumes SETTLE_DLQ and records each letter.
+				var got response
+				for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+					got = adminCall(http.MethodGet, "/admin/deadletters")
+					if strings.Contains(got.body, `"key":`+jsString(key)) || time.Now().After(deadline) {
+						break
+					}
+				}
+				if got.status != 200 || !strings.Contains(got.body, `"key":`+jsString(key)) || !strings.Contains(got.body, `"state":"unresolved"`) {
+					t.Fatalf("GET /admin/deadletters = %d %s, want %s unresolved", got.status, got.body, key)
+				}
+				if got := adminCall(http.MethodDelete, "/admin/deadletters/"+client+"/"+url.PathEscape(key)); got.status != 200 {
+					t.Errorf("acknowledging the letter = %d %s, want 200", got.status, got.body)
+				}
+				if got := adminCall(http.MethodGet, "/admin/deadletters"); strings.Contains(got.body, `"key":`+jsString(key)) {
+					t.Errorf("after the acknowledgement the letters are %s, want %s gone", got.body, key)
+				}
+			})
+
 			t.Run("the operator resolves it as accepted", func(t *testing.T) {
 				p.t = t
 				p.do(chromedp.SetValue(chromedp.ID("resolve-note"), "found in the OMS by hand, filled"), chromedp.Click(chromedp.ID("resolve-open")))
