@@ -56,8 +56,17 @@ func NewStore(ns Namespace, now func() time.Time) *Store {
 // key before it answers an invalid body, and releases each claim after
 // its outcome only with ReleaseClaims.
 func (k *Store) Lifecycle() intake.Lifecycle {
-	return intake.Lifecycle{ReleaseAfterCommit: k.ReleaseClaims}
+	return intake.Lifecycle{ReleaseAfterCommit: k.ReleaseClaims, ReadsLag: ReadsLag}
 }
+
+// ReadsLag is how long a KV read may miss a write, even in the location
+// that made it: Cloudflare documents 60 seconds or more.
+const ReadsLag = 60 * time.Second
+
+// dueSlack is how early a settle message may come and still find its key
+// due: the clocks of the isolate that sent it and of the one that takes it
+// differ a little.
+const dueSlack = time.Second
 
 // Lookup implements intake.Store: it reads result:<key> and pending:<key>
 // at once, one round trip instead of two: in one call where the namespace
@@ -171,13 +180,13 @@ func (k *Store) Begin(ctx context.Context, key intake.Key, c intake.Claim) (inta
 		return intake.Record{}, err
 	}
 	if c.Settling && stored != nil && pending != nil {
-		if err := k.ns.Delete(ctx, pendingPrefix+key.String()); err != nil {
-			return intake.Record{}, errs.Prefix("deleting a claim past its outcome", err)
-		}
+		// The outcome is what counts: a delete that fails leaves the claim
+		// for the next sweep to list and the next settler to delete.
+		_ = k.ns.Delete(ctx, pendingPrefix+key.String())
 	}
 	rec := k.record(stored, pending)
 	switch {
-	case rec.State == intake.Open && !(c.Settling && !c.Resolving && rec.Unresolved):
+	case rec.State == intake.Open && !(c.Settling && !c.Resolving && !k.due(rec)):
 		return k.takeOver(ctx, key, c, rec)
 	case rec.State != intake.Absent || c.Settling:
 		return rec, nil
@@ -202,6 +211,17 @@ func (k *Store) Begin(ctx context.Context, key intake.Key, c intake.Claim) (inta
 		return intake.Record{}, err
 	}
 	return intake.Record{State: intake.Claimed}, nil
+}
+
+// due reports whether the settler may take over the Open key rec: it is
+// due now, and, if the settler gave up on it, due for the give-up's check.
+// A settle message that comes before its key is due was sent for an
+// earlier due time, by a chain another attempt has moved on.
+func (k *Store) due(rec intake.Record) bool {
+	if rec.Unresolved && rec.NextAttempt.IsZero() {
+		return false
+	}
+	return !k.now().Add(dueSlack).Before(rec.NextAttempt)
 }
 
 // takeOver claims an Open key for c with the order id, order and attempts
@@ -245,7 +265,11 @@ func (k *Store) putClaim(ctx context.Context, key intake.Key, c intake.Claim, op
 		order: c.Order, hasOrder: c.Fingerprint != "", leaseUntil: now.Add(c.Lease), open: open,
 		attempts: c.Attempts, unresolved: c.Unresolved}
 	switch {
-	case !m.hasOrder || c.Unresolved:
+	case !m.hasOrder:
+	case open && c.Unresolved:
+		// Given up on: due only for the give-up's check, if it awaits one.
+		m.due = c.NextAttempt
+	case c.Unresolved:
 	case open:
 		// An open key with its order is always due: at once, if no
 		// attempt said when (a takeover written back after its put
@@ -501,7 +525,7 @@ func (k *Store) Overdue(ctx context.Context, before time.Time, limit int) ([]int
 		}
 		for _, l := range page {
 			m := decodeMetadata(l.Metadata)
-			if m.due.IsZero() || !m.due.Before(before) || m.unresolved {
+			if m.due.IsZero() || !m.due.Before(before) {
 				continue
 			}
 			name := strings.TrimPrefix(l.Name, pendingPrefix)
