@@ -902,3 +902,139 @@ type failingStore struct{ intake.Store }
 func (failingStore) Begin(context.Context, intake.Key, intake.Claim) (intake.Record, error) {
 	return intake.Record{}, errors.New("storage down")
 }
+
+// laggingNamespace serves reads of the keys in stale as they were when
+// frozen, as a KV location whose cache lags behind a write does; every
+// other call goes to the namespace beneath.
+type laggingNamespace struct {
+	kv.Namespace
+	mu    sync.Mutex
+	stale map[string]*kv.Entry
+}
+
+// freeze has reads of keys return what they hold now, until thaw.
+func (l *laggingNamespace) freeze(keys ...string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.stale = make(map[string]*kv.Entry)
+	for _, k := range keys {
+		e, err := l.Namespace.Get(context.Background(), k)
+		if err == nil {
+			l.stale[k] = &e
+		} else {
+			l.stale[k] = nil
+		}
+	}
+}
+
+func (l *laggingNamespace) thaw() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.stale = nil
+}
+
+func (l *laggingNamespace) Get(ctx context.Context, key string) (kv.Entry, error) {
+	l.mu.Lock()
+	e, frozen := l.stale[key]
+	l.mu.Unlock()
+	switch {
+	case !frozen:
+		return l.Namespace.Get(ctx, key)
+	case e == nil:
+		return kv.Entry{}, kv.ErrNotFound
+	}
+	return *e, nil
+}
+
+// laggingKV is a settleEnv over KV whose reads lag while frozen.
+func laggingKV(t *testing.T, opts intake.Options) (*settleEnv, *laggingNamespace) {
+	clock := &fakeClock{now: acceptedAt}
+	mem := kv.NewMemoryNamespace()
+	mem.Now = clock.Now
+	ns := &laggingNamespace{Namespace: mem}
+	e := &settleEnv{clock: clock, store: kv.NewStore(ns, clock.Now), g: &scriptedGateway{clock: clock}}
+	opts.ResultTTL, opts.PendingTTL = config.DefaultResultTTL, config.DefaultPendingTTL
+	opts.Gateway, opts.Now, opts.OnUnresolved = e.g, clock.Now, e.onUnresolved
+	e.opts = opts
+	return e, ns
+}
+
+// TestTheSettlerNeverReportsAnOrderStoredMeanwhile: past SettleMaxAge one
+// settler stores the receipt, and another, 40 s later, reads KV stale,
+// missing it. In the same instance it finds the receipt in memory and
+// calls nobody; in another, its last call fails, the key is left for the
+// give-up's check, and the check, once reads have caught up, finds the
+// receipt: no alert either way, and the receipt is what a retry gets.
+func TestTheSettlerNeverReportsAnOrderStoredMeanwhile(t *testing.T) {
+	ctx := context.Background()
+	const maxAge = time.Hour
+	for _, where := range []string{"in the same instance", "in another instance"} {
+		t.Run(where, func(t *testing.T) {
+			e, ns := laggingKV(t, intake.Options{SettleMaxAge: maxAge})
+			leaveUnknown(t, e)
+			e.clock.Advance(maxAge)
+			ns.freeze("result:"+deskKey.String(), "pending:"+deskKey.String())
+			first := e.service()
+			if st, err := first.Settle(ctx, deskKey); err != nil || st.Result != intake.SettleAccepted {
+				t.Fatalf("the first settler = %+v, %v; want the receipt stored", st, err)
+			}
+			calls := len(e.g.placements())
+			e.clock.Advance(40 * time.Second)
+			second := first
+			if where == "in another instance" {
+				second = e.service()
+			}
+			e.g.answer(errLost)
+			st, err := second.Settle(ctx, deskKey)
+			if err != nil {
+				t.Fatalf("the second settler = %v", err)
+			}
+			if where == "in the same instance" {
+				if !st.Final || len(e.g.placements()) != calls {
+					t.Errorf("the second settler = %+v after %d gateway calls; want Final, from memory, with no call", st, len(e.g.placements())-calls)
+				}
+			} else {
+				if st.Final || !st.Unresolved {
+					t.Fatalf("the second settler, its last call lost = %+v; want the give-up left for its check", st)
+				}
+				ns.thaw()
+				e.clock.Advance(st.NextAttempt.Sub(e.clock.Now()))
+				if st, err := e.service().Settle(ctx, deskKey); err != nil || !st.Final || st.Unresolved {
+					t.Errorf("the give-up's check = %+v, %v; want Final: the receipt is stored", st, err)
+				}
+			}
+			if calls := e.unresolvedCalls(); len(calls) != 0 {
+				t.Errorf("OnUnresolved calls %+v, want none: the receipt is stored", calls)
+			}
+			ns.thaw()
+			out, err := e.service().Submit(ctx, deskKey, []byte(validBody), "")
+			if err != nil || !out.Replayed {
+				t.Errorf("a retry = %+v, %v; want the stored receipt replayed", out, err)
+			}
+		})
+	}
+}
+
+// TestASettleMessageBeforeItsKeyIsDueEnds: a duplicate settle message, or
+// one a later attempt has overtaken, comes before the key is due again:
+// it ends without a gateway call, so that one chain settles a key.
+func TestASettleMessageBeforeItsKeyIsDueEnds(t *testing.T) {
+	ctx := context.Background()
+	e, _ := laggingKV(t, intake.Options{})
+	leaveUnknown(t, e)
+	e.clock.Advance(intake.FirstSettleDelay)
+	e.g.answer(errLost)
+	st, err := e.service().Settle(ctx, deskKey)
+	if err != nil || st.Result != intake.SettleUnknown {
+		t.Fatalf("the chain's attempt = %+v, %v; want unknown again", st, err)
+	}
+	calls := len(e.g.placements())
+	dup, err := e.service().Settle(ctx, deskKey)
+	if err != nil || !dup.Final || dup.Result != intake.SettleIdle || len(e.g.placements()) != calls {
+		t.Errorf("a duplicate message before the key is due = %+v, %v, %d more calls; want Final and idle, no call", dup, err, len(e.g.placements())-calls)
+	}
+	e.clock.Advance(st.NextAttempt.Sub(e.clock.Now()))
+	if st, err := e.service().Settle(ctx, deskKey); err != nil || st.Result != intake.SettleAccepted {
+		t.Errorf("the chain's next attempt, when due = %+v, %v; want the receipt stored", st, err)
+	}
+}

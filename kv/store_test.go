@@ -191,3 +191,26 @@ func TestLookupPanicReachesTheCaller(t *testing.T) {
 	s.store.Lookup(context.Background(), openKey("k"))
 	t.Errorf("Lookup returned, want it to panic")
 }
+
+// TestASettlersBeginSeesTheReceiptWhoseClaimItCannotDelete: beside a
+// stored receipt the settler's Begin deletes the claim left there; when
+// that delete fails, Begin still says Stored, with the receipt: what it
+// read is known, and the claim goes on the next sweep.
+func TestASettlersBeginSeesTheReceiptWhoseClaimItCannotDelete(t *testing.T) {
+	ctx := context.Background()
+	mem := kv.NewMemoryNamespace()
+	faulty := &kvtest.Faulty{Namespace: mem, Err: errors.New("kv: delete failed")}
+	store := kv.NewStore(faulty, nil)
+	key := intake.Key{Client: "desk-a", ID: "k"}
+	if err := mem.Put(ctx, "result:desk-a:k", kv.Entry{Value: `{"orderId":"o"}`}, kv.PutOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := mem.Put(ctx, "pending:desk-a:k", kv.Entry{Value: "1"}, kv.PutOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	faulty.Set(kvtest.Fault{Op: kvtest.OpDelete, Prefix: "pending:", Nth: 1})
+	rec, err := store.Begin(ctx, key, intake.Claim{Token: "t", Settling: true, Lease: time.Minute})
+	if err != nil || rec.State != intake.Stored || string(rec.Body) != `{"orderId":"o"}` {
+		t.Errorf("Begin = %+v, %v; want Stored with the receipt", rec, err)
+	}
+}
