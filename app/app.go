@@ -157,6 +157,7 @@ func New(env Env) *Worker {
 	var kvStore *kv.Store
 	if env.KV != nil {
 		kvStore = kv.NewStore(env.KV, env.Now)
+		kvStore.Sleep = env.Sleep
 	}
 	var store intake.Store
 	var adminStore intake.AdminStore // the store before it is counted

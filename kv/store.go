@@ -40,9 +40,16 @@ type Store struct {
 	// prefers the outcome. Set it before the Store is given to intake.New.
 	ReleaseClaims bool
 
+	// Sleep waits out KV's write limit before a release's second write;
+	// nil waits on a Go timer. The Worker passes workers.Sleep.
+	Sleep func(ctx context.Context, d time.Duration) error
+
 	ns  Namespace
 	now func() time.Time
 }
+
+// writeEvery is how often KV takes a write to one key.
+const writeEvery = time.Second
 
 // NewStore returns a Store over ns on the clock now; nil means time.Now.
 func NewStore(ns Namespace, now func() time.Time) *Store {
@@ -197,6 +204,11 @@ func (k *Store) Begin(ctx context.Context, key intake.Key, c intake.Claim) (inta
 		}
 	}
 	if err := k.putClaim(ctx, key, c, false); err != nil {
+		if errors.Is(err, ErrRateLimited) {
+			// Refused: nothing landed, and another's write did within the
+			// second, which a release would overwrite.
+			return intake.Record{}, err
+		}
 		// A failed put may still have landed: release it so retries are not
 		// blocked for its lease, trying twice. A claim for an order that
 		// may reach a gateway is left open with it rather than deleted:
@@ -237,6 +249,9 @@ func (k *Store) takeOver(ctx context.Context, key intake.Key, c intake.Claim, op
 		c.Fingerprint, c.Order = open.Fingerprint, open.Order
 	}
 	if err := k.putClaim(ctx, key, c, false); err != nil {
+		if errors.Is(err, ErrRateLimited) {
+			return intake.Record{}, err // refused: the key is as it was
+		}
 		back := c
 		back.Sent, back.NextAttempt = true, open.NextAttempt
 		if rerr := intake.ReleaseTwice(ctx, k, key, back); rerr != nil {
@@ -324,18 +339,41 @@ func claimTTL(c intake.Claim, now time.Time) time.Duration {
 // whose claim it is, so this is only called by the claim's holder. It
 // ignores ctx's cancellation: a request abandoned midway must still free
 // its key.
+//
+// A release often follows its claim's write within a second, which KV may
+// refuse (ErrRateLimited): the release then waits out the second and
+// writes once more, rather than leave the key held for the claim's whole
+// lease.
 func (k *Store) Release(ctx context.Context, key intake.Key, c intake.Claim) error {
 	ctx = context.WithoutCancel(ctx)
-	var err error
-	if c.Sent && !c.KeepUntil.IsZero() {
-		err = k.putClaim(ctx, key, c, true)
-	} else {
-		err = k.ns.Delete(ctx, pendingPrefix+key.String())
+	write := func() error {
+		if c.Sent && !c.KeepUntil.IsZero() {
+			return k.putClaim(ctx, key, c, true)
+		}
+		return k.ns.Delete(ctx, pendingPrefix+key.String())
+	}
+	err := write()
+	if errors.Is(err, ErrRateLimited) && k.sleep(ctx, writeEvery) == nil {
+		err = write()
 	}
 	if err != nil {
 		return errs.Prefix("release", err)
 	}
 	return nil
+}
+
+func (k *Store) sleep(ctx context.Context, d time.Duration) error {
+	if k.Sleep != nil {
+		return k.Sleep(ctx, d)
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 // metadata is what the Worker stores beside a value in KV, in one JSON

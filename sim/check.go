@@ -147,9 +147,9 @@ func (w *world) observeKVWrite(key string, e *kv.Entry, expires time.Time) {
 		if read, ok := a.reads[key]; ok {
 			vs := w.ns.keys[key]
 			for _, v := range vs[:len(vs)-1] {
-				if v.at.After(read) && v.by != a {
-					w.kvEvent(strings.TrimPrefix(key, "pending:"), fmt.Sprintf("%s claimed %s at %s, as %s's claim written at %s, after its read at %s, stood",
-						a.name, key, w.now().Format("15:04:05.000"), actorName(v.by), v.at.Format("15:04:05.000"), read.Format("15:04:05.000")))
+				if v.seq >= read && v.by != a {
+					w.kvEvent(strings.TrimPrefix(key, "pending:"), fmt.Sprintf("%s claimed %s at %s over %s's claim, written at %s after its read",
+						a.name, key, w.now().Format("15:04:05.000"), actorName(v.by), v.at.Format("15:04:05.000")))
 					break
 				}
 			}

@@ -28,7 +28,7 @@ const (
 
 var (
 	errKVFault     = errors.New("sim: KV call failed")
-	errKVRateLimit = errors.New("sim: KV PUT failed: 429 too many requests to one key")
+	errKVRateLimit = fmt.Errorf("sim: KV PUT failed: 429 too many requests to one key: %w", kv.ErrRateLimited)
 )
 
 // namespace is Workers KV as the simulator sees it: every version of
@@ -39,6 +39,9 @@ var (
 type namespace struct {
 	w    *world
 	keys map[string][]version
+	// writes counts the writes made, so that a read and a write at one
+	// instant of the virtual clock are still ordered.
+	writes int
 }
 
 // version is one write of a key: an entry, or a delete (nil).
@@ -47,6 +50,7 @@ type version struct {
 	at      time.Time
 	expires time.Time // zero: never
 	by      *actor    // nil: the history's set-up
+	seq     int       // the namespace's writes before it
 }
 
 // miss is a read of a key that returned an older version than its latest:
@@ -94,9 +98,9 @@ func (n *namespace) read(key string) *kv.Entry {
 	}
 	if a := w.sched.running; a != nil && !w.direct {
 		if a.reads == nil {
-			a.reads = make(map[string]time.Time)
+			a.reads = make(map[string]int)
 		}
-		a.reads[key] = now
+		a.reads[key] = n.writes
 	}
 	if w.direct || latest == currentAt(vs, now.Add(-staleMost)) {
 		return vs[latest].live(now) // no older version is still served
@@ -171,7 +175,8 @@ func (n *namespace) call(ctx context.Context, op, key string, write bool, apply 
 }
 
 func (n *namespace) write(key string, e *kv.Entry, ttl time.Duration) {
-	v := version{entry: e, at: n.w.now(), by: n.w.sched.running}
+	v := version{entry: e, at: n.w.now(), by: n.w.sched.running, seq: n.writes}
+	n.writes++
 	if n.w.direct {
 		v.by = nil
 	}

@@ -379,6 +379,7 @@ func (w *world) newService(inst *instance) *intake.Service {
 	if w.mode == KVMode {
 		s := kv.NewStore(w.ns, w.now)
 		s.ReleaseClaims = w.releaseClaims
+		s.Sleep = opts.Sleep
 		store = s
 		consumer := w.consumer(inst)
 		opts.Schedule = consumer.Schedule
