@@ -95,6 +95,9 @@ type Worker struct {
 	// settles by its own alarm.
 	consumer   *settlequeue.Consumer
 	overdue    settlequeue.Overdue
+	// adopting lists the keys the KV-mode Worker left open, for ledger
+	// mode to adopt during a migration (KV_FALLBACK_UNTIL); else nil.
+	adopting   settlequeue.Overdue
 	sweepGrace time.Duration
 	now        func() time.Time
 }
@@ -174,6 +177,9 @@ func New(env Env) *Worker {
 				return misconfigured(config.KVFallbackUntilVar + " is set but the " + KVBinding + " KV namespace binding is missing")
 			}
 			w.opts.Fallback, w.opts.FallbackUntil = kvStore, cfg.KVFallbackUntil
+			if w.opts.Gateway != nil {
+				w.adopting = kvStore
+			}
 		}
 	default:
 		if kvStore == nil {
@@ -234,14 +240,49 @@ func (w *Worker) SettleMessage(ctx context.Context, body []byte) error {
 }
 
 // Sweep settles KV mode's overdue keys, those whose settle message was
-// never sent: the Cron Trigger's work.
+// never sent: the Cron Trigger's work. In ledger mode during a migration
+// it adopts the keys KV mode left open instead (adoptOverdue).
 func (w *Worker) Sweep(ctx context.Context) error {
+	if w.adopting != nil {
+		return w.adoptOverdue(ctx)
+	}
 	if w.consumer == nil {
 		return nil
 	}
 	n, err := w.consumer.Sweep(ctx, w.overdue, w.now(), w.sweepGrace, SweepLimit)
 	if n > 0 || err != nil {
 		line := eventlog.Line{Outcome: "settle_sweep", Attempts: n}
+		if err != nil {
+			line.Error = err.Error()
+		}
+		w.log.Log(line)
+	}
+	return err
+}
+
+// adoptOverdue, in ledger mode during a migration, adopts the keys the
+// KV-mode Worker left open and overdue, up to SweepLimit a run, so that
+// the ledger's alarm settles them though no client comes back
+// (intake.Service.Adopt). Once the fallback's time has passed there are
+// none: every such key's KeepUntil is past it.
+func (w *Worker) adoptOverdue(ctx context.Context) error {
+	now := w.now()
+	if !now.Before(w.opts.FallbackUntil) {
+		return nil
+	}
+	keys, err := w.adopting.Overdue(ctx, now.Add(-w.sweepGrace), SweepLimit)
+	adopted := 0
+	for _, key := range keys {
+		ok, aerr := w.Service.Adopt(ctx, key)
+		if ok {
+			adopted++
+		}
+		if aerr != nil && err == nil {
+			err = aerr
+		}
+	}
+	if adopted > 0 || err != nil {
+		line := eventlog.Line{Outcome: "kv_adopted", Attempts: adopted}
 		if err != nil {
 			line.Error = err.Error()
 		}

@@ -13,7 +13,9 @@ import (
 
 	"github.com/edge-orders/edge-orders/app"
 	"github.com/edge-orders/edge-orders/config"
+	"github.com/edge-orders/edge-orders/intake"
 	"github.com/edge-orders/edge-orders/kv"
+	"github.com/edge-orders/edge-orders/ledger"
 	"github.com/edge-orders/edge-orders/settlequeue"
 	"github.com/edge-orders/edge-orders/workers"
 )
@@ -353,5 +355,40 @@ func TestPolicyPublishesTheVars(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestLedgerModeAdoptsTheKeysKVModeLeftOpen: during a migration
+// (KV_FALLBACK_UNTIL), ledger mode's Cron sweep adopts a key the KV-mode
+// Worker left open, whose client never came back: the ledger holds it
+// open with KV's order id, due, and one line says how many were adopted.
+func TestLedgerModeAdoptsTheKeysKVModeLeftOpen(t *testing.T) {
+	ctx := context.Background()
+	w := newWorld(t, nil)
+	before := app.New(w.env)
+	w.lose = true
+	if resp := w.post(before.Handler, "k"); resp.Status != 503 {
+		t.Fatalf("KV mode's answer = %d %s; want 503, the outcome unknown", resp.Status, resp.Body)
+	}
+	w.lose = false
+	w.vars["STORAGE"] = "ledger"
+	w.vars["KV_FALLBACK_UNTIL"] = w.clock().Add(48 * time.Hour).Format(time.RFC3339)
+	store := ledger.NewMemoryStore()
+	store.Now = w.clock
+	w.env.Ledger = func(int) intake.Store { return store }
+	after := app.New(w.env)
+	w.advance(10 * time.Minute) // past the settler's due time and the sweep's grace
+	if err := after.Sweep(ctx); err != nil {
+		t.Fatalf("Sweep = %v", err)
+	}
+	rec, err := store.Lookup(ctx, intake.Key{ID: "k"})
+	if err != nil || rec.State != intake.Open || rec.OrderID == "" {
+		t.Fatalf("the ledger's record = %+v, %v; want the key open, with KV's order id", rec, err)
+	}
+	if keys := store.DueKeys(10); len(keys) != 1 {
+		t.Errorf("due keys = %v, want the adopted key", keys)
+	}
+	if lines := w.lines("kv_adopted"); len(lines) != 1 || lines[0]["attempts"] != 1.0 {
+		t.Errorf("kv_adopted lines = %v, want one, of 1 key", lines)
 	}
 }

@@ -230,6 +230,9 @@ func run(mode Mode, choose func(n int, label string) int) *world {
 		w.sched.spawn(&actor{name: "cron", kind: daemonActor}, w.cron)
 	} else {
 		w.sched.spawn(&actor{name: "alarms", kind: daemonActor}, w.alarms)
+		if w.migrating {
+			w.sched.spawn(&actor{name: "adoptions", kind: daemonActor}, w.adoptions)
+		}
 	}
 	for !done && w.sched.panicked == "" && w.sched.rapidPanic == nil && w.sched.step() {
 	}
@@ -502,6 +505,36 @@ func (w *world) cron() {
 			w.count("sweep")
 			_, err := w.consumer(inst).Sweep(context.Background(), overdue{w: w, inv: inv}, w.now(), sweepGrace, sweepLimit)
 			w.logf("sweep: %d KV operations, %v", inv.kvOps, err)
+		})
+	}
+}
+
+// adoptions is ledger mode's Cron Trigger during a migration: every
+// sweepEvery, on a live isolate, it adopts the keys the KV-mode Worker
+// left open and overdue (app.Worker.adoptOverdue), which the ledger's
+// alarm then settles.
+func (w *world) adoptions() {
+	for {
+		w.sched.sleep(sweepEvery)
+		if w.jumping {
+			continue
+		}
+		inst := w.instances[w.choose(len(w.instances), "sweep isolate")]
+		inv := &invocation{kind: "sweep"}
+		a := &actor{name: "adoption sweep", inst: inst, gen: inst.gen, inv: inv, kind: settlerActor}
+		w.sched.spawn(a, func() {
+			w.count("adoption sweep")
+			ctx := context.Background()
+			keys, err := overdue{w: w, inv: inv}.Overdue(ctx, w.now().Add(-sweepGrace), sweepLimit)
+			for _, key := range keys {
+				a.key = key.String()
+				adopted, aerr := inst.svc.Adopt(ctx, key)
+				if adopted {
+					w.count("key adopted from KV")
+				}
+				err = errors.Join(err, aerr)
+			}
+			w.logf("adoption sweep: %d keys listed, %v", len(keys), err)
 		})
 	}
 }
