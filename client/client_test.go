@@ -262,7 +262,7 @@ func TestFinalErrorsAreNotRetried(t *testing.T) {
 		{"400 invalid_idempotency_key", fail(400, "invalid_idempotency_key"), 400, "invalid_idempotency_key", client.ErrInvalidKey, 0},
 		{"400 unreadable_body", fail(400, "unreadable_body"), 400, "unreadable_body", nil, 0},
 		{"401 unauthorized", fail(401, "unauthorized", "WWW-Authenticate", `Bearer realm="edge-orders"`), 401, "unauthorized", client.ErrUnauthorized, 0},
-		{"405 method_not_allowed", fail(405, "method_not_allowed", "Allow", "GET, POST"), 405, "method_not_allowed", nil, 0},
+		{"405 method_not_allowed", fail(405, "method_not_allowed", "Allow", "GET, HEAD, POST"), 405, "method_not_allowed", nil, 0},
 		{"413 body_too_large", fail(413, "body_too_large"), 413, "body_too_large", nil, 0},
 		{"429 rate_limited, even with Retry-After", fail(429, "rate_limited", "Retry-After", "30"), 429, "rate_limited", client.ErrRateLimited, 30 * time.Second},
 		{"500 misconfigured", fail(500, "misconfigured"), 500, "misconfigured", nil, 0},

@@ -29,6 +29,10 @@ const MaxBodyBytes = 64 << 10
 // KV's 512-byte key limit.
 const MaxIdempotencyKeyBytes = 255
 
+// allowedMethods is the Allow header of a 405: orders are POSTed and
+// looked up with GET (or HEAD, its headers alone).
+const allowedMethods = "GET, HEAD, POST"
+
 // keyFormat says what a valid Idempotency-Key is, for error messages.
 var keyFormat = "an Idempotency-Key is 1 to " + strconv.Itoa(MaxIdempotencyKeyBytes) + " printable ASCII characters"
 
@@ -186,7 +190,7 @@ func (h *Handler) serve(ctx context.Context, r *workers.Request, m *measure) (re
 			detail = detailReceiptUnstored
 		}
 		resp, outcome, status := errorResponse(err, detail, retryAfter)
-		if rejection != nil && r.Method == "GET" {
+		if rejection != nil && (r.Method == "GET" || r.Method == "HEAD") {
 			resp.Header = appendExpires(resp.Header, rejection.Expires)
 		}
 		if line.Outcome == "" {
@@ -221,12 +225,15 @@ func (h *Handler) serve(ctx context.Context, r *workers.Request, m *measure) (re
 		}
 		line.Client = client
 	}
-	header := r.Header.Get("Idempotency-Key")
-	if r.Method != "POST" && (r.Method != "GET" || header == "") {
+	// HEAD is a GET whose body the runtime drops: a lookup, and a 400
+	// without a key, as a GET is.
+	lookup := r.Method == "GET" || r.Method == "HEAD"
+	if r.Method != "POST" && !lookup {
 		resp, line = fail(errMethodNotAllowed)
-		resp.Header = append(resp.Header, workers.Field{Name: "Allow", Value: "GET, POST"})
+		resp.Header = append(resp.Header, workers.Field{Name: "Allow", Value: allowedMethods})
 		return resp, line
 	}
+	header := r.Header.Get("Idempotency-Key")
 	if header == "" {
 		return fail(errMissingKey)
 	}
@@ -238,7 +245,7 @@ func (h *Handler) serve(ctx context.Context, r *workers.Request, m *measure) (re
 	key := intake.Key{Client: line.Client, ID: id}
 
 	var out intake.Outcome
-	if r.Method == "GET" {
+	if lookup {
 		out, err = h.svc.Lookup(ctx, key)
 	} else {
 		var body []byte
