@@ -126,9 +126,9 @@ func TestErrors(t *testing.T) {
 			noStorage: true,
 		},
 		{
-			name:      "HEAD with a key is a lookup, as GET",
-			req:       request(http.MethodHead, ptr("k"), nil),
-			want:      response{404, problemNotFound, map[string]string{"Allow": ""}},
+			name: "HEAD with a key is a lookup, as GET",
+			req:  request(http.MethodHead, ptr("k"), nil),
+			want: response{404, problemNotFound, map[string]string{"Allow": ""}},
 		},
 		{
 			name:      "PUT is method not allowed",
