@@ -22,10 +22,10 @@ export WRANGLER_SEND_METRICS := false
 
 tools: node_modules/.installed
 
-# npm install --no-save, not npm ci: the lock holds workerd's Linux builds only
-# (the registry mirror lacks the others) and npm ci refuses such a lock.
+# npm ci installs exactly the lock, which lists every platform's workerd
+# (test/lock_test.go): npm installs no optional package the lock omits.
 node_modules/.installed: package.json package-lock.json
-	npm install --no-save --no-audit --no-fund --loglevel=error
+	npm ci --no-audit --no-fund --loglevel=error
 	@node --version
 	@touch $@
 

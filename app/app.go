@@ -192,8 +192,10 @@ func New(env Env) *Worker {
 			w.opts.Schedule = w.consumer.Schedule
 		}
 	}
-	if cfg.Clients == nil {
-		log.Log(eventlog.Line{Outcome: "auth_disabled", Error: "no " + config.TokensVar + " secret: the Worker accepts orders from anyone"})
+	if cfg.Clients == nil && cfg.OpenAccess {
+		log.Log(eventlog.Line{Outcome: "auth_disabled", Error: "no " + config.TokensVar + " secret and " + config.OpenAccessVar + " is true: the Worker accepts orders from anyone"})
+	} else if cfg.Clients == nil {
+		log.Log(eventlog.Line{Outcome: "auth_disabled", Error: "no " + config.TokensVar + " secret: the Worker accepts orders from anyone on a loopback address only (wrangler dev), and answers 500 misconfigured elsewhere"})
 	}
 	if cfg.Admins != nil && adminStore == nil {
 		return misconfigured(config.AdminTokensVar + " is set but the store cannot list its keys for the admin API")
@@ -206,7 +208,7 @@ func New(env Env) *Worker {
 	if cfg.Admins != nil {
 		admin = intake.NewAdmin(w.Service, adminStore)
 	}
-	w.Handler = httpapi.New(w.Service, httpapi.Options{Clients: cfg.Clients, Log: log, AllowedOrigins: cfg.AllowedOrigins, Now: env.Now,
+	w.Handler = httpapi.New(w.Service, httpapi.Options{Clients: cfg.Clients, LoopbackOnly: !cfg.OpenAccess, Log: log, AllowedOrigins: cfg.AllowedOrigins, Now: env.Now,
 		Metrics: w.meter.requests(), Admins: cfg.Admins, Admin: admin})
 	return w
 }

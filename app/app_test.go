@@ -22,6 +22,10 @@ import (
 
 const body = `{"symbol":"AAPL","side":"buy","quantity":10}`
 
+// localHost is the host of wrangler dev's URL: a Worker without API_TOKENS
+// serves orders there.
+const localHost = "127.0.0.1:8787"
+
 // world is a Worker's environment in memory: KV, the two queues, an OMS
 // that answers as scripted, the console, and a clock that moves when told.
 type world struct {
@@ -101,7 +105,7 @@ func (w *world) post(h workers.Handler, key string) *workers.Response {
 	header := http.Header{}
 	header.Set("Idempotency-Key", key)
 	header.Set("Content-Type", "application/json")
-	return h.ServeWorker(context.Background(), &workers.Request{Method: "POST", Header: header, Body: workers.ReaderBody(strings.NewReader(body))})
+	return h.ServeWorker(context.Background(), &workers.Request{Host: localHost, Method: "POST", Header: header, Body: workers.ReaderBody(strings.NewReader(body))})
 }
 
 // lines are the console's log lines with outcome.
@@ -231,7 +235,7 @@ func TestAnUnresolvedOrderIsLoggedAsAnAlertAndDeadLettered(t *testing.T) {
 	header := http.Header{}
 	header.Set("Idempotency-Key", "k")
 	header.Set("Authorization", "Bearer 0123456789abcdef")
-	resp := worker.Handler.ServeWorker(context.Background(), &workers.Request{Method: "POST", Header: header, Body: workers.ReaderBody(strings.NewReader(body))})
+	resp := worker.Handler.ServeWorker(context.Background(), &workers.Request{Host: localHost, Method: "POST", Header: header, Body: workers.ReaderBody(strings.NewReader(body))})
 	if resp.Status != 503 {
 		t.Fatalf("answer = %d %s; want 503", resp.Status, resp.Body)
 	}
@@ -345,7 +349,7 @@ func TestPolicyPublishesTheVars(t *testing.T) {
 			if worker.Service == nil {
 				t.Fatalf("misconfigured: %s", w.console.String())
 			}
-			resp := worker.Handler.ServeWorker(context.Background(), &workers.Request{Method: "GET", Path: "/idempotency", Header: http.Header{}, Body: workers.ReaderBody(nil)})
+			resp := worker.Handler.ServeWorker(context.Background(), &workers.Request{Host: localHost, Method: "GET", Path: "/idempotency", Header: http.Header{}, Body: workers.ReaderBody(nil)})
 			if resp.Status != 200 {
 				t.Fatalf("GET /idempotency = %d %s, want 200", resp.Status, resp.Body)
 			}

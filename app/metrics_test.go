@@ -131,7 +131,7 @@ func (w *meteredWorld) serve(h workers.Handler, method, key string, header ...st
 	for i := 0; i+1 < len(header); i += 2 {
 		head.Set(header[i], header[i+1])
 	}
-	resp := h.ServeWorker(context.Background(), &workers.Request{Method: method, Header: head, Body: workers.ReaderBody(strings.NewReader(body))})
+	resp := h.ServeWorker(context.Background(), &workers.Request{Host: localHost, Method: method, Header: head, Body: workers.ReaderBody(strings.NewReader(body))})
 	w.mu.Lock()
 	later := w.later
 	w.later = nil

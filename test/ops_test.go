@@ -621,7 +621,7 @@ func TestOpsPage(t *testing.T) {
 		p.signIn(adminToken)
 		p.waitFor(`!document.getElementById("login").hidden && !document.getElementById("problem").hidden`, 15*time.Second)
 		p.screenshot("admin-api-off")
-		if status, title, detail := p.problem(); status != "405" || title != "The admin API is off" || !strings.Contains(detail, "ADMIN_TOKENS") {
+		if status, title, detail := p.problem(); status != "400" || title != "The admin API is off" || !strings.Contains(detail, "ADMIN_TOKENS") {
 			t.Errorf("problem %s %q: %q, want the admin API off, naming ADMIN_TOKENS", status, title, detail)
 		}
 		if got := eval[string](p.tab, `sessionStorage.getItem("edge-orders.ops.token") ?? ""`); got != "" {

@@ -202,8 +202,9 @@ async function refresh() {
   } catch (thrown) {
     const e = thrown instanceof Problem ? thrown : new Problem(0, "The page failed", String(thrown));
     // Without ADMIN_TOKENS, /admin/ answers as any path of the Worker:
-    // a GET there is not allowed.
-    const off = e.status === 405 && new Problem(405, "The admin API is off",
+    // a GET there is a lookup without a key, 400 (405 from an older one).
+    const notServed = e.status === 405 || (e.status === 400 && e.code === "missing_idempotency_key");
+    const off = notServed && new Problem(e.status, "The admin API is off",
       "This Worker has no ADMIN_TOKENS secret, so /admin/ is not served. Set it (docs/deploy.md), then sign in again.");
     if (refused(e) || off) {
       refreshing = false;
