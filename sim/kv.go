@@ -92,15 +92,15 @@ func (n *namespace) read(key string) *kv.Entry {
 	w := n.w
 	vs := n.keys[key]
 	now := w.now()
-	latest := len(vs) - 1
-	if latest < 0 {
-		return nil
-	}
 	if a := w.sched.running; a != nil && !w.direct {
 		if a.reads == nil {
 			a.reads = make(map[string]int)
 		}
 		a.reads[key] = n.writes
+	}
+	latest := len(vs) - 1
+	if latest < 0 {
+		return nil
 	}
 	if w.direct || latest == currentAt(vs, now.Add(-staleMost)) {
 		return vs[latest].live(now) // no older version is still served
