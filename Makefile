@@ -4,6 +4,7 @@
 # make unit - vet and the native unit tests only, in seconds
 # make bench - load benchmark against wrangler dev (not part of make test)
 # make profile - CPU profile of the Go Worker under load, by function
+# make mutants - planted bugs, each of which the tests must catch
 SHELL := /bin/bash
 PORT ?= 8787
 # COMPILER is auto (standard Go, until TinyGo measures as well), tinygo or
@@ -17,14 +18,14 @@ ENV ?=
 export PATH := $(CURDIR)/node_modules/.bin:$(PATH)
 export WRANGLER_SEND_METRICS := false
 
-.PHONY: dev test unit bench profile chaos soak simulate tools build clean
+.PHONY: dev test unit bench profile chaos soak simulate mutants tools build clean
 
 tools: node_modules/.installed
 
-# npm install --no-save, not npm ci: the lock holds workerd's Linux builds only
-# (the registry mirror lacks the others) and npm ci refuses such a lock.
+# npm ci installs exactly the lock, which lists every platform's workerd
+# (test/lock_test.go): npm installs no optional package the lock omits.
 node_modules/.installed: package.json package-lock.json
-	npm install --no-save --no-audit --no-fund --loglevel=error
+	npm ci --no-audit --no-fund --loglevel=error
 	@node --version
 	@touch $@
 
@@ -79,6 +80,12 @@ SEEDS ?= 20000
 simulate:
 	set -o pipefail; $(if $(SEED),RAPID_SEED=$(SEED) RAPID_CHECKS=1,SIM_RANDOM_SEED=1 RAPID_CHECKS=$(SEEDS)) \
 		go test -count=1 -v -timeout 0 -run 'TestSimulatedHistoriesKeepTheInvariants' ./sim | grep --line-buffered -v '^    sim_test.go:[0-9]*: \[rapid\] draw'
+
+# Bugs planted in the lifecycle, each reverting a fix in its history: every
+# one must be caught, by the unit tests or the simulator
+# (internal/devtools/mutants); a few minutes. CI runs it after make test.
+mutants:
+	go run ./internal/devtools/mutants
 
 # Fault injection for longer than make test does: FAULT_RATE of the storage
 # calls fail (half before, half after they take effect), KEYS keys.

@@ -5,10 +5,20 @@
 #
 #   submit-order.sh [ENDPOINT]    (default http://127.0.0.1:8787)
 #   API_TOKEN=<token> submit-order.sh ENDPOINT   for a Worker with API tokens
+#   IDEMPOTENCY_KEY=<key> submit-order.sh ...    a key of your own (default a new UUID)
 set -euo pipefail
 
 ENDPOINT="${1:-http://127.0.0.1:8787}"
-KEY="$(uuidgen 2>/dev/null || cat /proc/sys/kernel/random/uuid)"
+KEY="${IDEMPOTENCY_KEY:-$(uuidgen 2>/dev/null || cat /proc/sys/kernel/random/uuid)}"
+# The header is the draft's Structured Field string: the key in quotes,
+# each \ and " escaped, so that the Worker reads exactly KEY (bare, "x"
+# would name x, and a comma a list). A key is 1 to 255 printable ASCII.
+if ! LC_ALL=C bash -c '[[ $1 =~ ^[[:print:]]{1,255}$ ]]' _ "$KEY"; then
+  echo "FAIL: IDEMPOTENCY_KEY must be 1 to 255 printable ASCII characters" >&2
+  exit 2
+fi
+QUOTED="${KEY//\\/\\\\}"
+QUOTED="\"${QUOTED//\"/\\\"}\""
 ORDER='{"symbol":"MSFT","side":"buy","quantity":100}'
 WORK="$(mktemp -d)"
 trap 'rm -rf "$WORK"' EXIT
@@ -22,7 +32,7 @@ fi
 submit() {
   curl -sS -D "$WORK/$1.headers" -o "$WORK/$1.body" \
     -X POST "$ENDPOINT" "${AUTH[@]}" \
-    -H "Idempotency-Key: $KEY" \
+    -H "Idempotency-Key: $QUOTED" \
     -H "content-type: application/json" \
     -d "$ORDER"
   cat "$WORK/$1.headers" "$WORK/$1.body"
@@ -36,7 +46,7 @@ fail() {
   exit 1
 }
 
-echo "# First submission (Idempotency-Key: $KEY)"
+echo "# First submission (Idempotency-Key: $QUOTED)"
 submit first
 echo "# Retry with the same key"
 submit retry

@@ -100,6 +100,9 @@ type Worker struct {
 	// settles by its own alarm.
 	consumer *settlequeue.Consumer
 	overdue  settlequeue.Overdue
+	// adopting lists the keys the KV-mode Worker left open, for ledger
+	// mode to adopt during a migration (KV_FALLBACK_UNTIL); else nil.
+	adopting settlequeue.Overdue
 	// deadLetters keeps what the dead-letter queue delivers, and lookup
 	// reads the key a letter names; nil without KV.
 	deadLetters intake.DeadLetters
@@ -166,6 +169,7 @@ func New(env Env) *Worker {
 	var kvStore *kv.Store
 	if env.KV != nil {
 		kvStore = kv.NewStore(env.KV, env.Now)
+		kvStore.Sleep = env.Sleep
 		w.deadLetters = kv.NewDeadLetterStore(env.KV)
 	}
 	var store intake.Store
@@ -183,6 +187,9 @@ func New(env Env) *Worker {
 				return misconfigured(config.KVFallbackUntilVar + " is set but the " + KVBinding + " KV namespace binding is missing")
 			}
 			w.opts.Fallback, w.opts.FallbackUntil = kvStore, cfg.KVFallbackUntil
+			if w.opts.Gateway != nil {
+				w.adopting = kvStore
+			}
 		}
 	default:
 		if kvStore == nil {
@@ -195,8 +202,10 @@ func New(env Env) *Worker {
 			w.opts.Schedule = w.consumer.Schedule
 		}
 	}
-	if cfg.Clients == nil {
-		log.Log(eventlog.Line{Outcome: "auth_disabled", Error: "no " + config.TokensVar + " secret: the Worker accepts orders from anyone"})
+	if cfg.Clients == nil && cfg.OpenAccess {
+		log.Log(eventlog.Line{Outcome: "auth_disabled", Error: "no " + config.TokensVar + " secret and " + config.OpenAccessVar + " is true: the Worker accepts orders from anyone"})
+	} else if cfg.Clients == nil {
+		log.Log(eventlog.Line{Outcome: "auth_disabled", Error: "no " + config.TokensVar + " secret: the Worker accepts orders from anyone on a loopback address only (wrangler dev), and answers 500 misconfigured elsewhere"})
 	}
 	if cfg.Admins != nil && adminStore == nil {
 		return misconfigured(config.AdminTokensVar + " is set but the store cannot list its keys for the admin API")
@@ -210,7 +219,7 @@ func New(env Env) *Worker {
 	if cfg.Admins != nil {
 		admin = intake.NewAdmin(w.Service, adminStore)
 	}
-	w.Handler = httpapi.New(w.Service, httpapi.Options{Clients: cfg.Clients, Log: log, AllowedOrigins: cfg.AllowedOrigins, Now: env.Now,
+	w.Handler = httpapi.New(w.Service, httpapi.Options{Clients: cfg.Clients, LoopbackOnly: !cfg.OpenAccess, Log: log, AllowedOrigins: cfg.AllowedOrigins, Now: env.Now,
 		Metrics: w.meter.requests(), Admins: cfg.Admins, Admin: admin, DeadLetters: w.deadLetters})
 	return w
 }
@@ -276,14 +285,49 @@ func (w *Worker) DeadLetterMessage(ctx context.Context, body []byte) error {
 }
 
 // Sweep settles KV mode's overdue keys, those whose settle message was
-// never sent: the Cron Trigger's work.
+// never sent: the Cron Trigger's work. In ledger mode during a migration
+// it adopts the keys KV mode left open instead (adoptOverdue).
 func (w *Worker) Sweep(ctx context.Context) error {
+	if w.adopting != nil {
+		return w.adoptOverdue(ctx)
+	}
 	if w.consumer == nil {
 		return nil
 	}
 	n, err := w.consumer.Sweep(ctx, w.overdue, w.now(), w.sweepGrace, SweepLimit)
 	if n > 0 || err != nil {
 		line := eventlog.Line{Outcome: "settle_sweep", Attempts: n}
+		if err != nil {
+			line.Error = err.Error()
+		}
+		w.log.Log(line)
+	}
+	return err
+}
+
+// adoptOverdue, in ledger mode during a migration, adopts the keys the
+// KV-mode Worker left open and overdue, up to SweepLimit a run, so that
+// the ledger's alarm settles them though no client comes back
+// (intake.Service.Adopt). Once the fallback's time has passed there are
+// none: every such key's KeepUntil is past it.
+func (w *Worker) adoptOverdue(ctx context.Context) error {
+	now := w.now()
+	if !now.Before(w.opts.FallbackUntil) {
+		return nil
+	}
+	keys, err := w.adopting.Overdue(ctx, now.Add(-w.sweepGrace), SweepLimit)
+	adopted := 0
+	for _, key := range keys {
+		ok, aerr := w.Service.Adopt(ctx, key)
+		if ok {
+			adopted++
+		}
+		if aerr != nil && err == nil {
+			err = aerr
+		}
+	}
+	if adopted > 0 || err != nil {
+		line := eventlog.Line{Outcome: "kv_adopted", Attempts: adopted}
 		if err != nil {
 			line.Error = err.Error()
 		}

@@ -13,12 +13,18 @@ import (
 
 	"github.com/edge-orders/edge-orders/app"
 	"github.com/edge-orders/edge-orders/config"
+	"github.com/edge-orders/edge-orders/intake"
 	"github.com/edge-orders/edge-orders/kv"
+	"github.com/edge-orders/edge-orders/ledger"
 	"github.com/edge-orders/edge-orders/settlequeue"
 	"github.com/edge-orders/edge-orders/workers"
 )
 
 const body = `{"symbol":"AAPL","side":"buy","quantity":10}`
+
+// localHost is the host of wrangler dev's URL: a Worker without API_TOKENS
+// serves orders there.
+const localHost = "127.0.0.1:8787"
 
 // world is a Worker's environment in memory: KV, the two queues, an OMS
 // that answers as scripted, the console, and a clock that moves when told.
@@ -99,7 +105,7 @@ func (w *world) post(h workers.Handler, key string) *workers.Response {
 	header := http.Header{}
 	header.Set("Idempotency-Key", key)
 	header.Set("Content-Type", "application/json")
-	return h.ServeWorker(context.Background(), &workers.Request{Method: "POST", Header: header, Body: workers.ReaderBody(strings.NewReader(body))})
+	return h.ServeWorker(context.Background(), &workers.Request{Host: localHost, Method: "POST", Header: header, Body: workers.ReaderBody(strings.NewReader(body))})
 }
 
 // lines are the console's log lines with outcome.
@@ -229,7 +235,7 @@ func TestAnUnresolvedOrderIsLoggedAsAnAlertAndDeadLettered(t *testing.T) {
 	header := http.Header{}
 	header.Set("Idempotency-Key", "k")
 	header.Set("Authorization", "Bearer 0123456789abcdef")
-	resp := worker.Handler.ServeWorker(context.Background(), &workers.Request{Method: "POST", Header: header, Body: workers.ReaderBody(strings.NewReader(body))})
+	resp := worker.Handler.ServeWorker(context.Background(), &workers.Request{Host: localHost, Method: "POST", Header: header, Body: workers.ReaderBody(strings.NewReader(body))})
 	if resp.Status != 503 {
 		t.Fatalf("answer = %d %s; want 503", resp.Status, resp.Body)
 	}
@@ -237,13 +243,26 @@ func TestAnUnresolvedOrderIsLoggedAsAnAlertAndDeadLettered(t *testing.T) {
 	if err := worker.SettleMessage(context.Background(), w.settle.sent()[0]); err != nil {
 		t.Fatalf("SettleMessage = %v", err)
 	}
+	// The last call failed; over KV, whose reads lag, the give-up is
+	// checked once they have caught up, and only then reported.
+	if lines := w.lines("order_unresolved"); len(lines) != 0 {
+		t.Fatalf("order_unresolved lines after the last call = %v, want none until the give-up's check", lines)
+	}
+	sent := w.settle.sent()
+	if len(sent) != 2 || w.settle.delays[1] < 2*kv.ReadsLag {
+		t.Fatalf("settle messages %q (delays %v), want a second, for the give-up's check, %v or more later", sent, w.settle.delays, 2*kv.ReadsLag)
+	}
+	w.advance(w.settle.delays[1])
+	if err := worker.SettleMessage(context.Background(), sent[1]); err != nil {
+		t.Fatalf("SettleMessage = %v", err)
+	}
 	lines := w.lines("order_unresolved")
 	if len(lines) != 1 {
 		t.Fatalf("order_unresolved lines = %v, want 1", lines)
 	}
 	l := lines[0]
-	if l["client"] != "desk-a" || l["key"] != "k" || l["orderId"] == "" || l["orderId"] == nil || l["attempts"] != 2.0 || l["level"] != "error" {
-		t.Errorf("order_unresolved line = %v; want client desk-a, key k, its order id, 2 attempts, level error", l)
+	if l["client"] != "desk-a" || l["key"] != "k" || l["orderId"] == "" || l["orderId"] == nil || l["attempts"] != 3.0 || l["level"] != "error" {
+		t.Errorf("order_unresolved line = %v; want client desk-a, key k, its order id, 3 attempts, level error", l)
 	}
 	dead := w.dead.sent()
 	if key, err := settlequeue.ParseMessage(dead[0]); len(dead) != 1 || err != nil || key.Client != "desk-a" || key.ID != "k" {
@@ -330,7 +349,7 @@ func TestPolicyPublishesTheVars(t *testing.T) {
 			if worker.Service == nil {
 				t.Fatalf("misconfigured: %s", w.console.String())
 			}
-			resp := worker.Handler.ServeWorker(context.Background(), &workers.Request{Method: "GET", Path: "/idempotency", Header: http.Header{}, Body: workers.ReaderBody(nil)})
+			resp := worker.Handler.ServeWorker(context.Background(), &workers.Request{Host: localHost, Method: "GET", Path: "/idempotency", Header: http.Header{}, Body: workers.ReaderBody(nil)})
 			if resp.Status != 200 {
 				t.Fatalf("GET /idempotency = %d %s, want 200", resp.Status, resp.Body)
 			}
@@ -340,5 +359,40 @@ func TestPolicyPublishesTheVars(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestLedgerModeAdoptsTheKeysKVModeLeftOpen: during a migration
+// (KV_FALLBACK_UNTIL), ledger mode's Cron sweep adopts a key the KV-mode
+// Worker left open, whose client never came back: the ledger holds it
+// open with KV's order id, due, and one line says how many were adopted.
+func TestLedgerModeAdoptsTheKeysKVModeLeftOpen(t *testing.T) {
+	ctx := context.Background()
+	w := newWorld(t, nil)
+	before := app.New(w.env)
+	w.lose = true
+	if resp := w.post(before.Handler, "k"); resp.Status != 503 {
+		t.Fatalf("KV mode's answer = %d %s; want 503, the outcome unknown", resp.Status, resp.Body)
+	}
+	w.lose = false
+	w.vars["STORAGE"] = "ledger"
+	w.vars["KV_FALLBACK_UNTIL"] = w.clock().Add(48 * time.Hour).Format(time.RFC3339)
+	store := ledger.NewMemoryStore()
+	store.Now = w.clock
+	w.env.Ledger = func(int) intake.Store { return store }
+	after := app.New(w.env)
+	w.advance(10 * time.Minute) // past the settler's due time and the sweep's grace
+	if err := after.Sweep(ctx); err != nil {
+		t.Fatalf("Sweep = %v", err)
+	}
+	rec, err := store.Lookup(ctx, intake.Key{ID: "k"})
+	if err != nil || rec.State != intake.Open || rec.OrderID == "" {
+		t.Fatalf("the ledger's record = %+v, %v; want the key open, with KV's order id", rec, err)
+	}
+	if keys := store.DueKeys(10); len(keys) != 1 {
+		t.Errorf("due keys = %v, want the adopted key", keys)
+	}
+	if lines := w.lines("kv_adopted"); len(lines) != 1 || lines[0]["attempts"] != 1.0 {
+		t.Errorf("kv_adopted lines = %v, want one, of 1 key", lines)
 	}
 }

@@ -43,7 +43,11 @@ const MaxKeyBytes = 255
 
 // Receipt is the Worker's record of a placed order.
 type Receipt struct {
-	// OrderID is a random (version 4) UUID minted by the Worker.
+	// OrderID is the order's id, a UUID (laid out as version 4) that the
+	// Worker derives from the key, the client's id and the order, never
+	// a random one: every replay, lookup and
+	// settle of the key carries the same one, and the order-management
+	// system receives it as the order's own Idempotency-Key.
 	OrderID string `json:"orderId"`
 	// Status is "accepted" for every receipt the Worker mints.
 	Status     string    `json:"status"`
@@ -193,8 +197,12 @@ func (c *Client) Submit(ctx context.Context, order Order) (*Result, error) {
 // which IsRetryable is true) passes the same key again to learn the outcome
 // without placing a second order.
 //
-// It retries transport failures, 409 in_progress and 503 responses but
-// outcome_unresolved, up to Options.MaxAttempts requests, waiting at most
+// It sends key as the Structured Field string the IETF draft makes the
+// header, in quotes with " and \ escaped, so that the Worker reads
+// exactly key: a bare "x" would name x, and a bare comma a list.
+//
+// It retries transport failures, 409 in_progress, 500 (but misconfigured),
+// 502, 503 (but outcome_unresolved) and 504, up to Options.MaxAttempts requests, waiting at most
 // MaxRetryWait before each, and stops early when the next wait would pass
 // ctx's deadline or Options.CallTimeout, which also ends a request in
 // flight (a transport error wrapping context.DeadlineExceeded). It returns a *Error for the
@@ -255,6 +263,22 @@ func checkKey(key string) error {
 		}
 	}
 	return nil
+}
+
+// headerKey is key as an Idempotency-Key header carries it: the
+// Structured Field string (RFC 9651) that names exactly key, in double
+// quotes with each " and \ escaped by a backslash. key must be printable
+// ASCII, as checkKey requires; the client sends nothing else.
+func headerKey(key string) string {
+	b := make([]byte, 0, len(key)+2)
+	b = append(b, '"')
+	for i := 0; i < len(key); i++ {
+		if key[i] == '"' || key[i] == '\\' {
+			b = append(b, '\\')
+		}
+		b = append(b, key[i])
+	}
+	return string(append(b, '"'))
 }
 
 // errCallTimeout is the cause of a call's context that its CallTimeout
@@ -324,7 +348,7 @@ func (c *Client) once(ctx context.Context, method, key string, body []byte) (out
 		req.ContentLength = int64(len(body))
 		req.Header.Set("Content-Type", "application/json")
 	}
-	req.Header.Set("Idempotency-Key", key)
+	req.Header.Set("Idempotency-Key", headerKey(key))
 	req.Header.Set("Accept", "application/json, application/problem+json")
 	if c.opts.Token != "" {
 		req.Header.Set("Authorization", "Bearer "+c.opts.Token)

@@ -207,6 +207,10 @@ func TestRetriesUnderTheSameKey(t *testing.T) {
 		{"response cut off mid-body, then placed", []step{truncate}, 2},
 		{"503 without a problem body, then placed", []step{raw(503, "text/html", "<h1>busy</h1>")}, 2},
 		{"every retryable failure in turn, then placed", []step{unavailable, inProgress, drop, truncate}, 4},
+		{"502 from a proxy, then placed", []step{raw(502, "text/html", "<h1>Bad gateway</h1>")}, 2},
+		{"500 internal_error, then placed", []step{fail(500, "internal_error")}, 2},
+		{"500 from the platform, then placed", []step{raw(500, "text/html", "<h1>Worker threw exception</h1>")}, 2},
+		{"504 from a proxy, then placed", []step{raw(504, "text/plain", "gateway timeout")}, 2},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -258,12 +262,11 @@ func TestFinalErrorsAreNotRetried(t *testing.T) {
 		{"400 invalid_idempotency_key", fail(400, "invalid_idempotency_key"), 400, "invalid_idempotency_key", client.ErrInvalidKey, 0},
 		{"400 unreadable_body", fail(400, "unreadable_body"), 400, "unreadable_body", nil, 0},
 		{"401 unauthorized", fail(401, "unauthorized", "WWW-Authenticate", `Bearer realm="edge-orders"`), 401, "unauthorized", client.ErrUnauthorized, 0},
-		{"405 method_not_allowed", fail(405, "method_not_allowed", "Allow", "GET, POST"), 405, "method_not_allowed", nil, 0},
+		{"405 method_not_allowed", fail(405, "method_not_allowed", "Allow", "GET, HEAD, POST"), 405, "method_not_allowed", nil, 0},
 		{"413 body_too_large", fail(413, "body_too_large"), 413, "body_too_large", nil, 0},
 		{"429 rate_limited, even with Retry-After", fail(429, "rate_limited", "Retry-After", "30"), 429, "rate_limited", client.ErrRateLimited, 30 * time.Second},
-		{"500 internal_error", fail(500, "internal_error"), 500, "internal_error", nil, 0},
 		{"500 misconfigured", fail(500, "misconfigured"), 500, "misconfigured", nil, 0},
-		{"502 page from a proxy", raw(502, "text/html", "<h1>Bad gateway</h1>"), 502, "", nil, 0},
+		{"501 page from a proxy", raw(501, "text/html", "<h1>Not implemented</h1>"), 501, "", nil, 0},
 		{"404 on a POST", fail(404, "not_found"), 404, "not_found", client.ErrNotFound, 0},
 		{"503 outcome_unresolved, though a 503", fail(503, "outcome_unresolved", "Retry-After", "1"), 503, "outcome_unresolved", client.ErrOutcomeUnresolved, time.Second},
 	}
@@ -958,5 +961,39 @@ func TestLookupExpiresAt(t *testing.T) {
 	}
 	if res, err := c.Lookup(t.Context(), "k-expiry"); err != nil || !res.ExpiresAt.IsZero() {
 		t.Errorf("Idempotency-Expires: tomorrow = %+v, %v; want the receipt, no expiry", res, err)
+	}
+}
+
+func TestKeysAreSentAsTheStringThatNamesThem(t *testing.T) {
+	tests := []struct {
+		name, key, wantHeader string
+	}{
+		{"a plain key is quoted", "order-42", `"order-42"`},
+		{"a key in quotes keeps its quotes", `"x"`, `"\"x\""`},
+		{"a backslash is escaped", `a\b`, `"a\\b"`},
+		{"a comma stays in the one key", "a,b", `"a,b"`},
+		{"spaces at either end stay", " k ", `" k "`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			w := newWorker(t, "")
+			c, _ := newClient(w, nil)
+			res, err := c.SubmitWithKey(t.Context(), tc.key, msft)
+			if err != nil {
+				t.Fatalf("SubmitWithKey(%q): %v", tc.key, err)
+			}
+			if got := w.requests()[0].keyHeader; got != tc.wantHeader {
+				t.Errorf("Idempotency-Key header = %s, want %s", got, tc.wantHeader)
+			}
+			// The Worker holds the order under exactly the caller's key.
+			out, err := w.svc.Lookup(t.Context(), intake.Key{ID: tc.key})
+			if err != nil || out.OrderID != res.Receipt.OrderID {
+				t.Errorf("the Worker's lookup of %q = %+v, %v; want order %s", tc.key, out, err, res.Receipt.OrderID)
+			}
+			again, err := c.Lookup(t.Context(), tc.key)
+			if err != nil || string(again.Raw) != string(res.Raw) {
+				t.Errorf("Lookup(%q) = %v, want the receipt %s", tc.key, err, res.Raw)
+			}
+		})
 	}
 }

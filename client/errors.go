@@ -199,19 +199,23 @@ func (e *Error) Is(target error) bool {
 }
 
 // Retryable reports whether sending the same order under the same key
-// again soon may still succeed: the outcome is unknown (no response), or
-// the Worker answered 409 (a request holds the key) or 503 (storage failed,
-// or the order-management system's answer was lost and the Worker is
-// settling it). Every other status is final: 4xx, and 5xx such as 500,
-// which the client does not retry either. So is the 503
-// outcome_unresolved: the Worker stopped asking the order-management
-// system, so no answer is seconds away (see ErrOutcomeUnresolved).
+// again soon may still succeed: the outcome is unknown (no response), the
+// Worker answered 409 (a request holds the key), or a 500, 502, 503 or
+// 504 came back (a Worker that crashed, a proxy's error page, storage
+// that failed, an order-management system's answer that was lost). Every
+// request carries its key, so a retry never places a second order. Every
+// other status is final, and so are two 5xx whose cause no retry mends:
+// 500 misconfigured (a setting an operator must fix) and 503
+// outcome_unresolved (the Worker stopped asking the order-management
+// system, so no answer is seconds away; see ErrOutcomeUnresolved).
 func (e *Error) Retryable() bool {
 	switch e.StatusCode {
 	case 0:
 		return e.Err != nil
-	case http.StatusConflict:
+	case http.StatusConflict, http.StatusBadGateway, http.StatusGatewayTimeout:
 		return true
+	case http.StatusInternalServerError:
+		return e.Problem.Code != "misconfigured"
 	case http.StatusServiceUnavailable:
 		return !errors.Is(e, ErrOutcomeUnresolved)
 	}

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -44,9 +45,33 @@ type worker struct {
 	seen   []seenRequest
 }
 
-// seenRequest is what the worker received.
+// seenRequest is what the worker received: key is the Idempotency-Key
+// header's Structured Field string unquoted, keyHeader the header as sent.
 type seenRequest struct {
 	method, key, contentType, authorization, body string
+	keyHeader                                     string
+}
+
+// unquoteKey reads an sf-string header as the draft defines it, or returns
+// the header with a "!" before it when it is not one, so that a test
+// comparing keys fails.
+func unquoteKey(h string) string {
+	if len(h) < 2 || h[0] != '"' || h[len(h)-1] != '"' {
+		return "!" + h
+	}
+	var b strings.Builder
+	for i := 1; i < len(h)-1; i++ {
+		switch c := h[i]; {
+		case c == '\\' && i+1 < len(h)-1 && (h[i+1] == '"' || h[i+1] == '\\'):
+			i++
+			b.WriteByte(h[i])
+		case c == '\\' || c == '"':
+			return "!" + h
+		default:
+			b.WriteByte(c)
+		}
+	}
+	return b.String()
 }
 
 // step answers one request in place of the handler.
@@ -80,7 +105,8 @@ func newWorker(t *testing.T, token string, script ...step) *worker {
 	w.srv = httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
 		w.mu.Lock()
-		w.seen = append(w.seen, seenRequest{r.Method, r.Header.Get("Idempotency-Key"), r.Header.Get("Content-Type"), r.Header.Get("Authorization"), string(body)})
+		h := r.Header.Get("Idempotency-Key")
+		w.seen = append(w.seen, seenRequest{r.Method, unquoteKey(h), r.Header.Get("Content-Type"), r.Header.Get("Authorization"), string(body), h})
 		var next step
 		if len(w.script) > 0 {
 			next, w.script = w.script[0], w.script[1:]

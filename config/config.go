@@ -44,6 +44,10 @@ const (
 	// AllowedOriginsVar lists the origins whose pages may call the Worker
 	// from a browser (CORS), comma-separated.
 	AllowedOriginsVar = "ALLOWED_ORIGINS"
+	// OpenAccessVar, "true", lets a Worker without API_TOKENS take orders
+	// from anyone on every host, as the reference does; unset or "false",
+	// it takes them only on a loopback host (wrangler dev).
+	OpenAccessVar = "OPEN_ACCESS"
 )
 
 // Values of KV_CLAIM_AFTER_RECEIPT.
@@ -139,6 +143,9 @@ type Config struct {
 	// AllowedOrigins are the exact origins, as browsers send them, whose
 	// pages may call the Worker; nil turns CORS off.
 	AllowedOrigins []string
+	// OpenAccess, with no Clients, serves anyone on every host; false
+	// serves anyone on a loopback host only. Never true with Clients.
+	OpenAccess bool
 }
 
 // Error is a setting the Worker cannot run with. Its message names the
@@ -197,6 +204,7 @@ func Load(lookup func(name string) (string, bool)) (Config, error) {
 		{SettleMaxAgeVar, func(v string) (err error) { c.SettleMaxAge, err = parseTTL(v); return }},
 		{SweepGraceVar, func(v string) (err error) { c.SweepGrace, err = parseSeconds(v); return }},
 		{AllowedOriginsVar, func(v string) (err error) { c.AllowedOrigins, err = parseOrigins(v); return }},
+		{OpenAccessVar, func(v string) (err error) { c.OpenAccess, err = parseBool(v); return }},
 	}
 	for _, s := range settings {
 		if v, ok := lookup(s.name); ok {
@@ -209,6 +217,10 @@ func Load(lookup func(name string) (string, bool)) (Config, error) {
 		// Such a token would place orders and act as an admin.
 		return Config{}, &Error{Var: AdminTokensVar, Reason: "a token is also a client's in " + TokensVar + ": give admins tokens of their own"}
 	}
+	if c.OpenAccess && c.Clients != nil {
+		// Which one was meant is not for the Worker to guess.
+		return Config{}, &Error{Var: OpenAccessVar, Reason: "is true, but " + TokensVar + " is set: a Worker with tokens is never open; remove one"}
+	}
 	if c.PendingTTL > c.ResultTTL {
 		// A claim that outlived its receipt would block a key that is
 		// otherwise free, and expire after it.
@@ -216,6 +228,16 @@ func Load(lookup func(name string) (string, bool)) (Config, error) {
 			" seconds is over " + ResultTTLVar + "'s " + strconv.FormatInt(int64(c.ResultTTL/time.Second), 10)}
 	}
 	return c, nil
+}
+
+func parseBool(v string) (bool, error) {
+	switch v = strings.TrimSpace(v); v {
+	case "true":
+		return true, nil
+	case "false", "":
+		return false, nil
+	}
+	return false, errors.New(strconv.Quote(v) + ` is neither "true" nor "false"`)
 }
 
 func parseClaimAfterReceipt(v string) (bool, error) {

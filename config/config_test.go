@@ -374,3 +374,35 @@ func TestErrorsNeverQuoteASecret(t *testing.T) {
 		})
 	}
 }
+
+func TestLoadOpenAccess(t *testing.T) {
+	const tokens = "desk-a:desk-a-0123456789abcdef"
+	tests := []struct {
+		name    string
+		vars    map[string]string
+		want    bool
+		wantErr bool
+	}{
+		{"unset is not open", nil, false, false},
+		{"true is open", map[string]string{"OPEN_ACCESS": "true"}, true, false},
+		{"false is not open", map[string]string{"OPEN_ACCESS": "false"}, false, false},
+		{"yes is refused", map[string]string{"OPEN_ACCESS": "yes"}, false, true},
+		{"true with API_TOKENS is refused", map[string]string{"OPEN_ACCESS": "true", tokensVar: tokens}, false, true},
+		{"false with API_TOKENS is fine", map[string]string{"OPEN_ACCESS": "false", tokensVar: tokens}, false, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := config.Load(env(tc.vars))
+			var cerr *config.Error
+			if tc.wantErr {
+				if !errors.As(err, &cerr) || cerr.Var != "OPEN_ACCESS" {
+					t.Fatalf("Load = %v, want an *Error for OPEN_ACCESS", err)
+				}
+				return
+			}
+			if err != nil || c.OpenAccess != tc.want {
+				t.Errorf("Load = OpenAccess %v, %v; want %v, nil", c.OpenAccess, err, tc.want)
+			}
+		})
+	}
+}

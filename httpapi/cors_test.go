@@ -247,7 +247,7 @@ func TestCORSOnResponses(t *testing.T) {
 		{"a lookup of nothing is readable", deskOrigin, false, false, nil, step{"GET", "nothing", "", false}, 404, readable},
 		{"a rate-limited order is readable, Retry-After included", deskOrigin, false, true, nil, step{"POST", "k", validBody, false}, 429,
 			with(readable, "Retry-After", "60")},
-		{"a wrong method is readable", deskOrigin, false, false, nil, step{"PUT", "k", validBody, false}, 405, with(readable, "Allow", "GET, POST")},
+		{"a wrong method is readable", deskOrigin, false, false, nil, step{"PUT", "k", validBody, false}, 405, with(readable, "Allow", "GET, HEAD, POST")},
 		{"a receipt to another origin is not readable", otherOrigin, true, false, nil, step{"POST", "k", validBody, true}, 201, unreadable},
 		{"a replay to another origin is not readable", otherOrigin, true, false, []step{{"POST", "k", validBody, true}}, step{"POST", "k", validBody, true}, 200,
 			with(unreadable, "Idempotent-Replay", "true")},

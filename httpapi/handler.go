@@ -29,6 +29,10 @@ const MaxBodyBytes = 64 << 10
 // KV's 512-byte key limit.
 const MaxIdempotencyKeyBytes = 255
 
+// allowedMethods is the Allow header of a 405: orders are POSTed and
+// looked up with GET (or HEAD, its headers alone).
+const allowedMethods = "GET, HEAD, POST"
+
 // keyFormat says what a valid Idempotency-Key is, for error messages.
 var keyFormat = "an Idempotency-Key is 1 to " + strconv.Itoa(MaxIdempotencyKeyBytes) + " printable ASCII characters"
 
@@ -36,8 +40,15 @@ var keyFormat = "an Idempotency-Key is 1 to " + strconv.Itoa(MaxIdempotencyKeyBy
 type Options struct {
 	// Clients holds the API clients. With clients, every request must carry
 	// a client's bearer token and keys are scoped to the client; with nil,
-	// the Worker runs open, as the TypeScript reference does.
+	// the Worker runs open, as the TypeScript reference does (but see
+	// LoopbackOnly).
 	Clients *auth.Clients
+	// LoopbackOnly, with nil Clients, serves only requests whose URL's
+	// host is loopback (localhost, 127.0.0.0/8, [::1]: wrangler dev on
+	// this machine); every other request but the policy page is a 500
+	// misconfigured naming the settings that choose. A deployed Worker's
+	// URL always has the public hostname it was routed by.
+	LoopbackOnly bool
 	// Log receives one line per request.
 	Log eventlog.Sink
 	// Now tells the time an unsettled outcome's Retry-After counts from,
@@ -199,7 +210,7 @@ func (h *Handler) serve(ctx context.Context, r *workers.Request, m *measure) (re
 			err = &u
 		}
 		resp, outcome, status := errorResponse(err, detail, retryAfter)
-		if rejection != nil && r.Method == "GET" {
+		if rejection != nil && (r.Method == "GET" || r.Method == "HEAD") {
 			resp.Header = appendExpires(resp.Header, rejection.Expires)
 		}
 		if line.Outcome == "" {
@@ -212,6 +223,14 @@ func (h *Handler) serve(ctx context.Context, r *workers.Request, m *measure) (re
 		// Public, and no key route: whatever its headers, a GET of the
 		// policy reads nothing else of the request and touches no storage.
 		return policyResponse(h.policy), eventlog.Line{Outcome: "policy", Status: statusOK}
+	}
+	if h.opts.Clients == nil && h.opts.LoopbackOnly && !isLoopback(r.Host) {
+		resp, line.Outcome, line.Status = errorResponse(errMisconfigured, detailNoTokens, 0)
+		line.Error = detailNoTokens
+		if m != nil {
+			m.outcome = metrics.Misconfigured
+		}
+		return resp, line
 	}
 	if h.opts.Clients == nil && h.opts.Admins != nil && r.Header.Get("Authorization") != "" {
 		// An admin's token never places an order, even where any caller may.
@@ -234,12 +253,15 @@ func (h *Handler) serve(ctx context.Context, r *workers.Request, m *measure) (re
 		}
 		line.Client = client
 	}
-	header := r.Header.Get("Idempotency-Key")
-	if r.Method != "POST" && (r.Method != "GET" || header == "") {
+	// HEAD is a GET whose body the runtime drops: a lookup, and a 400
+	// without a key, as a GET is.
+	lookup := r.Method == "GET" || r.Method == "HEAD"
+	if r.Method != "POST" && !lookup {
 		resp, line = fail(errMethodNotAllowed)
-		resp.Header = append(resp.Header, workers.Field{Name: "Allow", Value: "GET, POST"})
+		resp.Header = append(resp.Header, workers.Field{Name: "Allow", Value: allowedMethods})
 		return resp, line
 	}
+	header := r.Header.Get("Idempotency-Key")
 	if header == "" {
 		return fail(errMissingKey)
 	}
@@ -251,7 +273,7 @@ func (h *Handler) serve(ctx context.Context, r *workers.Request, m *measure) (re
 	key := intake.Key{Client: line.Client, ID: id}
 
 	var out intake.Outcome
-	if r.Method == "GET" {
+	if lookup {
 		out, err = h.svc.Lookup(ctx, key)
 	} else {
 		var body []byte
@@ -287,6 +309,37 @@ func (h *Handler) serve(ctx context.Context, r *workers.Request, m *measure) (re
 	resp.Header = appendExpires(resp.Header, out.Expires)
 	line.Status = resp.Status
 	return resp, line
+}
+
+// detailNoTokens is the 500's detail for an open Worker off loopback.
+const detailNoTokens = "No API_TOKENS secret is set, and OPEN_ACCESS is not \"true\": this Worker takes orders from anyone only on a loopback address (wrangler dev). Set API_TOKENS (npx wrangler secret put API_TOKENS), or set OPEN_ACCESS = \"true\" to take orders from anyone."
+
+// isLoopback reports whether host (a URL's host: hostname, and maybe
+// :port) names this machine: localhost, an IPv4 address in 127.0.0.0/8,
+// or [::1]. It parses by hand: net/netip would add about 150 KB to the
+// wasm.
+func isLoopback(host string) bool {
+	if strings.HasPrefix(host, "[") {
+		end := strings.IndexByte(host, ']')
+		return end > 0 && (host[1:end] == "::1" || host[1:end] == "0:0:0:0:0:0:0:1")
+	}
+	if i := strings.LastIndexByte(host, ':'); i >= 0 {
+		host = host[:i]
+	}
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	octets := strings.Split(host, ".")
+	if len(octets) != 4 || octets[0] != "127" {
+		return false
+	}
+	for _, o := range octets[1:] {
+		n, err := strconv.Atoi(o)
+		if err != nil || n < 0 || n > 255 || len(o) > 3 || o[0] == '+' {
+			return false
+		}
+	}
+	return true
 }
 
 // appendExpires adds Idempotency-Expires, when the stored outcome stops

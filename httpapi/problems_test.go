@@ -97,7 +97,7 @@ func TestProblemLimitsMatchConstants(t *testing.T) {
 
 func TestErrors(t *testing.T) {
 	// Every 405 tells the client what it may send instead.
-	allow := map[string]string{"Allow": "GET, POST"}
+	allow := map[string]string{"Allow": "GET, HEAD, POST"}
 	tests := []struct {
 		name  string
 		store func(*kv.MemoryNamespace) kv.Namespace // nil: the Memory as it is
@@ -108,22 +108,27 @@ func TestErrors(t *testing.T) {
 		noStorage bool
 	}{
 		{
-			name:      "GET without a key is method not allowed",
+			name:      "GET without a key is missing key",
 			req:       request(http.MethodGet, nil, nil),
-			want:      response{405, problemMethodNotAllowed, map[string]string{"Allow": "GET, POST", "Idempotent-Replay": ""}},
+			want:      response{400, problemMissingKey, map[string]string{"Allow": "", "Idempotent-Replay": "", "Link": policyLink}},
 			noStorage: true,
 		},
 		{
-			name:      "GET with an empty key is method not allowed",
+			name:      "GET with an empty key is missing key",
 			req:       request(http.MethodGet, ptr(""), nil),
-			want:      response{405, problemMethodNotAllowed, allow},
+			want:      response{400, problemMissingKey, map[string]string{"Allow": "", "Link": policyLink}},
 			noStorage: true,
 		},
 		{
-			name:      "HEAD with a key is method not allowed",
-			req:       request(http.MethodHead, ptr("k"), nil),
-			want:      response{405, problemMethodNotAllowed, allow},
+			name:      "HEAD without a key is missing key, as GET",
+			req:       request(http.MethodHead, nil, nil),
+			want:      response{400, problemMissingKey, map[string]string{"Allow": "", "Link": policyLink}},
 			noStorage: true,
+		},
+		{
+			name: "HEAD with a key is a lookup, as GET",
+			req:  request(http.MethodHead, ptr("k"), nil),
+			want: response{404, problemNotFound, map[string]string{"Allow": ""}},
 		},
 		{
 			name:      "PUT is method not allowed",
@@ -234,7 +239,7 @@ func TestErrors(t *testing.T) {
 		// lifecycle (stored receipt, claim, validation).
 		{
 			name:      "wrong method wins over a missing key and a huge body",
-			req:       request(http.MethodGet, nil, strings.NewReader(hugeBody)),
+			req:       request(http.MethodPut, nil, strings.NewReader(hugeBody)),
 			want:      response{405, problemMethodNotAllowed, allow},
 			noStorage: true,
 		},

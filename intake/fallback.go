@@ -80,3 +80,45 @@ func (s *Service) adoptOrderID(ctx context.Context, sub *submission, claim *Clai
 	*claim = takenOver(adopted, rec)
 	return Outcome{}, false, nil
 }
+
+// Adopt makes key's order, left open in the Fallback by the Worker before
+// a migration (KV mode: its outcome unknown, its client perhaps never to
+// return), the Store's: claimed with the Fallback's order id, time and
+// order, and released open, due at once, for the Store's own settler (the
+// ledger's alarm). It returns whether it adopted the key; a key the Store
+// has already, or that the Fallback holds no open order for, is left
+// alone. The Fallback is read, never written: a key it keeps open is
+// adopted once, and found in the Store from then on.
+//
+// It returns an error wrapping ErrStorageUnavailable when storage fails.
+func (s *Service) Adopt(ctx context.Context, key Key) (bool, error) {
+	if !s.fallback() {
+		return false, nil
+	}
+	old, err := s.opts.Fallback.Lookup(ctx, key)
+	switch {
+	case err != nil:
+		return false, storageUnavailable(err)
+	case old.State != Open || !old.HasOrder || old.Fingerprint == "":
+		return false, nil
+	}
+	claim := Claim{Token: s.opts.NewID(), Fingerprint: old.Fingerprint, Order: old.Order, OrderID: old.OrderID,
+		AcceptedAt: old.AcceptedAt, Lease: s.opts.PendingTTL, KeepUntil: s.keepUntil(old.AcceptedAt)}
+	rec, err := s.store.Begin(ctx, key, claim)
+	switch {
+	case err != nil:
+		return false, storageUnavailable(err)
+	case rec.State != Claimed:
+		return false, nil
+	case rec.OrderID != "":
+		// The Store had the key open already (adopted before, or by a
+		// client's retry): its settler's, as it was.
+		s.release(ctx, key, takenOver(claim, rec))
+		return false, nil
+	}
+	// Not Unresolved, even if the old Worker gave up on it: the Store's
+	// settler asks once more and reports it itself.
+	claim.Sent, claim.Attempts, claim.NextAttempt = true, old.Attempts, s.opts.Now()
+	s.release(ctx, key, claim)
+	return true, nil
+}

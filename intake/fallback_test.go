@@ -316,3 +316,57 @@ func TestPurgeDuringMigrationFreesTheKey(t *testing.T) {
 		})
 	}
 }
+
+// TestAKeyLeftOpenInKVIsAdoptedAndSettled: a key the KV-mode Worker left
+// open (its OMS answer lost) whose client never comes back is adopted by
+// ledger mode during the migration: claimed in the ledger with KV's order
+// id, time and order, due at once, and settled by the ledger's settler
+// with the same order id. The old namespace is never written, and a key
+// adopted once is left alone after.
+func TestAKeyLeftOpenInKVIsAdoptedAndSettled(t *testing.T) {
+	ctx := context.Background()
+	clock := &fakeClock{now: acceptedAt}
+	oldMem := kv.NewMemoryNamespace()
+	oldMem.Now = clock.Now
+	oldKV := &kvtest.Recording{Namespace: oldMem}
+	g := &scriptedGateway{clock: clock}
+	opts := intake.Options{ResultTTL: config.DefaultResultTTL, PendingTTL: config.DefaultPendingTTL, Gateway: g, Now: clock.Now}
+
+	// KV mode leaves the key open.
+	before := intake.New(kv.NewStore(oldMem, clock.Now), opts)
+	g.answer(errLost)
+	if _, err := before.Submit(ctx, deskKey, []byte(validBody), ""); !errors.Is(err, intake.ErrOutcomeUnknown) {
+		t.Fatalf("KV mode's Submit = %v, want ErrOutcomeUnknown", err)
+	}
+	orderID := g.placements()[0].OrderID
+
+	// The switch: ledger mode with the old namespace as its fallback.
+	clock.Advance(time.Minute)
+	ledgerStore := ledger.NewMemoryStore()
+	ledgerStore.Now = clock.Now
+	opts.Fallback, opts.FallbackUntil = kv.NewStore(oldKV, clock.Now), clock.Now().Add(48*time.Hour)
+	after := intake.New(ledgerStore, opts)
+	writes := len(oldKV.Writes())
+	adopted, err := after.Adopt(ctx, deskKey)
+	if err != nil || !adopted {
+		t.Fatalf("Adopt = %v, %v; want the key adopted", adopted, err)
+	}
+	rec, err := ledgerStore.Lookup(ctx, deskKey)
+	if err != nil || rec.State != intake.Open || rec.OrderID != orderID || !rec.AcceptedAt.Equal(acceptedAt) || rec.Attempts != 1 {
+		t.Fatalf("the ledger's record = %+v, %v; want open with %s, accepted at %v, 1 attempt", rec, err, orderID, acceptedAt)
+	}
+	if keys := ledgerStore.DueKeys(10); len(keys) != 1 || keys[0] != deskKey {
+		t.Fatalf("due keys = %v, want the adopted key", keys)
+	}
+	if again, err := after.Adopt(ctx, deskKey); err != nil || again {
+		t.Errorf("a second Adopt = %v, %v; want the key left alone", again, err)
+	}
+	st, err := after.Settle(ctx, deskKey)
+	if err != nil || st.Result != intake.SettleAccepted {
+		t.Fatalf("the ledger's settler = %+v, %v; want the receipt stored", st, err)
+	}
+	wantSamePlacement(t, g.placements())
+	if w := oldKV.Writes(); len(w) != writes {
+		t.Errorf("the old namespace was written: %v", w[writes:])
+	}
+}

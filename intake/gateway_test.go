@@ -190,6 +190,7 @@ func TestGatewayAcceptedButNotStored(t *testing.T) {
 				t.Errorf("Lookup = %v, want ErrOutcomeUnknown: the receipt is not stored", err)
 			}
 			if by == "the settler" {
+				h.now = acceptedAt.Add(intake.FirstSettleDelay) // the key is due
 				if st, err := h.svc.Settle(ctx, key("k")); err != nil || st.Result != intake.SettleAccepted {
 					t.Fatalf("Settle = %+v, %v; want the receipt stored", st, err)
 				}

@@ -80,7 +80,14 @@ const (
 // Once the order is SettleMaxAge old, the gateway is called one last time;
 // if its answer is still unknown, the key is left Unresolved, kept for
 // another ResultTTL and reported to OnUnresolved: the settler stops, and a
-// client's retry still calls the gateway with the same order id.
+// client's retry still calls the gateway with the same order id. Over a
+// Store whose reads lag (Lifecycle.ReadsLag), the report waits for one
+// more attempt, due once reads have caught up, that still finds no
+// outcome and whose call fails too.
+//
+// A key that is not due yet (its NextAttempt is later) is another chain's:
+// the Store says Open, and the call is Final for its caller, so that one
+// chain of messages settles a key.
 //
 // It returns an error wrapping ErrStorageUnavailable when storage fails;
 // the key is then as it was, and Settle may be called again.
@@ -104,6 +111,11 @@ func (s *Service) settle(ctx context.Context, key Key) (Settlement, error) {
 		return Settlement{NextAttempt: now.Add(FirstSettleDelay), Result: SettleBusy}, nil
 	}
 	defer s.inFlight.remove(cacheKey, entry)
+	if _, ok := s.receipts.get(cacheKey, now, false); ok {
+		// This instance stored or read the outcome within the cache's
+		// minute, in which a read of KV may still miss it.
+		return Settlement{Final: true}, nil
+	}
 
 	// The claim keeps the key at least as long as any earlier claim could
 	// have (the key was accepted before now): a Store that cannot tell how
@@ -137,8 +149,10 @@ func (s *Service) settle(ctx context.Context, key Key) (Settlement, error) {
 	}
 	// Past SettleMaxAge the gateway is called one last time before the
 	// settler gives up: the OMS answers a repeated order id with its first
-	// outcome, so an order it has is never reported unresolved, even when
-	// a read missed the receipt already stored (a stale KV read).
+	// outcome, so an order it has is never reported unresolved. A call
+	// that fails proves nothing about what another request stored: over a
+	// Store whose reads lag, the give-up is checked again once they have
+	// caught up (leaveOpen), and that check calls once more.
 	by := bySettler
 	if !now.Before(claim.AcceptedAt.Add(s.opts.SettleMaxAge)) {
 		by = bySettlerLastTime
@@ -147,10 +161,10 @@ func (s *Service) settle(ctx context.Context, key Key) (Settlement, error) {
 	var open *Unsettled
 	var rejection *Rejection
 	switch {
-	case errors.As(err, &open) && open.Unresolved:
+	case errors.As(err, &open) && open.Unresolved && open.NextAttempt.IsZero():
 		return Settlement{Final: true, Unresolved: true, Attempts: open.Attempts, Result: SettleGaveUp, AcceptedAt: claim.AcceptedAt}, nil
 	case errors.As(err, &open):
-		return Settlement{NextAttempt: open.NextAttempt, Attempts: open.Attempts, Result: SettleUnknown, AcceptedAt: claim.AcceptedAt}, nil
+		return Settlement{NextAttempt: open.NextAttempt, Attempts: open.Attempts, Unresolved: open.Unresolved, Result: SettleUnknown, AcceptedAt: claim.AcceptedAt}, nil
 	case errors.Is(err, ErrInProgress):
 		// The claim's lease ran out during the call and a client took the
 		// key over: its outcome is the key's.

@@ -442,6 +442,29 @@ func TestSettleWaitsForAClientHoldingTheKey(t *testing.T) {
 	})
 }
 
+// checkGiveUp, over a Store whose reads lag, makes the settler's last
+// call, whose answer the test has set to be lost: the key is Unresolved
+// but not reported, and due for the give-up's check once reads have
+// caught up. It moves the clock there, has that check's call lost too,
+// and reports whether it did; over other Stores it does nothing.
+func checkGiveUp(t *testing.T, e *settleEnv) bool {
+	t.Helper()
+	lag := e.store.Lifecycle().ReadsLag
+	if lag == 0 {
+		return false
+	}
+	st, err := e.service().Settle(context.Background(), deskKey)
+	if err != nil || st.Final || !st.Unresolved || st.Result != intake.SettleUnknown || st.NextAttempt.Before(e.clock.Now().Add(lag)) {
+		t.Fatalf("the last call, lost = %+v, %v; want Unresolved, not final, due for its check once reads have caught up (%v)", st, err, lag)
+	}
+	if calls := e.unresolvedCalls(); len(calls) != 0 {
+		t.Fatalf("OnUnresolved calls %+v before the give-up's check, want none", calls)
+	}
+	e.clock.Advance(st.NextAttempt.Sub(e.clock.Now()))
+	e.g.answer(errLost)
+	return true
+}
+
 // TestSettleGivesUpAfterSettleMaxAge: once the order is SettleMaxAge old
 // the settler calls the gateway one last time, and if that answer is
 // unknown too the key is unresolved: reported once, shown by a lookup,
@@ -454,22 +477,26 @@ func TestSettleGivesUpAfterSettleMaxAge(t *testing.T) {
 		u := leaveUnknown(t, e)
 		e.clock.Advance(maxAge)
 		e.g.answer(errLost)
+		attempts := 2
+		if checked := checkGiveUp(t, e); checked {
+			attempts++
+		}
 		for i := range 2 {
 			st, err := e.service().Settle(ctx, deskKey)
-			if err != nil || !st.Final || !st.Unresolved || st.Attempts != 2 {
-				t.Fatalf("Settle %d after SettleMaxAge = %+v, %v; want Final, Unresolved, 2 attempts", i+1, st, err)
+			if err != nil || !st.Final || !st.Unresolved || st.Attempts != attempts {
+				t.Fatalf("Settle %d after SettleMaxAge = %+v, %v; want Final, Unresolved, %d attempts", i+1, st, err, attempts)
 			}
 		}
-		if n := len(e.g.placements()); n != 2 {
-			t.Errorf("gateway calls = %d, want 2: one last call, then none once unresolved", n)
+		if n := len(e.g.placements()); n != attempts {
+			t.Errorf("gateway calls = %d, want %d: the last calls, then none once unresolved", n, attempts)
 		}
 		calls := e.unresolvedCalls()
 		if len(calls) != 1 {
 			t.Fatalf("OnUnresolved calls %+v, want 1", calls)
 		}
 		if c := calls[0]; c.key != deskKey || c.p.OrderID != u.OrderID || c.p.Client != deskKey.Client || c.p.Order != parsedValid(t) ||
-			!c.p.AcceptedAt.Equal(acceptedAt) || c.attempts != 2 {
-			t.Errorf("OnUnresolved(%v, %+v, %d), want %v, order %s accepted at %v, 2 attempts", c.key, c.p, c.attempts, deskKey, u.OrderID, acceptedAt)
+			!c.p.AcceptedAt.Equal(acceptedAt) || c.attempts != attempts {
+			t.Errorf("OnUnresolved(%v, %+v, %d), want %v, order %s accepted at %v, %d attempts", c.key, c.p, c.attempts, deskKey, u.OrderID, acceptedAt, attempts)
 		}
 		if keys := e.due(t); len(keys) != 0 {
 			t.Errorf("keys due after giving up: %v, want none", keys)
@@ -647,6 +674,7 @@ func TestKVSettlerWhoseClaimWriteFailsReopensTheKey(t *testing.T) {
 		t.Fatalf("Submit = %v, want ErrOutcomeUnknown", err)
 	}
 	id := g.placements()[0].OrderID
+	h.now = acceptedAt.Add(intake.FirstSettleDelay) // the key is due
 	// The settler's claim write; its write back goes through.
 	h.faulty.Set(kvtest.Fault{Op: kvtest.OpPut, Prefix: "pending:", Nth: 1})
 	if _, err := h.svc.Settle(ctx, key("k")); !errors.Is(err, intake.ErrStorageUnavailable) {
@@ -770,6 +798,7 @@ func TestSettleSaysWhatItDid(t *testing.T) {
 
 		e.clock.Advance(maxAge)
 		e.g.answer(errLost)
+		checkGiveUp(t, e)
 		st, err = e.service().Settle(ctx, deskKey)
 		want("the last call's answer lost", st, err, intake.SettleGaveUp, acceptedAt)
 		st, err = e.service().Settle(ctx, deskKey)
@@ -872,4 +901,140 @@ type failingStore struct{ intake.Store }
 
 func (failingStore) Begin(context.Context, intake.Key, intake.Claim) (intake.Record, error) {
 	return intake.Record{}, errors.New("storage down")
+}
+
+// laggingNamespace serves reads of the keys in stale as they were when
+// frozen, as a KV location whose cache lags behind a write does; every
+// other call goes to the namespace beneath.
+type laggingNamespace struct {
+	kv.Namespace
+	mu    sync.Mutex
+	stale map[string]*kv.Entry
+}
+
+// freeze has reads of keys return what they hold now, until thaw.
+func (l *laggingNamespace) freeze(keys ...string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.stale = make(map[string]*kv.Entry)
+	for _, k := range keys {
+		e, err := l.Namespace.Get(context.Background(), k)
+		if err == nil {
+			l.stale[k] = &e
+		} else {
+			l.stale[k] = nil
+		}
+	}
+}
+
+func (l *laggingNamespace) thaw() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.stale = nil
+}
+
+func (l *laggingNamespace) Get(ctx context.Context, key string) (kv.Entry, error) {
+	l.mu.Lock()
+	e, frozen := l.stale[key]
+	l.mu.Unlock()
+	switch {
+	case !frozen:
+		return l.Namespace.Get(ctx, key)
+	case e == nil:
+		return kv.Entry{}, kv.ErrNotFound
+	}
+	return *e, nil
+}
+
+// laggingKV is a settleEnv over KV whose reads lag while frozen.
+func laggingKV(t *testing.T, opts intake.Options) (*settleEnv, *laggingNamespace) {
+	clock := &fakeClock{now: acceptedAt}
+	mem := kv.NewMemoryNamespace()
+	mem.Now = clock.Now
+	ns := &laggingNamespace{Namespace: mem}
+	e := &settleEnv{clock: clock, store: kv.NewStore(ns, clock.Now), g: &scriptedGateway{clock: clock}}
+	opts.ResultTTL, opts.PendingTTL = config.DefaultResultTTL, config.DefaultPendingTTL
+	opts.Gateway, opts.Now, opts.OnUnresolved = e.g, clock.Now, e.onUnresolved
+	e.opts = opts
+	return e, ns
+}
+
+// TestTheSettlerNeverReportsAnOrderStoredMeanwhile: past SettleMaxAge one
+// settler stores the receipt, and another, 40 s later, reads KV stale,
+// missing it. In the same instance it finds the receipt in memory and
+// calls nobody; in another, its last call fails, the key is left for the
+// give-up's check, and the check, once reads have caught up, finds the
+// receipt: no alert either way, and the receipt is what a retry gets.
+func TestTheSettlerNeverReportsAnOrderStoredMeanwhile(t *testing.T) {
+	ctx := context.Background()
+	const maxAge = time.Hour
+	for _, where := range []string{"in the same instance", "in another instance"} {
+		t.Run(where, func(t *testing.T) {
+			e, ns := laggingKV(t, intake.Options{SettleMaxAge: maxAge})
+			leaveUnknown(t, e)
+			e.clock.Advance(maxAge)
+			ns.freeze("result:"+deskKey.String(), "pending:"+deskKey.String())
+			first := e.service()
+			if st, err := first.Settle(ctx, deskKey); err != nil || st.Result != intake.SettleAccepted {
+				t.Fatalf("the first settler = %+v, %v; want the receipt stored", st, err)
+			}
+			calls := len(e.g.placements())
+			e.clock.Advance(40 * time.Second)
+			second := first
+			if where == "in another instance" {
+				second = e.service()
+			}
+			e.g.answer(errLost)
+			st, err := second.Settle(ctx, deskKey)
+			if err != nil {
+				t.Fatalf("the second settler = %v", err)
+			}
+			if where == "in the same instance" {
+				if !st.Final || len(e.g.placements()) != calls {
+					t.Errorf("the second settler = %+v after %d gateway calls; want Final, from memory, with no call", st, len(e.g.placements())-calls)
+				}
+			} else {
+				if st.Final || !st.Unresolved {
+					t.Fatalf("the second settler, its last call lost = %+v; want the give-up left for its check", st)
+				}
+				ns.thaw()
+				e.clock.Advance(st.NextAttempt.Sub(e.clock.Now()))
+				if st, err := e.service().Settle(ctx, deskKey); err != nil || !st.Final || st.Unresolved {
+					t.Errorf("the give-up's check = %+v, %v; want Final: the receipt is stored", st, err)
+				}
+			}
+			if calls := e.unresolvedCalls(); len(calls) != 0 {
+				t.Errorf("OnUnresolved calls %+v, want none: the receipt is stored", calls)
+			}
+			ns.thaw()
+			out, err := e.service().Submit(ctx, deskKey, []byte(validBody), "")
+			if err != nil || !out.Replayed {
+				t.Errorf("a retry = %+v, %v; want the stored receipt replayed", out, err)
+			}
+		})
+	}
+}
+
+// TestASettleMessageBeforeItsKeyIsDueEnds: a duplicate settle message, or
+// one a later attempt has overtaken, comes before the key is due again:
+// it ends without a gateway call, so that one chain settles a key.
+func TestASettleMessageBeforeItsKeyIsDueEnds(t *testing.T) {
+	ctx := context.Background()
+	e, _ := laggingKV(t, intake.Options{})
+	leaveUnknown(t, e)
+	e.clock.Advance(intake.FirstSettleDelay)
+	e.g.answer(errLost)
+	st, err := e.service().Settle(ctx, deskKey)
+	if err != nil || st.Result != intake.SettleUnknown {
+		t.Fatalf("the chain's attempt = %+v, %v; want unknown again", st, err)
+	}
+	calls := len(e.g.placements())
+	dup, err := e.service().Settle(ctx, deskKey)
+	if err != nil || !dup.Final || dup.Result != intake.SettleIdle || len(e.g.placements()) != calls {
+		t.Errorf("a duplicate message before the key is due = %+v, %v, %d more calls; want Final and idle, no call", dup, err, len(e.g.placements())-calls)
+	}
+	e.clock.Advance(st.NextAttempt.Sub(e.clock.Now()))
+	if st, err := e.service().Settle(ctx, deskKey); err != nil || st.Result != intake.SettleAccepted {
+		t.Errorf("the chain's next attempt, when due = %+v, %v; want the receipt stored", st, err)
+	}
 }

@@ -171,6 +171,7 @@ type Store interface {
 	// them set), unless both it and c have fingerprints and they differ:
 	// then it stays Open and Begin returns it. The settler's claim
 	// (c.Settling) takes over only an Open key that is not Unresolved, or
+	// whose give-up awaits its check (Unresolved with a NextAttempt), or
 	// any Open key with c.Resolving. It
 	// returns Claimed when c now holds the key.
 	Begin(ctx context.Context, key Key, c Claim) (Record, error)
@@ -226,6 +227,14 @@ type Lifecycle struct {
 	// bytes. Off (KV, with no settler for the stand-in and the reference's
 	// claim, a marker kept for its lease), the stand-in commits first.
 	SettlesItself bool
+	// ReadsLag is how long a read may miss a write (KV: a minute or
+	// more; zero for a Store whose reads are exact). The settler's give-up
+	// rests on reads that found no outcome: over such a Store, the last
+	// call that fails leaves the key Unresolved but due again (GiveUpCheck
+	// later), and only a settler that then still finds no outcome reports
+	// it, so that an outcome stored by another request or isolate, which a
+	// lagging read missed, raises no alert.
+	ReadsLag time.Duration
 }
 
 // Placement is an order as the gateway receives it: the same for every

@@ -268,6 +268,9 @@ func (s *Service) newClaim(sub *submission, now time.Time) (Claim, error) {
 func takenOver(claim Claim, rec Record) Claim {
 	claim.OrderID, claim.AcceptedAt, claim.Sent, claim.Tentative = rec.OrderID, rec.AcceptedAt, true, false
 	claim.Attempts, claim.Unresolved = rec.Attempts, rec.Unresolved
+	if rec.Unresolved {
+		claim.NextAttempt = rec.NextAttempt // a give-up's check, if due
+	}
 	if rec.Fingerprint != "" {
 		claim.Fingerprint = rec.Fingerprint
 	}
@@ -361,20 +364,33 @@ func (s *Service) keep(ctx context.Context, key Key, claim Claim, result Result,
 func (s *Service) leaveOpen(ctx context.Context, key Key, claim Claim, cause error, by placer) *Unsettled {
 	now := s.opts.Now()
 	claim.Attempts++
-	claim.NextAttempt = time.Time{}
+	if !claim.Unresolved {
+		claim.NextAttempt = time.Time{}
+	}
 	if !s.settles {
 		// The stand-in's commit failed: the key keeps the order id and
 		// time it answered with, as long as the receipt would have been
 		// kept, for a retry to store them.
 		claim.KeepUntil = later(claim.KeepUntil, claim.AcceptedAt.Add(s.opts.ResultTTL))
 	}
-	if by == bySettlerLastTime {
-		// The settler gives up: the key is kept for another ResultTTL,
-		// never due again, and reported.
+	report := false
+	switch {
+	case by == bySettlerLastTime && !claim.Unresolved && s.life.ReadsLag > 0:
+		// The settler's last call failed, but a read that lags may have
+		// missed an outcome another request stored: the key is Unresolved,
+		// and due once reads have caught up for the check that reports it.
 		claim.Unresolved = true
 		claim.KeepUntil = later(claim.KeepUntil, now.Add(s.opts.ResultTTL))
-	}
-	if s.settles && !claim.Unresolved {
+		claim.NextAttempt = now.Add(max(SettleBackoff(claim.Attempts), 2*s.life.ReadsLag))
+	case by == bySettlerLastTime:
+		// The settler gives up: the key is kept for another ResultTTL,
+		// never due again, and reported.
+		claim.Unresolved, report = true, true
+		claim.KeepUntil = later(claim.KeepUntil, now.Add(s.opts.ResultTTL))
+		claim.NextAttempt = time.Time{}
+	case claim.Unresolved:
+		// A client's retry keeps the give-up's check due as it was.
+	case s.settles:
 		claim.NextAttempt = now.Add(SettleBackoff(claim.Attempts))
 	}
 	// Remembered before the release, which awaits: a commit that failed
@@ -383,14 +399,15 @@ func (s *Service) leaveOpen(ctx context.Context, key Key, claim Claim, cause err
 	// read the key stale and mint another acceptedAt.
 	s.opened.put(key.String(), claim, now)
 	s.release(ctx, key, claim)
-	if by == bySettlerLastTime && s.opts.OnUnresolved != nil && !s.storedMeanwhile(ctx, key) {
+	if report && s.opts.OnUnresolved != nil {
 		s.opts.OnUnresolved(ctx, key, Placement{OrderID: claim.OrderID, Client: key.Client, Order: claim.Order, AcceptedAt: claim.AcceptedAt}, claim.Attempts)
 	}
-	// Only the first unknown outcome starts the settler's chain: from then
-	// on each of its attempts schedules the next, and a client's retry that
-	// ends unknown too must not start a second chain beside it. A chain
+	// A client's unknown outcome schedules the settler for the due time it
+	// wrote; the settler's own attempts are scheduled by their caller. A
+	// message that comes before its key is due was sent for an earlier due
+	// time, and ends there (Settle), so one chain settles a key. A chain
 	// whose message is lost is found by the Store's due time.
-	if by == byClient && claim.Attempts == 1 && !claim.Unresolved && s.opts.Schedule != nil {
+	if by == byClient && !claim.Unresolved && s.opts.Schedule != nil {
 		if err := s.opts.Schedule(context.WithoutCancel(ctx), key, claim.NextAttempt); err != nil {
 			// The Store's record says when the key is due; the sweep of
 			// overdue keys finds it (docs/operating.md, The settler).
@@ -399,15 +416,6 @@ func (s *Service) leaveOpen(ctx context.Context, key Key, claim Claim, cause err
 	}
 	return &Unsettled{OrderID: claim.OrderID, Attempts: claim.Attempts, NextAttempt: claim.NextAttempt,
 		Unresolved: claim.Unresolved, Cause: cause.Error()}
-}
-
-// storedMeanwhile reports whether key's outcome is stored now: over KV,
-// another isolate may have called the gateway at the same time and stored
-// the receipt, which wins every read, so the settler's give-up is no
-// alert.
-func (s *Service) storedMeanwhile(ctx context.Context, key Key) bool {
-	rec, err := s.store.Lookup(context.WithoutCancel(ctx), key)
-	return err == nil && rec.State == Stored
 }
 
 // commit stores result under claim and caches it as stored no later than

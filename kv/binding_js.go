@@ -5,6 +5,7 @@ package kv
 import (
 	"context"
 	"strconv"
+	"strings"
 
 	"github.com/edge-orders/edge-orders/internal/errs"
 	"github.com/edge-orders/edge-orders/workers"
@@ -62,7 +63,7 @@ func (n *Binding) Put(ctx context.Context, key string, e Entry, opts PutOptions)
 		return err
 	}
 	if err := n.kv.Put(ctx, key, e.Value, e.Metadata, opts.TTL); err != nil {
-		return errs.Prefix("kv: put "+strconv.Quote(key), err)
+		return writeError("kv: put "+strconv.Quote(key), err)
 	}
 	return nil
 }
@@ -73,7 +74,7 @@ func (n *Binding) Delete(ctx context.Context, key string) error {
 		return err
 	}
 	if err := n.kv.Delete(ctx, key); err != nil {
-		return errs.Prefix("kv: delete "+strconv.Quote(key), err)
+		return writeError("kv: delete "+strconv.Quote(key), err)
 	}
 	return nil
 }
@@ -89,4 +90,13 @@ func (n *Binding) List(ctx context.Context, prefix, cursor string, limit int) ([
 		page[i] = Listed{Name: k.Name, Metadata: k.Metadata}
 	}
 	return page, next, nil
+}
+
+// writeError is a failed write's error, prefixed; one KV refused with a
+// 429 ("KV PUT failed: 429 Too Many Requests") unwraps to ErrRateLimited.
+func writeError(prefix string, err error) error {
+	if strings.Contains(err.Error(), "429") {
+		return errs.Wrap(ErrRateLimited, prefix+": "+err.Error())
+	}
+	return errs.Prefix(prefix, err)
 }

@@ -31,6 +31,9 @@ var (
 	// "." or "..", a key over MaxKeyBytes, a TTL under MinTTL, or metadata or a value
 	// over its limit.
 	ErrInvalid = errors.New("kv: invalid argument")
+	// ErrRateLimited is returned by a write that KV refused with a 429:
+	// KV takes one write a second per key.
+	ErrRateLimited = errors.New("kv: too many writes to one key (429)")
 )
 
 // Entry is a value with the metadata stored beside it.

@@ -18,9 +18,32 @@ import (
 type MemoryNamespace struct {
 	// Now is the clock used for expiry; tests replace it to move time.
 	Now func() time.Time
+	// LimitWrites refuses a write to a key within a second of its last
+	// with ErrRateLimited, as KV may: set it to test what a refused write
+	// does. Off, the default, writes are never refused, so that a test on
+	// a clock that does not move can write a key twice.
+	LimitWrites bool
 
 	mu      sync.Mutex
 	entries map[string]memoryEntry
+	written map[string]time.Time // each key's last write, with LimitWrites
+}
+
+// limited reports, under m.mu, whether a write to key now is refused,
+// and notes it as written if not.
+func (m *MemoryNamespace) limited(key string) bool {
+	if !m.LimitWrites {
+		return false
+	}
+	now := m.Now()
+	if at, ok := m.written[key]; ok && now.Sub(at) < writeEvery {
+		return true
+	}
+	if m.written == nil {
+		m.written = make(map[string]time.Time)
+	}
+	m.written[key] = now
+	return false
 }
 
 type memoryEntry struct {
@@ -73,6 +96,9 @@ func (m *MemoryNamespace) Put(ctx context.Context, key string, e Entry, opts Put
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if m.limited(key) {
+		return ErrRateLimited
+	}
 	m.entries[key] = memoryEntry{Entry: e, expires: expires}
 	return nil
 }
@@ -87,6 +113,9 @@ func (m *MemoryNamespace) Delete(ctx context.Context, key string) error {
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if m.limited(key) {
+		return ErrRateLimited
+	}
 	delete(m.entries, key)
 	return nil
 }

@@ -79,3 +79,31 @@ func TestMemoryIsNotAtomic(t *testing.T) {
 		t.Fatalf("%d of %d callers won a get-then-put claim; want all, as on KV", winners, callers)
 	}
 }
+
+// TestMemoryNamespaceLimitsWritesWhenAsked: with LimitWrites a second
+// write to a key within a second is refused with ErrRateLimited, and
+// changes nothing; another key, or the same a second later, is written.
+func TestMemoryNamespaceLimitsWritesWhenAsked(t *testing.T) {
+	ctx := context.Background()
+	now := time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
+	m := kv.NewMemoryNamespace()
+	m.Now = func() time.Time { return now }
+	m.LimitWrites = true
+	if err := m.Put(ctx, "a", kv.Entry{Value: "1"}, kv.PutOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	now = now.Add(999 * time.Millisecond)
+	if err := m.Delete(ctx, "a"); !errors.Is(err, kv.ErrRateLimited) {
+		t.Errorf("a delete within the second = %v, want ErrRateLimited", err)
+	}
+	if e, err := m.Get(ctx, "a"); err != nil || e.Value != "1" {
+		t.Errorf("after the refused delete: %+v, %v; want the value kept", e, err)
+	}
+	if err := m.Put(ctx, "b", kv.Entry{Value: "1"}, kv.PutOptions{}); err != nil {
+		t.Errorf("another key = %v", err)
+	}
+	now = now.Add(time.Millisecond)
+	if err := m.Put(ctx, "a", kv.Entry{Value: "2"}, kv.PutOptions{}); err != nil {
+		t.Errorf("a write a second later = %v", err)
+	}
+}

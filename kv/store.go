@@ -40,9 +40,16 @@ type Store struct {
 	// prefers the outcome. Set it before the Store is given to intake.New.
 	ReleaseClaims bool
 
+	// Sleep waits out KV's write limit before a release's second write;
+	// nil waits on a Go timer. The Worker passes workers.Sleep.
+	Sleep func(ctx context.Context, d time.Duration) error
+
 	ns  Namespace
 	now func() time.Time
 }
+
+// writeEvery is how often KV takes a write to one key.
+const writeEvery = time.Second
 
 // NewStore returns a Store over ns on the clock now; nil means time.Now.
 func NewStore(ns Namespace, now func() time.Time) *Store {
@@ -56,8 +63,17 @@ func NewStore(ns Namespace, now func() time.Time) *Store {
 // key before it answers an invalid body, and releases each claim after
 // its outcome only with ReleaseClaims.
 func (k *Store) Lifecycle() intake.Lifecycle {
-	return intake.Lifecycle{ReleaseAfterCommit: k.ReleaseClaims}
+	return intake.Lifecycle{ReleaseAfterCommit: k.ReleaseClaims, ReadsLag: ReadsLag}
 }
+
+// ReadsLag is how long a KV read may miss a write, even in the location
+// that made it: Cloudflare documents 60 seconds or more.
+const ReadsLag = 60 * time.Second
+
+// dueSlack is how early a settle message may come and still find its key
+// due: the clocks of the isolate that sent it and of the one that takes it
+// differ a little.
+const dueSlack = time.Second
 
 // Lookup implements intake.Store: it reads result:<key> and pending:<key>
 // at once, one round trip instead of two: in one call where the namespace
@@ -171,13 +187,13 @@ func (k *Store) Begin(ctx context.Context, key intake.Key, c intake.Claim) (inta
 		return intake.Record{}, err
 	}
 	if c.Settling && stored != nil && pending != nil {
-		if err := k.ns.Delete(ctx, pendingPrefix+key.String()); err != nil {
-			return intake.Record{}, errs.Prefix("deleting a claim past its outcome", err)
-		}
+		// The outcome is what counts: a delete that fails leaves the claim
+		// for the next sweep to list and the next settler to delete.
+		_ = k.ns.Delete(ctx, pendingPrefix+key.String())
 	}
 	rec := k.record(stored, pending)
 	switch {
-	case rec.State == intake.Open && !(c.Settling && !c.Resolving && rec.Unresolved):
+	case rec.State == intake.Open && !(c.Settling && !c.Resolving && !k.due(rec)):
 		return k.takeOver(ctx, key, c, rec)
 	case rec.State != intake.Absent || c.Settling:
 		return rec, nil
@@ -188,6 +204,11 @@ func (k *Store) Begin(ctx context.Context, key intake.Key, c intake.Claim) (inta
 		}
 	}
 	if err := k.putClaim(ctx, key, c, false); err != nil {
+		if errors.Is(err, ErrRateLimited) {
+			// Refused: nothing landed, and another's write did within the
+			// second, which a release would overwrite.
+			return intake.Record{}, err
+		}
 		// A failed put may still have landed: release it so retries are not
 		// blocked for its lease, trying twice. A claim for an order that
 		// may reach a gateway is left open with it rather than deleted:
@@ -202,6 +223,17 @@ func (k *Store) Begin(ctx context.Context, key intake.Key, c intake.Claim) (inta
 		return intake.Record{}, err
 	}
 	return intake.Record{State: intake.Claimed}, nil
+}
+
+// due reports whether the settler may take over the Open key rec: it is
+// due now, and, if the settler gave up on it, due for the give-up's check.
+// A settle message that comes before its key is due was sent for an
+// earlier due time, by a chain another attempt has moved on.
+func (k *Store) due(rec intake.Record) bool {
+	if rec.Unresolved && rec.NextAttempt.IsZero() {
+		return false
+	}
+	return !k.now().Add(dueSlack).Before(rec.NextAttempt)
 }
 
 // takeOver claims an Open key for c with the order id, order and attempts
@@ -223,6 +255,9 @@ func (k *Store) takeOver(ctx context.Context, key intake.Key, c intake.Claim, op
 		c.Fingerprint, c.Order = open.Fingerprint, open.Order
 	}
 	if err := k.putClaim(ctx, key, c, false); err != nil {
+		if errors.Is(err, ErrRateLimited) {
+			return intake.Record{}, err // refused: the key is as it was
+		}
 		back := c
 		back.Sent, back.NextAttempt = true, open.NextAttempt
 		if rerr := intake.ReleaseTwice(ctx, k, key, back); rerr != nil {
@@ -251,7 +286,11 @@ func (k *Store) putClaim(ctx context.Context, key intake.Key, c intake.Claim, op
 		order: c.Order, hasOrder: c.Fingerprint != "", leaseUntil: now.Add(c.Lease), open: open,
 		attempts: c.Attempts, unresolved: c.Unresolved}
 	switch {
-	case !m.hasOrder || c.Unresolved:
+	case !m.hasOrder:
+	case open && c.Unresolved:
+		// Given up on: due only for the give-up's check, if it awaits one.
+		m.due = c.NextAttempt
+	case c.Unresolved:
 	case open:
 		// An open key with its order is always due: at once, if no
 		// attempt said when (a takeover written back after its put
@@ -306,18 +345,41 @@ func claimTTL(c intake.Claim, now time.Time) time.Duration {
 // whose claim it is, so this is only called by the claim's holder. It
 // ignores ctx's cancellation: a request abandoned midway must still free
 // its key.
+//
+// A release often follows its claim's write within a second, which KV may
+// refuse (ErrRateLimited): the release then waits out the second and
+// writes once more, rather than leave the key held for the claim's whole
+// lease.
 func (k *Store) Release(ctx context.Context, key intake.Key, c intake.Claim) error {
 	ctx = context.WithoutCancel(ctx)
-	var err error
-	if c.Sent && !c.KeepUntil.IsZero() {
-		err = k.putClaim(ctx, key, c, true)
-	} else {
-		err = k.ns.Delete(ctx, pendingPrefix+key.String())
+	write := func() error {
+		if c.Sent && !c.KeepUntil.IsZero() {
+			return k.putClaim(ctx, key, c, true)
+		}
+		return k.ns.Delete(ctx, pendingPrefix+key.String())
+	}
+	err := write()
+	if errors.Is(err, ErrRateLimited) && k.sleep(ctx, writeEvery) == nil {
+		err = write()
 	}
 	if err != nil {
 		return errs.Prefix("release", err)
 	}
 	return nil
+}
+
+func (k *Store) sleep(ctx context.Context, d time.Duration) error {
+	if k.Sleep != nil {
+		return k.Sleep(ctx, d)
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 // metadata is what the Worker stores beside a value in KV, in one JSON
@@ -507,7 +569,7 @@ func (k *Store) Overdue(ctx context.Context, before time.Time, limit int) ([]int
 		}
 		for _, l := range page {
 			m := decodeMetadata(l.Metadata)
-			if m.due.IsZero() || !m.due.Before(before) || m.unresolved {
+			if m.due.IsZero() || !m.due.Before(before) {
 				continue
 			}
 			name := strings.TrimPrefix(l.Name, pendingPrefix)

@@ -191,3 +191,109 @@ func TestLookupPanicReachesTheCaller(t *testing.T) {
 	s.store.Lookup(context.Background(), openKey("k"))
 	t.Errorf("Lookup returned, want it to panic")
 }
+
+// TestASettlersBeginSeesTheReceiptWhoseClaimItCannotDelete: beside a
+// stored receipt the settler's Begin deletes the claim left there; when
+// that delete fails, Begin still says Stored, with the receipt: what it
+// read is known, and the claim goes on the next sweep.
+func TestASettlersBeginSeesTheReceiptWhoseClaimItCannotDelete(t *testing.T) {
+	ctx := context.Background()
+	mem := kv.NewMemoryNamespace()
+	faulty := &kvtest.Faulty{Namespace: mem, Err: errors.New("kv: delete failed")}
+	store := kv.NewStore(faulty, nil)
+	key := intake.Key{Client: "desk-a", ID: "k"}
+	if err := mem.Put(ctx, "result:desk-a:k", kv.Entry{Value: `{"orderId":"o"}`}, kv.PutOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := mem.Put(ctx, "pending:desk-a:k", kv.Entry{Value: "1"}, kv.PutOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	faulty.Set(kvtest.Fault{Op: kvtest.OpDelete, Prefix: "pending:", Nth: 1})
+	rec, err := store.Begin(ctx, key, intake.Claim{Token: "t", Settling: true, Lease: time.Minute})
+	if err != nil || rec.State != intake.Stored || string(rec.Body) != `{"orderId":"o"}` {
+		t.Errorf("Begin = %+v, %v; want Stored with the receipt", rec, err)
+	}
+}
+
+// TestAReleaseRefusedByTheWriteLimitWaitsOutTheSecond: KV takes one write
+// a second per key, and a release that follows its claim within one is
+// refused: it waits out the second and writes again, so the key is open
+// (or free) at once rather than held for the claim's lease.
+func TestAReleaseRefusedByTheWriteLimitWaitsOutTheSecond(t *testing.T) {
+	ctx := context.Background()
+	for _, sent := range []bool{false, true} {
+		name := map[bool]string{false: "a claim deleted", true: "a sent claim left open"}[sent]
+		t.Run(name, func(t *testing.T) {
+			now := time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
+			mem := kv.NewMemoryNamespace()
+			mem.Now = func() time.Time { return now }
+			mem.LimitWrites = true
+			store := kv.NewStore(mem, mem.Now)
+			var slept time.Duration
+			store.Sleep = func(_ context.Context, d time.Duration) error {
+				slept += d
+				now = now.Add(d)
+				return nil
+			}
+			key := intake.Key{Client: "desk-a", ID: "k"}
+			claim := intake.Claim{Token: "t", Fingerprint: fingerprint(t, validBody), OrderID: "o", AcceptedAt: now,
+				Lease: config.DefaultPendingTTL, KeepUntil: now.Add(time.Hour)}
+			if rec, err := store.Begin(ctx, key, claim); err != nil || rec.State != intake.Claimed {
+				t.Fatalf("Begin = %+v, %v", rec, err)
+			}
+			now = now.Add(50 * time.Millisecond)
+			claim.Sent = sent
+			if err := store.Release(ctx, key, claim); err != nil {
+				t.Fatalf("Release within a second of the claim = %v, want it written once the second has passed", err)
+			}
+			if slept != time.Second {
+				t.Errorf("slept %v, want a second", slept)
+			}
+			rec, err := store.Lookup(ctx, key)
+			want := map[bool]intake.State{false: intake.Absent, true: intake.Open}[sent]
+			if err != nil || rec.State != want {
+				t.Errorf("after the release the key is %v (%v), want %v", rec.State, err, want)
+			}
+		})
+	}
+}
+
+// TestAClaimRefusedByTheWriteLimitLeavesTheKeyAlone: a claim written
+// within a second of another's write is refused (429): nothing of it
+// landed, so Begin writes nothing more, where a release would have
+// overwritten the other's claim with its own order.
+func TestAClaimRefusedByTheWriteLimitLeavesTheKeyAlone(t *testing.T) {
+	ctx := context.Background()
+	now := time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
+	mem := kv.NewMemoryNamespace()
+	mem.Now = func() time.Time { return now }
+	mem.LimitWrites = true
+	first := kv.NewStore(mem, mem.Now)
+	hooked := &kvtest.Hooked{Namespace: mem}
+	second := kv.NewStore(hooked, mem.Now)
+	second.Sleep = func(context.Context, time.Duration) error { now = now.Add(time.Second); return nil }
+	key := intake.Key{Client: "desk-a", ID: "k"}
+	claim := func(token, body string) intake.Claim {
+		return intake.Claim{Token: token, Fingerprint: fingerprint(t, body), OrderID: "order-" + token, AcceptedAt: now,
+			Lease: config.DefaultPendingTTL, KeepUntil: now.Add(time.Hour)}
+	}
+	// Both read the key free; the first's claim lands between the
+	// second's read and its write.
+	hooked.Before = func(op kvtest.Op, k string) error {
+		if op == kvtest.OpPut && strings.HasPrefix(k, "pending:") {
+			hooked.Before = nil
+			if rec, err := first.Begin(ctx, key, claim("a", validBody)); err != nil || rec.State != intake.Claimed {
+				t.Fatalf("the first Begin = %+v, %v", rec, err)
+			}
+		}
+		return nil
+	}
+	other := `{"symbol":"MSFT","side":"sell","quantity":5}`
+	if _, err := second.Begin(ctx, key, claim("b", other)); !errors.Is(err, kv.ErrRateLimited) {
+		t.Fatalf("the second Begin within the second = %v, want ErrRateLimited", err)
+	}
+	rec, err := first.Lookup(ctx, key)
+	if err != nil || rec.State != intake.Held || rec.OrderID != "order-a" {
+		t.Errorf("the key after the refused claim = %v %s (%v), want held by the first claim, order-a", rec.State, rec.OrderID, err)
+	}
+}

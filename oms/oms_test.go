@@ -203,8 +203,8 @@ func TestPlace(t *testing.T) {
 		t.Fatalf("accepted: %v", err)
 	}
 	s := <-calls
-	if s.method != "POST" || s.contentType != "application/json" || s.key != orderID || s.auth != "Bearer s3cret" || s.encoding != "identity" {
-		t.Errorf("call = %s, Content-Type %q, Idempotency-Key %q, Authorization %q, Accept-Encoding %q; want POST, application/json, the order id, Bearer s3cret, identity",
+	if s.method != "POST" || s.contentType != "application/json" || s.key != `"`+orderID+`"` || s.auth != "Bearer s3cret" || s.encoding != "identity" {
+		t.Errorf("call = %s, Content-Type %q, Idempotency-Key %q, Authorization %q, Accept-Encoding %q; want POST, application/json, the order id quoted, Bearer s3cret, identity",
 			s.method, s.contentType, s.key, s.auth, s.encoding)
 	}
 	if s.body["orderId"] != orderID || s.body["symbol"] != "MSFT" || s.body["quantity"] != 100.0 {
@@ -246,5 +246,20 @@ func TestPlace(t *testing.T) {
 	}
 	if took := time.Since(began); took > 5*time.Second {
 		t.Errorf("no answer took %v, want about the 200 ms timeout", took)
+	}
+}
+
+func TestKeyHeader(t *testing.T) {
+	tests := []struct{ name, id, want string }{
+		{"an order id is quoted", "0b9c3e8e-6f4a-4d2b-9c1e-3a5f7d9b1c2e", `"0b9c3e8e-6f4a-4d2b-9c1e-3a5f7d9b1c2e"`},
+		{"a quote is escaped", `a"b`, `"a\"b"`},
+		{"a backslash is escaped", `a\b`, `"a\\b"`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := oms.KeyHeader(tc.id); got != tc.want {
+				t.Errorf("KeyHeader(%q) = %s, want %s", tc.id, got, tc.want)
+			}
+		})
 	}
 }

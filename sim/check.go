@@ -3,6 +3,8 @@ package sim
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"fmt"
 	"os"
 	"slices"
 	"strings"
@@ -12,6 +14,38 @@ import (
 	"github.com/edge-orders/edge-orders/kv"
 	"github.com/edge-orders/edge-orders/order"
 )
+
+// kvEvent is one event of KV's documented limits, on a key.
+type kvEvent struct {
+	at   time.Time
+	what string
+}
+
+func (w *world) kvEvent(key keyName, what string) {
+	w.kvEvents[key] = append(w.kvEvents[key], kvEvent{at: w.now(), what: what})
+}
+
+// kvAllows is the first event of KV's documented limits on key at or
+// before at, which KV mode's allowances name: a read that missed a write
+// (staleness), or two claims at once (no compare-and-swap). Over the
+// ledger nothing is allowed.
+func (w *world) kvAllows(key keyName, at time.Time) (string, bool) {
+	if w.mode != KVMode {
+		return "", false
+	}
+	for _, e := range w.kvEvents[key] {
+		if !e.at.After(at) {
+			return e.what, true
+		}
+	}
+	return "", false
+}
+
+// allow counts an allowance, with the event that excuses it logged.
+func (w *world) allow(what, event string) {
+	w.count(what + " (KV allows)")
+	w.logf("allowed: %s: %s", what, event)
+}
 
 // The invariants every history is checked against. Each is checked where
 // it can first fail (as a call is made, an answer given, a receipt
@@ -28,7 +62,6 @@ func (w *world) checkOneCallAtOnce(call *gatewayCall) {
 			return
 		}
 		w.count("gateway calls at once across isolates (KV allows)")
-		w.raced[call.key] = true
 	}
 	w.checkHeld(call)
 }
@@ -63,15 +96,44 @@ func (w *world) checkAnswer(ans *answer) {
 		if status != order.StatusAccepted || !ok || !got.accepted {
 			w.violate("a client of %s was given a receipt for %s (%s), which the OMS did not accept", ans.key, id, status)
 		}
+		w.checkAnswersItsOrder(ans, id)
 	case rejected:
 		if got, ok := w.oms.orders[ans.orderID]; !ok || got.accepted {
 			w.violate("a client of %s was told %s was rejected, which the OMS did not reject", ans.key, ans.orderID)
 		}
+		w.checkAnswersItsOrder(ans, ans.orderID)
 	case unresolved:
-		w.checkNotReceipted(ans.key, ans.orderID, "was told unresolved to its client")
+		w.checkNotReceipted(ans.key, ans.orderID, "was told unresolved to its client", ans.by)
 	}
 	if ans.lookup && ans.body != nil && !w.storedBodies[ans.key][string(ans.body)] {
 		w.violate("a lookup of %s was told a receipt that was never stored: %s", ans.key, ans.body)
+	}
+}
+
+// checkAnswersItsOrder: a receipt or a rejection answers the order its
+// client sent, under its key: the receipt's symbol, side and quantity are
+// the order's, and its order id is the one the key and order derive
+// (intake.OrderIDFor), or a migrated key's own.
+func (w *world) checkAnswersItsOrder(ans *answer, orderID string) {
+	if ans.lookup || ans.fp == "" {
+		return
+	}
+	if ans.body != nil {
+		var r struct {
+			Symbol   string  `json:"symbol"`
+			Side     string  `json:"side"`
+			Quantity float64 `json:"quantity"`
+		}
+		o := order.Order{}
+		if json.Unmarshal(ans.body, &r) == nil {
+			o = order.Order{Symbol: r.Symbol, Side: order.Side(r.Side), Quantity: r.Quantity}
+		}
+		if o.Fingerprint() != ans.fp {
+			w.violate("a client of %s was answered %s with %s, which is not the order it sent", ans.key, ans.kind, ans.body)
+		}
+	}
+	if want := intake.OrderIDFor(w.keyOf(ans.key), ans.fp); orderID != want && !strings.HasPrefix(orderID, "legacy-") {
+		w.violate("a client of %s was answered %s for order id %s, not its order's %s", ans.key, ans.kind, orderID, want)
 	}
 }
 
@@ -79,11 +141,19 @@ func (w *world) checkAnswer(ans *answer) {
 // accept (or, for a rejection, reject).
 func (w *world) observeKVWrite(key string, e *kv.Entry, expires time.Time) {
 	w.lastWriter[key] = w.sched.running
-	if name, ok := strings.CutPrefix(key, "pending:"); ok && e != nil && w.sched.running != nil && w.sched.running.inst != nil {
-		if w.claimedBy[name] == nil {
-			w.claimedBy[name] = make(map[[2]int]bool)
+	if a := w.sched.running; a != nil && !w.direct && e != nil && strings.HasPrefix(key, "pending:") {
+		// A claim written after another's write of the claim landed since
+		// this actor read it: two claims at once.
+		if read, ok := a.reads[key]; ok {
+			vs := w.ns.keys[key]
+			for _, v := range vs[:len(vs)-1] {
+				if v.seq >= read && v.by != a {
+					w.kvEvent(strings.TrimPrefix(key, "pending:"), fmt.Sprintf("%s claimed %s at %s over %s's claim, written at %s after its read",
+						a.name, key, w.now().Format("15:04:05.000"), actorName(v.by), v.at.Format("15:04:05.000")))
+					break
+				}
+			}
 		}
-		w.claimedBy[name][[2]int{w.sched.running.inst.id, w.sched.running.gen}] = true
 	}
 	if strings.HasPrefix(key, "pending:") && os.Getenv("SIM_DEBUG") != "" {
 		if e != nil {
@@ -140,18 +210,29 @@ func (w *world) stored(key keyName, receipt []byte, until time.Time) {
 }
 
 // checkNotReceipted: an accepted order is never reported unresolved while
-// its receipt is stored. Over KV, two isolates that called the gateway for
-// the key, at once or after a stale read, may: one stores the receipt, the
-// other, reading stale, reports its own failed call (counted).
-func (w *world) checkNotReceipted(key keyName, orderID, what string) {
+// its receipt is stored. Over KV, only when the read of the reporting
+// request (reader) missed the receipt's write: a stale read, past the
+// give-up's check, or of a receipt stored within the minute before it.
+func (w *world) checkNotReceipted(key keyName, orderID, what string, reader *actor) {
 	until, ok := w.receipts[key][orderID]
 	switch {
 	case !ok || !w.now().Before(until):
-	case w.mode == KVMode && (w.raced[key] || len(w.claimedBy[key]) > 1):
-		w.count("unresolved beside a racing isolate's receipt (KV allows)")
+	case w.mode == KVMode && w.missedReceipt(reader, "result:"+key):
+		w.allow("unresolved beside a receipt its read missed", fmt.Sprintf("%s %s", key, what))
 	default:
 		w.violate("%s %s, but its accepted receipt for %s is stored", key, what, orderID)
 	}
+}
+
+// missedReceipt reports whether a read of kvKey by reader missed the
+// write of a receipt.
+func (w *world) missedReceipt(reader *actor, kvKey string) bool {
+	for _, m := range w.misses[kvKey] {
+		if m.reader == reader && slices.ContainsFunc(m.missed, func(v version) bool { return v.entry != nil }) {
+			return true
+		}
+	}
+	return false
 }
 
 // peek reads what the store holds for key now, without staleness, faults
@@ -210,6 +291,9 @@ func (w *world) keyOf(name keyName) intake.Key {
 func (w *world) checkKept() {
 	now := w.now()
 	for key, c := range w.oms.last {
+		if w.absent[key] || !w.isAbsent(key) {
+			continue
+		}
 		var until time.Time
 		if at, ok := w.commits[key]; ok && !at.Before(c.start) {
 			until = at.Add(w.resultTTL)
@@ -219,20 +303,50 @@ func (w *world) checkKept() {
 				until = later(until, at.Add(w.resultTTL))
 			}
 		}
-		if now.Before(until) && !w.absent[key] && w.peek(key).State == intake.Absent {
+		if now.Before(until) {
 			w.absent[key] = true // once is enough
-			if w.mode == KVMode && w.racedAnotherOrder(c) {
-				// The order was placed beside another under the same key,
-				// after a read that missed it: KV's documented limit. The
-				// key ends with the other's outcome, and a retry of this
-				// order carries its same order id.
-				w.count("a second order under the key, from a stale read, forgotten with the first's outcome (KV allows)")
-				continue
+			if event, ok := w.kvAllows(key, c.start); ok {
+				switch {
+				case w.racedAnotherOrder(c):
+					// The order was placed beside another under the same
+					// key: the key ends with the other's outcome, and a
+					// retry of this order carries its same order id.
+					w.allow("a second order under the key forgotten with the first's outcome", event)
+					continue
+				case w.keptForAnEarlierClaim(c):
+					// Two claims for the order, with two acceptedAt: the
+					// key was kept for the earlier one's KeepUntil.
+					w.allow("a key kept until an earlier claim's KeepUntil, not a later one's", event)
+					continue
+				}
 			}
 			w.violate("%s is absent %s after its order %s may have reached the OMS; it must be kept until %s",
 				key, now.Sub(c.acceptedAt), c.orderID, until.Sub(c.acceptedAt))
 		}
 	}
+}
+
+// isAbsent reports whether the store holds nothing for key now: over KV,
+// neither an outcome nor a claim (a cheaper look than peek, which decodes
+// them: checkKept asks after every step, of every key).
+func (w *world) isAbsent(key keyName) bool {
+	if w.mode == KVMode {
+		k := w.keyOf(key).String()
+		return w.ns.latest("result:"+k) == nil && w.ns.latest("pending:"+k) == nil
+	}
+	return w.peek(key).State == intake.Absent
+}
+
+// keptForAnEarlierClaim reports whether c's order was called with an
+// earlier acceptedAt too, whose KeepUntil has passed.
+func (w *world) keptForAnEarlierClaim(c *gatewayCall) bool {
+	for _, d := range w.oms.calls {
+		if d.key == c.key && d.orderID == c.orderID && d.acceptedAt.Before(c.acceptedAt) &&
+			!w.now().Before(d.acceptedAt.Add(w.settleMaxAge+w.resultTTL)) {
+			return true
+		}
+	}
+	return false
 }
 
 // racedAnotherOrder reports whether a gateway call for another order under
@@ -262,20 +376,22 @@ func (w *world) checkEnd() {
 // the answer: a receipt byte for byte, a rejection of the same order id.
 // The outcome may have been answered before its commit, which may have
 // failed or never run; the settler, or the retry itself, must then store
-// what the client was given. Over KV, a key claimed by two isolates, or
-// by one before and after it died with its memory (no compare-and-swap:
-// one read it stale), may end with either claim's outcome, another
-// acceptedAt or even another order's: counted.
+// what the client was given. Over KV, a key whose claim was read stale or
+// claimed twice at once (no compare-and-swap) may end with either claim's
+// outcome, another acceptedAt or even another order's: allowed, naming
+// the event.
 func (w *world) checkFinalRetries() {
 	for _, fin := range w.finalRetries {
 		for _, a := range w.answers {
 			if a == fin || a.lookup || a.key != fin.key || a.fp != fin.fp || !w.now().Before(a.start.Add(w.resultTTL)) {
 				continue
 			}
+			event, allowed := w.kvAllows(a.key, fin.start)
 			switch {
 			case a.kind == created && (fin.kind == created || fin.kind == replayed) && bytes.Equal(a.body, fin.body):
-			case (a.kind == created || (a.kind == rejected && !a.replay)) && w.mode == KVMode && len(w.claimedBy[a.key]) > 1:
-				w.count("final retry got another isolate's claim's outcome (KV allows)")
+			case a.kind == rejected && fin.kind == rejected && fin.orderID == a.orderID:
+			case (a.kind == created || (a.kind == rejected && !a.replay)) && allowed:
+				w.allow("a final retry got another claim's outcome", event)
 			case a.kind == created:
 				w.violate("a client of %s was given %s, but a retry once quiet got %s %s", a.key, a.body, fin.kind, fin.body)
 			case a.kind == rejected && !a.replay && (fin.kind != rejected || fin.orderID != a.orderID):
@@ -287,22 +403,23 @@ func (w *world) checkFinalRetries() {
 
 // otherClaimsReceipt reports whether body, a receipt stored for a's key
 // other than the one a's client was given, is for the same order id and
-// the key was claimed in KV by more than one isolate (or isolate life):
-// without
-// compare-and-swap, an isolate whose read of the key was stale mints a
-// claim of its own, with its own acceptedAt, and the settler may store
-// the receipt built from either claim.
-func (w *world) otherClaimsReceipt(a *answer, body []byte) bool {
-	if w.mode != KVMode || len(w.claimedBy[a.key]) < 2 || body == nil {
-		return false
+// the history shows, before a, the KV event that lets a second claim
+// exist (kvAllows), which it returns: a claim minted from a stale read,
+// or at once with another, has its own acceptedAt, and the settler may
+// store the receipt built from either claim.
+func (w *world) otherClaimsReceipt(a *answer, body []byte) (string, bool) {
+	event, ok := w.kvAllows(a.key, a.start)
+	if !ok || body == nil {
+		return "", false
 	}
 	id, _, _ := order.ReceiptFields(body)
-	return id == a.orderID
+	return event, id == a.orderID
 }
 
-// checkOrderIDs: one order id per key and order, in both modes, and one
-// per key over the ledger, for as long as any record of the first can be
-// kept (RESULT_TTL from its acceptance at least).
+// checkOrderIDs: one order id per key and order, and one per key, for as
+// long as any record of the first can be kept (RESULT_TTL from its
+// acceptance at least). Over KV a second order under a key is allowed
+// only after the KV event that lets it be claimed (kvAllows).
 func (w *world) checkOrderIDs() {
 	type first struct {
 		orderID    string
@@ -322,9 +439,16 @@ func (w *world) checkOrderIDs() {
 	}
 	for _, c := range w.oms.calls {
 		check(perOrder, c.key+" "+c.fp, "one key and order ("+c.key+")", c)
-		if w.mode == LedgerMode {
-			check(perKey, c.key, "one key ("+c.key+")", c)
+		if f, ok := perKey[c.key]; ok && f.orderID != c.orderID && c.start.Before(f.acceptedAt.Add(w.resultTTL)) {
+			if event, ok := w.kvAllows(c.key, c.start); ok {
+				// Another order under the key, placed after a read that
+				// missed the first's claim, or a claim at once with it.
+				w.allow("a second order id for one key", event)
+				perKey[c.key] = first{c.orderID, c.acceptedAt}
+				continue
+			}
 		}
+		check(perKey, c.key, "one key ("+c.key+")", c)
 	}
 }
 
@@ -353,11 +477,11 @@ func (w *world) checkRefusalsPlaceNothing() {
 }
 
 // checkReplaysIdentical: every replay of a receipt within RESULT_TTL of
-// its creation is the same, byte for byte, and over the ledger a key never
-// creates a second receipt within that time. Over KV two isolates racing
-// for a fresh key may both create one (no compare-and-swap), with the
-// order's one order id; the one stored last is what replays return:
-// counted, not a violation.
+// its creation is the same, byte for byte, and a key never creates a
+// second receipt within that time. Over KV, after the event that lets two
+// claims exist (kvAllows), two may both create one, with the order's one
+// order id; the one stored last is what replays return: allowed, naming
+// the event.
 func (w *world) checkReplaysIdentical() {
 	type anchor struct {
 		bodies [][]byte
@@ -375,16 +499,18 @@ func (w *world) checkReplaysIdentical() {
 		prev, ok := anchors[group]
 		within := ok && a.start.Before(prev.end.Add(w.resultTTL))
 		same := within && slices.ContainsFunc(prev.bodies, func(b []byte) bool { return bytes.Equal(b, a.body) })
+		event, allowed := w.kvAllows(a.key, a.start)
+		otherEvent, otherClaim := w.otherClaimsReceipt(&answer{key: a.key, orderID: id, start: a.start}, a.body)
 		switch {
-		case a.kind == created && within && !same && w.mode == KVMode:
-			w.count("receipts created by racing isolates (KV allows)")
+		case a.kind == created && within && !same && allowed:
+			w.allow("a second receipt created for one order", event)
 			prev.bodies = append(prev.bodies, a.body)
 		case a.kind == created && within && !same:
 			w.violate("%s created a second receipt for %s within RESULT_TTL:\n  %s\n  %s", a.key, id, prev.bodies[0], a.body)
 		case a.kind == created:
 			anchors[group] = &anchor{bodies: [][]byte{a.body}, end: a.end}
-		case within && !same && w.otherClaimsReceipt(&answer{key: a.key, orderID: id}, a.body):
-			w.count("replay of another isolate's claim's receipt (KV allows)")
+		case within && !same && otherClaim:
+			w.allow("a replay of another claim's receipt", otherEvent)
 		case within && !same:
 			w.violate("a replay for %s (%s) differs from the receipt created:\n  %s\n  %s", a.key, id, prev.bodies[0], a.body)
 		}
@@ -393,19 +519,11 @@ func (w *world) checkReplaysIdentical() {
 
 // checkSettled: once faults stop and time passes the backoff, every key
 // whose order may have reached the OMS has a final outcome, or is
-// unresolved once SETTLE_MAX_AGE has passed.
+// unresolved once SETTLE_MAX_AGE has passed: during a migration, the keys
+// KV mode left open too, which ledger mode adopts.
 func (w *world) checkSettled() {
 	for key, c := range w.oms.last {
 		rec := w.peek(key)
-		if w.migrating && rec.State != intake.Stored {
-			if inLedger, _ := w.ledger.Lookup(context.Background(), w.keyOf(key)); inLedger.State == intake.Absent {
-				// Left open in KV before the migration: only a client's
-				// retry adopts it into the ledger, whose settler never
-				// reads KV (a known gap, counted).
-				w.count("key left open in the KV fallback")
-				continue
-			}
-		}
 		switch {
 		case rec.State == intake.Stored, rec.State == intake.Absent:
 			// Absent: checkKept says whether it was kept long enough.

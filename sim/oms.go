@@ -97,6 +97,7 @@ func (g gateway) Place(ctx context.Context, p intake.Placement) error {
 	a := w.sched.running
 	call := &gatewayCall{key: a.key, orderID: p.OrderID, fp: p.Order.Fingerprint(), acceptedAt: p.AcceptedAt,
 		inst: g.inst, gen: a.gen, start: w.now(), open: true, by: a}
+	w.countOp("fetch", "")
 	w.checkOneCallAtOnce(call)
 	o.record(call)
 	w.logf("%s: gateway call %s for %s", a.name, p.OrderID, a.key)

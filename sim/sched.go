@@ -31,6 +31,11 @@ type actor struct {
 	// requests, isolates die under anything but the driver.
 	kind actorKind
 
+	// reads is, for each KV key the actor read, how many writes the
+	// namespace had taken then: a claim written after another's write
+	// landed since is a claim at once.
+	reads map[string]int
+
 	wake   chan bool // true: run on; false: unwind
 	wakeAt time.Time
 	seq    int

@@ -70,12 +70,24 @@ type world struct {
 
 	// knobs, drawn per history
 	resultTTL, settleMaxAge time.Duration
-	// fault rates in 1/1000 per chance: storage (KV, the ledger's RPC),
-	// the OMS, and the rest (queue, alarms, rate limiter, isolates).
-	storageRate, omsRate, otherRate int
-	staleReads                      bool
-	releaseClaims                   bool
-	migrating                       bool
+	// densities holds each part's fault density, drawn once per history:
+	// storage (KV, the ledger's RPC), the OMS, and the rest (queue,
+	// alarms, rate limiter, isolates, clients).
+	densities [parts]density
+	// staleOdds: a KV read is stale with probability 2^-staleOdds. Every
+	// history may read stale, as every KV namespace may.
+	staleOdds     int
+	releaseClaims bool
+	migrating     bool
+	// misses are the stale reads of each KV key.
+	misses map[string][]miss
+	// kvEvents are, per key, the events of KV's documented limits the
+	// history shows: a read that missed another's write of the key, two
+	// claims at once. Only they excuse what KV mode does not promise.
+	kvEvents map[keyName][]kvEvent
+	// chances counts, per fault, the draws that could have fired it: the
+	// realised rate is counts[fault] / chances[fault].
+	chances map[string]int
 
 	faultsOn bool // false once the history quiets down
 	jumping  bool // the driver moves the clock hours ahead
@@ -94,10 +106,6 @@ type world struct {
 	// until when each key's accepted receipt for an order id is kept.
 	commits  map[keyName]time.Time
 	receipts map[keyName]map[string]time.Time
-	// raced are the KV keys two isolates called the gateway for at once,
-	// which KV allows: one may store the receipt while the other reports
-	// its own failed call.
-	raced map[keyName]bool
 	// lastWriter is the actor whose write a KV key holds now.
 	lastWriter map[string]*actor
 	unresolved map[keyName]time.Time
@@ -105,10 +113,6 @@ type world struct {
 	// storedBodies are the outcomes ever stored for each key, byte for
 	// byte: a lookup may tell only one of them.
 	storedBodies map[keyName]map[string]bool
-	// claimedBy are the isolates, by id and generation, that wrote each
-	// key's KV claim.
-	claimedBy map[keyName]map[[2]int]bool
-
 	// finalRetries are the retries made once the history was quiet
 	// (retryAnswered).
 	finalRetries []*answer
@@ -165,15 +169,17 @@ type answer struct {
 	orderID    string
 	// replay marks a rejection replayed from storage.
 	replay bool
+	// by is the request's actor.
+	by *actor
 }
 
 // run plays one history in mode, every choice made by choose (0 is always
 // the least eventful choice), and returns it with its violations.
 func run(mode Mode, choose func(n int, label string) int) *world {
-	w := &world{mode: mode, choices: choose, counts: make(map[string]int),
+	w := &world{mode: mode, choices: choose, counts: make(map[string]int), chances: make(map[string]int), misses: make(map[string][]miss), kvEvents: make(map[keyName][]kvEvent),
 		commits: make(map[keyName]time.Time), receipts: make(map[keyName]map[string]time.Time), unresolved: make(map[keyName]time.Time),
-		absent: make(map[keyName]bool), raced: make(map[keyName]bool), lastWriter: make(map[string]*actor),
-		storedBodies: make(map[keyName]map[string]bool), claimedBy: make(map[keyName]map[[2]int]bool)}
+		absent: make(map[keyName]bool), lastWriter: make(map[string]*actor),
+		storedBodies: make(map[keyName]map[string]bool)}
 	start := time.Date(2026, 11, 24, 9, 30, 0, 0, time.UTC)
 	w.sched = newScheduler(start, choose)
 	w.sched.stop = w.stopped
@@ -183,17 +189,18 @@ func run(mode Mode, choose func(n int, label string) int) *world {
 
 	w.resultTTL = []time.Duration{24 * time.Hour, time.Hour}[choose(2, "RESULT_TTL")]
 	w.settleMaxAge = []time.Duration{24 * time.Hour, 30 * time.Minute}[choose(2, "SETTLE_MAX_AGE")]
-	w.storageRate = []int{0, 10, 50, 150}[choose(4, "storage fault rate")]
-	w.omsRate = []int{0, 100, 250, 500}[choose(4, "OMS fault rate")]
-	w.otherRate = []int{0, 20, 100}[choose(3, "other fault rate")]
-	w.staleReads = choose(2, "stale reads") == 1
+	for p := range w.densities {
+		w.densities[p] = density(w.uniform(3, partNames[p]+" fault density"))
+		w.count(fmt.Sprintf("history with %s faults %s", partNames[p], w.densities[p]))
+	}
+	w.staleOdds = []int{4, 1}[choose(2, "stale read density")]
 	w.releaseClaims = choose(2, "KV_CLAIM_AFTER_RECEIPT") == 0
-	w.faultsOn = w.storageRate+w.omsRate+w.otherRate > 0
+	w.faultsOn = w.densities != [parts]density{}
 	if mode == LedgerMode {
 		w.ledger = ledger.NewMemoryStore()
 		w.ledger.Now = w.now
 		w.ledger.RoundTrip = w.ledgerCall
-		w.migrating = choose(3, "migrating") == 2
+		w.migrating = w.uniform(3, "migrating") == 2
 	}
 
 	nKeys := 1 + choose(4, "keys")
@@ -223,6 +230,9 @@ func run(mode Mode, choose func(n int, label string) int) *world {
 		w.sched.spawn(&actor{name: "cron", kind: daemonActor}, w.cron)
 	} else {
 		w.sched.spawn(&actor{name: "alarms", kind: daemonActor}, w.alarms)
+		if w.migrating {
+			w.sched.spawn(&actor{name: "adoptions", kind: daemonActor}, w.adoptions)
+		}
 	}
 	for !done && w.sched.panicked == "" && w.sched.rapidPanic == nil && w.sched.step() {
 	}
@@ -258,21 +268,89 @@ func (w *world) violate(format string, args ...any) {
 // faults is true while the history injects faults.
 func (w *world) faults() bool { return w.faultsOn && !w.direct }
 
-// fault draws whether what happens now, at the rate of its part, and
-// counts it.
-func (w *world) fault(what string) bool {
-	rate := w.otherRate
+// A history's parts, each with its own fault density.
+const (
+	storagePart = iota
+	omsPart
+	otherPart
+	parts
+)
+
+var partNames = [parts]string{"storage", "OMS", "other"}
+
+// density is how often a part's faults fire in a history.
+type density uint8
+
+const (
+	noFaults density = iota
+	lightFaults
+	heavyFaults
+)
+
+func (d density) String() string { return [...]string{"none", "light", "heavy"}[d] }
+
+// faultOdds are, per part and density, k for a fault's probability 2^-k
+// at each chance (0: never): light about 1 %, 6 % and 1.6 %; heavy 6 %,
+// 25 % and 12.5 %.
+var faultOdds = [parts][3]int{
+	storagePart: {0, 7, 4},
+	omsPart:     {0, 4, 2},
+	otherPart:   {0, 6, 3},
+}
+
+// part is the part a fault belongs to, by its name.
+func part(what string) int {
 	switch {
 	case strings.HasPrefix(what, "kv "), strings.HasPrefix(what, "ledger "):
-		rate = w.storageRate
+		return storagePart
 	case strings.HasPrefix(what, "oms "):
-		rate = w.omsRate
+		return omsPart
 	}
-	if !w.faults() || rate == 0 || w.choose(1000, what) >= rate {
+	return otherPart
+}
+
+// fault draws whether what happens now, at its part's density, and counts
+// the chance and the fault.
+func (w *world) fault(what string) bool {
+	return w.faultAt(faultOdds[part(what)][w.densities[part(what)]], what)
+}
+
+// faultAt draws whether what happens now, with probability 2^-k.
+func (w *world) faultAt(k int, what string) bool {
+	if !w.faults() || k == 0 {
+		return false
+	}
+	w.chances[what]++
+	if !w.coin(k, what) {
 		return false
 	}
 	w.count(what)
 	return true
+}
+
+// coin is true with probability 2^-k: k fair bits, all set, each its own
+// draw, so that a failing history shrinks toward false.
+func (w *world) coin(k int, label string) bool {
+	for range k {
+		if w.choose(2, label) == 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// uniform is a fair draw from [0, n), from bits, rejecting the values past
+// n; it shrinks toward 0.
+func (w *world) uniform(n int, label string) int {
+	for {
+		v := 0
+		for b := n - 1; b > 0; b >>= 1 {
+			v = v<<1 | w.choose(2, label)
+		}
+		if v < n {
+			return v
+		}
+	}
 }
 
 // newID mints ids in order: claim tokens, and order ids where the Worker
@@ -304,6 +382,7 @@ func (w *world) newService(inst *instance) *intake.Service {
 	if w.mode == KVMode {
 		s := kv.NewStore(w.ns, w.now)
 		s.ReleaseClaims = w.releaseClaims
+		s.Sleep = opts.Sleep
 		store = s
 		consumer := w.consumer(inst)
 		opts.Schedule = consumer.Schedule
@@ -335,7 +414,7 @@ func (w *world) options(gw intake.Gateway) intake.Options {
 			w.count("settler gave up")
 			w.logf("%s: settler gave up on %s (%s)", w.sched.running.name, key, p.OrderID)
 			w.unresolved[key.String()] = w.now()
-			w.checkNotReceipted(key.String(), p.OrderID, "is reported unresolved")
+			w.checkNotReceipted(key.String(), p.OrderID, "is reported unresolved", w.sched.running)
 		},
 	}
 }
@@ -365,6 +444,7 @@ type queue struct{ w *world }
 
 func (q queue) Send(ctx context.Context, body []byte, delay time.Duration) error {
 	w := q.w
+	w.countOp("queue send", "")
 	w.sched.yield()
 	if w.fault("queue send fails") {
 		return errors.New("sim: queue send failed")
@@ -425,6 +505,36 @@ func (w *world) cron() {
 			w.count("sweep")
 			_, err := w.consumer(inst).Sweep(context.Background(), overdue{w: w, inv: inv}, w.now(), sweepGrace, sweepLimit)
 			w.logf("sweep: %d KV operations, %v", inv.kvOps, err)
+		})
+	}
+}
+
+// adoptions is ledger mode's Cron Trigger during a migration: every
+// sweepEvery, on a live isolate, it adopts the keys the KV-mode Worker
+// left open and overdue (app.Worker.adoptOverdue), which the ledger's
+// alarm then settles.
+func (w *world) adoptions() {
+	for {
+		w.sched.sleep(sweepEvery)
+		if w.jumping {
+			continue
+		}
+		inst := w.instances[w.choose(len(w.instances), "sweep isolate")]
+		inv := &invocation{kind: "sweep"}
+		a := &actor{name: "adoption sweep", inst: inst, gen: inst.gen, inv: inv, kind: settlerActor}
+		w.sched.spawn(a, func() {
+			w.count("adoption sweep")
+			ctx := context.Background()
+			keys, err := overdue{w: w, inv: inv}.Overdue(ctx, w.now().Add(-sweepGrace), sweepLimit)
+			for _, key := range keys {
+				a.key = key.String()
+				adopted, aerr := inst.svc.Adopt(ctx, key)
+				if adopted {
+					w.count("key adopted from KV")
+				}
+				err = errors.Join(err, aerr)
+			}
+			w.logf("adoption sweep: %d keys listed, %v", len(keys), err)
 		})
 	}
 }
@@ -533,18 +643,21 @@ func (w *world) stops(a *actor) bool {
 	if !w.faults() || a.kind == driverActor || a.kind == daemonActor {
 		return false
 	}
-	if w.otherRate == 0 {
+	// An actor stops a quarter as often as another fault of its part
+	// fires: a client that gives up, or an isolate that dies.
+	k := faultOdds[otherPart][w.densities[otherPart]]
+	if k == 0 || !w.faultAt(k+2, "stop") {
 		return false
 	}
-	switch w.choose(4000/w.otherRate, "stop") {
-	case 1:
+	switch w.choose(2, "stop how") {
+	case 0:
 		if a.kind != requestActor {
 			return false
 		}
 		w.count("client gave up")
 		w.logf("%s: its client gave up", a.name)
 		return true
-	case 2:
+	default:
 		if a.inst == nil {
 			if a.kind == alarmActor {
 				// The object was reset mid-alarm: the runtime runs the
@@ -558,7 +671,6 @@ func (w *world) stops(a *actor) bool {
 		w.kill(a.inst)
 		return true
 	}
-	return false
 }
 
 // kill ends inst's isolate: every actor in it stops where it waits, and
@@ -585,7 +697,8 @@ func (w *world) closeCalls(a *actor) {
 	}
 }
 
-// countOp counts one storage operation against the running invocation.
+// countOp counts one operation against the running invocation: a KV or
+// ledger call, a fetch, a queue send.
 func (w *world) countOp(op, key string) {
 	a := w.sched.running
 	if a == nil || a.inv == nil || w.direct {
@@ -643,6 +756,7 @@ func (w *world) drive() {
 			}
 		}
 		w.sched.yield()
+		w.checkKept()
 	}
 	w.logf("faults stop")
 	w.faultsOn = false
@@ -771,7 +885,7 @@ func (w *world) request(inst *instance, k *clientKey, what string) *actor {
 
 // answered records what a request's client was told.
 func (w *world) answered(a *actor, ans *answer, out intake.Outcome, err error) {
-	ans.end = w.now()
+	ans.end, ans.by = w.now(), a
 	var rej *intake.Rejection
 	var open *intake.Unsettled
 	switch {
@@ -817,7 +931,7 @@ func (w *world) answered(a *actor, ans *answer, out intake.Outcome, err error) {
 func (w *world) seedLegacyKV() {
 	w.direct = true
 	start := w.sched.now
-	w.sched.now = start.Add(-2 * staleWindow)
+	w.sched.now = start.Add(-2 * staleMost)
 	defer func() { w.direct, w.sched.now = false, start }()
 	ctx := context.Background()
 	for i, k := range w.keys {
@@ -830,7 +944,7 @@ func (w *world) seedLegacyKV() {
 			w.oms.record(&gatewayCall{key: k.key.String(), orderID: orderID, fp: claim.Fingerprint,
 				acceptedAt: acceptedAt, inst: -2, start: acceptedAt, end: acceptedAt})
 		}
-		switch w.choose(4, "legacy state") {
+		switch w.uniform(4, "legacy state") {
 		case 1:
 			legacyCall()
 			w.oms.act(k.key.String(), p).accepted = true

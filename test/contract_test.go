@@ -16,17 +16,22 @@ func TestContract(t *testing.T) {
 	shareWorkers(t)
 	forEachMode(t, func(t *testing.T, w *target) {
 
-		t.Run("GET without a key and any other method but POST is 405 with Allow", func(t *testing.T) {
-			for _, method := range []string{http.MethodGet, http.MethodPut, http.MethodDelete, http.MethodPatch, http.MethodOptions} {
-				header := []string{"Idempotency-Key", newKey(t)}
-				if method == http.MethodGet {
-					header = nil // with a key, GET is the lookup
-				}
-				got := w.send(t, method, "", header...)
+		t.Run("any method but GET, HEAD and POST is 405 with Allow", func(t *testing.T) {
+			for _, method := range []string{http.MethodPut, http.MethodDelete, http.MethodPatch, http.MethodOptions} {
+				got := w.send(t, method, "", "Idempotency-Key", newKey(t))
 				wantProblem(t, got, 405, "method_not_allowed")
-				if got.header.Get("Allow") != "GET, POST" {
-					t.Errorf("%s Allow = %q, want GET, POST", method, got.header.Get("Allow"))
+				if got.header.Get("Allow") != "GET, HEAD, POST" {
+					t.Errorf("%s Allow = %q, want GET, HEAD, POST", method, got.header.Get("Allow"))
 				}
+			}
+		})
+
+		t.Run("GET and HEAD without Idempotency-Key are 400 with the policy link", func(t *testing.T) {
+			got := w.send(t, http.MethodGet, "")
+			wantProblem(t, got, 400, "missing_idempotency_key")
+			head := w.send(t, http.MethodHead, "")
+			if head.status != 400 || head.header.Get("Link") != got.header.Get("Link") || got.header.Get("Link") == "" {
+				t.Errorf("HEAD = %d, Link %q; want 400 and GET's Link %q", head.status, head.header.Get("Link"), got.header.Get("Link"))
 			}
 		})
 

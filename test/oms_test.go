@@ -152,7 +152,7 @@ func (f *fakeOMS) serveElsewhere(w http.ResponseWriter, r *http.Request) {
 	f.mu.Unlock()
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(http.StatusCreated)
-	json.NewEncoder(w).Encode(map[string]string{"orderId": r.Header.Get("Idempotency-Key"), "status": "accepted"})
+	json.NewEncoder(w).Encode(map[string]string{"orderId": strings.Trim(r.Header.Get("Idempotency-Key"), `"`), "status": "accepted"})
 }
 
 // redirectedCalls is how many calls for symbol reached the other origin.
@@ -280,7 +280,7 @@ func (f *fakeOMS) serve(w http.ResponseWriter, r *http.Request) {
 	body, _ := io.ReadAll(r.Body)
 	if r.Method != http.MethodPost || r.Header.Get("Authorization") != "Bearer "+omsToken ||
 		r.Header.Get("Content-Type") != "application/json" || json.Unmarshal(body, &p) != nil ||
-		p.OrderID == "" || r.Header.Get("Idempotency-Key") != p.OrderID {
+		p.OrderID == "" || r.Header.Get("Idempotency-Key") != `"`+p.OrderID+`"` {
 		http.Error(w, "not a gateway call: "+string(body), http.StatusUnauthorized)
 		return
 	}

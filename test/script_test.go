@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"os/exec"
 	"strings"
 	"sync/atomic"
@@ -22,6 +23,12 @@ func TestSubmitOrderScript(t *testing.T) {
 		out, err := exec.Command("bash", "../submit-order.sh", w.URL()).CombinedOutput()
 		if err != nil || !strings.Contains(string(out), "OK:") {
 			t.Fatalf("submit-order.sh: %v\n%s", err, out)
+		}
+		// Sent bare, this key would be a list, which the Worker refuses.
+		cmd := exec.Command("bash", "../submit-order.sh", w.URL())
+		cmd.Env = append(os.Environ(), "IDEMPOTENCY_KEY="+`"q",`+newKey(t))
+		if out, err := cmd.CombinedOutput(); err != nil || !strings.Contains(string(out), "OK:") {
+			t.Fatalf("submit-order.sh with a key that needs quoting: %v\n%s", err, out)
 		}
 	})
 
@@ -62,4 +69,41 @@ func TestSubmitOrderScript(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestSubmitOrderScriptSendsTheKeyAsItsString checks, without a Worker,
+// that submit-order.sh sends its key as the Structured Field string that
+// names exactly it, and refuses a key no header can carry.
+func TestSubmitOrderScriptSendsTheKeyAsItsString(t *testing.T) {
+	if _, err := exec.LookPath("curl"); err != nil {
+		t.Skip("no curl")
+	}
+	tests := []struct{ name, key, want string }{
+		{"a plain key is quoted", "order-42", `"order-42"`},
+		{"quotes and backslashes are escaped", `a"b\c`, `"a\"b\\c"`},
+		{"a comma stays in the one key", "a,b", `"a,b"`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var got atomic.Value
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				got.Store(r.Header.Get("Idempotency-Key"))
+				w.WriteHeader(201)
+			}))
+			defer srv.Close()
+			cmd := exec.Command("bash", "../submit-order.sh", srv.URL)
+			cmd.Env = append(os.Environ(), "IDEMPOTENCY_KEY="+tc.key)
+			out, _ := cmd.CombinedOutput()
+			if got, _ := got.Load().(string); got != tc.want {
+				t.Errorf("Idempotency-Key = %s, want %s\n%s", got, tc.want, out)
+			}
+		})
+	}
+	t.Run("a key that is not printable ASCII is refused", func(t *testing.T) {
+		cmd := exec.Command("bash", "../submit-order.sh", "http://127.0.0.1:9")
+		cmd.Env = append(os.Environ(), "IDEMPOTENCY_KEY=caf\u00e9")
+		if out, err := cmd.CombinedOutput(); err == nil || !strings.Contains(string(out), "printable ASCII") {
+			t.Errorf("submit-order.sh = %v, want a refusal\n%s", err, out)
+		}
+	})
 }

@@ -19,6 +19,10 @@ type Request struct {
 	// Query is the URL's query, without its '?', percent-encoded as the
 	// Fetch API's URL.search has it; empty when there is none.
 	Query string
+	// Host is the URL's host, as the Fetch API's URL.host has it: the
+	// hostname the request was routed by, and :port when not the
+	// scheme's default; empty when the URL has no authority.
+	Host string
 	// Header looks request headers up by name, case-insensitively;
 	// net/http's http.Header satisfies it.
 	Header Header
@@ -43,6 +47,24 @@ func URLPath(url string) string {
 	}
 	if !strings.HasPrefix(rest, "/") {
 		return "/"
+	}
+	return rest
+}
+
+// URLHost is the host of an absolute URL as the Fetch API serializes one
+// (scheme://host/path...): what lies between the authority's start and the
+// path, query or fragment, without userinfo; "" for a URL without "://".
+func URLHost(url string) string {
+	i := strings.Index(url, "://")
+	if i < 0 {
+		return ""
+	}
+	rest := url[i+3:]
+	if j := strings.IndexAny(rest, "/?#"); j >= 0 {
+		rest = rest[:j]
+	}
+	if j := strings.LastIndexByte(rest, '@'); j >= 0 {
+		rest = rest[j+1:]
 	}
 	return rest
 }

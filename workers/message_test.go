@@ -68,3 +68,21 @@ func TestURLQuery(t *testing.T) {
 		}
 	}
 }
+
+func TestURLHost(t *testing.T) {
+	tests := []struct{ name, url, want string }{
+		{"a workers.dev URL", "https://edge-orders.example.workers.dev/orders", "edge-orders.example.workers.dev"},
+		{"wrangler dev, with its port", "http://127.0.0.1:8787/", "127.0.0.1:8787"},
+		{"IPv6 loopback", "http://[::1]:8787/x?q=1", "[::1]:8787"},
+		{"a query right after the host", "https://orders.example.com?k=1", "orders.example.com"},
+		{"userinfo is not the host", "https://user:pw@orders.example.com/", "orders.example.com"},
+		{"a path alone has none", "/orders", ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := workers.URLHost(tc.url); got != tc.want {
+				t.Errorf("URLHost(%q) = %q, want %q", tc.url, got, tc.want)
+			}
+		})
+	}
+}

@@ -67,6 +67,7 @@ func serve(handler Handler, req Handle, head []byte, after *afterResponse) *Resp
 		Method: method,
 		Path:   URLPath(url),
 		Query:  URLQuery(url),
+		Host:   URLHost(url),
 		Header: parseHeader(lines),
 		Body:   &jsBody{ctx: ctx, req: req},
 	})

@@ -140,9 +140,9 @@ func TestValidateResponseAccepts(t *testing.T) {
 		{"missing token", "POST", 401, problemHeader("WWW-Authenticate", `Bearer realm="edge-orders"`), problem("unauthorized", 401)},
 		{"invalid token", "GET", 401, problemHeader("WWW-Authenticate", `Bearer realm="edge-orders", error="invalid_token"`), problem("unauthorized", 401)},
 		{"missing token on DELETE", "DELETE", 401, problemHeader("WWW-Authenticate", `Bearer realm="edge-orders"`), problem("unauthorized", 401)},
-		{"GET without a key", "GET", 405, problemHeader("Allow", "GET, POST"), problem("method_not_allowed", 405)},
-		{"PUT", "PUT", 405, problemHeader("Allow", "GET, POST"), problem("method_not_allowed", 405)},
-		{"OPTIONS", "OPTIONS", 405, problemHeader("Allow", "GET, POST"), problem("method_not_allowed", 405)},
+		{"GET without a key", "GET", 400, problemHeader("Link", describedBy), problem("missing_idempotency_key", 400)},
+		{"PUT", "PUT", 405, problemHeader("Allow", "GET, HEAD, POST"), problem("method_not_allowed", 405)},
+		{"OPTIONS", "OPTIONS", 405, problemHeader("Allow", "GET, HEAD, POST"), problem("method_not_allowed", 405)},
 		{"missing key", "POST", 400, problemHeader("Link", describedBy), problem("missing_idempotency_key", 400)},
 		{"invalid key", "POST", 400, problemHeader("Link", describedBy), problem("invalid_idempotency_key", 400)},
 		{"invalid key on a lookup", "GET", 400, problemHeader("Link", describedBy), problem("invalid_idempotency_key", 400)},
@@ -171,7 +171,7 @@ func TestValidateResponseAccepts(t *testing.T) {
 		{"receipt to another origin", "POST", 201, func() http.Header { h := receiptHeader(false); h.Set("Vary", "Origin"); return h }(), receipt},
 		{"problem to an allowed origin", "POST", 409, readable(problemHeader("Retry-After", "60", "Link", describedBy)), inProgress},
 		{"unauthorized to an allowed origin", "GET", 401, readable(problemHeader("WWW-Authenticate", `Bearer realm="edge-orders"`)), problem("unauthorized", 401)},
-		{"405 to an allowed origin", "OPTIONS", 405, readable(problemHeader("Allow", "GET, POST")), problem("method_not_allowed", 405)},
+		{"405 to an allowed origin", "OPTIONS", 405, readable(problemHeader("Allow", "GET, HEAD, POST")), problem("method_not_allowed", 405)},
 		{"lookup of an unresolved outcome", "GET", 503, problemHeader("Retry-After", "1"), unsettled("outcome_unresolved", unresolvedMembers)},
 	}
 	v := load(t)
@@ -265,7 +265,7 @@ func TestValidateResponseRejects(t *testing.T) {
 		{"a receipt for a PUT", "PUT", 201, receiptHeader(false), receipt, "status"},
 		{"a 201 for a lookup", "GET", 201, receiptHeader(false), receipt, "status"},
 		{"a 404 for a POST", "POST", 404, problemHeader(), problem("not_found", 404), "status"},
-		{"a 405 for a POST", "POST", 405, problemHeader("Allow", "GET, POST"), problem("method_not_allowed", 405), "status"},
+		{"a 405 for a POST", "POST", 405, problemHeader("Allow", "GET, HEAD, POST"), problem("method_not_allowed", 405), "status"},
 		{"preflight without Access-Control-Allow-Origin", "OPTIONS", 204, preflightHeader("Access-Control-Allow-Origin"), "", "Access-Control-Allow-Origin"},
 		{"preflight without Access-Control-Allow-Headers", "OPTIONS", 204, preflightHeader("Access-Control-Allow-Headers"), "", "Access-Control-Allow-Headers"},
 		{"preflight without Access-Control-Max-Age", "OPTIONS", 204, preflightHeader("Access-Control-Max-Age"), "", "Access-Control-Max-Age"},
@@ -333,7 +333,7 @@ func TestValidatePolicyPath(t *testing.T) {
 		{"the policy to an allowed origin", "GET", 200, readable(policyHeader()), policyPage},
 		{"a misconfigured Worker's policy", "GET", 500, problemHeader(), problem("misconfigured", 500)},
 		{"an order POSTed there, as anywhere", "POST", 201, receiptHeader(false), receipt},
-		{"a PUT there, as anywhere", "PUT", 405, problemHeader("Allow", "GET, POST"), problem("method_not_allowed", 405)},
+		{"a PUT there, as anywhere", "PUT", 405, problemHeader("Allow", "GET, HEAD, POST"), problem("method_not_allowed", 405)},
 	}
 	for _, tc := range accepts {
 		t.Run("accepts "+tc.name, func(t *testing.T) {
@@ -375,9 +375,9 @@ func TestValidatePolicyPath(t *testing.T) {
 
 func TestValidateResponseUnknownMethod(t *testing.T) {
 	v := load(t)
-	for _, method := range []string{"HEAD", "TRACE"} {
+	for _, method := range []string{"CONNECT", "TRACE"} {
 		t.Run(method, func(t *testing.T) {
-			err := v.ValidateResponse(request(method, "/"), 405, problemHeader("Allow", "GET, POST"), []byte(problem("method_not_allowed", 405)))
+			err := v.ValidateResponse(request(method, "/"), 405, problemHeader("Allow", "GET, HEAD, POST"), []byte(problem("method_not_allowed", 405)))
 			if !errors.Is(err, apitest.ErrNoOperation) {
 				t.Errorf("ValidateResponse = %v, want ErrNoOperation", err)
 			}
@@ -418,7 +418,8 @@ func TestValidateRequest(t *testing.T) {
 		{"order for 1.5", "POST", "k", "", `{"symbol":"MSFT","side":"buy","quantity":1.5}`, true},
 		{"order that is not JSON", "POST", "k", "", `symbol=MSFT`, true},
 		{"DELETE", "DELETE", "k", "", "", false},
-		{"HEAD", "HEAD", "k", "", "", true},
+		{"HEAD, a lookup without its body", "HEAD", "k", "", "", false},
+		{"HEAD without a key", "HEAD", "", "", "", true},
 	}
 	v := load(t)
 	for _, tc := range tests {

@@ -13,7 +13,7 @@ export interface Order {
 
 /** The Worker's record of a placed order. */
 export interface Receipt {
-  /** A random (version 4) UUID minted by the Worker, once per key. */
+  /** The order's id: a UUID (laid out as version 4) the Worker derives from the key, the client and the order, never a random one; every replay, lookup and retry of the key carries the same one. */
   orderId: string;
   status: "accepted";
   symbol: string;
@@ -82,7 +82,7 @@ export interface ClientOptions {
 export interface RetryEvent {
   /** The attempt that failed, 1 for the first. */
   attempt: number;
-  /** Why: a retryable error (NetworkError, InProgressError, StorageUnavailableError, OutcomeUnknownError, or a 409 or 503 without a known code). */
+  /** Why: a retryable error (NetworkError, InProgressError, StorageUnavailableError, OutcomeUnknownError, or a 409, 500, 502, 503 or 504 without a known code). */
   error: EdgeOrdersError;
   /** How long the client waits before the next attempt. */
   waitMs: number;
@@ -117,6 +117,9 @@ export declare const MAX_RESPONSE_BYTES: number;
 /** A fresh Idempotency-Key, crypto.randomUUID(): one per order intent. */
 export declare function newKey(): string;
 
+/** key as the Idempotency-Key header carries it: the Structured Field string, in double quotes with " and \\ escaped. */
+export declare function keyHeader(key: string): string;
+
 /** The full-jitter wait in ms after attempt (1 for the first). */
 export declare function backoff(attempt: number, baseDelayMs: number, maxDelayMs: number, random?: () => number): number;
 
@@ -126,7 +129,8 @@ export declare class Client {
   readonly url: string;
   /**
    * Places order under options.key (or a key it mints), kept across every
-   * retry. Retries network errors, 409 and 503 but outcome_unresolved, with
+   * retry, sent as its Structured Field string (keyHeader). Retries network
+   * errors, 409, 500 but misconfigured, 502, 503 but outcome_unresolved and 504, with
    * capped, jittered backoff that honours Retry-After, within maxAttempts,
    * the deadline and the signal. Rejects with an EdgeOrdersError subclass.
    */
@@ -151,7 +155,7 @@ export declare class EdgeOrdersError extends Error {
   readonly retryAfterMs: number;
   readonly headers: Headers | null;
   readonly body: string;
-  /** Whether the same order under the same key may still succeed soon: no response, 409, or 503 but outcome_unresolved. */
+  /** Whether the same order under the same key may still succeed soon: no response, 409, 500 but misconfigured, 502, 503 but outcome_unresolved, or 504. */
   readonly retryable: boolean;
 }
 /** No response (network, timeout, abort, or in a browser a Worker that does not let this page's origin read its answer). Retry under the same key. */

@@ -4,7 +4,7 @@
 // The twin of the Go client (client/client.go): the same keys, the same
 // retries, the same errors. It uses only fetch, crypto.randomUUID,
 // AbortController, setTimeout and a body's stream reader, so it runs
-// unchanged in browsers, Node.js 20 and later, and Workers. No
+// unchanged in browsers, Node.js 22 and later, and Workers. No
 // dependencies.
 
 /** The longest Idempotency-Key the Worker accepts. */
@@ -73,16 +73,23 @@ export class EdgeOrdersError extends Error {
   /**
    * retryable says whether sending the same order under the same key again
    * soon may still succeed: no response (the outcome is unknown), 409 (a
-   * request holds the key) or 503 but outcome_unresolved (storage failed,
-   * or the OMS's answer was lost and the Worker is settling it). Every
-   * other answer is final.
+   * request holds the key), or a 500, 502, 503 or 504 (a Worker that
+   * crashed, a proxy's error page, storage that failed, an OMS answer the
+   * Worker is settling). Every request carries its key, so a retry never
+   * places a second order. Every other answer is final, and so are 500
+   * misconfigured (a setting only an operator can fix) and 503
+   * outcome_unresolved (no answer is seconds away).
    */
   get retryable() {
     switch (this.status) {
       case 0:
         return this instanceof NetworkError;
       case 409:
+      case 502:
+      case 504:
         return true;
+      case 500:
+        return this.code !== "misconfigured";
       case 503:
         return !(this instanceof OutcomeUnresolvedError);
     }
@@ -198,8 +205,10 @@ export class Client {
 
   /**
    * submit places order under options.key, or under a key it mints when
-   * there is none, and keeps that key across every retry. It retries
-   * network errors, 409 and 503 but outcome_unresolved, up to maxAttempts
+   * there is none, and keeps that key across every retry, sent as the
+   * Structured Field string that names exactly it (keyHeader). It retries
+   * network errors, 409, 500 but misconfigured, 502, 503 but
+   * outcome_unresolved, and 504, up to maxAttempts
    * requests, with capped, jittered backoff that honours Retry-After up to
    * MAX_RETRY_WAIT_MS, and stops early when the next wait would pass the
    * call's deadline (options.deadline or callTimeoutMs from now, whichever
@@ -273,7 +282,7 @@ export class Client {
   // #once sends one request and returns the result, or the EdgeOrdersError
   // that describes its failure. passed says why the deadline ends it.
   async #once(method, key, body, signal, deadline, passed) {
-    const headers = { "Idempotency-Key": key, Accept: "application/json, application/problem+json" };
+    const headers = { "Idempotency-Key": keyHeader(key), Accept: "application/json, application/problem+json" };
     if (body !== undefined) headers["Content-Type"] = "application/json";
     if (this.token) headers.Authorization = `Bearer ${this.token}`;
     // One controller ends the attempt for the caller's signal, the
@@ -377,6 +386,17 @@ export class Client {
 export function backoff(attempt, baseDelayMs, maxDelayMs, random = Math.random) {
   const ceiling = Math.min(maxDelayMs, baseDelayMs * 2 ** Math.min(attempt - 1, 52));
   return Math.floor(random() * (ceiling + 1));
+}
+
+/**
+ * keyHeader is key as the Idempotency-Key header carries it: the
+ * Structured Field string (RFC 9651) the IETF draft makes the header, in
+ * double quotes with each " and \\ escaped by a backslash. Sent bare, a
+ * key "x" in quotes would name x, a comma would make a list, and spaces at
+ * either end would be trimmed: another key than the caller's.
+ */
+export function keyHeader(key) {
+  return `"${key.replace(/[\\"]/g, "\\$&")}"`;
 }
 
 // checkKey rejects what the Worker would refuse with

@@ -119,7 +119,7 @@ function signOut(problem) {
   $("login").hidden = false;
   hideNotice();
   answerAt("top-slot");
-  if (problem) showProblem(problem, refused(problem) ? "Token refused" : "");
+  if (problem) showProblem(problem, refused(problem) && !problem.off ? "Token refused" : "");
   else hideProblem();
   $("token").focus();
 }
@@ -234,13 +234,14 @@ async function refresh() {
   } catch (thrown) {
     const e = thrown instanceof Problem ? thrown : new Problem(0, "The page failed", String(thrown));
     // Without ADMIN_TOKENS, /admin/ answers as any path of the Worker:
-    // a GET there is not allowed.
+    // a GET there is a lookup without a key, 400 (405 from an older one).
     // With API_TOKENS, an admin token there is refused as a client's,
-    // under the order path's challenge, not the admin API's.
+    // 401 under the order path's challenge, not the admin API's.
     const challenge = thrown instanceof Problem ? thrown.challenge ?? "" : "";
-    const notAdmin = e.status === 405 || (e.status === 401 && challenge !== "" && !challenge.includes("edge-orders-admin"));
-    const off = notAdmin && new Problem(405, "The admin API is off",
-      "This Worker has no ADMIN_TOKENS secret, so /admin/ is not served. Set it (docs/deploy.md), then sign in again.");
+    const notServed = e.status === 405 || (e.status === 400 && e.code === "missing_idempotency_key") ||
+      (e.status === 401 && challenge !== "" && !challenge.includes("edge-orders-admin"));
+    const off = notServed && Object.assign(new Problem(e.status, "The admin API is off",
+      "This Worker has no ADMIN_TOKENS secret, so /admin/ is not served. Set it (docs/deploy.md), then sign in again."), { off: true });
     if (refused(e) || off) {
       refreshing = false;
       signOut(off || e);

@@ -21,6 +21,7 @@ import {
   UnauthorizedError,
   UnexpectedResponseError,
   backoff,
+  keyHeader,
   newKey,
 } from "../index.js";
 
@@ -76,7 +77,7 @@ test("submit mints a UUIDv4 key, sends the order under it and returns the receip
   const [r] = requests;
   assert.equal(r.method, "POST");
   assert.equal(r.url, "http://worker.test/orders");
-  assert.equal(r.headers.get("Idempotency-Key"), res.key);
+  assert.equal(r.headers.get("Idempotency-Key"), `"${res.key}"`);
   assert.equal(r.headers.get("Content-Type"), "application/json");
   assert.equal(r.headers.get("Authorization"), "Bearer tok");
   assert.equal(r.body, '{"symbol":"MSFT","side":"buy","quantity":100}');
@@ -105,8 +106,41 @@ test("retries keep the key: network error, 409, 503 storage_unavailable, 503 out
   assert.equal(res.attempts, 5);
   assert.equal(res.replay, true);
   assert.equal(res.status, 200);
-  assert.deepEqual(new Set(requests.map((r) => r.headers.get("Idempotency-Key"))), new Set(["intent-1"]));
+  assert.deepEqual(new Set(requests.map((r) => r.headers.get("Idempotency-Key"))), new Set(['"intent-1"']));
   assert.deepEqual(retries, [NetworkError, InProgressError, StorageUnavailableError, OutcomeUnknownError]);
+});
+
+test("a crashed Worker and a proxy's 5xx are retried under the same key: one 502, then the order", async (t) => {
+  const cases = [
+    ["a proxy's 502 page", answer(502, "<h1>Bad gateway</h1>", { "Content-Type": "text/html" })],
+    ["500 internal_error", answer(500, problem("internal_error", 500))],
+    ["a platform's 500 page", answer(500, "<h1>Worker threw exception</h1>", { "Content-Type": "text/html" })],
+    ["a proxy's 504", answer(504, "gateway timeout", { "Content-Type": "text/plain" })],
+  ];
+  for (const [name, step] of cases) {
+    await t.test(name, async () => {
+      const { fetch, requests } = scripted(step, created);
+      const res = await fastClient(fetch).submit(order, { key: "intent-5xx" });
+      assert.deepEqual({ attempts: res.attempts, status: res.status }, { attempts: 2, status: 201 });
+      assert.deepEqual(requests.map((r) => r.headers.get("Idempotency-Key")), ['"intent-5xx"', '"intent-5xx"']);
+    });
+  }
+});
+
+test("the key goes as the Structured Field string that names exactly it", async () => {
+  const cases = [
+    ["order-42", '"order-42"'],
+    ['"x"', '"\\"x\\""'],
+    ["a\\b", '"a\\\\b"'],
+    ["a,b", '"a,b"'],
+    [" k ", '" k "'],
+  ];
+  for (const [key, want] of cases) {
+    assert.equal(keyHeader(key), want, `keyHeader(${JSON.stringify(key)})`);
+    const { fetch, requests } = scripted(created);
+    await fastClient(fetch).submit(order, { key });
+    assert.equal(requests[0].headers.get("Idempotency-Key"), want);
+  }
 });
 
 test("final answers are not retried and come back as their own classes", async (t) => {
@@ -119,8 +153,8 @@ test("final answers are not retried and come back as their own classes", async (
     ["not found", answer(404, problem("not_found", 404)), NotFoundError, 404],
     ["invalid key by the Worker", answer(400, problem("invalid_idempotency_key", 400)), InvalidKeyError, 400],
     ["outcome unresolved", answer(503, problem("outcome_unresolved", 503, { orderId, attempts: 17 }), { "Retry-After": "1" }), OutcomeUnresolvedError, 503],
-    ["internal error", answer(500, problem("internal_error", 500)), EdgeOrdersError, 500],
-    ["a proxy's 502 page", answer(502, "<h1>Bad gateway</h1>", { "Content-Type": "text/html" }), EdgeOrdersError, 502],
+    ["misconfigured", answer(500, problem("misconfigured", 500)), EdgeOrdersError, 500],
+    ["a proxy's 501 page", answer(501, "<h1>Not implemented</h1>", { "Content-Type": "text/html" }), EdgeOrdersError, 501],
     ["a redirect", answer(302, "", { Location: "/elsewhere" }), UnexpectedResponseError, 302],
     ["a 200 that is no receipt", answer(200, '{"ok":true}'), UnexpectedResponseError, 200],
   ];
@@ -297,7 +331,7 @@ test("lookup sends a GET with the key and no body, and tells the states apart", 
   assert.equal(requests[0].method, "GET");
   assert.equal(requests[0].body, undefined);
   assert.equal(requests[0].headers.get("Content-Type"), null);
-  assert.equal(requests[0].headers.get("Idempotency-Key"), "k");
+  assert.equal(requests[0].headers.get("Idempotency-Key"), '"k"');
 
   const states = [
     [answer(404, problem("not_found", 404)), NotFoundError],

@@ -17,7 +17,7 @@ import (
 // reads it: the lines' values joined by ", ".
 func Handler(h workers.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		resp := h.ServeWorker(r.Context(), &workers.Request{Method: r.Method, Path: r.URL.EscapedPath(), Query: r.URL.RawQuery, Header: fetchHeader(r.Header), Body: workers.ReaderBody(r.Body)})
+		resp := h.ServeWorker(r.Context(), &workers.Request{Method: r.Method, Path: r.URL.EscapedPath(), Query: r.URL.RawQuery, Host: r.Host, Header: fetchHeader(r.Header), Body: workers.ReaderBody(r.Body)})
 		for _, f := range resp.Header {
 			w.Header().Add(f.Name, f.Value)
 		}

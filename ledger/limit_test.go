@@ -1,0 +1,43 @@
+package ledger_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/edge-orders/edge-orders/intake"
+	"github.com/edge-orders/edge-orders/ledger"
+)
+
+// TestARefusalIsAnsweredOnlyOnceItsClaimIsGone: the ledger claims before
+// it asks the rate limit (Claim.Admit), so a refused order's claim must go
+// before its client is told it was refused. If the claim cannot be
+// released, it stays, due for the settler once its lease ends, and Begin
+// says the storage failed: never a refusal for an order the settler may
+// yet place.
+func TestARefusalIsAnsweredOnlyOnceItsClaimIsGone(t *testing.T) {
+	ctx := context.Background()
+	now := time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
+	store := ledger.NewMemoryStore()
+	store.Now = func() time.Time { return now }
+	errRelease := errors.New("ledger: release failed")
+	store.RoundTrip = func(_ context.Context, method string, apply func()) error {
+		if method == "release" {
+			return errRelease
+		}
+		apply()
+		return nil
+	}
+	key := intake.Key{Client: "desk-a", ID: "k"}
+	claim := intake.Claim{Token: "t", Fingerprint: "fp", OrderID: "o", AcceptedAt: now, Lease: time.Minute,
+		KeepUntil: now.Add(time.Hour), Admit: func(context.Context) error { return intake.ErrRateLimited }}
+	_, err := store.Begin(ctx, key, claim)
+	if err == nil || errors.Is(err, intake.ErrRateLimited) {
+		t.Fatalf("Begin with the refused claim left behind = %v, want a storage failure, not the refusal", err)
+	}
+	store.RoundTrip = nil
+	if _, err := store.Begin(ctx, intake.Key{Client: "desk-a", ID: "other"}, claim); !errors.Is(err, intake.ErrRateLimited) {
+		t.Errorf("Begin whose refused claim was released = %v, want ErrRateLimited", err)
+	}
+}
