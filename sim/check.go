@@ -349,16 +349,11 @@ func (w *world) keptForAnEarlierClaim(c *gatewayCall) bool {
 	return false
 }
 
-// racedAnotherOrder reports whether a gateway call for another order under
-// c's key started within staleWindow of c: only a read that missed the
-// other order's claim or receipt lets both reach the gateway.
+// racedAnotherOrder reports whether another order under c's key reached
+// the gateway: with the KV event that let both be claimed (kvAllows), the
+// key may end with the other's outcome.
 func (w *world) racedAnotherOrder(c *gatewayCall) bool {
-	for _, d := range w.oms.calls {
-		if d.key == c.key && d.fp != c.fp && max(d.start.Sub(c.start), c.start.Sub(d.start)) < staleWindow {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(w.oms.calls, func(d *gatewayCall) bool { return d.key == c.key && d.fp != c.fp })
 }
 
 // checkEnd checks what is checked over the whole history, once it has
