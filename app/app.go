@@ -93,8 +93,8 @@ type Worker struct {
 	// consumer settles KV mode's keys from the settle queue, and overdue
 	// lists those whose message was lost; nil in ledger mode, which
 	// settles by its own alarm.
-	consumer   *settlequeue.Consumer
-	overdue    settlequeue.Overdue
+	consumer *settlequeue.Consumer
+	overdue  settlequeue.Overdue
 	// adopting lists the keys the KV-mode Worker left open, for ledger
 	// mode to adopt during a migration (KV_FALLBACK_UNTIL); else nil.
 	adopting   settlequeue.Overdue
