@@ -4,6 +4,7 @@
 # make unit - vet and the native unit tests only, in seconds
 # make bench - load benchmark against wrangler dev (not part of make test)
 # make profile - CPU profile of the Go Worker under load, by function
+# make tinygo - install the pinned TinyGo (Debian-like systems; COMPILER=tinygo)
 SHELL := /bin/bash
 PORT ?= 8787
 # COMPILER is auto (standard Go, until TinyGo measures as well), tinygo or
@@ -17,7 +18,7 @@ ENV ?=
 export PATH := $(CURDIR)/node_modules/.bin:$(PATH)
 export WRANGLER_SEND_METRICS := false
 
-.PHONY: dev test unit bench profile chaos soak simulate tools build clean
+.PHONY: dev test unit bench profile chaos soak simulate tools build tinygo clean
 
 tools: node_modules/.installed
 
@@ -30,6 +31,11 @@ node_modules/.installed: package.json package-lock.json
 
 build:
 	./build.sh
+
+# TinyGo from the Go module proxy and Debian's packages, for COMPILER=tinygo;
+# a second run only checks. Nothing else needs it.
+tinygo:
+	tools/install-tinygo.sh
 
 dev: tools
 	wrangler dev --ip 127.0.0.1 --port $(PORT) --persist-to .wrangler/state $(if $(ENV),--env $(ENV))
