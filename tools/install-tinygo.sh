@@ -29,7 +29,7 @@ say() { echo "install-tinygo: $*"; }
 last=$SECONDS
 took() { say "$1 ($((SECONDS - last)) s)"; last=$SECONDS; }
 cannot() {
-  say "cannot install here: $*"
+  say "cannot install here: $*" >&2
   cat <<EOF >&2
 install-tinygo: this script needs a Debian-like system (Debian 12 or
 Ubuntu 24.04 and later, whose apt has LLVM $llvm), as root or with sudo.
@@ -58,14 +58,14 @@ root=$prefix/tinygo # TINYGOROOT: the module's source, and build/tinygo
 # version: then there is nothing to do.
 if [[ -x $prefix/bin/tinygo ]] && "$prefix/bin/tinygo" version 2> /dev/null | grep -q "tinygo version $version "; then
   say "TinyGo $version is installed in $prefix"
-  link_done=1
+  installed=1
 else
-  link_done=
+  installed=
 fi
 
 # Debian's packages, those missing only.
 missing=()
-if [[ -z $link_done ]]; then
+if [[ -z $installed ]]; then
   command -v dpkg-query > /dev/null && command -v apt-get > /dev/null ||
     cannot "no apt-get and dpkg (not a Debian-like system)"
   for p in "${packages[@]}"; do
@@ -79,17 +79,14 @@ if ((${#missing[@]})); then
     sudo=(sudo)
   fi
   say "apt-get install ${missing[*]}"
-  # apt-get update only when the lists do not know a package yet.
-  if ! apt-cache show "${missing[@]}" > /dev/null 2>&1; then
-    "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update -q ||
-      cannot "apt-get update failed"
-  fi
+  "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update -q ||
+    cannot "apt-get update failed"
   "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${missing[@]}" ||
     cannot "apt-get install ${missing[*]} failed (this system's apt may have no LLVM $llvm)"
   took "Debian's packages installed"
 fi
 
-if [[ -z $link_done ]]; then
+if [[ -z $installed ]]; then
   command -v go > /dev/null || cannot "no go on PATH (Go 1.25 or later builds TinyGo)"
   mkdir -p "$prefix/bin" "$prefix/lib"
   cd "$prefix"
