@@ -5,6 +5,7 @@
 # make bench - load benchmark against wrangler dev (not part of make test)
 # make profile - CPU profile of the Go Worker under load, by function
 # make mutants - planted bugs, each of which the tests must catch
+# make tinygo - install the pinned TinyGo (Debian-like systems; COMPILER=tinygo)
 SHELL := /bin/bash
 PORT ?= 8787
 # COMPILER is auto (standard Go, until TinyGo measures as well), tinygo or
@@ -18,7 +19,7 @@ ENV ?=
 export PATH := $(CURDIR)/node_modules/.bin:$(PATH)
 export WRANGLER_SEND_METRICS := false
 
-.PHONY: dev test unit bench profile chaos soak simulate mutants tools build clean
+.PHONY: dev test unit bench profile chaos soak simulate mutants tools build tinygo clean
 
 tools: node_modules/.installed
 
@@ -31,6 +32,11 @@ node_modules/.installed: package.json package-lock.json
 
 build:
 	./build.sh
+
+# TinyGo from the Go module proxy and Debian's packages, for COMPILER=tinygo;
+# a second run only checks. Nothing else needs it.
+tinygo:
+	tools/install-tinygo.sh
 
 dev: tools
 	wrangler dev --ip 127.0.0.1 --port $(PORT) --persist-to .wrangler/state $(if $(ENV),--env $(ENV))

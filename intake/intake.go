@@ -156,7 +156,7 @@ func New(store Store, opts Options) *Service {
 		opts.NewID = randomID
 	}
 	if opts.Sleep == nil {
-		opts.Sleep = sleep
+		opts.Sleep = Sleep
 	}
 	if opts.OnReleaseError == nil {
 		opts.OnReleaseError = func(Key, error) {}
@@ -272,8 +272,9 @@ func ReleaseTwice(ctx context.Context, store interface {
 	return err
 }
 
-// sleep waits on a Go timer, for Services outside a Worker.
-func sleep(ctx context.Context, d time.Duration) error {
+// Sleep waits d on a Go timer, or until ctx is done: the default
+// Options.Sleep, for Services outside a Worker.
+func Sleep(ctx context.Context, d time.Duration) error {
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {

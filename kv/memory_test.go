@@ -85,14 +85,11 @@ func TestMemoryIsNotAtomic(t *testing.T) {
 // changes nothing; another key, or the same a second later, is written.
 func TestMemoryNamespaceLimitsWritesWhenAsked(t *testing.T) {
 	ctx := context.Background()
-	now := time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
-	m := kv.NewMemoryNamespace()
-	m.Now = func() time.Time { return now }
-	m.LimitWrites = true
+	m, now := limitedMemory()
 	if err := m.Put(ctx, "a", kv.Entry{Value: "1"}, kv.PutOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	now = now.Add(999 * time.Millisecond)
+	*now = now.Add(999 * time.Millisecond)
 	if err := m.Delete(ctx, "a"); !errors.Is(err, kv.ErrRateLimited) {
 		t.Errorf("a delete within the second = %v, want ErrRateLimited", err)
 	}
@@ -102,8 +99,18 @@ func TestMemoryNamespaceLimitsWritesWhenAsked(t *testing.T) {
 	if err := m.Put(ctx, "b", kv.Entry{Value: "1"}, kv.PutOptions{}); err != nil {
 		t.Errorf("another key = %v", err)
 	}
-	now = now.Add(time.Millisecond)
+	*now = now.Add(time.Millisecond)
 	if err := m.Put(ctx, "a", kv.Entry{Value: "2"}, kv.PutOptions{}); err != nil {
 		t.Errorf("a write a second later = %v", err)
 	}
+}
+
+// limitedMemory is a MemoryNamespace that limits writes, on a clock the
+// test moves through the pointer it returns.
+func limitedMemory() (*kv.MemoryNamespace, *time.Time) {
+	now := time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
+	m := kv.NewMemoryNamespace()
+	m.Now = func() time.Time { return now }
+	m.LimitWrites = true
+	return m, &now
 }

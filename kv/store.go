@@ -372,14 +372,7 @@ func (k *Store) sleep(ctx context.Context, d time.Duration) error {
 	if k.Sleep != nil {
 		return k.Sleep(ctx, d)
 	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	return intake.Sleep(ctx, d)
 }
 
 // metadata is what the Worker stores beside a value in KV, in one JSON

@@ -224,24 +224,21 @@ func TestAReleaseRefusedByTheWriteLimitWaitsOutTheSecond(t *testing.T) {
 	for _, sent := range []bool{false, true} {
 		name := map[bool]string{false: "a claim deleted", true: "a sent claim left open"}[sent]
 		t.Run(name, func(t *testing.T) {
-			now := time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
-			mem := kv.NewMemoryNamespace()
-			mem.Now = func() time.Time { return now }
-			mem.LimitWrites = true
+			mem, now := limitedMemory()
 			store := kv.NewStore(mem, mem.Now)
 			var slept time.Duration
 			store.Sleep = func(_ context.Context, d time.Duration) error {
 				slept += d
-				now = now.Add(d)
+				*now = now.Add(d)
 				return nil
 			}
 			key := intake.Key{Client: "desk-a", ID: "k"}
-			claim := intake.Claim{Token: "t", Fingerprint: fingerprint(t, validBody), OrderID: "o", AcceptedAt: now,
+			claim := intake.Claim{Token: "t", Fingerprint: fingerprint(t, validBody), OrderID: "o", AcceptedAt: *now,
 				Lease: config.DefaultPendingTTL, KeepUntil: now.Add(time.Hour)}
 			if rec, err := store.Begin(ctx, key, claim); err != nil || rec.State != intake.Claimed {
 				t.Fatalf("Begin = %+v, %v", rec, err)
 			}
-			now = now.Add(50 * time.Millisecond)
+			*now = now.Add(50 * time.Millisecond)
 			claim.Sent = sent
 			if err := store.Release(ctx, key, claim); err != nil {
 				t.Fatalf("Release within a second of the claim = %v, want it written once the second has passed", err)
@@ -264,17 +261,14 @@ func TestAReleaseRefusedByTheWriteLimitWaitsOutTheSecond(t *testing.T) {
 // overwritten the other's claim with its own order.
 func TestAClaimRefusedByTheWriteLimitLeavesTheKeyAlone(t *testing.T) {
 	ctx := context.Background()
-	now := time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
-	mem := kv.NewMemoryNamespace()
-	mem.Now = func() time.Time { return now }
-	mem.LimitWrites = true
+	mem, now := limitedMemory()
 	first := kv.NewStore(mem, mem.Now)
 	hooked := &kvtest.Hooked{Namespace: mem}
 	second := kv.NewStore(hooked, mem.Now)
-	second.Sleep = func(context.Context, time.Duration) error { now = now.Add(time.Second); return nil }
+	second.Sleep = func(context.Context, time.Duration) error { *now = now.Add(time.Second); return nil }
 	key := intake.Key{Client: "desk-a", ID: "k"}
 	claim := func(token, body string) intake.Claim {
-		return intake.Claim{Token: token, Fingerprint: fingerprint(t, body), OrderID: "order-" + token, AcceptedAt: now,
+		return intake.Claim{Token: token, Fingerprint: fingerprint(t, body), OrderID: "order-" + token, AcceptedAt: *now,
 			Lease: config.DefaultPendingTTL, KeepUntil: now.Add(time.Hour)}
 	}
 	// Both read the key free; the first's claim lands between the

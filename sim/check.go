@@ -349,16 +349,11 @@ func (w *world) keptForAnEarlierClaim(c *gatewayCall) bool {
 	return false
 }
 
-// racedAnotherOrder reports whether a gateway call for another order under
-// c's key started within staleWindow of c: only a read that missed the
-// other order's claim or receipt lets both reach the gateway.
+// racedAnotherOrder reports whether another order under c's key reached
+// the gateway: with the KV event that let both be claimed (kvAllows), the
+// key may end with the other's outcome.
 func (w *world) racedAnotherOrder(c *gatewayCall) bool {
-	for _, d := range w.oms.calls {
-		if d.key == c.key && d.fp != c.fp && max(d.start.Sub(c.start), c.start.Sub(d.start)) < staleWindow {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(w.oms.calls, func(d *gatewayCall) bool { return d.key == c.key && d.fp != c.fp })
 }
 
 // checkEnd checks what is checked over the whole history, once it has
@@ -404,11 +399,11 @@ func (w *world) checkFinalRetries() {
 // otherClaimsReceipt reports whether body, a receipt stored for a's key
 // other than the one a's client was given, is for the same order id and
 // the history shows, before a, the KV event that lets a second claim
-// exist (kvAllows), which it returns: a claim minted from a stale read,
+// exist (kvAllows) by the time a ended, which it returns: a claim minted from a stale read,
 // or at once with another, has its own acceptedAt, and the settler may
 // store the receipt built from either claim.
 func (w *world) otherClaimsReceipt(a *answer, body []byte) (string, bool) {
-	event, ok := w.kvAllows(a.key, a.start)
+	event, ok := w.kvAllows(a.key, a.end)
 	if !ok || body == nil {
 		return "", false
 	}
@@ -499,8 +494,8 @@ func (w *world) checkReplaysIdentical() {
 		prev, ok := anchors[group]
 		within := ok && a.start.Before(prev.end.Add(w.resultTTL))
 		same := within && slices.ContainsFunc(prev.bodies, func(b []byte) bool { return bytes.Equal(b, a.body) })
-		event, allowed := w.kvAllows(a.key, a.start)
-		otherEvent, otherClaim := w.otherClaimsReceipt(&answer{key: a.key, orderID: id, start: a.start}, a.body)
+		event, allowed := w.kvAllows(a.key, a.end)
+		otherEvent, otherClaim := w.otherClaimsReceipt(&answer{key: a.key, orderID: id, end: a.end}, a.body)
 		switch {
 		case a.kind == created && within && !same && allowed:
 			w.allow("a second receipt created for one order", event)

@@ -227,11 +227,11 @@ func run(mode Mode, choose func(n int, label string) int) *world {
 		done = true
 	})
 	if mode == KVMode {
-		w.sched.spawn(&actor{name: "cron", kind: daemonActor}, w.cron)
+		w.sched.spawn(&actor{name: "cron", kind: daemonActor}, w.cron("sweep", w.sweep))
 	} else {
 		w.sched.spawn(&actor{name: "alarms", kind: daemonActor}, w.alarms)
 		if w.migrating {
-			w.sched.spawn(&actor{name: "adoptions", kind: daemonActor}, w.adoptions)
+			w.sched.spawn(&actor{name: "cron", kind: daemonActor}, w.cron("adoption sweep", w.adopt))
 		}
 	}
 	for !done && w.sched.panicked == "" && w.sched.rapidPanic == nil && w.sched.step() {
@@ -486,57 +486,50 @@ func (w *world) deliver(body []byte, delay time.Duration, attempt int) {
 	})
 }
 
-// cron runs the Cron Trigger's sweep on a live isolate every sweepEvery.
+// cron runs a Cron Trigger's work on a live isolate every sweepEvery:
+// KV mode's sweep, or ledger mode's adoption during a migration.
 //
-// While the driver jumps hours ahead the sweeps in between are skipped,
-// as Cron Triggers may be: a day's 288 sweeps would cost more than the
-// rest of the history.
-func (w *world) cron() {
-	for {
-		w.sched.sleep(sweepEvery)
-		if w.jumping {
-			w.count("sweep skipped in a time jump")
-			continue
+// While the driver jumps hours ahead the runs in between are skipped, as
+// Cron Triggers may be: a day's 288 sweeps would cost more than the rest
+// of the history.
+func (w *world) cron(name string, work func(inst *instance, a *actor)) func() {
+	return func() {
+		for {
+			w.sched.sleep(sweepEvery)
+			if w.jumping {
+				w.count("sweep skipped in a time jump")
+				continue
+			}
+			inst := w.instances[w.choose(len(w.instances), "sweep isolate")]
+			a := &actor{name: name, inst: inst, gen: inst.gen, inv: &invocation{kind: "sweep"}, kind: settlerActor}
+			w.sched.spawn(a, func() { work(inst, a) })
 		}
-		inst := w.instances[w.choose(len(w.instances), "sweep isolate")]
-		inv := &invocation{kind: "sweep"}
-		a := &actor{name: "sweep", inst: inst, gen: inst.gen, inv: inv, kind: settlerActor}
-		w.sched.spawn(a, func() {
-			w.count("sweep")
-			_, err := w.consumer(inst).Sweep(context.Background(), overdue{w: w, inv: inv}, w.now(), sweepGrace, sweepLimit)
-			w.logf("sweep: %d KV operations, %v", inv.kvOps, err)
-		})
 	}
 }
 
-// adoptions is ledger mode's Cron Trigger during a migration: every
-// sweepEvery, on a live isolate, it adopts the keys the KV-mode Worker
-// left open and overdue (app.Worker.adoptOverdue), which the ledger's
-// alarm then settles.
-func (w *world) adoptions() {
-	for {
-		w.sched.sleep(sweepEvery)
-		if w.jumping {
-			continue
+// sweep is KV mode's Cron Trigger: the settler's sweep of overdue keys.
+func (w *world) sweep(inst *instance, a *actor) {
+	w.count("sweep")
+	_, err := w.consumer(inst).Sweep(context.Background(), overdue{w: w, inv: a.inv}, w.now(), sweepGrace, sweepLimit)
+	w.logf("sweep: %d KV operations, %v", a.inv.kvOps, err)
+}
+
+// adopt is ledger mode's Cron Trigger during a migration: it adopts the
+// keys the KV-mode Worker left open and overdue (app.Worker.adoptOverdue),
+// which the ledger's alarm then settles.
+func (w *world) adopt(inst *instance, a *actor) {
+	w.count("adoption sweep")
+	ctx := context.Background()
+	keys, err := overdue{w: w, inv: a.inv}.Overdue(ctx, w.now().Add(-sweepGrace), sweepLimit)
+	for _, key := range keys {
+		a.key = key.String()
+		adopted, aerr := inst.svc.Adopt(ctx, key)
+		if adopted {
+			w.count("key adopted from KV")
 		}
-		inst := w.instances[w.choose(len(w.instances), "sweep isolate")]
-		inv := &invocation{kind: "sweep"}
-		a := &actor{name: "adoption sweep", inst: inst, gen: inst.gen, inv: inv, kind: settlerActor}
-		w.sched.spawn(a, func() {
-			w.count("adoption sweep")
-			ctx := context.Background()
-			keys, err := overdue{w: w, inv: inv}.Overdue(ctx, w.now().Add(-sweepGrace), sweepLimit)
-			for _, key := range keys {
-				a.key = key.String()
-				adopted, aerr := inst.svc.Adopt(ctx, key)
-				if adopted {
-					w.count("key adopted from KV")
-				}
-				err = errors.Join(err, aerr)
-			}
-			w.logf("adoption sweep: %d keys listed, %v", len(keys), err)
-		})
+		err = errors.Join(err, aerr)
 	}
+	w.logf("adoption sweep: %d keys listed, %v", len(keys), err)
 }
 
 // overdue is the KV store's listing of overdue keys, watched: what it

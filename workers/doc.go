@@ -51,18 +51,34 @@
 // Durable Object method is one synchronous Go call that waits for nothing.
 // Every entry into Go returns without blocking; work that waits runs on a
 // goroutine of the package's pool, which keeps its goroutines for the next
-// event (under TinyGo, started with the program) instead of starting one
-// per request.
+// event (under TinyGo, started with the first event) instead of starting
+// one per request.
 //
 // # The two compilers
 //
-// Standard Go builds the Worker by default (build.sh, COMPILER=auto), in CI
-// and on every deploy. TinyGo builds it only when asked, COMPILER=tinygo,
-// and make test COMPILER=tinygo runs the whole suite, the conformance
-// binaries included, against that build. Its module is several times
-// smaller and starts several times faster; it becomes the default once a
-// back-to-back bench and soak measure it as good on every row
-// (bench/README.md has the figures).
+// Standard Go builds the Worker by default (build.sh, COMPILER=auto), in
+// local runs and on every deploy. TinyGo builds it when asked,
+// COMPILER=tinygo: make tinygo installs the pinned release on a Debian-like
+// machine (tools/install-tinygo.sh), and CI runs the whole suite with each
+// compiler, the conformance binaries included. How the builds differ:
+//
+//   - size: TinyGo's module is about a third of standard Go's under gzip,
+//     its runtime being far smaller;
+//   - start: TinyGo's runtime starts in a fraction of standard Go's time,
+//     most of what is left being package initialisation and V8 compiling
+//     the functions that start runs;
+//   - goroutines: under TinyGo every goroutine's stack is one fixed block
+//     on the heap (build.sh's stack size), and blocking unwinds the wasm
+//     stack (asyncify), which also makes every function that may block
+//     larger; the pool keeps its goroutines for that reason;
+//   - the collector: TinyGo's scans conservatively, never returns memory
+//     and runs no finalizers, where standard Go's runs them; the bridge
+//     relies on neither (Numbers and bytes, above);
+//   - libraries: TinyGo's reflect cannot do all that encoding/json needs
+//     and t.Skip cannot end a test; the Worker uses neither.
+//
+// Which one auto picks follows the bench and soak (bench/README.md has the
+// figures, and the row that keeps standard Go the default).
 //
 // Both run the same Go source, and enter it the same way: a call from
 // JavaScript into Go is the wasm export edge_orders_enter (entry_js.go,

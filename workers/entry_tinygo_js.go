@@ -22,10 +22,11 @@ func collectFunc() js.Value {
 	})
 }
 
-// The pool's goroutines start with the program, while the heap is young
-// (goroutinePool.prestart): one started later may find no free run for
-// its stack and double the heap.
-func init() { goroutines.prestart(maxIdleGoroutines) }
+// The pool's goroutines start with the first event, while the heap is
+// young (goroutinePool.prestart): one started later may find no free run
+// for its stack and double the heap. Started with the program, they took
+// most of its start (goroutinePool.startLater).
+func init() { goroutines.startLater(maxIdleGoroutines) }
 
 // collect runs the collector. TinyGo runs no finalizers, and an entry
 // runs on the system stack, where nothing may yield.

@@ -14,6 +14,7 @@ type goroutinePool struct {
 	work    chan func()
 	idle    atomic.Int32 // goroutines waiting for work, or about to
 	started atomic.Int32 // goroutines started, ever
+	later   atomic.Int32 // goroutines the first run starts (startLater)
 	maxIdle int32
 }
 
@@ -27,14 +28,21 @@ func newGoroutinePool(maxIdle int) *goroutinePool {
 // goroutine's stack is one block of the stack size (build.sh), and a
 // goroutine started once the heap is full of small long-lived objects,
 // such as cached receipts, finds no free run that long, though most of the
-// heap is free: TinyGo then doubles its heap. Started with the program,
-// the stacks lie together at the heap's start.
+// heap is free: TinyGo then doubles its heap. Started early (startLater),
+// the stacks lie together near the heap's start.
 func (p *goroutinePool) prestart(n int) {
 	for range n {
 		p.started.Add(1)
 		go func() { p.serve(p.next()) }()
 	}
 }
+
+// startLater has the first run prestart goroutines until n are started,
+// from a goroutine queued behind that run's function: the first event's
+// work runs first, and the stacks are allocated while it waits for its
+// first binding call, with the heap still young, rather than while the
+// program starts, where 64 stacks of 32 KB took most of TinyGo's start.
+func (p *goroutinePool) startLater(n int) { p.later.Store(int32(n)) }
 
 // run runs f on a waiting goroutine, or on a new one if none is waiting.
 // It never blocks, so it may be called from a call into Go that must not
@@ -45,6 +53,10 @@ func (p *goroutinePool) run(f func()) {
 	default:
 		p.started.Add(1)
 		go p.serve(f)
+	}
+	if n := p.later.Swap(0); n > 0 {
+		p.started.Add(1)
+		go p.serve(func() { p.prestart(int(n - p.started.Load())) })
 	}
 }
 

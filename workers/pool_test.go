@@ -68,6 +68,28 @@ func TestGoroutinePoolPrestartedGoroutinesTakeTheWork(t *testing.T) {
 	}
 }
 
+func TestGoroutinePoolStartsLaterWithTheFirstRun(t *testing.T) {
+	const n = 4
+	p := newGoroutinePool(n)
+	p.startLater(n)
+	if got := p.started.Load(); got != 0 {
+		t.Fatalf("%d goroutines started before the first run, want 0", got)
+	}
+	ran := make(chan struct{})
+	p.run(func() { close(ran) })
+	<-ran
+	for deadline := time.Now().Add(5 * time.Second); p.idle.Load() < n && time.Now().Before(deadline); {
+		runtime.Gosched()
+	}
+	if got, want := p.idle.Load(), int32(n); got != want {
+		t.Errorf("%d goroutines waiting after the first run, want %d", got, want)
+	}
+	p.run(func() {})
+	if got, want := p.started.Load(), int32(n); got != want {
+		t.Errorf("%d goroutines started after two runs, want %d", got, want)
+	}
+}
+
 func TestGoroutinePoolKeepsAtMostMaxIdle(t *testing.T) {
 	const maxIdle = 3
 	p := newGoroutinePool(maxIdle)
