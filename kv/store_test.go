@@ -3,6 +3,7 @@ package kv_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -289,5 +290,37 @@ func TestAClaimRefusedByTheWriteLimitLeavesTheKeyAlone(t *testing.T) {
 	rec, err := first.Lookup(ctx, key)
 	if err != nil || rec.State != intake.Held || rec.OrderID != "order-a" {
 		t.Errorf("the key after the refused claim = %v %s (%v), want held by the first claim, order-a", rec.State, rec.OrderID, err)
+	}
+}
+
+// TestAHeldClaimOnAnUnresolvedKeyHoldsIt: a live claim on a key the
+// settler gave up on ("state":"unresolved-held", as an earlier version
+// wrote every such takeover, and a claim minted from the instance's
+// memory of an unresolved key still does) holds the key until its lease
+// ends, like any claim, and is open and unresolved after: no other
+// request takes it over while its holder may be calling the gateway.
+func TestAHeldClaimOnAnUnresolvedKeyHoldsIt(t *testing.T) {
+	ctx := context.Background()
+	now := time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
+	mem := kv.NewMemoryNamespace()
+	mem.Now = func() time.Time { return now }
+	store := kv.NewStore(mem, mem.Now)
+	key := intake.Key{Client: "desk-a", ID: "k"}
+	meta := `{"orderId":"o","acceptedAt":` + fmt.Sprint(now.Add(-time.Hour).UnixMilli()) + `,"leaseUntil":` +
+		fmt.Sprint(now.Add(time.Minute).UnixMilli()) + `,"client":"desk-a","attempts":3,"symbol":"AAPL","side":"buy","quantity":10,"state":"unresolved-held"}`
+	if err := mem.Put(ctx, "pending:desk-a:k", kv.Entry{Value: "1", Metadata: []byte(meta)}, kv.PutOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	rec, err := store.Lookup(ctx, key)
+	if err != nil || rec.State != intake.Held || !rec.Unresolved || rec.OrderID != "o" {
+		t.Fatalf("a live claim on an unresolved key = %+v, %v; want Held, unresolved, order o", rec, err)
+	}
+	claim := intake.Claim{Token: "t", Fingerprint: fingerprint(t, validBody), OrderID: "other", AcceptedAt: now, Lease: time.Minute, KeepUntil: now.Add(time.Hour)}
+	if rec, err := store.Begin(ctx, key, claim); err != nil || rec.State != intake.Held {
+		t.Errorf("Begin beside it = %+v, %v; want Held: the claim is live", rec, err)
+	}
+	now = now.Add(time.Minute)
+	if rec, err := store.Lookup(ctx, key); err != nil || rec.State != intake.Open || !rec.Unresolved {
+		t.Errorf("once its lease ended = %+v, %v; want Open, unresolved", rec, err)
 	}
 }
