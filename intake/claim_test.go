@@ -216,3 +216,35 @@ func TestKVLifecycleReleasesAfterCommit(t *testing.T) {
 		}
 	})
 }
+
+// TestARetryAfterAFailedClaimWriteKeepsItsTime: a claim write that failed
+// may have landed, and KV leaves such a claim open with its order id and
+// time; a retry in the same instance whose read misses it (KV lags) keeps
+// that time, from the instance's memory, instead of minting another
+// acceptedAt than the one the settler would store.
+func TestARetryAfterAFailedClaimWriteKeepsItsTime(t *testing.T) {
+	ctx := context.Background()
+	clock := &fakeClock{now: acceptedAt}
+	mem := kv.NewMemoryNamespace()
+	mem.Now = clock.Now
+	lag := &laggingNamespace{Namespace: mem}
+	faulty := &kvtest.Faulty{Namespace: lag, Err: errStorage}
+	g := &scriptedGateway{clock: clock}
+	svc := intake.New(kv.NewStore(faulty, clock.Now), intake.Options{ResultTTL: config.DefaultResultTTL,
+		PendingTTL: config.DefaultPendingTTL, Gateway: g, Now: clock.Now})
+	// Every read of the key misses what is written to it from now on.
+	lag.freeze("result:"+deskKey.String(), "pending:"+deskKey.String())
+	faulty.Set(kvtest.Fault{Op: kvtest.OpPut, Prefix: "pending:", Nth: 1, Applied: true})
+	if _, err := svc.Submit(ctx, deskKey, []byte(validBody), ""); !errors.Is(err, intake.ErrStorageUnavailable) {
+		t.Fatalf("Submit with its claim write failing = %v, want ErrStorageUnavailable", err)
+	}
+	faulty.Set()
+	clock.Advance(time.Second)
+	out, err := svc.Submit(ctx, deskKey, []byte(validBody), "")
+	if err != nil {
+		t.Fatalf("the retry = %v, want its receipt", err)
+	}
+	if got := order.ReceiptAcceptedAt(out.Receipt); !got.Equal(acceptedAt) {
+		t.Errorf("the retry's receipt was accepted at %v, want %v: the time of the claim KV holds", got, acceptedAt)
+	}
+}
