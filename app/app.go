@@ -169,7 +169,7 @@ func New(env Env) *Worker {
 	var kvStore *kv.Store
 	if env.KV != nil {
 		kvStore = kv.NewStore(env.KV, env.Now)
-		kvStore.Sleep = env.Sleep
+		kvStore.Sleep, kvStore.ReadsLag = env.Sleep, cfg.KVReadLag
 		w.deadLetters = kv.NewDeadLetterStore(env.KV)
 	}
 	var store intake.Store

@@ -396,3 +396,22 @@ func TestLedgerModeAdoptsTheKeysKVModeLeftOpen(t *testing.T) {
 		t.Errorf("kv_adopted lines = %v, want one, of 1 key", lines)
 	}
 }
+
+// TestKVReadLagSetsTheGiveUpsCheck: KV_READ_LAG_SECONDS is what KV mode's
+// settler allows for: its give-up is checked twice that long after the
+// last call, here 10 s rather than Cloudflare's two minutes.
+func TestKVReadLagSetsTheGiveUpsCheck(t *testing.T) {
+	w := newWorld(t, map[string]string{"SETTLE_MAX_AGE_SECONDS": "60", "KV_READ_LAG_SECONDS": "5"})
+	worker := app.New(w.env)
+	w.lose = true
+	if resp := w.post(worker.Handler, "k"); resp.Status != 503 {
+		t.Fatalf("answer = %d %s; want 503", resp.Status, resp.Body)
+	}
+	w.advance(time.Minute)
+	if err := worker.SettleMessage(context.Background(), w.settle.sent()[0]); err != nil {
+		t.Fatalf("SettleMessage = %v", err)
+	}
+	if delays := w.settle.delays; len(delays) != 2 || delays[1] != 10*time.Second {
+		t.Errorf("settle message delays %v, want the give-up's check 10 s after the last call", delays)
+	}
+}

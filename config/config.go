@@ -41,6 +41,10 @@ const (
 	// SweepGraceVar is how long past its due time KV mode's sweep takes a
 	// key's settle message for lost, in seconds.
 	SweepGraceVar = "SETTLE_SWEEP_GRACE_SECONDS"
+	// KVReadLagVar is how long, in seconds, a KV read may miss a write:
+	// KV mode's settler checks a give-up twice this long after its last
+	// call before it raises the alert.
+	KVReadLagVar = "KV_READ_LAG_SECONDS"
 	// AllowedOriginsVar lists the origins whose pages may call the Worker
 	// from a browser (CORS), comma-separated.
 	AllowedOriginsVar = "ALLOWED_ORIGINS"
@@ -75,6 +79,10 @@ const (
 	// DefaultSweepGrace gives a settle message a minute past its due time
 	// before the sweep takes it for lost.
 	DefaultSweepGrace = time.Minute
+	// DefaultKVReadLag is Cloudflare's figure for KV: a read may miss a
+	// write for 60 seconds or more. Lower it only where reads are exact
+	// (wrangler dev's local KV), to raise an unresolved alert sooner.
+	DefaultKVReadLag = 60 * time.Second
 	// DefaultResultTTL keeps a receipt replayable for a day of client retries.
 	DefaultResultTTL = 24 * time.Hour
 	// DefaultPendingTTL is the shortest claim KV accepts: a claim whose holder
@@ -115,6 +123,8 @@ type Config struct {
 	// SweepGrace is how long past its due time KV mode's sweep takes a
 	// key's settle message for lost.
 	SweepGrace time.Duration
+	// KVReadLag is how long a KV read may miss a write (KVReadLagVar).
+	KVReadLag time.Duration
 	// Wait is how long a duplicate waits for a request in flight.
 	Wait time.Duration
 	// LedgerShards is how many ledger objects each client's keys spread over.
@@ -173,6 +183,7 @@ func Load(lookup func(name string) (string, bool)) (Config, error) {
 		OMSTimeout:    DefaultOMSTimeout,
 		SettleMaxAge:  intake.DefaultSettleMaxAge,
 		SweepGrace:    DefaultSweepGrace,
+		KVReadLag:     DefaultKVReadLag,
 	}
 	settings := []struct {
 		name  string
@@ -203,6 +214,7 @@ func Load(lookup func(name string) (string, bool)) (Config, error) {
 		{OMSTokenVar, func(v string) (err error) { c.OMSToken, err = parseToken(v); return }},
 		{SettleMaxAgeVar, func(v string) (err error) { c.SettleMaxAge, err = parseTTL(v); return }},
 		{SweepGraceVar, func(v string) (err error) { c.SweepGrace, err = parseSeconds(v); return }},
+		{KVReadLagVar, func(v string) (err error) { c.KVReadLag, err = parseSeconds(v); return }},
 		{AllowedOriginsVar, func(v string) (err error) { c.AllowedOrigins, err = parseOrigins(v); return }},
 		{OpenAccessVar, func(v string) (err error) { c.OpenAccess, err = parseBool(v); return }},
 	}

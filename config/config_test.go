@@ -250,6 +250,11 @@ func TestGatewayAndClaimSettings(t *testing.T) {
 		{"claims released", map[string]string{"KV_CLAIM_AFTER_RECEIPT": "release"},
 			func(c config.Config) bool { return c.ReleaseClaims }, ""},
 		{"another claim setting is refused", map[string]string{"KV_CLAIM_AFTER_RECEIPT": "delete"}, nil, "KV_CLAIM_AFTER_RECEIPT"},
+		{"KV's read lag is Cloudflare's minute by default", nil,
+			func(c config.Config) bool { return c.KVReadLag == time.Minute }, ""},
+		{"KV's read lag is read in seconds", map[string]string{"KV_READ_LAG_SECONDS": "5"},
+			func(c config.Config) bool { return c.KVReadLag == 5*time.Second }, ""},
+		{"no read lag is refused", map[string]string{"KV_READ_LAG_SECONDS": "0"}, nil, "KV_READ_LAG_SECONDS"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

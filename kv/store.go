@@ -43,6 +43,11 @@ type Store struct {
 	// Sleep waits out KV's write limit before a release's second write;
 	// nil waits on a Go timer. The Worker passes workers.Sleep.
 	Sleep func(ctx context.Context, d time.Duration) error
+	// ReadsLag is how long a read may miss a write, which the settler's
+	// give-up allows for (intake.Lifecycle.ReadsLag); zero means
+	// ReadsLag, Cloudflare's figure. Set it before the Store is given to
+	// intake.New.
+	ReadsLag time.Duration
 
 	ns  Namespace
 	now func() time.Time
@@ -63,7 +68,11 @@ func NewStore(ns Namespace, now func() time.Time) *Store {
 // key before it answers an invalid body, and releases each claim after
 // its outcome only with ReleaseClaims.
 func (k *Store) Lifecycle() intake.Lifecycle {
-	return intake.Lifecycle{ReleaseAfterCommit: k.ReleaseClaims, ReadsLag: ReadsLag}
+	lag := k.ReadsLag
+	if lag == 0 {
+		lag = ReadsLag
+	}
+	return intake.Lifecycle{ReleaseAfterCommit: k.ReleaseClaims, ReadsLag: lag}
 }
 
 // ReadsLag is how long a KV read may miss a write, even in the location
