@@ -41,6 +41,17 @@ func (w *world) kvAllows(key keyName, at time.Time) (string, bool) {
 	return "", false
 }
 
+// kvAllowsSince is the first event of KV's documented limits on key at
+// or after since.
+func (w *world) kvAllowsSince(key keyName, since time.Time) (string, bool) {
+	for _, e := range w.kvEvents[key] {
+		if !e.at.Before(since) {
+			return e.what, true
+		}
+	}
+	return "", false
+}
+
 // allow counts an allowance, with the event that excuses it logged.
 func (w *world) allow(what, event string) {
 	w.count(what + " (KV allows)")
@@ -219,9 +230,26 @@ func (w *world) checkNotReceipted(key keyName, orderID, what string, reader *act
 	case !ok || !w.now().Before(until):
 	case w.mode == KVMode && w.missedReceipt(reader, "result:"+key):
 		w.allow("unresolved beside a receipt its read missed", fmt.Sprintf("%s %s", key, what))
+	case w.mode == KVMode && w.storedSinceRead(reader, "result:"+key):
+		// Another request stored it while this one held the key: both
+		// held it at once, which only KV's events allow.
+		if event, ok := w.kvAllowsSince(key, reader.readAt["result:"+key]); ok {
+			w.allow("unresolved beside a receipt another claim stored meanwhile", event)
+			return
+		}
+		w.violate("%s %s, but its accepted receipt for %s is stored", key, what, orderID)
 	default:
 		w.violate("%s %s, but its accepted receipt for %s is stored", key, what, orderID)
 	}
+}
+
+// storedSinceRead reports whether a receipt was written under kvKey by
+// another actor since reader last read it.
+func (w *world) storedSinceRead(reader *actor, kvKey string) bool {
+	read, ok := reader.reads[kvKey]
+	return ok && slices.ContainsFunc(w.ns.keys[kvKey], func(v version) bool {
+		return v.entry != nil && v.seq >= read && v.by != reader
+	})
 }
 
 // missedReceipt reports whether a read of kvKey by reader missed the

@@ -94,9 +94,9 @@ func (n *namespace) read(key string) *kv.Entry {
 	now := w.now()
 	if a := w.sched.running; a != nil && !w.direct {
 		if a.reads == nil {
-			a.reads = make(map[string]int)
+			a.reads, a.readAt = make(map[string]int), make(map[string]time.Time)
 		}
-		a.reads[key] = n.writes
+		a.reads[key], a.readAt[key] = n.writes, w.now()
 	}
 	latest := len(vs) - 1
 	if latest < 0 {

@@ -35,6 +35,8 @@ type actor struct {
 	// namespace had taken then: a claim written after another's write
 	// landed since is a claim at once.
 	reads map[string]int
+	// readAt is when it last read each.
+	readAt map[string]time.Time
 
 	wake   chan bool // true: run on; false: unwind
 	wakeAt time.Time
