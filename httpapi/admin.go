@@ -274,10 +274,10 @@ func (h *Handler) keyRoute(route adminRoute, clientSegment, keySegment string) (
 	return route, nil
 }
 
-// list answers GET /admin/orders.
-func (h *Handler) list(ctx context.Context, query string, line *eventlog.Line) ([]byte, error) {
-	q := intake.ListQuery{States: intake.AnyAttention, Limit: intake.DefaultListLimit}
-	client, hasClient := "", false
+// queryPairs is query's name=value pairs in order, each percent-decoded
+// (a '+' is a space), the empty ones left out.
+func queryPairs(query string) ([][2]string, error) {
+	var pairs [][2]string
 	for _, pair := range strings.Split(query, "&") {
 		if pair == "" {
 			continue
@@ -288,6 +288,21 @@ func (h *Handler) list(ctx context.Context, query string, line *eventlog.Line) (
 		if !nok || !vok {
 			return nil, errs.Detail(errInvalidQuery, "the query is not percent-encoded")
 		}
+		pairs = append(pairs, [2]string{name, value})
+	}
+	return pairs, nil
+}
+
+// list answers GET /admin/orders.
+func (h *Handler) list(ctx context.Context, query string, line *eventlog.Line) ([]byte, error) {
+	q := intake.ListQuery{States: intake.AnyAttention, Limit: intake.DefaultListLimit}
+	client, hasClient := "", false
+	pairs, err := queryPairs(query)
+	if err != nil {
+		return nil, err
+	}
+	for _, pair := range pairs {
+		name, value := pair[0], pair[1]
 		switch name {
 		case "state":
 			q.States = 0

@@ -48,16 +48,12 @@ func (h *Handler) listDeadLetters(ctx context.Context, query string) ([]byte, er
 		return []byte(`{"deadLetters":[]}`), nil
 	}
 	cursor, limit := "", intake.DefaultListLimit
-	for _, pair := range strings.Split(query, "&") {
-		if pair == "" {
-			continue
-		}
-		rawName, rawValue, _ := strings.Cut(pair, "=")
-		name, nok := unescape(rawName, true)
-		value, vok := unescape(rawValue, true)
-		if !nok || !vok {
-			return nil, errs.Detail(errInvalidQuery, "the query is not percent-encoded")
-		}
+	pairs, err := queryPairs(query)
+	if err != nil {
+		return nil, err
+	}
+	for _, pair := range pairs {
+		name, value := pair[0], pair[1]
 		switch name {
 		case "cursor":
 			cursor = value
