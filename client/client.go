@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+
+	"github.com/edge-orders/edge-orders/internal/sfstring"
 )
 
 // Side is which way an order trades.
@@ -265,22 +267,6 @@ func checkKey(key string) error {
 	return nil
 }
 
-// headerKey is key as an Idempotency-Key header carries it: the
-// Structured Field string (RFC 9651) that names exactly key, in double
-// quotes with each " and \ escaped by a backslash. key must be printable
-// ASCII, as checkKey requires; the client sends nothing else.
-func headerKey(key string) string {
-	b := make([]byte, 0, len(key)+2)
-	b = append(b, '"')
-	for i := 0; i < len(key); i++ {
-		if key[i] == '"' || key[i] == '\\' {
-			b = append(b, '\\')
-		}
-		b = append(b, key[i])
-	}
-	return string(append(b, '"'))
-}
-
 // errCallTimeout is the cause of a call's context that its CallTimeout
 // ended: context.DeadlineExceeded, told apart from the caller's deadline.
 var errCallTimeout = fmt.Errorf("%w", context.DeadlineExceeded)
@@ -348,7 +334,7 @@ func (c *Client) once(ctx context.Context, method, key string, body []byte) (out
 		req.ContentLength = int64(len(body))
 		req.Header.Set("Content-Type", "application/json")
 	}
-	req.Header.Set("Idempotency-Key", headerKey(key))
+	req.Header.Set("Idempotency-Key", sfstring.Quote(key)) // the sf-string that names exactly key
 	req.Header.Set("Accept", "application/json, application/problem+json")
 	if c.opts.Token != "" {
 		req.Header.Set("Authorization", "Bearer "+c.opts.Token)

@@ -13,6 +13,7 @@ import (
 	"github.com/edge-orders/edge-orders/intake"
 	"github.com/edge-orders/edge-orders/internal/errs"
 	"github.com/edge-orders/edge-orders/internal/jsjson"
+	"github.com/edge-orders/edge-orders/internal/sfstring"
 	"github.com/edge-orders/edge-orders/workers"
 )
 
@@ -84,7 +85,7 @@ func (g *Gateway) Place(ctx context.Context, p intake.Placement) error {
 		URL:    g.opts.URL,
 		Header: []workers.Field{
 			{Name: "Content-Type", Value: "application/json"},
-			{Name: "Idempotency-Key", Value: KeyHeader(p.OrderID)},
+			{Name: "Idempotency-Key", Value: sfstring.Quote(p.OrderID)},
 			// An answer is a few hundred bytes: compressing it saves
 			// nothing, and the cap counts it decoded anyway.
 			{Name: "Accept-Encoding", Value: "identity"},
@@ -104,22 +105,6 @@ func (g *Gateway) Place(ctx context.Context, p intake.Placement) error {
 		return errs.Prefix("oms: no answer", err)
 	}
 	return ReadAnswer(p.OrderID, resp)
-}
-
-// KeyHeader is the Idempotency-Key header that names exactly id: the
-// Structured Field string (RFC 9651) the IETF draft makes the header, id
-// in double quotes with each " and \ escaped by a backslash. An order id
-// is a UUID, so it is "<orderId>".
-func KeyHeader(id string) string {
-	b := make([]byte, 0, len(id)+2)
-	b = append(b, '"')
-	for i := 0; i < len(id); i++ {
-		if id[i] == '"' || id[i] == '\\' {
-			b = append(b, '\\')
-		}
-		b = append(b, id[i])
-	}
-	return string(append(b, '"'))
 }
 
 // Body is the JSON the gateway receives for p: orderId, clientId (only

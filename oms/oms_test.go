@@ -248,18 +248,3 @@ func TestPlace(t *testing.T) {
 		t.Errorf("no answer took %v, want about the 200 ms timeout", took)
 	}
 }
-
-func TestKeyHeader(t *testing.T) {
-	tests := []struct{ name, id, want string }{
-		{"an order id is quoted", "0b9c3e8e-6f4a-4d2b-9c1e-3a5f7d9b1c2e", `"0b9c3e8e-6f4a-4d2b-9c1e-3a5f7d9b1c2e"`},
-		{"a quote is escaped", `a"b`, `"a\"b"`},
-		{"a backslash is escaped", `a\b`, `"a\\b"`},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			if got := oms.KeyHeader(tc.id); got != tc.want {
-				t.Errorf("KeyHeader(%q) = %s, want %s", tc.id, got, tc.want)
-			}
-		})
-	}
-}
