@@ -36,6 +36,7 @@ tinygo_stack_size=${TINYGO_STACK_SIZE:-32KB}
 tinygo_inputs() {
   {
     tinygo version
+    "${WASMOPT:-wasm-opt}" --version
     echo "stack size $tinygo_stack_size"
     sha256sum go.mod go.sum build.sh workers/wasm_exec_entry.js "$(tinygo env TINYGOROOT)/targets/wasm_exec.js"
     find . -name '*.go' ! -name '*_test.go' ! -path './node_modules/*' ! -path './build/*' -print0 | sort -z | xargs -0 sha256sum
@@ -55,9 +56,23 @@ build_tinygo() {
   # heap. The wasm target's default is 64 KB; a new order overflows 12 KB
   # and fits in 16 KB, so 32 KB leaves twice the deepest path measured
   # (bench/README.md). TINYGO_STACK_SIZE overrides it.
+  # TinyGo's wasm-opt step adds asyncify, which lets a goroutine pause
+  # and resume: it rewrites every function that a pause may pass through.
+  # Not told otherwise, it takes any call to JavaScript for one that may
+  # pause, and rewrites their callers too, up to every function that can
+  # panic (a panic's message is written out through JavaScript). Only
+  # TinyGo's own scheduler pauses (asyncify.start_unwind, which asyncify
+  # always counts), never a call to JavaScript: so wasm-opt is told to
+  # ignore the imports, which takes a tenth off the gzipped module.
+  # -panic=trap ends a panic at once instead of printing its message
+  # first: a recover() is out of reach under TinyGo's wasm either way, and
+  # the message's code at every bounds check was another tenth. The name
+  # section stays, so the trap's stack in the log names Go's functions.
   # LLVM 19 warns that it does not know two wasm features TinyGo 0.40
   # names for LLVM 20; the module is the same without them.
-  tinygo build -target wasm -no-debug -stack-size="$tinygo_stack_size" -o "$tmp/edge-orders.wasm" . 2>&1 |
+  printf '#!/bin/sh\nexec %q --pass-arg=asyncify-ignore-imports "$@"\n' "$(command -v "${WASMOPT:-wasm-opt}")" > "$tmp/wasm-opt"
+  chmod +x "$tmp/wasm-opt"
+  WASMOPT="$tmp/wasm-opt" tinygo build -target wasm -no-debug -panic=trap -stack-size="$tinygo_stack_size" -o "$tmp/edge-orders.wasm" . 2>&1 |
     grep -v "is not a recognized feature for this target" > "$tmp/tinygo.log" || true
   [[ -s "$tmp/edge-orders.wasm" ]] || return 1
   # wrangler's bundler defines a require that wasm_exec.js would adopt as

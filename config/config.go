@@ -14,6 +14,7 @@ import (
 	"github.com/edge-orders/edge-orders/auth"
 	"github.com/edge-orders/edge-orders/eventlog"
 	"github.com/edge-orders/edge-orders/intake"
+	"github.com/edge-orders/edge-orders/internal/jsjson"
 )
 
 // Names of the variables, as set in wrangler.toml [vars] or as secrets.
@@ -371,8 +372,8 @@ func parseTime(v string) (time.Time, error) {
 	if v = strings.TrimSpace(v); v == "" {
 		return time.Time{}, nil
 	}
-	t, err := time.Parse(time.RFC3339, v)
-	if err != nil {
+	t, ok := jsjson.ParseRFC3339(v)
+	if !ok {
 		return time.Time{}, errors.New(strconv.Quote(v) + " is not an RFC 3339 time such as 2026-11-22T12:00:00Z")
 	}
 	return t, nil

@@ -189,9 +189,6 @@ func ReceiptAcceptedAt(receipt []byte) time.Time {
 	if err != nil {
 		return time.Time{}
 	}
-	t, err := time.Parse(time.RFC3339Nano, doc.Get("acceptedAt").Str)
-	if err != nil {
-		return time.Time{}
-	}
+	t, _ := jsjson.ParseRFC3339(doc.Get("acceptedAt").Str)
 	return t
 }
