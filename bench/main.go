@@ -42,6 +42,9 @@ type options struct {
 	gateway                        latency
 	contentionKeys, contentionConn int
 	settleKeys                     int
+	// starts is how many more times each build is started for its Go
+	// start, the builds taking turns (startTimes).
+	starts int
 	// profile, if set, replaces the bench with a CPU profile of the Go
 	// Worker (profile.go).
 	profile *profileOptions
@@ -149,6 +152,7 @@ func parseFlags(args []string) (options, error) {
 	gw := fs.String("gateway", "40,80,150", "the OMS gateway's service time")
 	fs.IntVar(&o.contentionKeys, "contention-keys", 30, "keys of the contention check")
 	fs.IntVar(&o.contentionConn, "contention-conns", 16, "requests sent at once per key in the contention check")
+	fs.IntVar(&o.starts, "starts", 10, "more starts of each build, in a fresh wrangler dev each, for the Go start's median")
 	fs.IntVar(&o.settleKeys, "settle-keys", 10, "keys of the settling check, one at a time, per Worker with the gateway")
 	fs.BoolVar(&o.saturationOnly, "saturation-only", false, "only the local saturation phase of the standard build (and the contention check): CPU, in a few minutes")
 	fs.StringVar(&o.baseline, "baseline", "", "serve the Go Worker of this checkout too (with its node_modules) in the saturation phase, as Go KV/ledger (baseline)")
@@ -167,7 +171,7 @@ func parseFlags(args []string) (options, error) {
 		o.profile = &po
 	}
 	if *quick {
-		o.rounds, o.latencyDuration, o.satDuration, o.contentionKeys = 1, time.Second, time.Second, 10
+		o.rounds, o.latencyDuration, o.satDuration, o.contentionKeys, o.starts = 1, time.Second, time.Second, 10, 2
 	}
 	var err error
 	for _, f := range []struct {
@@ -432,6 +436,12 @@ func measure(ctx context.Context, o options) (*report, error) {
 	} else {
 		fmt.Fprintln(os.Stderr, "bench: no tinygo on PATH: the TinyGo build is left out")
 	}
+	var kept []string
+	defer func() {
+		for _, dir := range kept {
+			os.RemoveAll(dir)
+		}
+	}()
 	for _, compiler := range compilers {
 		name := "local saturation"
 		if compiler == "tinygo" {
@@ -441,7 +451,16 @@ func measure(ctx context.Context, o options) (*report, error) {
 		if err := saturate(ctx, rep, sat, compiler); err != nil {
 			return nil, err
 		}
+		dir, err := keepBuild()
+		if err != nil {
+			return nil, err
+		}
+		kept = append(kept, dir)
 	}
+	if err := startTimes(ctx, rep.builds, kept, o.starts); err != nil {
+		return nil, err
+	}
+	fmt.Fprintln(os.Stderr, "bench: starts: done")
 	return rep, nil
 }
 
