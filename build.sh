@@ -9,8 +9,8 @@
 #           never chooses what a deploy ships;
 #   tinygo  TinyGo, or fail (make tinygo installs it);
 #   go      standard Go.
-# TinyGo's module is about three times smaller under gzip and starts
-# faster; bench/README.md compares the two builds.
+# TinyGo's module is about four times smaller under gzip and starts
+# faster, but cannot recover a panic; bench/README.md compares the two.
 #
 # wrangler runs this before every `wrangler dev` and deploy, and each
 # running `wrangler dev` reloads its Worker when build/ changes: so a file

@@ -62,8 +62,8 @@
 // machine (tools/install-tinygo.sh), and CI runs the whole suite with each
 // compiler, the conformance binaries included. How the builds differ:
 //
-//   - size: TinyGo's module is about a third of standard Go's under gzip,
-//     its runtime being far smaller;
+//   - size: TinyGo's module is about a quarter of standard Go's under
+//     gzip, its runtime being far smaller;
 //   - start: TinyGo's runtime starts in a fraction of standard Go's time,
 //     most of what is left being package initialisation and V8 compiling
 //     the functions that start runs;
@@ -71,6 +71,11 @@
 //     on the heap (build.sh's stack size), and blocking unwinds the wasm
 //     stack (asyncify), which also makes every function that may block
 //     larger; the pool keeps its goroutines for that reason;
+//   - panics: standard Go recovers a request's panic and answers 500
+//     (ServePanic); TinyGo's wasm has no recover, so a panic traps
+//     (build.sh's -panic=trap, which prints no message) and the request
+//     gets workerd's own error; the log's stack names the Go function,
+//     since the module keeps its name section;
 //   - the collector: TinyGo's scans conservatively, never returns memory
 //     and runs no finalizers, where standard Go's runs them; the bridge
 //     relies on neither (Numbers and bytes, above);
