@@ -36,11 +36,27 @@ tinygo_stack_size=${TINYGO_STACK_SIZE:-32KB}
 tinygo_inputs() {
   {
     tinygo version
-    "${WASMOPT:-wasm-opt}" --version
+    "$(wasm_opt)" --version
     echo "stack size $tinygo_stack_size"
     sha256sum go.mod go.sum build.sh workers/wasm_exec_entry.js "$(tinygo env TINYGOROOT)/targets/wasm_exec.js"
     find . -name '*.go' ! -name '*_test.go' ! -path './node_modules/*' ! -path './build/*' -print0 | sort -z | xargs -0 sha256sum
   } | sha256sum | cut -d' ' -f1
+}
+
+# wasm_opt names the wasm-opt TinyGo would run: WASMOPT, the one its
+# release ships beside it, or the one on PATH.
+wasm_opt() {
+  if [[ -n "${WASMOPT:-}" ]]; then
+    echo "$WASMOPT"
+    return
+  fi
+  local root
+  root=$(tinygo env TINYGOROOT)
+  for w in "$root/bin/wasm-opt" "$root/build/wasm-opt" "$(command -v wasm-opt)"; do
+    [[ -n "$w" && -x "$w" ]] && { echo "$w"; return; }
+  done
+  echo "build.sh: no wasm-opt for TinyGo (binaryen; make tinygo installs it)" >&2
+  return 1
 }
 
 # build_tinygo builds with TinyGo, its errors in $tmp/tinygo.log, or
@@ -70,7 +86,9 @@ build_tinygo() {
   # section stays, so the trap's stack in the log names Go's functions.
   # LLVM 19 warns that it does not know two wasm features TinyGo 0.40
   # names for LLVM 20; the module is the same without them.
-  printf '#!/bin/sh\nexec %q --pass-arg=asyncify-ignore-imports "$@"\n' "$(command -v "${WASMOPT:-wasm-opt}")" > "$tmp/wasm-opt"
+  local wasm_opt
+  wasm_opt=$(wasm_opt) || return 1
+  printf '#!/bin/sh\nexec %q --pass-arg=asyncify-ignore-imports "$@"\n' "$wasm_opt" > "$tmp/wasm-opt"
   chmod +x "$tmp/wasm-opt"
   WASMOPT="$tmp/wasm-opt" tinygo build -target wasm -no-debug -panic=trap -stack-size="$tinygo_stack_size" -o "$tmp/edge-orders.wasm" . 2>&1 |
     grep -v "is not a recognized feature for this target" > "$tmp/tinygo.log" || true
