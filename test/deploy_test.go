@@ -33,6 +33,7 @@ func TestEveryEnvironmentDeploysDry(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(root, "build", "edge-orders.wasm")); err != nil {
 		t.Fatalf("no build (run ./build.sh first): %v", err)
 	}
+	t.Parallel()
 	for _, env := range environments {
 		name := env
 		if name == "" {

@@ -27,6 +27,7 @@ func TestJSClientTypesMatchItsCode(t *testing.T) {
 		}
 		t.Skip("tsc is not installed (make tools)")
 	}
+	t.Parallel()
 	js := filepath.Join(root, "clients", "js")
 	dir := t.TempDir()
 	copies := map[string]string{

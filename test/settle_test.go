@@ -137,6 +137,7 @@ func TestSettlerStoresARejection(t *testing.T) {
 // (IN_PROGRESS_WAIT_MS), which ends when its call times out
 // (OMS_TIMEOUT_MS, shorter): then the retry may settle the key itself.
 func TestClientRetryRacesTheSettler(t *testing.T) {
+	shareWorkers(t)
 	forEachGatewayMode(t, func(t *testing.T, g *gatewayWorkers, w *target) {
 		symbol, key := newSymbol(t), newKey(t)
 		g.oms.script(symbol, failBefore, gated)
