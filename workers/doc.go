@@ -83,7 +83,7 @@
 //     and t.Skip cannot end a test; the Worker uses neither.
 //
 // Which one auto picks follows the bench and soak (bench/README.md has the
-// figures, and the row that keeps standard Go the default).
+// figures, and the rows that keep standard Go the default).
 //
 // Both run the same Go source, and enter it the same way: a call from
 // JavaScript into Go is the wasm export edge_orders_enter (entry_js.go,
