@@ -73,7 +73,7 @@ func TestReceiptCacheIsBounded(t *testing.T) {
 // retry after it replays without KV.
 func TestLookupFillsCache(t *testing.T) {
 	h := newHarness(t, intake.Options{})
-	const stored = `{"orderId":"r1"}`
+	stored := `{"orderId":"r1","acceptedAt":"` + acceptedAt.Format(time.RFC3339Nano) + `"}`
 	h.put(t, "result:k", kv.Entry{Value: stored}, time.Hour)
 	looked, err := h.svc.Lookup(context.Background(), key("k"))
 	if err != nil {
@@ -94,6 +94,50 @@ func TestLookupFillsCache(t *testing.T) {
 	}
 	if got := h.rec.Calls()[calls:]; len(got) != 0 {
 		t.Errorf("replays after a Lookup called KV: %v", got)
+	}
+}
+
+// TestAReceiptReadFromKVIsNotReplayedFromMemoryPastItsEnd: KV cannot say
+// when a stored receipt expires, so a receipt read from it is kept in
+// memory no longer than it is sure to be stored, RESULT_TTL after its
+// acceptance. Found by a long simulation (seed 14926151944383713585):
+// read a moment before its KV entry expired, a receipt was replayed from
+// memory after it, while a retry in another instance, finding the key
+// free, had placed the order again under a new acceptedAt.
+func TestAReceiptReadFromKVIsNotReplayedFromMemoryPastItsEnd(t *testing.T) {
+	const ttl = 24 * time.Hour
+	old := `{"orderId":"r1","acceptedAt":"` + acceptedAt.Format(time.RFC3339Nano) + `"}`
+	for _, c := range []struct {
+		name   string
+		readAt time.Duration // after acceptedAt
+		cached bool
+	}{
+		{"read early", time.Minute, true},
+		{"read a moment before RESULT_TTL ends", ttl - time.Second, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			now := acceptedAt.Add(c.readAt)
+			h := newHarness(t, intake.Options{ResultTTL: ttl, Now: func() time.Time { return now }})
+			h.put(t, "result:k", kv.Entry{Value: old}, time.Hour)
+			if _, err := h.svc.Lookup(context.Background(), key("k")); err != nil {
+				t.Fatalf("Lookup: %v", err)
+			}
+			// KV drops the receipt, and another instance stores a new one.
+			now = now.Add(2 * time.Second)
+			const newer = `{"orderId":"r1","acceptedAt":"2026-03-15T15:09:28.000Z"}`
+			h.put(t, "result:k", kv.Entry{Value: newer}, time.Hour)
+			out, err := h.svc.Lookup(context.Background(), key("k"))
+			if err != nil {
+				t.Fatalf("Lookup: %v", err)
+			}
+			want := newer
+			if c.cached {
+				want = old
+			}
+			if string(out.Receipt) != want {
+				t.Errorf("the second Lookup replayed %s, want %s", out.Receipt, want)
+			}
+		})
 	}
 }
 

@@ -37,7 +37,7 @@ func (s *Service) Lookup(ctx context.Context, key Key) (Outcome, error) {
 	case rec.State != Stored:
 		return Outcome{}, ErrNotFound
 	}
-	s.receipts.put(key.String(), rec, now)
+	s.cacheRead(key.String(), rec, now)
 	return s.lookedUp(rec)
 }
 

@@ -84,7 +84,7 @@ func (s *Service) inProgress(ctx context.Context, sub *submission, err error) (O
 	if lerr != nil || rec.State != Stored {
 		return Outcome{}, ErrInProgress
 	}
-	s.receipts.put(sub.key.String(), rec, s.opts.Now())
+	s.cacheRead(sub.key.String(), rec, s.opts.Now())
 	return s.replay(rec, sub)
 }
 
@@ -163,7 +163,7 @@ func (s *Service) attempt(ctx context.Context, sub *submission, now time.Time) (
 		}
 		return Outcome{}, storageUnavailable(err)
 	case rec.State == Stored:
-		s.receipts.put(cacheKey, rec, now)
+		s.cacheRead(cacheKey, rec, now)
 		return s.replay(rec, sub)
 	case rec.State == Held:
 		if claim.Fingerprint != "" && rec.Fingerprint != "" && rec.Fingerprint != claim.Fingerprint {
@@ -490,4 +490,23 @@ func later(a, b time.Time) time.Time {
 
 func storageUnavailable(err error) error {
 	return errs.Detail(ErrStorageUnavailable, err.Error())
+}
+
+// cacheRead caches rec, a stored outcome read from the Store at now. A
+// Store that cannot tell when the outcome expires (KV) leaves Expires
+// zero, and the cache would keep the entry a read's whole stale window,
+// past the outcome's end: an instance would then replay a receipt that KV
+// has dropped and that a retry elsewhere, finding the key free, has since
+// replaced. So the entry ends at the earliest the outcome can: RESULT_TTL
+// after its acceptance, since it was stored no earlier, for at least that
+// long. An outcome whose acceptance cannot be read is not cached.
+func (s *Service) cacheRead(key string, rec Record, now time.Time) {
+	if rec.Expires.IsZero() {
+		at := order.ReceiptAcceptedAt(rec.Body)
+		if at.IsZero() {
+			return
+		}
+		rec.Expires = at.Add(s.opts.ResultTTL)
+	}
+	s.receipts.put(key, rec, now)
 }
