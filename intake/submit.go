@@ -491,22 +491,3 @@ func later(a, b time.Time) time.Time {
 func storageUnavailable(err error) error {
 	return errs.Detail(ErrStorageUnavailable, err.Error())
 }
-
-// cacheRead caches rec, a stored outcome read from the Store at now. A
-// Store that cannot tell when the outcome expires (KV) leaves Expires
-// zero, and the cache would keep the entry a read's whole stale window,
-// past the outcome's end: an instance would then replay a receipt that KV
-// has dropped and that a retry elsewhere, finding the key free, has since
-// replaced. So the entry ends at the earliest the outcome can: RESULT_TTL
-// after its acceptance, since it was stored no earlier, for at least that
-// long. An outcome whose acceptance cannot be read is not cached.
-func (s *Service) cacheRead(key string, rec Record, now time.Time) {
-	if rec.Expires.IsZero() {
-		at := order.ReceiptAcceptedAt(rec.Body)
-		if at.IsZero() {
-			return
-		}
-		rec.Expires = at.Add(s.opts.ResultTTL)
-	}
-	s.receipts.put(key, rec, now)
-}
