@@ -205,7 +205,7 @@ func New(env Env) *Worker {
 	if cfg.Clients == nil && cfg.OpenAccess {
 		log.Log(eventlog.Line{Outcome: "auth_disabled", Error: "no " + config.TokensVar + " secret and " + config.OpenAccessVar + " is true: the Worker accepts orders from anyone"})
 	} else if cfg.Clients == nil {
-		log.Log(eventlog.Line{Outcome: "auth_disabled", Error: "no " + config.TokensVar + " secret: the Worker accepts orders from anyone on a loopback address only (wrangler dev), and answers 500 misconfigured elsewhere"})
+		log.Log(eventlog.Line{Outcome: "auth_disabled", Error: "no " + config.TokensVar + " secret, and " + config.OpenAccessVar + " is not true: the Worker takes orders from no one, and answers them 500 misconfigured"})
 	}
 	if cfg.Admins != nil && adminStore == nil {
 		return misconfigured(config.AdminTokensVar + " is set but the store cannot list its keys for the admin API")
@@ -219,7 +219,7 @@ func New(env Env) *Worker {
 	if cfg.Admins != nil {
 		admin = intake.NewAdmin(w.Service, adminStore)
 	}
-	w.Handler = httpapi.New(w.Service, httpapi.Options{Clients: cfg.Clients, LoopbackOnly: !cfg.OpenAccess, Log: log, AllowedOrigins: cfg.AllowedOrigins, Now: env.Now,
+	w.Handler = httpapi.New(w.Service, httpapi.Options{Clients: cfg.Clients, Closed: !cfg.OpenAccess, Log: log, AllowedOrigins: cfg.AllowedOrigins, Now: env.Now,
 		Metrics: w.meter.requests(), Admins: cfg.Admins, Admin: admin, DeadLetters: w.deadLetters})
 	return w
 }

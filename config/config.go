@@ -50,8 +50,9 @@ const (
 	// from a browser (CORS), comma-separated.
 	AllowedOriginsVar = "ALLOWED_ORIGINS"
 	// OpenAccessVar, "true", lets a Worker without API_TOKENS take orders
-	// from anyone on every host, as the reference does; unset or "false",
-	// it takes them only on a loopback host (wrangler dev).
+	// from anyone, as the reference does; unset or "false", a Worker
+	// without API_TOKENS takes them from no one. It is never inferred:
+	// make dev and the tests set it.
 	OpenAccessVar = "OPEN_ACCESS"
 )
 
@@ -154,8 +155,8 @@ type Config struct {
 	// AllowedOrigins are the exact origins, as browsers send them, whose
 	// pages may call the Worker; nil turns CORS off.
 	AllowedOrigins []string
-	// OpenAccess, with no Clients, serves anyone on every host; false
-	// serves anyone on a loopback host only. Never true with Clients.
+	// OpenAccess, with no Clients, serves anyone; false, with no Clients,
+	// serves no one. Never true with Clients.
 	OpenAccess bool
 }
 
