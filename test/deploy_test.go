@@ -7,32 +7,31 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/edge-orders/edge-orders/internal/deploy"
 	"github.com/edge-orders/edge-orders/internal/devtools/wranglerdev"
 )
 
 // environments are wrangler.toml's, "" the top level (KV mode).
 var environments = []string{"", "ledger", "ledger-front"}
 
-// TestEveryEnvironmentDeploysDry runs `wrangler deploy --dry-run` for each
-// environment of wrangler.toml, offline: wrangler validates the
-// configuration, bundles worker.mjs with the wasm and reads the assets as
-// a deploy would, and stops before it calls Cloudflare. A binding,
-// migration or asset rule that wrangler refuses fails here, not on deploy
-// day. It runs after build.sh (make test), whose build the dry run
-// reuses.
+// TestEveryEnvironmentDeploysDry checks each environment of wrangler.toml
+// as make deploy does before it deploys (package deploy), offline:
+// wrangler reads the config, deploy.Check finds no placeholder and no
+// setting the Worker cannot run with, and `wrangler deploy --dry-run`
+// builds, bundles and validates; a wrangler warning anywhere fails it. A
+// binding, migration or asset rule that wrangler refuses fails here, not
+// on deploy day. It runs after build.sh (make test), whose build the dry
+// run reuses.
 func TestEveryEnvironmentDeploysDry(t *testing.T) {
-	if os.Getenv("EDGE_ORDERS_E2E") != "1" {
-		t.Skip("end-to-end tests run with EDGE_ORDERS_E2E=1 (make test)")
-	}
-	if _, err := os.Stat(filepath.Join(root, "build", "edge-orders.wasm")); err != nil {
-		t.Fatalf("no build (run ./build.sh first): %v", err)
-	}
+	requireBuild(t)
 	t.Parallel()
 	for _, env := range environments {
 		name := env
@@ -42,19 +41,116 @@ func TestEveryEnvironmentDeploysDry(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			out := filepath.Join(t.TempDir(), "out")
-			cmd, err := wranglerdev.Command(root, "deploy", "--dry-run", "--env", env, "--outdir", out)
+			// build.sh reuses the build make test made; wrangler runs it
+			// as the [build] command of every deploy.
+			_, got, err := deploy.DryRun(deploy.Options{Dir: root, Env: env, OutDir: out, Environ: []string{"EDGE_ORDERS_BUILT=1"}})
 			if err != nil {
 				t.Fatal(err)
 			}
-			// build.sh reuses the build make test made; wrangler runs it
-			// as the [build] command of every deploy.
-			cmd.Env = append(cmd.Env, "EDGE_ORDERS_BUILT=1")
-			got, err := cmd.CombinedOutput()
-			if err != nil || !strings.Contains(string(got), "--dry-run: exiting now.") {
-				t.Fatalf("wrangler deploy --dry-run --env %q: %v\n%s", env, err, got)
-			}
 			if _, err := os.Stat(filepath.Join(out, "worker.js")); err != nil {
 				t.Errorf("the dry run bundled no worker.js: %v\n%s", err, got)
+			}
+		})
+	}
+}
+
+// requireBuild skips unless the end-to-end run is on, and fails without
+// build.sh's build.
+func requireBuild(t *testing.T) {
+	t.Helper()
+	if os.Getenv("EDGE_ORDERS_E2E") != "1" {
+		t.Skip("end-to-end tests run with EDGE_ORDERS_E2E=1 (make test)")
+	}
+	if _, err := os.Stat(filepath.Join(root, "build", "edge-orders.wasm")); err != nil {
+		t.Fatalf("no build (run ./build.sh first): %v", err)
+	}
+}
+
+// TestADryRunFailsWherePlantedSettingsWouldFail plants, in a copy of
+// wrangler.toml, what Cloudflare would refuse or the Worker could not run
+// with, and checks that the dry run fails on each with one line naming it.
+func TestADryRunFailsWherePlantedSettingsWouldFail(t *testing.T) {
+	requireBuild(t)
+	t.Parallel()
+	shipped, err := os.ReadFile(filepath.Join(root, "wrangler.toml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name, env, old, new, want string
+	}{
+		{"an all-zero KV id", "ledger",
+			"[[env.ledger.kv_namespaces]]\nbinding = \"ORDERS\"\n",
+			"[[env.ledger.kv_namespaces]]\nbinding = \"ORDERS\"\nid = \"00000000000000000000000000000000\"\n",
+			`a placeholder Cloudflare would refuse: kv_namespaces[0].id = "00000000000000000000000000000000"`},
+		{"OPEN_ACCESS=1", "", "OPEN_ACCESS = \"false\"\n", "OPEN_ACCESS = \"1\"\n",
+			`OPEN_ACCESS: "1" is neither "true" nor "false"`},
+		{"open access with required tokens", "", "OPEN_ACCESS = \"false\"\n", "OPEN_ACCESS = \"true\"\n",
+			`OPEN_ACCESS is "true", but [secrets] requires API_TOKENS`},
+		{"a var wrangler warns is missing from an environment", "ledger-front",
+			"SETTLE_MAX_AGE_SECONDS = \"86400\"\nOPEN_ACCESS = \"false\"\n\n[[env.ledger-front", "OPEN_ACCESS = \"false\"\n\n[[env.ledger-front",
+			"wrangler warns: ▲ [WARNING] Processing"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			if strings.Count(string(shipped), tc.old) < 1 {
+				t.Fatalf("wrangler.toml has no %q to plant in", tc.old)
+			}
+			planted := strings.Replace(string(shipped), tc.old, tc.new, 1)
+			// Beside wrangler.toml, so that its paths read the same.
+			f, err := os.CreateTemp(root, ".planted-*.toml")
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { os.Remove(f.Name()) })
+			if _, err := f.WriteString(planted); err != nil {
+				t.Fatal(err)
+			}
+			f.Close()
+			_, out, err := deploy.DryRun(deploy.Options{Dir: root, Config: filepath.Base(f.Name()), Env: tc.env, Environ: []string{"EDGE_ORDERS_BUILT=1"}})
+			if err == nil {
+				t.Fatalf("the dry run passed\n%s", out)
+			}
+			if line, _, _ := strings.Cut(err.Error(), "\n"); !strings.Contains(line, tc.want) {
+				t.Errorf("the dry run failed with %q, want one line with %q", line, tc.want)
+			}
+		})
+	}
+}
+
+// TestMakeDeployShowsItsCommands runs make deploy DRY=1 for KV mode and the
+// ledger: each checks, then prints the deploy and, where a dead-letter
+// queue is consumed, the update that gives it 14 days (1209600 s), and
+// runs nothing.
+func TestMakeDeployShowsItsCommands(t *testing.T) {
+	requireBuild(t)
+	t.Parallel()
+	tests := []struct {
+		env  string
+		want []string
+	}{
+		{"", []string{`wrangler deploy --env ""`, "wrangler queues update edge-orders-settle-dlq --message-retention-period-secs 1209600"}},
+		{"ledger", []string{"wrangler deploy --env ledger"}},
+	}
+	for _, tc := range tests {
+		t.Run("ENV="+tc.env, func(t *testing.T) {
+			t.Parallel()
+			cmd := exec.Command("make", "-s", "deploy", "ENV="+tc.env, "DRY=1")
+			cmd.Dir = root
+			cmd.Env = append(os.Environ(), "EDGE_ORDERS_BUILT=1")
+			out, err := cmd.CombinedOutput()
+			if err != nil {
+				t.Fatalf("make deploy DRY=1: %v\n%s", err, out)
+			}
+			var got []string
+			for _, line := range strings.Split(string(out), "\n") {
+				if strings.HasPrefix(line, "wrangler ") {
+					got = append(got, line)
+				}
+			}
+			if !slices.Equal(got, tc.want) {
+				t.Errorf("commands = %q, want %q\n%s", got, tc.want, out)
 			}
 		})
 	}
@@ -107,40 +203,46 @@ func TestCompatibilityDateIsCurrent(t *testing.T) {
 	}
 }
 
-// TestADeployedWorkerWithoutTokensRefusesOrders sends the shared Workers
-// (no API_TOKENS, no OPEN_ACCESS) requests as Cloudflare routes a deployed
-// Worker's, by a public hostname: wrangler dev takes the URL's host from
-// the Host header. Orders are a 500 misconfigured naming the settings that
-// choose, the policy page is served, and on loopback orders are placed.
-func TestADeployedWorkerWithoutTokensRefusesOrders(t *testing.T) {
-	shareWorkers(t)
-	forEachMode(t, func(t *testing.T, w *target) {
-		for _, method := range []string{http.MethodPost, http.MethodGet} {
-			req, err := http.NewRequest(method, w.URL()+"/orders", strings.NewReader(validOrder))
-			if err != nil {
-				t.Fatal(err)
-			}
-			req.Host = "edge-orders.example.workers.dev"
-			req.Header.Set("Idempotency-Key", newKey(t))
-			req.Header.Set("Content-Type", "application/json")
-			got := do(t, req)
-			p := wantProblem(t, got, 500, "misconfigured")
-			if !strings.Contains(p.Detail, "API_TOKENS") || !strings.Contains(p.Detail, "OPEN_ACCESS") {
-				t.Errorf("%s detail = %q, want it to name API_TOKENS and OPEN_ACCESS", method, p.Detail)
-			}
-		}
-		req, err := http.NewRequest(http.MethodGet, w.URL()+"/idempotency", nil)
+// TestAWorkerNotToldToRunOpenRefusesOrdersOnLoopback serves the Worker
+// under wrangler dev without API_TOKENS and with OPEN_ACCESS "false": its
+// orders are a 500 misconfigured naming the settings that choose, on the
+// loopback address too (which anyone may name under wrangler dev --ip
+// 0.0.0.0), and the policy page is served. The shared Workers run open
+// because the harness says so (wranglerdev), and serve a public host.
+func TestAWorkerNotToldToRunOpenRefusesOrdersOnLoopback(t *testing.T) {
+	requireWorker(t)
+	t.Parallel()
+	closed := startWorker(t, "kv", wranglerdev.Options{Vars: map[string]string{"OPEN_ACCESS": "false"}})
+	for _, method := range []string{http.MethodPost, http.MethodGet} {
+		req, err := http.NewRequest(method, closed.URL()+"/orders", strings.NewReader(validOrder))
 		if err != nil {
 			t.Fatal(err)
 		}
-		req.Host = "edge-orders.example.workers.dev"
-		if got := do(t, req); got.status != 200 {
-			t.Errorf("the policy page on a public host = %d %s, want 200", got.status, got.body)
+		req.Header.Set("Idempotency-Key", newKey(t))
+		req.Header.Set("Content-Type", "application/json")
+		p := wantProblem(t, do(t, req), 500, "misconfigured")
+		if !strings.Contains(p.Detail, "API_TOKENS") || !strings.Contains(p.Detail, "OPEN_ACCESS") {
+			t.Errorf("%s detail = %q, want it to name API_TOKENS and OPEN_ACCESS", method, p.Detail)
 		}
-		if got := w.post(t, newKey(t), validOrder); got.status != 201 {
-			t.Errorf("an order on loopback = %d %s, want 201", got.status, got.body)
-		}
-	})
+	}
+	policy, err := http.NewRequest(http.MethodGet, closed.URL()+"/idempotency", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := do(t, policy); got.status != 200 {
+		t.Errorf("the policy page = %d %s, want 200", got.status, got.body)
+	}
+	holdSharedWorkers(t)
+	req, err := http.NewRequest(http.MethodPost, kvWorker.URL()+"/orders", strings.NewReader(validOrder))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Host = "edge-orders.example.workers.dev"
+	req.Header.Set("Idempotency-Key", newKey(t))
+	req.Header.Set("Content-Type", "application/json")
+	if got := do(t, req); got.status != 201 {
+		t.Errorf("an order to the open shared Worker on a public host = %d %s, want 201", got.status, got.body)
+	}
 }
 
 // do sends req and reads its answer whole.

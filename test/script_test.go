@@ -13,16 +13,21 @@ import (
 	"testing"
 )
 
-// TestSubmitOrderScript runs submit-order.sh against the Worker, and
-// against servers that break the contract, which it must reject.
+// TestSubmitOrderScript runs submit-order.sh, through make smoke, against
+// the Worker, and against servers that break the contract, which it must
+// reject: a second order, a replay or lookup without its header or with
+// another body.
 func TestSubmitOrderScript(t *testing.T) {
 	shareWorkers(t)
 	requireWorker(t)
 
 	forEachMode(t, func(t *testing.T, w *target) {
-		out, err := exec.Command("bash", "../submit-order.sh", w.URL()).CombinedOutput()
+		// make smoke is the check for a deployed Worker: this script.
+		smoke := exec.Command("make", "-s", "smoke", "URL="+w.URL())
+		smoke.Dir = root
+		out, err := smoke.CombinedOutput()
 		if err != nil || !strings.Contains(string(out), "OK:") {
-			t.Fatalf("submit-order.sh: %v\n%s", err, out)
+			t.Fatalf("make smoke: %v\n%s", err, out)
 		}
 		// Sent bare, this key would be a list, which the Worker refuses.
 		cmd := exec.Command("bash", "../submit-order.sh", w.URL())
@@ -32,8 +37,30 @@ func TestSubmitOrderScript(t *testing.T) {
 		}
 	})
 
-	// Each server answers the first POST with a 201 and breaks one rule on the retry.
+	// Each server answers the first POST with a 201 and breaks one rule on
+	// the retry (n 2) or the lookup (n 3).
 	broken := map[string]func(w http.ResponseWriter, n int64){
+		"a lookup that finds nothing": func(w http.ResponseWriter, n int64) {
+			switch n {
+			case 1:
+				w.WriteHeader(201)
+			case 2:
+				w.Header().Set("Idempotent-Replay", "true")
+				w.WriteHeader(200)
+			default:
+				w.WriteHeader(404)
+			}
+			fmt.Fprint(w, `{"orderId":"1"}`)
+		},
+		"a lookup with another body": func(w http.ResponseWriter, n int64) {
+			if n > 1 {
+				w.Header().Set("Idempotent-Replay", "true")
+				w.WriteHeader(200)
+			} else {
+				w.WriteHeader(201)
+			}
+			fmt.Fprintf(w, `{"orderId":"%d"}`, n/3+1)
+		},
 		"a second order on retry": func(w http.ResponseWriter, n int64) {
 			w.WriteHeader(201)
 			fmt.Fprintf(w, `{"orderId":"%d"}`, n)
