@@ -4,14 +4,17 @@ package e2e
 
 import (
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -258,4 +261,107 @@ func do(t *testing.T, req *http.Request) response {
 		t.Fatal(err)
 	}
 	return response{status: resp.StatusCode, header: resp.Header, body: string(b)}
+}
+
+// TestADeployWithoutItsSecretIsRefused runs make deploy for KV mode, for
+// real, against a stand-in for Cloudflare's API (CLOUDFLARE_API_BASE_URL)
+// on which the Worker does not exist yet. Without SECRETS, wrangler's own
+// check refuses: API_TOKENS is required ([secrets]) and not set, and
+// nothing is created. With SECRETS, the deploy goes on, provisions, and
+// uploads the Worker with API_TOKENS as a secret; the stand-in refuses the
+// upload, which ends the test there.
+func TestADeployWithoutItsSecretIsRefused(t *testing.T) {
+	requireBuild(t)
+	t.Parallel()
+	secrets := filepath.Join(t.TempDir(), "secrets.env")
+	const tokens = "desk-a:0123456789abcdef0123456789abcdef"
+	if err := os.WriteFile(secrets, []byte("API_TOKENS="+tokens+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name, secrets string
+		want          string
+		wantCreated   bool
+	}{
+		{"without SECRETS it is refused, and nothing is created", "", "The following required secrets have not been set: API_TOKENS", false},
+		{"with SECRETS the upload carries API_TOKENS as a secret", secrets, "stand-in for Cloudflare: uploads stop here", true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			api := newFakeCloudflare(t)
+			cmd := exec.Command("make", "-s", "deploy", "ENV=", "SECRETS="+tc.secrets)
+			cmd.Dir = root
+			cmd.Env = append(os.Environ(), "EDGE_ORDERS_BUILT=1", "CI=true", "WRANGLER_SEND_METRICS=false",
+				"CLOUDFLARE_API_BASE_URL="+api.URL+"/client/v4", "CLOUDFLARE_API_TOKEN=stand-in",
+				"CLOUDFLARE_ACCOUNT_ID=0123456789abcdef0123456789abcdef")
+			out, err := cmd.CombinedOutput()
+			if err == nil || !strings.Contains(string(out), tc.want) {
+				t.Fatalf("make deploy = %v, want a failure saying %q\n%s", err, tc.want, out)
+			}
+			created, upload := api.seen()
+			if created != tc.wantCreated {
+				t.Errorf("resources created = %v, want %v\n%s", created, tc.wantCreated, out)
+			}
+			if tc.wantCreated && !strings.Contains(upload, `{"name":"API_TOKENS","type":"secret_text","text":"`+tokens+`"}`) {
+				t.Errorf("the upload's bindings carry no API_TOKENS secret:\n%.2000s", upload)
+			}
+		})
+	}
+}
+
+// fakeCloudflare answers as much of Cloudflare's API as a first deploy
+// needs up to the upload, for an account where the Worker does not exist.
+type fakeCloudflare struct {
+	*httptest.Server
+	mu      sync.Mutex
+	created bool
+	upload  string
+}
+
+func newFakeCloudflare(t *testing.T) *fakeCloudflare {
+	f := &fakeCloudflare{}
+	ok := func(w http.ResponseWriter, result string) {
+		fmt.Fprintf(w, `{"success":true,"errors":[],"messages":[],"result":%s,"result_info":{"page":1,"per_page":100,"count":0,"total_count":0}}`, result)
+	}
+	fail := func(w http.ResponseWriter, status, code int, message string) {
+		w.WriteHeader(status)
+		fmt.Fprintf(w, `{"success":false,"errors":[{"code":%d,"message":%q}],"messages":[],"result":null}`, code, message)
+	}
+	f.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		w.Header().Set("Content-Type", "application/json")
+		path := r.URL.Path
+		switch {
+		case r.Method == http.MethodPost && (strings.HasSuffix(path, "/storage/kv/namespaces") || strings.HasSuffix(path, "/queues")):
+			f.mu.Lock()
+			f.created = true
+			f.mu.Unlock()
+			ok(w, `{"id":"6d3c5e0a9b1f4e2d8c7b6a5f4e3d2c1b","queue_id":"5e0a9b1f","queue_name":"created"}`)
+		case r.Method == http.MethodPut && strings.Contains(path, "/workers/scripts/"):
+			f.mu.Lock()
+			f.upload = string(body)
+			f.mu.Unlock()
+			fail(w, 400, 10021, "stand-in for Cloudflare: uploads stop here")
+		case strings.HasSuffix(path, "/assets-upload-session"):
+			ok(w, `{"jwt":"stand-in","buckets":[]}`)
+		case strings.HasSuffix(path, "/workers/subdomain"):
+			ok(w, `{"subdomain":"stand-in"}`)
+		case strings.Contains(path, "/workers/services/"):
+			fail(w, 404, 10090, "This Worker does not exist on your account.")
+		case strings.Contains(path, "/workers/scripts/"):
+			fail(w, 404, 10007, "This Worker does not exist on your account.")
+		default: // lists: no queues, no namespaces
+			ok(w, `[]`)
+		}
+	}))
+	t.Cleanup(f.Close)
+	return f
+}
+
+// seen reports whether anything was created, and the upload's body.
+func (f *fakeCloudflare) seen() (created bool, upload string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.created, f.upload
 }
