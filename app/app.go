@@ -111,9 +111,10 @@ type Worker struct {
 	now         func() time.Time
 }
 
-// New builds the Worker from env. A setting that cannot work makes every
-// request a 500 misconfigured naming it, before any storage call, and
-// leaves nothing to settle.
+// New builds the Worker from env. A setting that cannot work is logged
+// once, as New starts, in one line naming it (make deploy's check catches
+// vars before they get here); every request is then a 500 misconfigured
+// naming it, before any storage call, and nothing settles.
 func New(env Env) *Worker {
 	cfg, err := config.Load(env.Var)
 	if env.Console == nil {
@@ -125,6 +126,7 @@ func New(env Env) *Worker {
 	log := eventlog.To(env.Console, cfg.LogLevel)
 	w := &Worker{log: log, now: env.Now, meter: newMeter(env, log)}
 	misconfigured := func(detail string) *Worker {
+		log.Log(eventlog.Line{Outcome: "misconfigured", Error: detail})
 		w.Handler = httpapi.Misconfigured(detail, httpapi.Options{Log: log, Now: env.Now, Metrics: w.meter.requests()})
 		return w
 	}

@@ -51,3 +51,29 @@ func TestWithoutTokensOrdersAreServedOnlyWhereSomeoneChoseIt(t *testing.T) {
 		})
 	}
 }
+
+// TestAMalformedSettingIsOneLineAtStart: a setting the Worker cannot run
+// with (OPEN_ACCESS=1, a token list that is not one) is logged once as the
+// Worker starts, in one line that names it and quotes no secret, before
+// any request.
+func TestAMalformedSettingIsOneLineAtStart(t *testing.T) {
+	tests := []struct {
+		name, setting, value, secret string
+	}{
+		{"OPEN_ACCESS=1", "OPEN_ACCESS", "1", ""},
+		{"a bad token list", "API_TOKENS", "desk-a=0123456789abcdef", "0123456789abcdef"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			w := newWorld(t, map[string]string{tc.setting: tc.value})
+			app.New(w.env)
+			lines := strings.Split(strings.TrimSpace(w.console.String()), "\n")
+			if len(lines) != 1 || !strings.Contains(lines[0], `"misconfigured"`) || !strings.Contains(lines[0], tc.setting) {
+				t.Fatalf("start log = %q, want one misconfigured line naming %s", lines, tc.setting)
+			}
+			if tc.secret != "" && strings.Contains(lines[0], tc.secret) {
+				t.Errorf("the line %s quotes the secret", lines[0])
+			}
+		})
+	}
+}

@@ -70,8 +70,9 @@ func requireBuild(t *testing.T) {
 }
 
 // TestADryRunFailsWherePlantedSettingsWouldFail plants, in a copy of
-// wrangler.toml, what Cloudflare would refuse or the Worker could not run
-// with, and checks that the dry run fails on each with one line naming it.
+// wrangler.toml or in make deploy's SECRETS file, what Cloudflare would
+// refuse or the Worker could not run with, and checks that the dry run
+// fails on each with one line naming it, quoting no secret.
 func TestADryRunFailsWherePlantedSettingsWouldFail(t *testing.T) {
 	requireBuild(t)
 	t.Parallel()
@@ -81,23 +82,27 @@ func TestADryRunFailsWherePlantedSettingsWouldFail(t *testing.T) {
 	}
 	tests := []struct {
 		name, env, old, new, want string
+		// secrets, if set, is the SECRETS file's content.
+		secrets string
 	}{
+		{"a bad token list in SECRETS", "", "", "", "API_TOKENS: entry 1 is not of the form client-id:token",
+			"API_TOKENS=desk-a=0123456789abcdef0123456789abcdef\n"},
 		{"an all-zero KV id", "ledger",
 			"[[env.ledger.kv_namespaces]]\nbinding = \"ORDERS\"\n",
 			"[[env.ledger.kv_namespaces]]\nbinding = \"ORDERS\"\nid = \"00000000000000000000000000000000\"\n",
-			`a placeholder Cloudflare would refuse: kv_namespaces[0].id = "00000000000000000000000000000000"`},
+			`a placeholder Cloudflare would refuse: kv_namespaces[0].id = "00000000000000000000000000000000"`, ""},
 		{"OPEN_ACCESS=1", "", "OPEN_ACCESS = \"false\"\n", "OPEN_ACCESS = \"1\"\n",
-			`OPEN_ACCESS: "1" is neither "true" nor "false"`},
+			`OPEN_ACCESS: "1" is neither "true" nor "false"`, ""},
 		{"open access with required tokens", "", "OPEN_ACCESS = \"false\"\n", "OPEN_ACCESS = \"true\"\n",
-			`OPEN_ACCESS is "true", but [secrets] requires API_TOKENS`},
+			`OPEN_ACCESS is "true", but [secrets] requires API_TOKENS`, ""},
 		{"a var wrangler warns is missing from an environment", "ledger-front",
 			"SETTLE_MAX_AGE_SECONDS = \"86400\"\nOPEN_ACCESS = \"false\"\n\n[[env.ledger-front", "OPEN_ACCESS = \"false\"\n\n[[env.ledger-front",
-			"wrangler warns: ▲ [WARNING] Processing"},
+			"wrangler warns: ▲ [WARNING] Processing", ""},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			if strings.Count(string(shipped), tc.old) < 1 {
+			if !strings.Contains(string(shipped), tc.old) {
 				t.Fatalf("wrangler.toml has no %q to plant in", tc.old)
 			}
 			planted := strings.Replace(string(shipped), tc.old, tc.new, 1)
@@ -111,12 +116,23 @@ func TestADryRunFailsWherePlantedSettingsWouldFail(t *testing.T) {
 				t.Fatal(err)
 			}
 			f.Close()
-			_, out, err := deploy.DryRun(deploy.Options{Dir: root, Config: filepath.Base(f.Name()), Env: tc.env, Environ: []string{"EDGE_ORDERS_BUILT=1"}})
+			opts := deploy.Options{Dir: root, Config: filepath.Base(f.Name()), Env: tc.env, Environ: []string{"EDGE_ORDERS_BUILT=1"}}
+			if tc.secrets != "" {
+				opts.SecretsFile = filepath.Join(t.TempDir(), "secrets.env")
+				if err := os.WriteFile(opts.SecretsFile, []byte(tc.secrets), 0o600); err != nil {
+					t.Fatal(err)
+				}
+			}
+			_, out, err := deploy.DryRun(opts)
 			if err == nil {
 				t.Fatalf("the dry run passed\n%s", out)
 			}
-			if line, _, _ := strings.Cut(err.Error(), "\n"); !strings.Contains(line, tc.want) {
+			line, _, _ := strings.Cut(err.Error(), "\n")
+			if !strings.Contains(line, tc.want) {
 				t.Errorf("the dry run failed with %q, want one line with %q", line, tc.want)
+			}
+			if strings.Contains(err.Error(), "0123456789abcdef0123456789abcdef") {
+				t.Errorf("the failure quotes a secret: %s", err)
 			}
 		})
 	}
