@@ -25,17 +25,24 @@ import (
 // environments are wrangler.toml's, "" the top level (KV mode).
 var environments = []string{"", "ledger", "ledger-front"}
 
-// TestEveryEnvironmentDeploysDry checks each environment of wrangler.toml
-// as make deploy does before it deploys (package deploy), offline:
-// wrangler reads the config, deploy.Check finds no placeholder and no
-// setting the Worker cannot run with, and `wrangler deploy --dry-run`
-// builds, bundles and validates; a wrangler warning anywhere fails it. A
-// binding, migration or asset rule that wrangler refuses fails here, not
-// on deploy day. It runs after build.sh (make test), whose build the dry
+// TestEveryEnvironmentDeploysDry runs make deploy DRY=1 for each
+// environment of wrangler.toml, offline: package deploy has wrangler read
+// the config, finds no placeholder and no setting the Worker cannot run
+// with, and runs `wrangler deploy --dry-run`, which builds, bundles and
+// validates; a wrangler warning anywhere fails it. A binding, migration or
+// asset rule that wrangler refuses fails here, not on deploy day. Then it
+// prints, and does not run, its commands: the deploy and, where a
+// dead-letter queue is consumed, the update that gives it 14 days
+// (1209600 s). It runs after build.sh (make test), whose build the dry
 // run reuses.
 func TestEveryEnvironmentDeploysDry(t *testing.T) {
 	requireBuild(t)
 	t.Parallel()
+	want := map[string][]string{
+		"":             {`wrangler deploy --env ""`, "wrangler queues update edge-orders-settle-dlq --message-retention-period-secs 1209600"},
+		"ledger":       {"wrangler deploy --env ledger"},
+		"ledger-front": {"wrangler deploy --env ledger-front"},
+	}
 	for _, env := range environments {
 		name := env
 		if name == "" {
@@ -43,15 +50,23 @@ func TestEveryEnvironmentDeploysDry(t *testing.T) {
 		}
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			out := filepath.Join(t.TempDir(), "out")
+			cmd := exec.Command("make", "-s", "deploy", "ENV="+env, "DRY=1")
+			cmd.Dir = root
 			// build.sh reuses the build make test made; wrangler runs it
 			// as the [build] command of every deploy.
-			_, got, err := deploy.DryRun(deploy.Options{Dir: root, Env: env, OutDir: out, Environ: []string{"EDGE_ORDERS_BUILT=1"}})
+			cmd.Env = append(os.Environ(), "EDGE_ORDERS_BUILT=1")
+			out, err := cmd.CombinedOutput()
 			if err != nil {
-				t.Fatal(err)
+				t.Fatalf("make deploy ENV=%s DRY=1: %v\n%s", env, err, out)
 			}
-			if _, err := os.Stat(filepath.Join(out, "worker.js")); err != nil {
-				t.Errorf("the dry run bundled no worker.js: %v\n%s", err, got)
+			var got []string
+			for _, line := range strings.Split(string(out), "\n") {
+				if strings.HasPrefix(line, "wrangler ") {
+					got = append(got, line)
+				}
+			}
+			if !slices.Equal(got, want[env]) {
+				t.Errorf("commands = %q, want %q\n%s", got, want[env], out)
 			}
 		})
 	}
@@ -133,43 +148,6 @@ func TestADryRunFailsWherePlantedSettingsWouldFail(t *testing.T) {
 			}
 			if strings.Contains(err.Error(), "0123456789abcdef0123456789abcdef") {
 				t.Errorf("the failure quotes a secret: %s", err)
-			}
-		})
-	}
-}
-
-// TestMakeDeployShowsItsCommands runs make deploy DRY=1 for KV mode and the
-// ledger: each checks, then prints the deploy and, where a dead-letter
-// queue is consumed, the update that gives it 14 days (1209600 s), and
-// runs nothing.
-func TestMakeDeployShowsItsCommands(t *testing.T) {
-	requireBuild(t)
-	t.Parallel()
-	tests := []struct {
-		env  string
-		want []string
-	}{
-		{"", []string{`wrangler deploy --env ""`, "wrangler queues update edge-orders-settle-dlq --message-retention-period-secs 1209600"}},
-		{"ledger", []string{"wrangler deploy --env ledger"}},
-	}
-	for _, tc := range tests {
-		t.Run("ENV="+tc.env, func(t *testing.T) {
-			t.Parallel()
-			cmd := exec.Command("make", "-s", "deploy", "ENV="+tc.env, "DRY=1")
-			cmd.Dir = root
-			cmd.Env = append(os.Environ(), "EDGE_ORDERS_BUILT=1")
-			out, err := cmd.CombinedOutput()
-			if err != nil {
-				t.Fatalf("make deploy DRY=1: %v\n%s", err, out)
-			}
-			var got []string
-			for _, line := range strings.Split(string(out), "\n") {
-				if strings.HasPrefix(line, "wrangler ") {
-					got = append(got, line)
-				}
-			}
-			if !slices.Equal(got, tc.want) {
-				t.Errorf("commands = %q, want %q\n%s", got, tc.want, out)
 			}
 		})
 	}

@@ -249,8 +249,6 @@ type Options struct {
 	Dir, Config, Env string
 	// SecretsFile, if set, holds the secrets the deploy sets (NAME=value).
 	SecretsFile string
-	// OutDir receives the bundle; default a folder wrangler chooses.
-	OutDir string
 	// Environ is added to wrangler's environment.
 	Environ []string
 }
@@ -282,9 +280,6 @@ func DryRun(opts Options) (Settings, string, error) {
 		return s, printed, fmt.Errorf("%s: %w", where, err)
 	}
 	args := []string{"deploy", "--dry-run", "--config", opts.Config, "--env", opts.Env}
-	if opts.OutDir != "" {
-		args = append(args, "--outdir", opts.OutDir)
-	}
 	if opts.SecretsFile != "" {
 		args = append(args, "--secrets-file", opts.SecretsFile)
 	}
