@@ -147,6 +147,12 @@ func start(ctx context.Context, opts Options) (*Server, error) {
 		opts.Registry = filepath.Join(opts.StateDir, "registry")
 	}
 	cmd.Env = append(cmd.Env, "WRANGLER_REGISTRY_PATH="+opts.Registry)
+	if vars[TokensVar] == "" {
+		// Said empty (none, to the Worker), so that wrangler, which reads
+		// a [secrets] name from the environment too, does not warn that
+		// it is missing.
+		cmd.Env = append(cmd.Env, TokensVar+"=")
+	}
 	cmd.Env = append(cmd.Env, opts.Env...)
 	logs := &syncBuffer{}
 	cmd.Stdout, cmd.Stderr = logs, logs
