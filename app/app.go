@@ -284,9 +284,11 @@ func (w *Worker) QueueMessage(ctx context.Context, m workers.QueueMessage) error
 
 // RetryDelay is how long m waits for its next delivery after it failed:
 // DeadLetterRetryDelay for a dead letter, QueueRetryDelay for a settle
-// message.
+// message. A misconfigured Worker cannot tell them apart, and gives every
+// message the dead letters' delays, so that none runs out of retries
+// before someone fixes the setting.
 func (w *Worker) RetryDelay(m workers.QueueMessage) time.Duration {
-	if w.deadLetterQueue != "" && m.Queue == w.deadLetterQueue {
+	if w.Service == nil || m.Queue == w.deadLetterQueue {
 		return DeadLetterRetryDelay(m.Attempts)
 	}
 	return QueueRetryDelay

@@ -217,8 +217,12 @@ func TestTheDeadLetterQueueIsNamedByConfiguration(t *testing.T) {
 	}
 	broken := app.New(newWorld(t, map[string]string{"RESULT_TTL_SECONDS": "soon"}).env)
 	for _, queue := range []string{"desk-dlq", config.DefaultDeadLetterQueue, "edge-orders-settle"} {
-		if err := broken.QueueMessage(context.Background(), workers.QueueMessage{Queue: queue, ID: "m3", Body: body}); err == nil {
+		m := workers.QueueMessage{Queue: queue, ID: "m3", Attempts: 100, Body: body}
+		if err := broken.QueueMessage(context.Background(), m); err == nil {
 			t.Errorf("a misconfigured Worker acknowledged a message of %s: want it retried", queue)
+		}
+		if d := broken.RetryDelay(m); d != app.DeadLetterRetryMax {
+			t.Errorf("a misconfigured Worker retries a message of %s after %v, want the dead letters' %v", queue, d, app.DeadLetterRetryMax)
 		}
 	}
 }
