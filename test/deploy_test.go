@@ -111,7 +111,7 @@ func TestADryRunFailsWherePlantedSettingsWouldFail(t *testing.T) {
 		{"open access with required tokens", "", "OPEN_ACCESS = \"false\"\n", "OPEN_ACCESS = \"true\"\n",
 			`OPEN_ACCESS is "true", but [secrets] requires API_TOKENS`, ""},
 		{"a var wrangler warns is missing from an environment", "ledger-front",
-			"SETTLE_MAX_AGE_SECONDS = \"86400\"\nOPEN_ACCESS = \"false\"\n\n[[env.ledger-front", "OPEN_ACCESS = \"false\"\n\n[[env.ledger-front",
+			"DEAD_LETTER_QUEUE = \"edge-orders-settle-dlq\"\n\n[[env.ledger-front.", "\n[[env.ledger-front.",
 			"wrangler warns: ▲ [WARNING] Processing", ""},
 	}
 	for _, tc := range tests {
