@@ -81,10 +81,9 @@ type world struct {
 	migrating     bool
 	// misses are the stale reads of each KV key.
 	misses map[string][]miss
-	// kvEvents are, per key, the events of KV's documented limits the
-	// history shows: a read that missed another's write of the key, two
-	// claims at once. Only they excuse what KV mode does not promise.
-	kvEvents map[keyName][]kvEvent
+	// ck is what the checker knows of KV's events and the claims they
+	// caused: only they excuse what KV mode does not promise (cause.go).
+	ck *causality
 	// chances counts, per fault, the draws that could have fired it: the
 	// realised rate is counts[fault] / chances[fault].
 	chances map[string]int
@@ -109,7 +108,7 @@ type world struct {
 	// lastWriter is the actor whose write a KV key holds now.
 	lastWriter map[string]*actor
 	unresolved map[keyName]time.Time
-	absent     map[keyName]bool // reported absent too early
+	absentSeen map[*gatewayCall]bool // its key reported absent too early
 	// storedBodies are the outcomes ever stored for each key, byte for
 	// byte: a lookup may tell only one of them.
 	storedBodies map[keyName]map[string]bool
@@ -176,9 +175,9 @@ type answer struct {
 // run plays one history in mode, every choice made by choose (0 is always
 // the least eventful choice), and returns it with its violations.
 func run(mode Mode, choose func(n int, label string) int) *world {
-	w := &world{mode: mode, choices: choose, counts: make(map[string]int), chances: make(map[string]int), misses: make(map[string][]miss), kvEvents: make(map[keyName][]kvEvent),
+	w := &world{mode: mode, choices: choose, counts: make(map[string]int), chances: make(map[string]int), misses: make(map[string][]miss), ck: newCausality(),
 		commits: make(map[keyName]time.Time), receipts: make(map[keyName]map[string]time.Time), unresolved: make(map[keyName]time.Time),
-		absent: make(map[keyName]bool), lastWriter: make(map[string]*actor),
+		absentSeen: make(map[*gatewayCall]bool), lastWriter: make(map[string]*actor),
 		storedBodies: make(map[keyName]map[string]bool)}
 	start := time.Date(2026, 11, 24, 9, 30, 0, 0, time.UTC)
 	w.sched = newScheduler(start, choose)
@@ -380,7 +379,7 @@ func (w *world) newService(inst *instance) *intake.Service {
 	}
 	var store intake.Store
 	if w.mode == KVMode {
-		s := kv.NewStore(w.ns, w.now)
+		s := kv.NewStore(watched{w.ns}, w.now)
 		s.ReleaseClaims = w.releaseClaims
 		s.Sleep = opts.Sleep
 		store = s
@@ -414,6 +413,7 @@ func (w *world) options(gw intake.Gateway) intake.Options {
 			w.count("settler gave up")
 			w.logf("%s: settler gave up on %s (%s)", w.sched.running.name, key, p.OrderID)
 			w.unresolved[key.String()] = w.now()
+			w.checkAlertWaited(key.String(), p)
 			w.checkNotReceipted(key.String(), p.OrderID, "is reported unresolved", w.sched.running)
 		},
 	}
