@@ -307,7 +307,7 @@ func (o oneClaim) GetMany(ctx context.Context, keys ...string) ([]*kv.Entry, err
 }
 
 func (oneClaim) Put(context.Context, string, kv.Entry, kv.PutOptions) error { return nil }
-func (oneClaim) Delete(context.Context, string) error                      { return nil }
+func (oneClaim) Delete(context.Context, string) error                       { return nil }
 
 func keyOfName(name keyName) intake.Key {
 	client, id, ok := strings.Cut(name, ":")
