@@ -202,7 +202,7 @@ func (w *world) observeClaim(key keyName, e *kv.Entry) {
 			cw.cause = r.stale
 		}
 	}
-	if read, ok := a.reads["pending:"+key]; ok && cw.cause == nil && rec.State == intake.Held {
+	if read, ok := a.reads["pending:"+key]; ok && cw.cause == nil {
 		for _, other := range w.ck.claimsOf(key) {
 			if other.seq >= read && other.by != a {
 				cw.cause = w.ck.newEvent(claimsAtOnce, "%s claimed %s at %s over %s's claim, written at %s after its read",

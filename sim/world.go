@@ -180,7 +180,9 @@ func run(mode Mode, choose func(n int, label string) int) *world {
 		absentSeen: make(map[*gatewayCall]bool), lastWriter: make(map[string]*actor),
 		storedBodies: make(map[keyName]map[string]bool)}
 	start := time.Date(2026, 11, 24, 9, 30, 0, 0, time.UTC)
-	w.sched = newScheduler(start, choose)
+	// The scheduler picks who runs next fairly, from bits (uniform), as
+	// the driver picks its actions: rapid's integer draws lean toward 0.
+	w.sched = newScheduler(start, func(n int, label string) int { return w.uniform(n, label) })
 	w.sched.stop = w.stopped
 	w.ns = newNamespace(w)
 	w.kvStore = kv.NewStore(w.ns, w.now)
@@ -714,7 +716,14 @@ func (w *world) drive() {
 	for range steps {
 		k := w.keys[w.choose(len(w.keys), "key")]
 		inst := w.instances[w.choose(len(w.instances), "isolate")]
-		switch w.choose(11, "action") {
+		action := w.uniform(len(actionNames), "action")
+		for i, name := range actionNames {
+			if i == 0 || name != actionNames[i-1] {
+				w.chances["action: "+name]++ // each kind once
+			}
+		}
+		w.count("action: " + actionNames[action])
+		switch action {
 		case 0, 1, 2:
 			w.submit(inst, k, k.order.JSON())
 		case 10:
@@ -761,6 +770,11 @@ func (w *world) drive() {
 	}
 	w.retryAnswered()
 }
+
+// actionNames name the driver's actions, each drawn as often as another:
+// a run prints their realised mix.
+var actionNames = [...]string{"submit", "submit", "submit", "submit another order", "lookup", "submit an invalid body",
+	"pause", "wait", "time jump", "kill an isolate", "burst"}
 
 // maxFinalRetries bounds the keys retried at a history's end.
 const maxFinalRetries = 64
