@@ -76,6 +76,10 @@ type causality struct {
 	// resultWriters are, per key, who wrote its outcome, in order.
 	resultWriters map[keyName][]resultWrite
 	claims        []*claimWrite
+	// written are every claim written with an order id, held or open.
+	written []*claimWrite
+	// answered is when each request was answered.
+	answered map[*actor]time.Time
 	// claimWriters is who wrote each claim entry, by key and bytes.
 	claimWriters map[string]*actor
 }
@@ -87,7 +91,7 @@ type resultWrite struct {
 
 func newCausality() *causality {
 	return &causality{reads: make(map[*actor]map[string]readSeen), lastClaim: make(map[*actor]map[keyName]*claimWrite),
-		mints: make(map[string]*claimWrite), unresolvedMarks: make(map[string]time.Time), resultWriters: make(map[keyName][]resultWrite), claimWriters: make(map[string]*actor)}
+		mints: make(map[string]*claimWrite), unresolvedMarks: make(map[string]time.Time), resultWriters: make(map[keyName][]resultWrite), claimWriters: make(map[string]*actor), answered: make(map[*actor]time.Time)}
 }
 
 func (c *causality) newEvent(kind, format string, args ...any) *event {
@@ -188,7 +192,15 @@ func (w *world) observeClaim(key keyName, e *kv.Entry) {
 	if rec.Unresolved && rec.OrderID != "" {
 		id := claimID(key, rec.OrderID, rec.AcceptedAt)
 		if _, ok := w.ck.unresolvedMarks[id]; !ok {
-			w.ck.unresolvedMarks[id] = w.now()
+			// Marked when its writer decided, as its last call returned:
+			// the write may land a second later, past KV's write limit.
+			at := w.now()
+			for _, c := range w.oms.calls {
+				if c.by == a && c.key == key && c.returned {
+					at = c.end
+				}
+			}
+			w.ck.unresolvedMarks[id] = at
 		}
 	}
 	if rec.OrderID == "" {
@@ -218,6 +230,7 @@ func (w *world) observeClaim(key keyName, e *kv.Entry) {
 			cw.cause = prev.cause
 		}
 	}
+	w.ck.written = append(w.ck.written, cw)
 	id := claimID(key, rec.OrderID, rec.AcceptedAt)
 	if _, minted := w.ck.mints[id]; !minted {
 		w.ck.mints[id] = cw
@@ -327,42 +340,63 @@ const remembers = 60 * time.Second
 const maxOpened = 1024
 
 // checkIsolateForgetsNothing: an isolate mints no second acceptedAt for a
-// key while it still remembers the claim its own gateway call made: a
-// call in flight (the in-flight set), or one that ended within the last
-// minute (the opened set, the receipt cache). The opened set's bound is
-// the one exception: after calls on 1,024 other keys it may have evicted
-// the claim, which is counted.
+// key while it still remembers a claim of its own: a call in flight (the
+// in-flight set), a call that returned within the last minute, or a claim
+// a request of it wrote and was answered about within the last minute
+// (the opened set, the receipt cache). The opened set's bound is the one
+// exception: after calls on 1,024 other keys it may have evicted the
+// claim, which is counted.
 func (w *world) checkIsolateForgetsNothing(mint *claimWrite) {
 	a := mint.by
 	if a.inst == nil || w.mode != KVMode {
 		return
 	}
 	decided := w.ck.reads[a]["pending:"+mint.key].at
+	other := func(orderID string, acceptedAt time.Time) bool {
+		return orderID != mint.rec.OrderID || !acceptedAt.Equal(mint.rec.AcceptedAt)
+	}
+	forgot := func(ended time.Time, orderID string, acceptedAt time.Time) bool {
+		switch {
+		case decided.Before(ended) || !decided.Before(ended.Add(remembers)):
+			return false
+		case w.evictedSince(a.inst.id, a.gen, mint.key, ended):
+			w.count("an isolate forgot a claim: the opened set's 1,024 entries evicted it")
+			return false
+		}
+		w.violate("isolate %d minted a second acceptedAt for %s (%s at %s) %s after its own claim %s at %s ended: it still remembered that claim",
+			a.inst.id, mint.key, mint.rec.OrderID, mint.rec.AcceptedAt.Format("15:04:05.000"), decided.Sub(ended), orderID, acceptedAt.Format("15:04:05.000"))
+		return true
+	}
 	for _, c := range w.oms.calls {
-		if c.inst != a.inst.id || c.gen != a.gen || c.key != mint.key || c.by == a ||
-			(c.orderID == mint.rec.OrderID && c.acceptedAt.Equal(mint.rec.AcceptedAt)) {
+		if c.inst != a.inst.id || c.gen != a.gen || c.key != mint.key || c.by == a || !other(c.orderID, c.acceptedAt) {
 			continue
 		}
 		switch {
 		case c.open:
 			w.violate("isolate %d minted a claim for %s (%s at %s) while its own call for %s was in flight",
 				a.inst.id, mint.key, mint.rec.OrderID, mint.rec.AcceptedAt.Format("15:04:05.000"), c.orderID)
-		case !c.returned || decided.Before(c.end) || !decided.Before(c.end.Add(remembers)):
-		case w.evictedSince(c):
-			w.count("an isolate forgot a claim: the opened set's 1,024 entries evicted it")
-		default:
-			w.violate("isolate %d minted a second acceptedAt for %s (%s at %s) %s after its own call for %s at %s ended: it still remembered that claim",
-				a.inst.id, mint.key, mint.rec.OrderID, mint.rec.AcceptedAt.Format("15:04:05.000"), decided.Sub(c.end), c.orderID, c.acceptedAt.Format("15:04:05.000"))
+			return
+		case c.returned && forgot(c.end, c.orderID, c.acceptedAt):
+			return
+		}
+	}
+	for _, cw := range w.ck.written {
+		if cw.key != mint.key || cw.by == a || cw.by.inst != a.inst || cw.by.gen != a.gen || !other(cw.rec.OrderID, cw.rec.AcceptedAt) {
+			continue
+		}
+		if ended, ok := w.ck.answered[cw.by]; ok && !ended.Before(cw.at) && forgot(ended, cw.rec.OrderID, cw.rec.AcceptedAt) {
+			return
 		}
 	}
 }
 
-// evictedSince reports whether c's isolate ended calls on maxOpened other
-// keys since c ended: its opened set may have evicted c's claim.
-func (w *world) evictedSince(c *gatewayCall) bool {
+// evictedSince reports whether isolate inst (generation gen) ended calls
+// on maxOpened keys other than key since ended: its opened set may have
+// evicted key's claim.
+func (w *world) evictedSince(inst, gen int, key keyName, ended time.Time) bool {
 	keys := make(map[keyName]bool)
 	for _, d := range w.oms.calls {
-		if d.inst == c.inst && d.gen == c.gen && d.key != c.key && d.returned && !d.end.Before(c.end) {
+		if d.inst == inst && d.gen == gen && d.key != key && d.returned && !d.end.Before(ended) {
 			keys[d.key] = true
 		}
 	}

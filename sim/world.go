@@ -893,6 +893,7 @@ func (w *world) request(inst *instance, k *clientKey, what string) *actor {
 // answered records what a request's client was told.
 func (w *world) answered(a *actor, ans *answer, out intake.Outcome, err error) {
 	ans.end, ans.by = w.now(), a
+	w.ck.answered[a] = ans.end
 	var rej *intake.Rejection
 	var open *intake.Unsettled
 	switch {
