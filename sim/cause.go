@@ -75,9 +75,11 @@ type causality struct {
 	unresolvedMarks map[string]time.Time
 	// resultWriters are, per key, who wrote its outcome, in order.
 	resultWriters map[keyName][]resultWrite
-	claims        []*claimWrite
-	// written are every claim written with an order id, held or open.
-	written []*claimWrite
+	// claims are the held claims written for each key, in order.
+	claims map[keyName][]*claimWrite
+	// written are, per key, every claim written with an order id, held
+	// or open.
+	written map[keyName][]*claimWrite
 	// answered is when each request was answered.
 	answered map[*actor]time.Time
 	// claimWriters is who wrote each claim entry, by key and bytes.
@@ -91,7 +93,8 @@ type resultWrite struct {
 
 func newCausality() *causality {
 	return &causality{reads: make(map[*actor]map[string]readSeen), lastClaim: make(map[*actor]map[keyName]*claimWrite),
-		mints: make(map[string]*claimWrite), unresolvedMarks: make(map[string]time.Time), resultWriters: make(map[keyName][]resultWrite), claimWriters: make(map[string]*actor), answered: make(map[*actor]time.Time)}
+		mints: make(map[string]*claimWrite), unresolvedMarks: make(map[string]time.Time), resultWriters: make(map[keyName][]resultWrite), claimWriters: make(map[string]*actor), answered: make(map[*actor]time.Time),
+		claims: make(map[keyName][]*claimWrite), written: make(map[keyName][]*claimWrite)}
 }
 
 func (c *causality) newEvent(kind, format string, args ...any) *event {
@@ -230,7 +233,7 @@ func (w *world) observeClaim(key keyName, e *kv.Entry) {
 			cw.cause = prev.cause
 		}
 	}
-	w.ck.written = append(w.ck.written, cw)
+	w.ck.written[key] = append(w.ck.written[key], cw)
 	id := claimID(key, rec.OrderID, rec.AcceptedAt)
 	if _, minted := w.ck.mints[id]; !minted {
 		w.ck.mints[id] = cw
@@ -246,7 +249,7 @@ func (w *world) observeClaim(key keyName, e *kv.Entry) {
 		w.ck.lastClaim[a] = make(map[keyName]*claimWrite)
 	}
 	w.ck.lastClaim[a][key] = cw
-	w.ck.claims = append(w.ck.claims, cw)
+	w.ck.claims[key] = append(w.ck.claims[key], cw)
 	w.checkSettlerTakesNoLiveClaim(cw)
 }
 
@@ -255,15 +258,7 @@ func entryID(kvKey string, e *kv.Entry) string {
 }
 
 // claimsOf are the held claims written for key, in order.
-func (c *causality) claimsOf(key keyName) []*claimWrite {
-	var out []*claimWrite
-	for _, cw := range c.claims {
-		if cw.key == key {
-			out = append(out, cw)
-		}
-	}
-	return out
-}
+func (c *causality) claimsOf(key keyName) []*claimWrite { return c.claims[key] }
 
 // mintOf is the claim that minted order id at acceptedAt under key.
 func (w *world) mintOf(key keyName, orderID string, acceptedAt time.Time) *claimWrite {
@@ -380,8 +375,8 @@ func (w *world) checkIsolateForgetsNothing(mint *claimWrite) {
 			return
 		}
 	}
-	for _, cw := range w.ck.written {
-		if cw.key != mint.key || cw.by == a || cw.by.inst != a.inst || cw.by.gen != a.gen || !other(cw.rec.OrderID, cw.rec.AcceptedAt) {
+	for _, cw := range w.ck.written[mint.key] {
+		if cw.by == a || cw.by.inst != a.inst || cw.by.gen != a.gen || !other(cw.rec.OrderID, cw.rec.AcceptedAt) {
 			continue
 		}
 		if ended, ok := w.ck.answered[cw.by]; ok && !ended.Before(cw.at) && forgot(ended, cw.rec.OrderID, cw.rec.AcceptedAt) {
