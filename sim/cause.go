@@ -191,7 +191,7 @@ func (w *world) observeClaim(key keyName, e *kv.Entry) {
 		return
 	}
 	w.ck.claimWriters[entryID("pending:"+key, e)] = a
-	rec := decodeClaim(key, e, w.now())
+	rec := w.decodeClaim(key, e, w.now())
 	if rec.Unresolved && rec.OrderID != "" {
 		id := claimID(key, rec.OrderID, rec.AcceptedAt)
 		if _, ok := w.ck.unresolvedMarks[id]; !ok {
@@ -289,8 +289,8 @@ func eitherCause(x, y *claimWrite) *event {
 }
 
 // decodeClaim is what the Worker reads of a claim entry e at now.
-func decodeClaim(key keyName, e *kv.Entry, now time.Time) intake.Record {
-	rec, _ := kv.NewStore(oneClaim{e}, func() time.Time { return now }).Lookup(context.Background(), keyOfName(key))
+func (w *world) decodeClaim(key keyName, e *kv.Entry, now time.Time) intake.Record {
+	rec, _ := kv.NewStore(oneClaim{e}, func() time.Time { return now }).Lookup(context.Background(), w.keyOf(key))
 	return rec
 }
 
@@ -316,14 +316,6 @@ func (o oneClaim) GetMany(ctx context.Context, keys ...string) ([]*kv.Entry, err
 
 func (oneClaim) Put(context.Context, string, kv.Entry, kv.PutOptions) error { return nil }
 func (oneClaim) Delete(context.Context, string) error                       { return nil }
-
-func keyOfName(name keyName) intake.Key {
-	client, id, ok := strings.Cut(name, ":")
-	if !ok || (client != "desk-a" && client != "desk-b") {
-		return intake.Key{ID: name}
-	}
-	return intake.Key{Client: client, ID: id}
-}
 
 // remembers is how long an isolate remembers a claim its gateway call
 // left behind: the opened set's entry (intake's openedTTL) for an unknown
@@ -408,7 +400,7 @@ func (w *world) checkSettlerTakesNoLiveClaim(cw *claimWrite) {
 	if !ok || seen.entry == nil {
 		return
 	}
-	if rec := decodeClaim(cw.key, seen.entry, seen.at); rec.State == intake.Held {
+	if rec := w.decodeClaim(cw.key, seen.entry, seen.at); rec.State == intake.Held {
 		w.violate("%s took over %s, whose claim it read live (held, its lease until after %s)", cw.by.name, cw.key, seen.at.Format("15:04:05.000"))
 	}
 }
