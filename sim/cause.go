@@ -2,6 +2,7 @@ package sim
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -139,7 +140,7 @@ func (n watched) Get(ctx context.Context, key string) (kv.Entry, error) {
 	switch {
 	case err == nil:
 		n.w.sawRead(a, key, &e, before)
-	case err == kv.ErrNotFound:
+	case errors.Is(err, kv.ErrNotFound):
 		n.w.sawRead(a, key, nil, before)
 	}
 	return e, err
