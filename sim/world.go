@@ -81,10 +81,9 @@ type world struct {
 	migrating     bool
 	// misses are the stale reads of each KV key.
 	misses map[string][]miss
-	// kvEvents are, per key, the events of KV's documented limits the
-	// history shows: a read that missed another's write of the key, two
-	// claims at once. Only they excuse what KV mode does not promise.
-	kvEvents map[keyName][]kvEvent
+	// ck is what the checker knows of KV's events and the claims they
+	// caused: only they excuse what KV mode does not promise (cause.go).
+	ck *causality
 	// chances counts, per fault, the draws that could have fired it: the
 	// realised rate is counts[fault] / chances[fault].
 	chances map[string]int
@@ -109,7 +108,7 @@ type world struct {
 	// lastWriter is the actor whose write a KV key holds now.
 	lastWriter map[string]*actor
 	unresolved map[keyName]time.Time
-	absent     map[keyName]bool // reported absent too early
+	absentSeen map[*gatewayCall]bool // its key reported absent too early
 	// storedBodies are the outcomes ever stored for each key, byte for
 	// byte: a lookup may tell only one of them.
 	storedBodies map[keyName]map[string]bool
@@ -176,12 +175,14 @@ type answer struct {
 // run plays one history in mode, every choice made by choose (0 is always
 // the least eventful choice), and returns it with its violations.
 func run(mode Mode, choose func(n int, label string) int) *world {
-	w := &world{mode: mode, choices: choose, counts: make(map[string]int), chances: make(map[string]int), misses: make(map[string][]miss), kvEvents: make(map[keyName][]kvEvent),
+	w := &world{mode: mode, choices: choose, counts: make(map[string]int), chances: make(map[string]int), misses: make(map[string][]miss), ck: newCausality(),
 		commits: make(map[keyName]time.Time), receipts: make(map[keyName]map[string]time.Time), unresolved: make(map[keyName]time.Time),
-		absent: make(map[keyName]bool), lastWriter: make(map[string]*actor),
+		absentSeen: make(map[*gatewayCall]bool), lastWriter: make(map[string]*actor),
 		storedBodies: make(map[keyName]map[string]bool)}
 	start := time.Date(2026, 11, 24, 9, 30, 0, 0, time.UTC)
-	w.sched = newScheduler(start, choose)
+	// The scheduler picks who runs next fairly, from bits (uniform), as
+	// the driver picks its actions: rapid's integer draws lean toward 0.
+	w.sched = newScheduler(start, func(n int, label string) int { return w.uniform(n, label) })
 	w.sched.stop = w.stopped
 	w.ns = newNamespace(w)
 	w.kvStore = kv.NewStore(w.ns, w.now)
@@ -380,7 +381,7 @@ func (w *world) newService(inst *instance) *intake.Service {
 	}
 	var store intake.Store
 	if w.mode == KVMode {
-		s := kv.NewStore(w.ns, w.now)
+		s := kv.NewStore(watched{w.ns}, w.now)
 		s.ReleaseClaims = w.releaseClaims
 		s.Sleep = opts.Sleep
 		store = s
@@ -414,6 +415,7 @@ func (w *world) options(gw intake.Gateway) intake.Options {
 			w.count("settler gave up")
 			w.logf("%s: settler gave up on %s (%s)", w.sched.running.name, key, p.OrderID)
 			w.unresolved[key.String()] = w.now()
+			w.checkAlertWaited(key.String(), p)
 			w.checkNotReceipted(key.String(), p.OrderID, "is reported unresolved", w.sched.running)
 		},
 	}
@@ -714,7 +716,14 @@ func (w *world) drive() {
 	for range steps {
 		k := w.keys[w.choose(len(w.keys), "key")]
 		inst := w.instances[w.choose(len(w.instances), "isolate")]
-		switch w.choose(11, "action") {
+		action := w.uniform(len(actionNames), "action")
+		for i, name := range actionNames {
+			if i == 0 || name != actionNames[i-1] {
+				w.chances["action: "+name]++ // each kind once
+			}
+		}
+		w.count("action: " + actionNames[action])
+		switch action {
 		case 0, 1, 2:
 			w.submit(inst, k, k.order.JSON())
 		case 10:
@@ -761,6 +770,11 @@ func (w *world) drive() {
 	}
 	w.retryAnswered()
 }
+
+// actionNames name the driver's actions, each drawn as often as another:
+// a run prints their realised mix.
+var actionNames = [...]string{"submit", "submit", "submit", "submit another order", "lookup", "submit an invalid body",
+	"pause", "wait", "time jump", "kill an isolate", "burst"}
 
 // maxFinalRetries bounds the keys retried at a history's end.
 const maxFinalRetries = 64
@@ -879,6 +893,7 @@ func (w *world) request(inst *instance, k *clientKey, what string) *actor {
 // answered records what a request's client was told.
 func (w *world) answered(a *actor, ans *answer, out intake.Outcome, err error) {
 	ans.end, ans.by = w.now(), a
+	w.ck.answered[a] = ans.end
 	var rej *intake.Rejection
 	var open *intake.Unsettled
 	switch {
