@@ -77,10 +77,11 @@ const (
 
 // tally gives the counts of reads their chances: every read.
 func (n *namespace) tally() {
+	if n.reads == 0 {
+		return
+	}
 	for _, what := range []string{servedCached, staleRead, staleUnder10s, stale10to60s, stale60to180s, staleOver180s, cachedAbsent} {
-		if n.reads > 0 {
-			n.w.chances[what] = n.reads
-		}
+		n.w.chances[what] = n.reads
 	}
 }
 
