@@ -62,17 +62,17 @@ type namespace struct {
 // What a run counts of the model's staleness, each with its realised
 // rate: of reads, of writes, of cache entries that ended stale, of lists.
 const (
-	servedCached  = "kv read served from its location's cache"
-	staleRead     = "kv stale read"
-	staleUnder10s = "kv stale read, its write under 10 s old"
-	stale10to60s  = "kv stale read, its write 10 to 60 s old"
-	stale60to180s = "kv stale read, its write 60 to 180 s old"
-	staleOver180s = "kv stale read, its write over 180 s old"
-	cachedAbsent  = "kv cached not-found served over a live value"
-	renewedStale  = "kv location kept a stale version past its cache entry"
-	landedLate    = "kv write visible late in its own location"
-	listLagged    = "kv list lagged"
-	listLagPast   = "kv list lagged past a minute"
+	kvServedCached  = "kv read served from its location's cache"
+	kvStaleRead     = "kv stale read"
+	kvStaleUnder10s = "kv stale read, its write under 10 s old"
+	kvStale10to60s  = "kv stale read, its write 10 to 60 s old"
+	kvStale60to180s = "kv stale read, its write 60 to 180 s old"
+	kvStaleOver180s = "kv stale read, its write over 180 s old"
+	kvCachedAbsent  = "kv cached not-found served over a live value"
+	kvRenewedStale  = "kv location kept a stale version past its cache entry"
+	kvLandedLate    = "kv write visible late in its own location"
+	kvListLagged    = "kv list lagged"
+	kvListLagPast   = "kv list lagged past a minute"
 )
 
 // tally gives the counts of reads their chances: every read.
@@ -80,7 +80,7 @@ func (n *namespace) tally() {
 	if n.reads == 0 {
 		return
 	}
-	for _, what := range []string{servedCached, staleRead, staleUnder10s, stale10to60s, stale60to180s, staleOver180s, cachedAbsent} {
+	for _, what := range []string{kvServedCached, kvStaleRead, kvStaleUnder10s, kvStale10to60s, kvStale60to180s, kvStaleOver180s, kvCachedAbsent} {
 		n.w.chances[what] = n.reads
 	}
 }
@@ -195,11 +195,11 @@ func (n *namespace) read(key string) *kv.Entry {
 		// a previous version": now and then the entry is renewed with it,
 		// for as many periods as have passed.
 		for i < fresh && c.until.Add(cacheTTL).Sub(c.at) <= maxCacheLife {
-			w.chances[renewedStale]++
-			if !w.coin(w.staleOdds+1, renewedStale) {
+			w.chances[kvRenewedStale]++
+			if !w.coin(w.staleOdds+1, kvRenewedStale) {
 				break
 			}
-			w.count(renewedStale)
+			w.count(kvRenewedStale)
 			if c.until = c.until.Add(cacheTTL); now.Before(c.until) {
 				hit = true
 				break
@@ -207,7 +207,7 @@ func (n *namespace) read(key string) *kv.Entry {
 		}
 	}
 	if hit {
-		w.count(servedCached)
+		w.count(kvServedCached)
 	} else {
 		i = fresh
 		c = cached{seq: -1, at: now, until: now.Add(cacheTTL)}
@@ -237,20 +237,20 @@ func (n *namespace) missed(key string, vs []version, i, loc int, hit bool, got *
 		m.got = vs[i].seq
 	}
 	w.misses[key] = append(w.misses[key], m)
-	w.count(staleRead)
+	w.count(kvStaleRead)
 	age := now.Sub(m.missed[0].at)
 	switch {
 	case age < 10*time.Second:
-		w.count(staleUnder10s)
+		w.count(kvStaleUnder10s)
 	case age < cacheTTL:
-		w.count(stale10to60s)
+		w.count(kvStale10to60s)
 	case age < 3*cacheTTL:
-		w.count(stale60to180s)
+		w.count(kvStale60to180s)
 	default:
-		w.count(staleOver180s)
+		w.count(kvStaleOver180s)
 	}
 	if hit && got == nil && vs[len(vs)-1].live(now) != nil {
-		w.count(cachedAbsent)
+		w.count(kvCachedAbsent)
 	}
 	if name, ok := keyNameOf(key); ok {
 		last := m.missed[len(m.missed)-1]
@@ -332,9 +332,9 @@ func (n *namespace) write(key string, e *kv.Entry, ttl time.Duration) {
 		v.expires = v.at.Add(ttl.Truncate(time.Second))
 	}
 	if !w.direct {
-		w.chances[landedLate]++
-		if w.coin(w.staleOdds+1, landedLate) {
-			w.count(landedLate)
+		w.chances[kvLandedLate]++
+		if w.coin(w.staleOdds+1, kvLandedLate) {
+			w.count(kvLandedLate)
 			late := []time.Duration{time.Second, 5 * time.Second, 20 * time.Second, 50 * time.Second}[w.uniform(4, "kv write lands how late")]
 			if w.coin(3, "kv write lands minutes late") {
 				late = []time.Duration{2 * time.Minute, maxLandLate}[w.choose(2, "kv write lands how many minutes late")]
@@ -437,9 +437,9 @@ func (n *namespace) List(ctx context.Context, prefix, cursor string, limit int) 
 		w := n.w
 		now := w.now()
 		if !w.direct {
-			w.chances[listLagged]++
+			w.chances[kvListLagged]++
 		}
-		lagging := !w.direct && w.coin(w.staleOdds, listLagged)
+		lagging := !w.direct && w.coin(w.staleOdds, kvListLagged)
 		var names []string
 		for name := range n.keys {
 			if strings.HasPrefix(name, prefix) && name > cursor {
@@ -454,10 +454,10 @@ func (n *namespace) List(ctx context.Context, prefix, cursor string, limit int) 
 		}
 		window := cacheTTL
 		if lagging {
-			w.count(listLagged)
-			w.chances[listLagPast]++
-			if w.coin(3, listLagPast) {
-				w.count(listLagPast)
+			w.count(kvListLagged)
+			w.chances[kvListLagPast]++
+			if w.coin(3, kvListLagPast) {
+				w.count(kvListLagPast)
 				window = listLagMost
 			}
 		}

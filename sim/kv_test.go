@@ -55,8 +55,8 @@ func TestALocationServesItsCachedNotFoundToEveryReadThereUntilItsEntryEnds(t *te
 	if m := ms[0]; m.reader != other || m.loc != 0 || m.got != -1 || !m.cached || len(m.missed) != 1 || m.missed[0].entry.Value != "v" {
 		t.Errorf("miss = %+v, want location 0's cached not-found missing the write", m)
 	}
-	if w.counts[cachedAbsent] != 1 {
-		t.Errorf("cached not-found served counted %d times, want 1", w.counts[cachedAbsent])
+	if w.counts[kvCachedAbsent] != 1 {
+		t.Errorf("cached not-found served counted %d times, want 1", w.counts[kvCachedAbsent])
 	}
 	as(w, other, time.Second, func() {
 		if got := w.ns.read("k"); got == nil {
@@ -81,7 +81,7 @@ func TestAWriteThatLandsLateIsUnseenEvenInItsOwnLocationForMinutes(t *testing.T)
 	if got := len(w.misses["k"]); got != 3 {
 		t.Errorf("misses = %d, want every read's", got)
 	}
-	if w.counts[staleOver180s] == 0 {
+	if w.counts[kvStaleOver180s] == 0 {
 		t.Errorf("no read counted over 180 s stale: %v", w.counts)
 	}
 	as(w, in[0], staleMost, func() {
