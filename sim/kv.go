@@ -57,6 +57,9 @@ type namespace struct {
 	// writes counts the writes made, so that a read and a write at one
 	// instant of the virtual clock are still ordered; reads the reads.
 	writes, reads int
+	// observe is told of every write, once made: the checker's
+	// observeKVWrite.
+	observe func(key string, e *kv.Entry, expires time.Time)
 }
 
 // What a run counts of the model's staleness, each with its realised
@@ -124,7 +127,7 @@ type miss struct {
 }
 
 func newNamespace(w *world) *namespace {
-	n := &namespace{w: w, keys: make(map[string][]version)}
+	n := &namespace{w: w, keys: make(map[string][]version), observe: w.observeKVWrite}
 	for i := range n.caches {
 		n.caches[i] = make(map[string]cached)
 	}
@@ -349,7 +352,7 @@ func (n *namespace) write(key string, e *kv.Entry, ttl time.Duration) {
 	// ago: the versions before it are dropped, so that a long history's
 	// memory is its last minutes', not every write's.
 	n.keys[key] = vs[max(currentAt(vs, v.at.Add(-staleMost)), 0):]
-	w.observeKVWrite(key, e, v.expires)
+	n.observe(key, e, v.expires)
 }
 
 // Get implements kv.Namespace.

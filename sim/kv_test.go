@@ -7,13 +7,15 @@ import (
 	"github.com/edge-orders/edge-orders/kv"
 )
 
-// modelWorld is a world with only its KV namespace, every choice made by
-// choose, and an actor in each location to read and write with.
+// modelWorld is a world with only its KV namespace, unchecked, every
+// choice made by choose, and an actor in each location to read and
+// write with.
 func modelWorld(choose func(n int, label string) int) (*world, [locations]*actor) {
 	w := &world{choices: choose, counts: make(map[string]int), chances: make(map[string]int), misses: make(map[string][]miss),
 		lastWriter: make(map[string]*actor), staleOdds: 1}
 	w.sched = newScheduler(time.Date(2026, 11, 24, 9, 30, 0, 0, time.UTC), choose)
 	w.ns = newNamespace(w)
+	w.ns.observe = func(string, *kv.Entry, time.Time) {} // no checker
 	var in [locations]*actor
 	for loc := range in {
 		in[loc] = &actor{name: "reader", inst: &instance{id: loc, loc: loc}}
