@@ -74,8 +74,10 @@ type world struct {
 	// storage (KV, the ledger's RPC), the OMS, and the rest (queue,
 	// alarms, rate limiter, isolates, clients).
 	densities [parts]density
-	// staleOdds: a KV read is stale with probability 2^-staleOdds. Every
-	// history may read stale, as every KV namespace may.
+	// staleOdds: with probability 2^-staleOdds a KV list lags, and with
+	// 2^-(staleOdds+1) a write lands late or a location keeps a stale
+	// version past its cache entry. Every history may read stale, as every
+	// KV namespace may.
 	staleOdds     int
 	releaseClaims bool
 	migrating     bool
@@ -120,10 +122,12 @@ type world struct {
 }
 
 // instance is one Worker isolate: its Service's memory lives as long as
-// the isolate, and dies with it.
+// the isolate, and dies with it. It lives in one of KV's locations, whose
+// cache it reads through.
 type instance struct {
 	id  int
 	gen int
+	loc int
 	svc *intake.Service
 }
 
@@ -215,8 +219,10 @@ func run(mode Mode, choose func(n int, label string) int) *world {
 	if w.migrating {
 		w.seedLegacyKV()
 	}
-	for i := range 1 + choose(3, "isolates") {
-		inst := &instance{id: i}
+	// At least one isolate in each location, so that a client's retry
+	// may land in either.
+	for i := range locations + choose(2, "isolates") {
+		inst := &instance{id: i, loc: i % locations}
 		inst.svc = w.newService(inst)
 		w.instances = append(w.instances, inst)
 	}
@@ -245,6 +251,7 @@ func run(mode Mode, choose func(n int, label string) int) *world {
 		w.violate("an actor panicked: %s", w.sched.panicked)
 	}
 	w.direct = true
+	w.ns.tally()
 	w.checkEnd()
 	w.sched.clear()
 	return w
@@ -749,7 +756,7 @@ func (w *world) drive() {
 		case 6:
 			w.sched.sleep([]time.Duration{0, 10 * time.Millisecond, 300 * time.Millisecond, 2 * time.Second}[w.choose(4, "pause")])
 		case 7:
-			w.sched.sleep([]time.Duration{pendingTTL + time.Second, sweepEvery, 10 * time.Minute, staleWindow}[w.choose(4, "wait")])
+			w.sched.sleep([]time.Duration{pendingTTL + time.Second, sweepEvery, 10 * time.Minute, cacheTTL}[w.choose(4, "wait")])
 		case 8:
 			w.jumpToEdge()
 		case 9:
@@ -784,7 +791,7 @@ const maxFinalRetries = 64
 // memory, as a client would from anywhere: checkFinalRetries compares
 // what they get with what the clients were given.
 func (w *world) retryAnswered() {
-	inst := &instance{id: len(w.instances)}
+	inst := &instance{id: len(w.instances), loc: w.uniform(locations, "final retries' location")}
 	inst.svc = w.newService(inst)
 	seen := make(map[string]bool)
 	var retries []*answer
