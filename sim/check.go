@@ -240,10 +240,16 @@ func (w *world) storedBesideReporter(key keyName, reader *actor) *event {
 	}
 	mine := w.ck.lastClaim[reader][key]
 	for _, r := range w.ck.resultWriters[key] {
-		if r.seq < read || r.by == reader {
+		if r.seq < read || r.by.origin() == reader.origin() {
 			continue
 		}
-		if e := causeBetween(mine, w.ck.lastClaim[r.by][key]); e != nil {
+		// An outcome stored after its request's response is that
+		// request's: its claim is the request's own.
+		theirs := w.ck.lastClaim[r.by][key]
+		if theirs == nil {
+			theirs = w.ck.lastClaim[r.by.origin()][key]
+		}
+		if e := causeBetween(mine, theirs); e != nil {
 			return e
 		}
 	}

@@ -373,7 +373,7 @@ func (w *world) newService(inst *instance) *intake.Service {
 	opts := w.options(gateway{w: w, inst: inst.id})
 	opts.Defer = func(ctx context.Context, task func(context.Context)) {
 		parent := w.sched.running
-		w.sched.spawn(&actor{name: parent.name + " after", inst: inst, gen: inst.gen, inv: parent.inv, key: parent.key, kind: taskActor},
+		w.sched.spawn(&actor{name: parent.name + " after", inst: inst, gen: inst.gen, inv: parent.inv, key: parent.key, kind: taskActor, request: parent.origin()},
 			func() { task(context.WithoutCancel(ctx)) })
 	}
 	opts.Limit = func(ctx context.Context, who string) (bool, error) {
