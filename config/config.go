@@ -53,6 +53,12 @@ const (
 	// from anyone on every host, as the reference does; unset or "false",
 	// it takes them only on a loopback host (wrangler dev).
 	OpenAccessVar = "OPEN_ACCESS"
+	// AlertURLVar is where the Worker pages an operator (PagerDuty's
+	// Events API v2, https://events.pagerduty.com/v2/enqueue, or a
+	// stand-in), and AlertRoutingKeyVar the PagerDuty service's
+	// integration key: both secrets, set together or not at all.
+	AlertURLVar        = "ALERT_WEBHOOK_URL"
+	AlertRoutingKeyVar = "ALERT_ROUTING_KEY"
 )
 
 // Values of KV_CLAIM_AFTER_RECEIPT.
@@ -157,6 +163,9 @@ type Config struct {
 	// OpenAccess, with no Clients, serves anyone on every host; false
 	// serves anyone on a loopback host only. Never true with Clients.
 	OpenAccess bool
+	// AlertURL and AlertRoutingKey page an operator; empty pages no one
+	// (the error-level log line stays).
+	AlertURL, AlertRoutingKey string
 }
 
 // Error is a setting the Worker cannot run with. Its message names the
@@ -218,6 +227,8 @@ func Load(lookup func(name string) (string, bool)) (Config, error) {
 		{KVReadLagVar, func(v string) (err error) { c.KVReadLag, err = parseSeconds(v); return }},
 		{AllowedOriginsVar, func(v string) (err error) { c.AllowedOrigins, err = parseOrigins(v); return }},
 		{OpenAccessVar, func(v string) (err error) { c.OpenAccess, err = parseBool(v); return }},
+		{AlertURLVar, func(v string) (err error) { c.AlertURL, err = parseAlertURL(v); return }},
+		{AlertRoutingKeyVar, func(v string) (err error) { c.AlertRoutingKey, err = parseToken(v); return }},
 	}
 	for _, s := range settings {
 		if v, ok := lookup(s.name); ok {
@@ -233,6 +244,10 @@ func Load(lookup func(name string) (string, bool)) (Config, error) {
 	if c.OpenAccess && c.Clients != nil {
 		// Which one was meant is not for the Worker to guess.
 		return Config{}, &Error{Var: OpenAccessVar, Reason: "is true, but " + TokensVar + " is set: a Worker with tokens is never open; remove one"}
+	}
+	if (c.AlertURL == "") != (c.AlertRoutingKey == "") {
+		// Half a pager pages no one, and would fail every page at run time.
+		return Config{}, &Error{Var: AlertURLVar, Reason: "and " + AlertRoutingKeyVar + " are set together or not at all"}
 	}
 	if c.PendingTTL > c.ResultTTL {
 		// A claim that outlived its receipt would block a key that is
@@ -270,22 +285,36 @@ func parseClaimAfterReceipt(v string) (bool, error) {
 // a URL that carries credentials is refused, since the token belongs in
 // OMS_TOKEN, a secret.
 func parseURL(v string) (string, error) {
+	v, authority, err := absoluteURL(v)
+	if err == nil && strings.Contains(authority, "@") {
+		return "", errors.New("the URL carries credentials before its host: send them as " + OMSTokenVar + ", a secret, instead")
+	}
+	return v, err
+}
+
+// parseAlertURL reads ALERT_WEBHOOK_URL as parseURL does, credentials
+// and all: it is a secret, never shown.
+func parseAlertURL(v string) (string, error) {
+	v, _, err := absoluteURL(v)
+	return v, err
+}
+
+// absoluteURL reads an absolute http or https URL, trimmed, and returns
+// it with its authority; empty means none. Its errors never quote it.
+func absoluteURL(v string) (url, authority string, err error) {
 	v = strings.TrimSpace(v)
 	if v == "" {
-		return "", nil
+		return "", "", nil
 	}
 	rest, ok := strings.CutPrefix(v, "https://")
 	if !ok {
 		rest, ok = strings.CutPrefix(v, "http://")
 	}
 	if !ok || rest == "" || rest[0] == '/' || strings.ContainsAny(v, " \t\r\n") {
-		return "", errors.New("the URL is not an absolute http:// or https:// URL")
+		return "", "", errors.New("the URL is not an absolute http:// or https:// URL")
 	}
-	authority, _, _ := strings.Cut(rest, "/")
-	if strings.Contains(authority, "@") {
-		return "", errors.New("the URL carries credentials before its host: send them as " + OMSTokenVar + ", a secret, instead")
-	}
-	return v, nil
+	authority, _, _ = strings.Cut(rest, "/")
+	return v, authority, nil
 }
 
 // parseToken reads OMS_TOKEN: one header value, so no control character
