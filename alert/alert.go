@@ -5,7 +5,6 @@ package alert
 
 import (
 	"context"
-	"encoding/hex"
 	"errors"
 	"strconv"
 	"strings"
@@ -46,7 +45,12 @@ func (e Event) DedupKey() string {
 		return "edge-orders/order/" + e.OrderID
 	}
 	sum := sha256.Sum256([]byte(e.Key.String()))
-	return "edge-orders/key/" + hex.EncodeToString(sum[:16])
+	const digits = "0123456789abcdef"
+	b := []byte("edge-orders/key/")
+	for _, c := range sum[:16] {
+		b = append(b, digits[c>>4], digits[c&15])
+	}
+	return string(b) // encoding/hex would bring fmt into the wasm
 }
 
 // Send makes one HTTP request and returns the whole answer; in the Worker

@@ -140,7 +140,8 @@ func waitLogged(t *testing.T, w *target, within time.Duration, parts ...string) 
 // order arrives. In KV mode a settle message that keeps failing (the test
 // entry fails it before the Worker sees it) reaches the dead-letter queue,
 // whose consumer pages for it, again after a refusal; and the unresolved
-// order's own letter pages no more. No secret reaches the log.
+// order's own letter pages no more. The error lines go out through
+// console.error. No secret reaches the log.
 func TestTheWorkerPagesOncePerUnresolvedOrderAndDeadLetter(t *testing.T) {
 	requireWorker(t)
 	t.Parallel()
@@ -200,11 +201,17 @@ func TestTheWorkerPagesOncePerUnresolvedOrderAndDeadLetter(t *testing.T) {
 					waitLogged(t, w, 30*time.Second, `"outcome":"dead_letter"`, `"key":"`+key+`"`)
 				}
 				wantPagedOnce(t, pager, orderID, "order_unresolved", key)
-				line := waitLogged(t, w, 5*time.Second, `"outcome":"alert_failed"`, `"key":"`+key+`"`)
-				if !strings.Contains(line, `"level":"error"`) {
-					t.Errorf("alert_failed line %s, want level error", line)
+				// Error lines go out through console.error, which wrangler
+				// marks [ERROR]; the others through console.log.
+				for _, outcome := range []string{"alert_failed", "order_unresolved"} {
+					line := waitLogged(t, w, 5*time.Second, `"outcome":"`+outcome+`"`, `"key":"`+key+`"`)
+					if !strings.Contains(line, `"level":"error"`) || !strings.Contains(line, "[ERROR]") {
+						t.Errorf("%s line %q, want level error, through console.error", outcome, line)
+					}
 				}
-				waitLogged(t, w, 5*time.Second, `"outcome":"order_unresolved"`, `"key":"`+key+`"`)
+				if line := waitLogged(t, w, 5*time.Second, `"outcome":"auth_disabled"`); strings.Contains(line, "[ERROR]") {
+					t.Errorf("auth_disabled line %q went out through console.error, want console.log", line)
+				}
 			})
 			if logs := w.Logs(); strings.Contains(logs, "s3cr3t-path-token") || strings.Contains(logs, pagerRoutingKey) {
 				t.Errorf("the log shows a secret of the pager")
