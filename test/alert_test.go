@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -114,6 +115,12 @@ func wantPagedOnce(t *testing.T, p *standInPager, orderID, kind, key string) {
 	}
 }
 
+// uncolored is line without the terminal colours wrangler writes even
+// under NO_COLOR.
+func uncolored(line string) string {
+	return regexp.MustCompile("\x1b\\[[0-9;]*m").ReplaceAllString(line, "")
+}
+
 // waitLogged waits until w's log has a line with every one of parts.
 func waitLogged(t *testing.T, w *target, within time.Duration, parts ...string) string {
 	t.Helper()
@@ -202,15 +209,19 @@ func TestTheWorkerPagesOncePerUnresolvedOrderAndDeadLetter(t *testing.T) {
 				}
 				wantPagedOnce(t, pager, orderID, "order_unresolved", key)
 				// Error lines go out through console.error, which wrangler
-				// marks [ERROR]; the others through console.log.
+				// prints after "✘ [ERROR]"; the others through console.log.
 				for _, outcome := range []string{"alert_failed", "order_unresolved"} {
-					line := waitLogged(t, w, 5*time.Second, `"outcome":"`+outcome+`"`, `"key":"`+key+`"`)
-					if !strings.Contains(line, `"level":"error"`) || !strings.Contains(line, "[ERROR]") {
+					line := uncolored(waitLogged(t, w, 5*time.Second, `"outcome":"`+outcome+`"`, `"key":"`+key+`"`))
+					if !strings.Contains(line, `"level":"error"`) || !strings.Contains(line, "[ERROR] {") {
 						t.Errorf("%s line %q, want level error, through console.error", outcome, line)
 					}
 				}
-				if line := waitLogged(t, w, 5*time.Second, `"outcome":"auth_disabled"`); strings.Contains(line, "[ERROR]") {
-					t.Errorf("auth_disabled line %q went out through console.error, want console.log", line)
+				placed := newKey(t) + "-placed"
+				if got := w.post(t, placed, gatewayOrder("PAGE-PLACED")); got.status != http.StatusCreated {
+					t.Fatalf("an order the OMS takes = %d %s, want 201", got.status, got.body)
+				}
+				if line := uncolored(waitLogged(t, w, 5*time.Second, `"outcome":"created"`, `"key":"`+placed+`"`)); !strings.HasPrefix(strings.TrimSpace(line), "{") {
+					t.Errorf("created line %q, want it as console.log prints it, the JSON alone", line)
 				}
 			})
 			if logs := w.Logs(); strings.Contains(logs, "s3cr3t-path-token") || strings.Contains(logs, pagerRoutingKey) {
