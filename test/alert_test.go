@@ -19,6 +19,18 @@ import (
 	"github.com/edge-orders/edge-orders/internal/devtools/wranglerdev"
 )
 
+// giveUpVars are the vars of a Worker that calls oms and whose settler
+// gives up soonest: SETTLE_MAX_AGE_SECONDS at its least, 60 s.
+func giveUpVars(oms *fakeOMS) map[string]string {
+	return map[string]string{
+		"OMS_URL": oms.URL, "OMS_TOKEN": omsToken, "OMS_TIMEOUT_MS": fmt.Sprint(omsTimeout.Milliseconds()),
+		"SETTLE_MAX_AGE_SECONDS": "60",
+		// wrangler dev's KV reads exactly: the give-up's check need not
+		// wait out Cloudflare's minute.
+		"KV_READ_LAG_SECONDS": "5",
+	}
+}
+
 // pagerRoutingKey is the stand-in pager's integration key.
 const pagerRoutingKey = "R0UT1NGKEY0123456789abcdef0pager"
 
@@ -165,13 +177,7 @@ func TestTheWorkerPagesOncePerUnresolvedOrderAndDeadLetter(t *testing.T) {
 				t.Fatal(err)
 			}
 			t.Cleanup(oms.stop)
-			w := startWorker(t, mode, wrappedOptions(wranglerdev.Options{EnvFile: env, Vars: map[string]string{
-				"OMS_URL": oms.URL, "OMS_TOKEN": omsToken, "OMS_TIMEOUT_MS": fmt.Sprint(omsTimeout.Milliseconds()),
-				"SETTLE_MAX_AGE_SECONDS": "60",
-				// wrangler dev's KV reads exactly: the give-up's check
-				// need not wait out Cloudflare's minute.
-				"KV_READ_LAG_SECONDS": "5",
-			}}))
+			w := startWorker(t, mode, wrappedOptions(wranglerdev.Options{EnvFile: env, Vars: giveUpVars(oms)}))
 			lost := slices.Repeat([]step{drop}, 60)
 			if mode == "kv" {
 				t.Run("a dead letter pages once, again after the pager refused it", func(t *testing.T) {

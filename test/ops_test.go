@@ -639,13 +639,7 @@ func TestOpsPage(t *testing.T) {
 				t.Fatal(err)
 			}
 			t.Cleanup(oms.stop)
-			w := startWorker(t, mode, wranglerdev.Options{EnvFile: env, Vars: map[string]string{
-				"OMS_URL": oms.URL, "OMS_TOKEN": omsToken, "OMS_TIMEOUT_MS": fmt.Sprint(omsTimeout.Milliseconds()),
-				"SETTLE_MAX_AGE_SECONDS": "60",
-				// wrangler dev's KV reads exactly: the give-up's check
-				// need not wait out Cloudflare's minute.
-				"KV_READ_LAG_SECONDS": "5",
-			}})
+			w := startWorker(t, mode, wranglerdev.Options{EnvFile: env, Vars: giveUpVars(oms)})
 			post := func(key, symbol string) response {
 				return w.send(t, http.MethodPost, gatewayOrder(symbol), "Idempotency-Key", key, "Content-Type", "application/json", "Authorization", "Bearer "+clientToken)
 			}
