@@ -139,7 +139,7 @@ func TestAnUnresolvedOrderPagesOnceAfterThePagerFailed(t *testing.T) {
 	if len(dead) != 1 {
 		t.Fatalf("dead letters %q, want one", dead)
 	}
-	if err := worker.DeadLetterMessage(context.Background(), dead[0]); err != nil {
+	if err := worker.DeadLetterMessage(context.Background(), "m1", dead[0]); err != nil {
 		t.Fatalf("DeadLetterMessage = %v", err)
 	}
 	if taken, _ := p.seen(); len(taken) != 1 {
@@ -163,10 +163,10 @@ func TestADeadLetterPagesUntilThePagerTakesIt(t *testing.T) {
 	}
 	letter := w.settle.sent()[0] // a settle message, given up by its queue
 	p.fail(500)
-	if err := worker.DeadLetterMessage(context.Background(), letter); err == nil {
+	if err := worker.DeadLetterMessage(context.Background(), "m1", letter); err == nil {
 		t.Fatal("DeadLetterMessage with the pager refusing = nil, want an error: the queue must deliver the letter again")
 	}
-	if err := worker.DeadLetterMessage(context.Background(), letter); err != nil {
+	if err := worker.DeadLetterMessage(context.Background(), "m1", letter); err != nil {
 		t.Fatalf("DeadLetterMessage delivered again = %v, want nil", err)
 	}
 	taken, failed := p.seen()
@@ -265,7 +265,7 @@ func TestErrorLinesGoOutAtErrorLevel(t *testing.T) {
 		t.Fatalf("answer = %d %s; want 503", resp.Status, resp.Body)
 	}
 	letter := w.settle.sent()[0]
-	if err := worker.DeadLetterMessage(context.Background(), letter); err != nil {
+	if err := worker.DeadLetterMessage(context.Background(), "m1", letter); err != nil {
 		t.Fatal(err)
 	}
 	logged, errs := console.log.String(), console.errors.String()
