@@ -19,6 +19,17 @@ import (
 	"github.com/edge-orders/edge-orders/internal/devtools/wranglerdev"
 )
 
+// startOwnFakeOMS starts a fake OMS of t's own, stopped as t ends.
+func startOwnFakeOMS(t *testing.T) *fakeOMS {
+	t.Helper()
+	oms, err := startFakeOMS()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(oms.stop)
+	return oms
+}
+
 // giveUpVars are the vars of a Worker that calls oms and whose settler
 // gives up soonest: SETTLE_MAX_AGE_SECONDS at its least, 60 s.
 func giveUpVars(oms *fakeOMS) map[string]string {
@@ -172,11 +183,7 @@ func TestTheWorkerPagesOncePerUnresolvedOrderAndDeadLetter(t *testing.T) {
 	for _, mode := range []string{"kv", "ledger"} {
 		t.Run(mode, func(t *testing.T) {
 			t.Parallel()
-			oms, err := startFakeOMS()
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(oms.stop)
+			oms := startOwnFakeOMS(t)
 			w := startWorker(t, mode, wrappedOptions(wranglerdev.Options{EnvFile: env, Vars: giveUpVars(oms)}))
 			lost := slices.Repeat([]step{drop}, 60)
 			// KV mode's dead letter: its first page is refused, and the

@@ -706,11 +706,7 @@ func TestOpsPage(t *testing.T) {
 	for _, mode := range []string{"kv", "ledger"} {
 		t.Run(mode, func(t *testing.T) {
 			t.Parallel()
-			oms, err := startFakeOMS()
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(oms.stop)
+			oms := startOwnFakeOMS(t)
 			w := startWorker(t, mode, wranglerdev.Options{EnvFile: env, Vars: giveUpVars(oms)})
 			post := func(key, symbol string) response {
 				return w.send(t, http.MethodPost, gatewayOrder(symbol), "Idempotency-Key", key, "Content-Type", "application/json", "Authorization", "Bearer "+clientToken)
