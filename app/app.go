@@ -11,6 +11,7 @@ import (
 	"io"
 	"time"
 
+	"github.com/edge-orders/edge-orders/alert"
 	"github.com/edge-orders/edge-orders/config"
 	"github.com/edge-orders/edge-orders/eventlog"
 	"github.com/edge-orders/edge-orders/httpapi"
@@ -50,6 +51,14 @@ const SweepLimit = 100
 // QueueRetryDelay is how long a settle message waits before the queue
 // delivers it again after a storage failure.
 const QueueRetryDelay = 5 * time.Second
+
+// PagesPerRun bounds the pages one run sends: a Cron sweep, a ledger
+// alarm. A queue message pages once at most, so a batch pages at most its
+// max_batch_size. Keys past the bound stay owed, due again.
+const PagesPerRun = 10
+
+// AlertSource names the Worker in its pages.
+const AlertSource = "edge-orders"
 
 // A dead letter the Worker could not record (its storage failing) is
 // retried after DeadLetterRetryFirst, then twice as long each time up to
@@ -137,6 +146,8 @@ type Worker struct {
 	deadLetterQueue string
 	sweepGrace      time.Duration
 	now             func() time.Time
+	// pager pages an operator; nil when ALERT_WEBHOOK_URL is unset.
+	pager *alert.Pager
 }
 
 // New builds the Worker from env. A setting that cannot work is logged
@@ -192,6 +203,10 @@ func New(env Env) *Worker {
 			}
 			log.Log(line)
 		},
+	}
+	if cfg.AlertURL != "" && env.Fetch != nil {
+		w.pager = alert.New(alert.Options{URL: cfg.AlertURL, RoutingKey: cfg.AlertRoutingKey, Source: AlertSource, Send: alert.Send(env.Fetch)})
+		w.opts.ReportUnresolved = w.reportUnresolved
 	}
 	if env.RateLimit != nil {
 		w.opts.Limit = env.RateLimit
@@ -266,7 +281,33 @@ func (w *Worker) Settler(store intake.Store) *intake.Service {
 	}
 	opts := w.opts
 	opts.CachedReceipts, opts.Fallback, opts.Limit = -1, nil, nil
+	if opts.ReportUnresolved != nil {
+		// A Settler serves one alarm: its pages share one budget.
+		budget := alert.NewBudget(PagesPerRun)
+		opts.ReportUnresolved = func(ctx context.Context, key intake.Key, p intake.Placement, attempts int) error {
+			return w.reportUnresolved(alert.WithBudget(ctx, budget), key, p, attempts)
+		}
+	}
 	return intake.New(w.meter.store(store), opts)
+}
+
+// reportUnresolved pages an operator for an order the settler is giving
+// up on, before the give-up is stored (intake.Options.ReportUnresolved):
+// an error leaves the key owing the page, due again.
+func (w *Worker) reportUnresolved(ctx context.Context, key intake.Key, p intake.Placement, attempts int) error {
+	return w.page(ctx, alert.Event{Kind: alert.KindUnresolved, Key: key, OrderID: p.OrderID, Attempts: attempts},
+		"the key stays due, and is paged again once the settler tries it (in "+intake.ReportRetryDelay.String()+" or later)")
+}
+
+// page sends e, and logs at error level a page that failed, with what
+// becomes of it (then).
+func (w *Worker) page(ctx context.Context, e alert.Event, then string) error {
+	err := w.pager.Page(ctx, e)
+	if err != nil {
+		w.log.Log(eventlog.Line{Outcome: "alert_failed", Client: e.Key.Client, Key: e.Key.ID, OrderID: e.OrderID, Attempts: e.Attempts, Alert: true,
+			Error: "paging " + e.Kind + ": " + err.Error() + "; " + then})
+	}
+	return err
 }
 
 // QueueMessage handles a message of either queue the Worker consumes,
@@ -344,9 +385,17 @@ func (w *Worker) DeadLetterMessage(ctx context.Context, messageID string, body [
 	case err != nil:
 		return err
 	}
+	// An unresolved key's letter was paged as the settler gave up on it.
+	owed := !d.Unresolved && d.OrderID != ""
 	w.log.Log(eventlog.Line{Outcome: "dead_letter", Client: key.Client, Key: key.ID, OrderID: d.OrderID, Attempts: d.Attempts, LetterID: d.ID,
-		Alert: !d.Unresolved && d.OrderID != "",
+		Alert: owed,
 		Error: "recorded for the admin API (" + httpapi.DeadLettersPath + ") until an operator acknowledges it"})
+	if owed && w.pager != nil {
+		// The letter is the page owed: an error has the queue deliver it
+		// again, and the page is sent again.
+		return w.page(ctx, alert.Event{Kind: alert.KindDeadLetter, Key: key, OrderID: d.OrderID, Attempts: d.Attempts},
+			"the dead-letter queue delivers the letter again (after "+DeadLetterRetryFirst.String()+", doubling up to "+DeadLetterRetryMax.String()+"), and it is paged again")
+	}
 	return nil
 }
 
@@ -371,6 +420,7 @@ func (w *Worker) Sweep(ctx context.Context) error {
 	if w.consumer == nil {
 		return nil
 	}
+	ctx = alert.WithBudget(ctx, alert.NewBudget(PagesPerRun))
 	n, err := w.consumer.Sweep(ctx, w.overdue, w.now(), w.sweepGrace, SweepLimit)
 	if n > 0 || err != nil {
 		line := eventlog.Line{Outcome: "settle_sweep", Attempts: n}

@@ -9,6 +9,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -84,6 +85,15 @@ type Result struct {
 	Attempts int
 }
 
+// Version is the client's version, the JavaScript client's too
+// (clients/js/package.json): the twins change together.
+const Version = "0.1.0"
+
+// UserAgent is the User-Agent every request carries, so that the Worker's
+// logs and an operator's proxy can tell the client and its version apart
+// from Go's default one.
+const UserAgent = "edge-orders-go-client/" + Version
+
 // Defaults for Options.
 const (
 	DefaultMaxAttempts = 5
@@ -132,6 +142,21 @@ type Options struct {
 	// Now tells the time, for comparing waits with the call's deadline
 	// and reading Retry-After dates. Nil means time.Now.
 	Now func() time.Time
+	// OnRetry, if set, is told before each wait between attempts, on the
+	// calling goroutine, for a progress display or a log line: the
+	// JavaScript client's onRetry. Its event's Err carries the call's
+	// Method and Key, so one hook serves every call of the Client.
+	OnRetry func(RetryEvent)
+}
+
+// RetryEvent is what Options.OnRetry is told before a wait.
+type RetryEvent struct {
+	// Attempt is the attempt that failed, 1 for the first.
+	Attempt int
+	// Err is why: a retryable failure (Err.Retryable() is true).
+	Err *Error
+	// Wait is how long the client waits before the next attempt.
+	Wait time.Duration
 }
 
 // Client submits orders to one Worker. It is safe for concurrent use.
@@ -142,13 +167,16 @@ type Client struct {
 
 // New returns a Client for the Worker at baseURL (the Worker answers on
 // every path but /idempotency, its policy, so any other URL of it will do). opts may be nil. It returns an
-// error wrapping ErrInvalidToken for a token that is not printable ASCII
-// without spaces. A baseURL that is not a URL makes every call fail before
-// sending anything.
+// error wrapping ErrInvalidURL for a baseURL that is not an absolute http
+// or https URL with a host, and one wrapping ErrInvalidToken for a token
+// that is not printable ASCII without spaces: no retry would mend either.
 func New(baseURL string, opts *Options) (*Client, error) {
 	c := &Client{url: baseURL}
 	if opts != nil {
 		c.opts = *opts
+	}
+	if err := checkURL(baseURL); err != nil {
+		return nil, err
 	}
 	if err := checkToken(c.opts.Token); err != nil {
 		return nil, err
@@ -203,7 +231,7 @@ func (c *Client) Submit(ctx context.Context, order Order) (*Result, error) {
 // header, in quotes with " and \ escaped, so that the Worker reads
 // exactly key: a bare "x" would name x, and a bare comma a list.
 //
-// It retries transport failures, 409 in_progress, 500 (but misconfigured),
+// It retries transport failures but TLS trust failures, 409 in_progress, 500 (but misconfigured),
 // 502, 503 (but outcome_unresolved) and 504, up to Options.MaxAttempts requests, waiting at most
 // MaxRetryWait before each, and stops early when the next wait would pass
 // ctx's deadline or Options.CallTimeout, which also ends a request in
@@ -267,6 +295,25 @@ func checkKey(key string) error {
 	return nil
 }
 
+// checkURL refuses a base URL that net/http could only fail to send to
+// on every attempt: one it cannot parse, a scheme other than http and
+// https (a "localhost:8787" without one parses as scheme "localhost"), or
+// no host. Its error names the URL's scheme, never the URL, which may
+// carry a token in its query.
+func checkURL(baseURL string) error {
+	u, err := url.Parse(baseURL)
+	if err != nil {
+		return fmt.Errorf("%w: it does not parse", ErrInvalidURL)
+	}
+	if u.Scheme != "http" && u.Scheme != "https" {
+		return fmt.Errorf("%w: scheme %q, want http or https", ErrInvalidURL, u.Scheme)
+	}
+	if u.Host == "" {
+		return fmt.Errorf("%w: no host", ErrInvalidURL)
+	}
+	return nil
+}
+
 // errCallTimeout is the cause of a call's context that its CallTimeout
 // ended: context.DeadlineExceeded, told apart from the caller's deadline.
 var errCallTimeout = fmt.Errorf("%w", context.DeadlineExceeded)
@@ -309,6 +356,9 @@ func (c *Client) do(ctx context.Context, method, key string, body []byte) (*Resu
 		if deadline, ok := ctx.Deadline(); ok && c.opts.Now().Add(wait).After(deadline) {
 			return nil, e
 		}
+		if c.opts.OnRetry != nil {
+			c.opts.OnRetry(RetryEvent{Attempt: attempt, Err: e, Wait: wait})
+		}
 		if c.opts.Sleep(ctx, wait) != nil {
 			return nil, e
 		}
@@ -321,8 +371,8 @@ type outcome struct {
 	err    *Error
 }
 
-// once sends one request. Its error is for requests that cannot be built,
-// which no retry would mend.
+// once sends one request. Its error is for a request that cannot be
+// built, which no retry would mend: the call returns it at once.
 func (c *Client) once(ctx context.Context, method, key string, body []byte) (outcome, error) {
 	req, err := http.NewRequestWithContext(ctx, method, c.url, nil)
 	if err != nil {
@@ -336,6 +386,7 @@ func (c *Client) once(ctx context.Context, method, key string, body []byte) (out
 	}
 	req.Header.Set("Idempotency-Key", sfstring.Quote(key)) // the sf-string that names exactly key
 	req.Header.Set("Accept", "application/json, application/problem+json")
+	req.Header.Set("User-Agent", UserAgent)
 	if c.opts.Token != "" {
 		req.Header.Set("Authorization", "Bearer "+c.opts.Token)
 	}

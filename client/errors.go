@@ -1,6 +1,8 @@
 package client
 
 import (
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -62,6 +64,9 @@ var (
 	// that is not printable ASCII or is a space, such as a newline left by
 	// the file it was read from. The error never shows the token.
 	ErrInvalidToken = errors.New("client: invalid token")
+	// ErrInvalidURL: New refused its baseURL, which is not an absolute
+	// http or https URL with a host.
+	ErrInvalidURL = errors.New("client: invalid Worker URL")
 	// ErrQuantityTooLarge: the quantity is above MaxQuantity; nothing was sent.
 	ErrQuantityTooLarge = errors.New("client: quantity too large for the Worker to hold exactly")
 	// ErrMalformedReceipt: a 200 or 201 whose body is not a receipt.
@@ -207,11 +212,13 @@ func (e *Error) Is(target error) bool {
 // other status is final, and so are two 5xx whose cause no retry mends:
 // 500 misconfigured (a setting an operator must fix) and 503
 // outcome_unresolved (the Worker stopped asking the order-management
-// system, so no answer is seconds away; see ErrOutcomeUnresolved).
+// system, so no answer is seconds away; see ErrOutcomeUnresolved). So is a
+// TLS trust failure (see untrusted): the request never left the client,
+// and no retry makes the certificate trusted.
 func (e *Error) Retryable() bool {
 	switch e.StatusCode {
 	case 0:
-		return e.Err != nil
+		return e.Err != nil && !untrusted(e.Err)
 	case http.StatusConflict, http.StatusBadGateway, http.StatusGatewayTimeout:
 		return true
 	case http.StatusInternalServerError:
@@ -228,4 +235,19 @@ func (e *Error) Retryable() bool {
 func IsRetryable(err error) bool {
 	var e *Error
 	return errors.As(err, &e) && e.Retryable()
+}
+
+// untrusted reports whether err is a TLS trust failure: the Worker's
+// certificate did not verify (an unknown authority, another host's name,
+// an expired certificate). The handshake failed before the request was
+// sent, so the order was not placed, and the same certificate fails the
+// same way on every retry. errors.As finds the cause in the *Error.
+func untrusted(err error) bool {
+	var (
+		verify    *tls.CertificateVerificationError
+		authority x509.UnknownAuthorityError
+		hostname  x509.HostnameError
+		invalid   x509.CertificateInvalidError
+	)
+	return errors.As(err, &verify) || errors.As(err, &authority) || errors.As(err, &hostname) || errors.As(err, &invalid)
 }

@@ -49,7 +49,7 @@ type worker struct {
 // header's Structured Field string unquoted, keyHeader the header as sent.
 type seenRequest struct {
 	method, key, contentType, authorization, body string
-	keyHeader                                     string
+	keyHeader, userAgent                          string
 }
 
 // unquoteKey reads an sf-string header as the draft defines it, or returns
@@ -108,7 +108,7 @@ func newWorker(t *testing.T, token string, script ...step) *worker {
 		body, _ := io.ReadAll(r.Body)
 		w.mu.Lock()
 		h := r.Header.Get("Idempotency-Key")
-		w.seen = append(w.seen, seenRequest{r.Method, unquoteKey(h), r.Header.Get("Content-Type"), r.Header.Get("Authorization"), string(body), h})
+		w.seen = append(w.seen, seenRequest{r.Method, unquoteKey(h), r.Header.Get("Content-Type"), r.Header.Get("Authorization"), string(body), h, r.Header.Get("User-Agent")})
 		var next step
 		if len(w.script) > 0 {
 			next, w.script = w.script[0], w.script[1:]

@@ -58,6 +58,12 @@ const (
 	// creates it: the Worker consumes it too, and tells its messages from
 	// the settle queue's by this name.
 	DeadLetterQueueVar = "DEAD_LETTER_QUEUE"
+	// AlertURLVar is where the Worker pages an operator (PagerDuty's
+	// Events API v2, https://events.pagerduty.com/v2/enqueue, or a
+	// stand-in), and AlertRoutingKeyVar the PagerDuty service's
+	// integration key: both secrets, set together or not at all.
+	AlertURLVar        = "ALERT_WEBHOOK_URL"
+	AlertRoutingKeyVar = "ALERT_ROUTING_KEY"
 )
 
 // Values of KV_CLAIM_AFTER_RECEIPT.
@@ -170,6 +176,9 @@ type Config struct {
 	// DeadLetterQueue is the name of the dead-letter queue the Worker
 	// consumes (DeadLetterQueueVar).
 	DeadLetterQueue string
+	// AlertURL and AlertRoutingKey page an operator; empty pages no one
+	// (the error-level log line stays).
+	AlertURL, AlertRoutingKey string
 }
 
 // Error is a setting the Worker cannot run with. Its message names the
@@ -233,6 +242,8 @@ func Load(lookup func(name string) (string, bool)) (Config, error) {
 		{AllowedOriginsVar, func(v string) (err error) { c.AllowedOrigins, err = parseOrigins(v); return }},
 		{OpenAccessVar, func(v string) (err error) { c.OpenAccess, err = parseBool(v); return }},
 		{DeadLetterQueueVar, func(v string) (err error) { c.DeadLetterQueue, err = parseQueueName(v); return }},
+		{AlertURLVar, func(v string) (err error) { c.AlertURL, err = parseAlertURL(v); return }},
+		{AlertRoutingKeyVar, func(v string) (err error) { c.AlertRoutingKey, err = parseToken(v); return }},
 	}
 	for _, s := range settings {
 		if v, ok := lookup(s.name); ok {
@@ -248,6 +259,10 @@ func Load(lookup func(name string) (string, bool)) (Config, error) {
 	if c.OpenAccess && c.Clients != nil {
 		// Which one was meant is not for the Worker to guess.
 		return Config{}, &Error{Var: OpenAccessVar, Reason: "is true, but " + TokensVar + " is set: a Worker with tokens is never open; remove one"}
+	}
+	if (c.AlertURL == "") != (c.AlertRoutingKey == "") {
+		// Half a pager pages no one, and would fail every page at run time.
+		return Config{}, &Error{Var: AlertURLVar, Reason: "and " + AlertRoutingKeyVar + " are set together or not at all"}
 	}
 	if c.PendingTTL > c.ResultTTL {
 		// A claim that outlived its receipt would block a key that is
@@ -295,22 +310,36 @@ func parseClaimAfterReceipt(v string) (bool, error) {
 // a URL that carries credentials is refused, since the token belongs in
 // OMS_TOKEN, a secret.
 func parseURL(v string) (string, error) {
+	v, authority, err := absoluteURL(v)
+	if err == nil && strings.Contains(authority, "@") {
+		return "", errors.New("the URL carries credentials before its host: send them as " + OMSTokenVar + ", a secret, instead")
+	}
+	return v, err
+}
+
+// parseAlertURL reads ALERT_WEBHOOK_URL as parseURL does, credentials
+// and all: it is a secret, never shown.
+func parseAlertURL(v string) (string, error) {
+	v, _, err := absoluteURL(v)
+	return v, err
+}
+
+// absoluteURL reads an absolute http or https URL, trimmed, and returns
+// it with its authority; empty means none. Its errors never quote it.
+func absoluteURL(v string) (url, authority string, err error) {
 	v = strings.TrimSpace(v)
 	if v == "" {
-		return "", nil
+		return "", "", nil
 	}
 	rest, ok := strings.CutPrefix(v, "https://")
 	if !ok {
 		rest, ok = strings.CutPrefix(v, "http://")
 	}
 	if !ok || rest == "" || rest[0] == '/' || strings.ContainsAny(v, " \t\r\n") {
-		return "", errors.New("the URL is not an absolute http:// or https:// URL")
+		return "", "", errors.New("the URL is not an absolute http:// or https:// URL")
 	}
-	authority, _, _ := strings.Cut(rest, "/")
-	if strings.Contains(authority, "@") {
-		return "", errors.New("the URL carries credentials before its host: send them as " + OMSTokenVar + ", a secret, instead")
-	}
-	return v, nil
+	authority, _, _ = strings.Cut(rest, "/")
+	return v, authority, nil
 }
 
 // parseToken reads OMS_TOKEN: one header value, so no control character

@@ -3,6 +3,7 @@ package docs_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -44,26 +45,57 @@ type sqlQuery struct {
 	text string
 }
 
-// sqlFunction is a function's signature as Analytics Engine's SQL
-// reference (and ClickHouse's) documents it: how many parameters (the
-// first parenthesised list of a parametric aggregate, -1 for a function
-// that takes none) and the range of arguments.
-type sqlFunction struct {
-	params           int
+// aeFunction is a function's signature as Analytics Engine's SQL
+// reference documents it, in one of two forms. A plain function takes
+// its arguments in one list: quantileWeighted(q, column, weight). A
+// parametric one takes its parameters in a list of their own before
+// them: quantileExactWeighted(q)(column, weight). levels is the range of
+// parameters a call may pass; {0, 0} is a plain function, a minimum of 0
+// and a maximum above it a parametric one whose parameter list may be left
+// out (topK(column) or topK(N)(column)).
+type aeFunction struct {
+	name             string // as the reference spells it
+	page             string // the reference's page that documents it
+	levels           [2]int
 	minArgs, maxArgs int
 }
 
-// sqlFunctions are the functions metrics.md may use, by their names as
-// written (SQL function names are case-insensitive in Analytics Engine;
-// the keys are lower case).
-var sqlFunctions = map[string]sqlFunction{
-	"sum":                   {-1, 1, 1},
-	"count":                 {-1, 0, 1},
-	"if":                    {-1, 3, 3},
-	"now":                   {-1, 0, 0},
-	"tostartofinterval":     {-1, 2, 2},
-	"quantileexactweighted": {1, 2, 2}, // quantileExactWeighted(level)(expr, weight)
-	"quantileweighted":      {1, 2, 2},
+// plain and parametric(n) are the two forms' levels.
+var plain = [2]int{0, 0}
+
+func parametric(min, max int) [2]int { return [2]int{min, max} }
+
+// aeFunctions are the functions of Analytics Engine's SQL reference
+// (https://developers.cloudflare.com/analytics/analytics-engine/sql-reference/)
+// that metrics.md may call, each in its documented form: the aggregate
+// functions' page whole, and the others the queries use. Names match
+// case-insensitively, as the SQL API takes SUM as sum. quantileExactWeighted
+// is the reference's quantile; quantileWeighted is its backwards-compatible
+// plain spelling, which ClickHouse itself writes parametric. Add a function
+// here, with its page, before a query uses it.
+var aeFunctions = []aeFunction{
+	{"count", "aggregate-functions", plain, 0, 1}, // count(), count(DISTINCT column)
+	{"sum", "aggregate-functions", plain, 1, 1},   // sum([DISTINCT] column)
+	{"avg", "aggregate-functions", plain, 1, 1},
+	{"min", "aggregate-functions", plain, 1, 1},
+	{"max", "aggregate-functions", plain, 1, 1},
+	{"quantileExactWeighted", "aggregate-functions", parametric(1, 1), 2, 2}, // (q)(column, weight)
+	{"quantileWeighted", "aggregate-functions", plain, 3, 3},                 // (q, column, weight)
+	{"argMax", "aggregate-functions", plain, 2, 2},
+	{"argMin", "aggregate-functions", plain, 2, 2},
+	{"first_value", "aggregate-functions", plain, 1, 1},
+	{"last_value", "aggregate-functions", plain, 1, 1},
+	{"topK", "aggregate-functions", parametric(0, 1), 1, 1},         // [(N)](column)
+	{"topKWeighted", "aggregate-functions", parametric(0, 1), 2, 2}, // [(N)](column, weight)
+	{"countIf", "aggregate-functions", plain, 1, 1},
+	{"sumIf", "aggregate-functions", plain, 2, 2},
+	{"avgIf", "aggregate-functions", plain, 2, 2},
+	{"if", "conditional-functions", plain, 3, 3},
+	{"now", "date-time-functions", plain, 0, 0},
+	{"toDateTime", "date-time-functions", plain, 1, 2},
+	{"toUnixTimestamp", "date-time-functions", plain, 1, 1},
+	{"formatDateTime", "date-time-functions", plain, 2, 3},
+	{"toStartOfInterval", "date-time-functions", plain, 2, 3}, // (datetime, INTERVAL 'n' unit[, timezone])
 }
 
 // sqlCall finds a name and an opening parenthesis: a function call.
@@ -73,40 +105,91 @@ var sqlCall = regexp.MustCompile(`([A-Za-z_][A-Za-z0-9_]*)\s*\(`)
 var sqlKeywords = map[string]bool{"in": true, "and": true, "or": true, "not": true, "as": true, "from": true, "where": true}
 
 // TestMetricsQueriesCallFunctionsAsDocumented checks every function call
-// in metrics.md's SQL against its documented signature: a parametric
-// aggregate takes its level in a list of its own. It runs everywhere; the
-// engine below runs the queries where ClickHouse is installed.
+// in metrics.md's SQL against Analytics Engine's documented signature
+// (aeFunctions). It runs everywhere; TestMetricsQueriesRun runs the
+// queries where ClickHouse is installed.
 func TestMetricsQueriesCallFunctionsAsDocumented(t *testing.T) {
 	for _, q := range metricsQueries(t) {
-		for _, m := range sqlCall.FindAllStringSubmatchIndex(q.text, -1) {
-			name := strings.ToLower(q.text[m[2]:m[3]])
-			if sqlKeywords[name] {
-				continue
-			}
-			fn, ok := sqlFunctions[name]
-			if !ok {
-				t.Errorf("%s:%d: %s is no function the queries may use (add its documented signature here)", metricsDoc, q.line, q.text[m[2]:m[3]])
-				continue
-			}
-			lists, err := argLists(q.text[m[1]-1:])
-			if err != nil {
-				t.Errorf("%s:%d: %s: %v", metricsDoc, q.line, name, err)
-				continue
-			}
-			args := lists[0]
-			if fn.params >= 0 {
-				if len(lists) < 2 || len(lists[0]) != fn.params {
-					t.Errorf("%s:%d: %s is parametric: %s(level)(expr, weight), not %s(%s)", metricsDoc, q.line,
-						q.text[m[2]:m[3]], q.text[m[2]:m[3]], q.text[m[2]:m[3]], strings.Join(lists[0], ", "))
-					continue
-				}
-				args = lists[1]
-			}
-			if len(args) < fn.minArgs || len(args) > fn.maxArgs {
-				t.Errorf("%s:%d: %s takes %d to %d arguments, not %d: %s", metricsDoc, q.line, name, fn.minArgs, fn.maxArgs, len(args), strings.Join(args, ", "))
-			}
+		for _, problem := range aeCallProblems(q.text) {
+			t.Errorf("%s:%d: %s", metricsDoc, q.line, problem)
 		}
 	}
+}
+
+// TestAECallCheckerTellsTheForms: the checker takes each documented form
+// and refuses the other, so a quantile written ClickHouse's way where
+// Analytics Engine documents another fails here first.
+func TestAECallCheckerTellsTheForms(t *testing.T) {
+	tests := []struct {
+		sql  string
+		want string // in the one problem found; "" for none
+	}{
+		{"SELECT quantileExactWeighted(0.5)(double2, _sample_interval) FROM t", ""},
+		{"SELECT quantileWeighted(0.5, double2, _sample_interval) FROM t", ""},
+		{"SELECT QUANTILEWEIGHTED(0.99, double2, _sample_interval) FROM t", ""},
+		{"SELECT topK(blob1), topK(15)(blob1) FROM t", ""},
+		{"SELECT count(), count(DISTINCT blob1), SUM(if(double1 > 0, _sample_interval, 0)) FROM t WHERE blob1 IN ('a', 'b')", ""},
+		{"SELECT toStartOfInterval(timestamp, INTERVAL '5' MINUTE, 'Etc/UTC') FROM t", ""},
+		{"SELECT quantileWeighted(0.5)(double2, _sample_interval) FROM t", "quantileWeighted is plain"},
+		{"SELECT quantileExactWeighted(0.5, double2, _sample_interval) FROM t", "quantileExactWeighted is parametric"},
+		{"SELECT quantileExactWeighted(0.5, 0.9)(double2, _sample_interval) FROM t", "1 to 1 parameters, not 2"},
+		{"SELECT quantileExactWeighted(0.5)(double2) FROM t", "2 to 2 arguments, not 1"},
+		{"SELECT if(double1 > 0, 1) FROM t", "3 to 3 arguments, not 2"},
+		{"SELECT quantile(0.5)(double2) FROM t", "quantile is no function of Analytics Engine's SQL reference"},
+		{"SELECT toStartOfHour(timestamp) FROM t", "toStartOfHour is no function"},
+		{"SELECT sum((double1) FROM t", "unbalanced parentheses"},
+	}
+	for _, tc := range tests {
+		got := aeCallProblems(tc.sql)
+		switch {
+		case tc.want == "" && len(got) != 0:
+			t.Errorf("%s: problems %q, want none", tc.sql, got)
+		case tc.want != "" && (len(got) != 1 || !strings.Contains(got[0], tc.want)):
+			t.Errorf("%s: problems %q, want one with %q", tc.sql, got, tc.want)
+		}
+	}
+}
+
+// aeCallProblems checks every function call in sql against aeFunctions.
+func aeCallProblems(sql string) []string {
+	byName := map[string]aeFunction{}
+	for _, f := range aeFunctions {
+		byName[strings.ToLower(f.name)] = f
+	}
+	var problems []string
+	for _, m := range sqlCall.FindAllStringSubmatchIndex(sql, -1) {
+		written := sql[m[2]:m[3]]
+		if sqlKeywords[strings.ToLower(written)] {
+			continue
+		}
+		fn, ok := byName[strings.ToLower(written)]
+		if !ok {
+			problems = append(problems, fmt.Sprintf("%s is no function of Analytics Engine's SQL reference that the queries may use (add its documented signature to aeFunctions)", written))
+			continue
+		}
+		lists, err := argLists(sql[m[1]-1:])
+		if err != nil {
+			problems = append(problems, fmt.Sprintf("%s: %v", written, err))
+			continue
+		}
+		levels, args := 0, lists[0]
+		if len(lists) > 1 {
+			levels, args = len(lists[0]), lists[1]
+		}
+		switch {
+		case fn.levels == plain && levels > 0:
+			problems = append(problems, fmt.Sprintf("%s is plain in Analytics Engine (%s): %s(%s), one list, not %s(%s)(%s)", written, fn.page,
+				fn.name, strings.Join(append(append([]string{}, lists[0]...), args...), ", "), written, strings.Join(lists[0], ", "), strings.Join(args, ", ")))
+		case fn.levels[0] > 0 && levels == 0:
+			problems = append(problems, fmt.Sprintf("%s is parametric in Analytics Engine (%s): %s(level)(%s), not %s(%s)", written, fn.page,
+				fn.name, strings.Join(args[min(1, len(args)):], ", "), written, strings.Join(args, ", ")))
+		case levels < fn.levels[0] || levels > fn.levels[1]:
+			problems = append(problems, fmt.Sprintf("%s takes %d to %d parameters, not %d", written, fn.levels[0], fn.levels[1], levels))
+		case len(args) < fn.minArgs || len(args) > fn.maxArgs:
+			problems = append(problems, fmt.Sprintf("%s takes %d to %d arguments, not %d: %s", written, fn.minArgs, fn.maxArgs, len(args), strings.Join(args, ", ")))
+		}
+	}
+	return problems
 }
 
 // argLists reads the parenthesised lists that start s, "(a, b)(c)", each

@@ -79,6 +79,20 @@ func (l Line) AppendJSON(b []byte) []byte {
 	return append(b, '}')
 }
 
+// IsError reports whether l is an error line: one someone must act on
+// (Alert), or an answer of 500 or above, a failure of the Worker, its
+// storage or the OMS. It goes out at error level (ErrorWriter), which
+// Workers Logs and Logpush filter on.
+func (l Line) IsError() bool { return l.Alert || l.Status >= 500 }
+
+// ErrorWriter is a writer with an error level, as the Workers console has
+// (console.error beside console.log): To writes error lines through
+// WriteError, and the rest through Write.
+type ErrorWriter interface {
+	io.Writer
+	WriteError(p []byte) (int, error)
+}
+
 // bounded returns s, or its first MaxFieldBytes at most, cut before a
 // character that would not fit, with a note of s's length.
 func bounded(s string) string {
@@ -133,11 +147,19 @@ func (s Sink) Log(l Line) {
 }
 
 // To returns a Sink that writes each line level keeps, newline-terminated,
-// to w in one Write call.
+// to w in one call: WriteError for an error line if w is an ErrorWriter,
+// else Write.
 func To(w io.Writer, level Level) Sink {
+	ew, leveled := w.(ErrorWriter)
 	return func(l Line) {
-		if level.keeps(l) {
-			w.Write(append(l.AppendJSON(nil), '\n'))
+		if !level.keeps(l) {
+			return
 		}
+		b := append(l.AppendJSON(nil), '\n')
+		if leveled && l.IsError() {
+			ew.WriteError(b)
+			return
+		}
+		w.Write(b)
 	}
 }

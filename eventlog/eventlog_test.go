@@ -127,3 +127,46 @@ func TestLongFieldsAreBounded(t *testing.T) {
 		t.Errorf("a valid 255-byte key was cut: %s", b)
 	}
 }
+
+// twoLevels is an ErrorWriter that keeps each level's lines apart.
+type twoLevels struct{ log, errors bytes.Buffer }
+
+func (w *twoLevels) Write(p []byte) (int, error)      { return w.log.Write(p) }
+func (w *twoLevels) WriteError(p []byte) (int, error) { return w.errors.Write(p) }
+
+// TestErrorLinesGoToTheErrorLevel: alerts and answers of 500 and above
+// go through WriteError, every other line through Write, one call each;
+// a writer without an error level gets them all.
+func TestErrorLinesGoToTheErrorLevel(t *testing.T) {
+	lines := []struct {
+		line  eventlog.Line
+		error bool
+	}{
+		{eventlog.Line{Outcome: "created", Status: 201}, false},
+		{eventlog.Line{Outcome: "invalid_order", Status: 422}, false},
+		{eventlog.Line{Outcome: "outcome_unknown", Status: 503}, true},
+		{eventlog.Line{Outcome: "internal_error", Status: 500}, true},
+		{eventlog.Line{Outcome: "order_unresolved", Alert: true}, true},
+		{eventlog.Line{Outcome: "auth_disabled", Error: "no API_TOKENS secret"}, false},
+		{eventlog.Line{Outcome: "purge", Action: "purge", Admin: "ops", Status: 200}, false},
+	}
+	w := &twoLevels{}
+	log := eventlog.To(w, eventlog.All)
+	for _, l := range lines {
+		log.Log(l.line)
+	}
+	for _, l := range lines {
+		want := `{"outcome":"` + l.line.Outcome + `"`
+		if inErrors, inLog := strings.Contains(w.errors.String(), want), strings.Contains(w.log.String(), want); inErrors != l.error || inLog == l.error {
+			t.Errorf("%s: at error level %v, at log level %v; want error level %v only", l.line.Outcome, inErrors, inLog, l.error)
+		}
+	}
+	var plain bytes.Buffer
+	log = eventlog.To(&plain, eventlog.All)
+	for _, l := range lines {
+		log.Log(l.line)
+	}
+	if n := strings.Count(plain.String(), "\n"); n != len(lines) {
+		t.Errorf("a writer without an error level got %d lines, want all %d", n, len(lines))
+	}
+}

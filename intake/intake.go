@@ -82,6 +82,15 @@ type Options struct {
 	// OnUnresolved is told when the settler gives up on a key: the Worker
 	// logs it at error level and sends it to the dead-letter path.
 	OnUnresolved func(ctx context.Context, key Key, p Placement, attempts int)
+	// ReportUnresolved, if set, is told when the settler gives up on a
+	// key, before the give-up is stored: the Worker pages an operator. An
+	// error (the pager did not take it) stores the key unresolved but due
+	// again after ReportRetryDelay, when the settler calls the gateway
+	// once more and, still without an answer, reports it again; OnUnresolved
+	// waits for the report that succeeds. So the key itself records that a
+	// report is owed, and a report is never lost, though it may be made
+	// twice (the give-up's write failed after the pager took it).
+	ReportUnresolved func(ctx context.Context, key Key, p Placement, attempts int) error
 	// ObserveSettle, if set, is called as each Settle starts, and the
 	// function it returns as that Settle ends, with its result: the
 	// Worker measures a settle attempt under the context it returns (its

@@ -13,6 +13,12 @@ const (
 	MaxSettleDelay   = 5 * time.Minute
 )
 
+// ReportRetryDelay is how long after a report of an unresolved key failed
+// (Options.ReportUnresolved) the settler tries the key again: soon, since
+// someone is not being paged, but not in a loop against a pager that is
+// down.
+const ReportRetryDelay = 15 * time.Second
+
 // SettleBackoff is how long after its attempts-th unanswered gateway call
 // a key is due for the settler: 1 s, 2 s, 4 s … up to MaxSettleDelay.
 func SettleBackoff(attempts int) time.Duration {

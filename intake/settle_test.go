@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -1036,5 +1037,92 @@ func TestASettleMessageBeforeItsKeyIsDueEnds(t *testing.T) {
 	e.clock.Advance(st.NextAttempt.Sub(e.clock.Now()))
 	if st, err := e.service().Settle(ctx, deskKey); err != nil || st.Result != intake.SettleAccepted {
 		t.Errorf("the chain's next attempt, when due = %+v, %v; want the receipt stored", st, err)
+	}
+}
+
+// TestAFailedReportLeavesTheKeyDueUntilReported: when the report of a
+// give-up fails (the pager is down), the give-up is not stored: the key
+// stays due, ReportRetryDelay later the settler calls the gateway once
+// more and reports again, and only the report that succeeds stores the
+// key unresolved and tells OnUnresolved. The report is owed by the key
+// itself, so none is lost; and if the OMS answers meanwhile, none is made.
+func TestAFailedReportLeavesTheKeyDueUntilReported(t *testing.T) {
+	ctx := context.Background()
+	const maxAge = time.Hour
+	errPagerDown := errors.New("pager down")
+	for _, answersMeanwhile := range []bool{false, true} {
+		name := "reported once the pager takes it"
+		if answersMeanwhile {
+			name = "the OMS answers before the pager takes it"
+		}
+		t.Run(name, func(t *testing.T) {
+			var mu sync.Mutex
+			var reports []string // the order id of each report, with its result
+			failures := 2
+			report := func(_ context.Context, key intake.Key, p intake.Placement, attempts int) error {
+				mu.Lock()
+				defer mu.Unlock()
+				if failures > 0 {
+					failures--
+					reports = append(reports, p.OrderID+" failed")
+					return errPagerDown
+				}
+				reports = append(reports, p.OrderID+" taken")
+				return nil
+			}
+			forEachStore(t, intake.Options{SettleMaxAge: maxAge, ReportUnresolved: report}, func(t *testing.T, e *settleEnv) {
+				mu.Lock()
+				reports, failures = nil, 2
+				mu.Unlock()
+				u := leaveUnknown(t, e)
+				e.clock.Advance(maxAge)
+				e.g.answer(errLost)
+				checkGiveUp(t, e)
+				for i := range 2 {
+					st, err := e.service().Settle(ctx, deskKey)
+					if err != nil || st.Final || st.Result != intake.SettleUnknown || !st.NextAttempt.Equal(e.clock.Now().Add(intake.ReportRetryDelay)) {
+						t.Fatalf("report %d failed: Settle = %+v, %v; want not final, due again in %v", i+1, st, err, intake.ReportRetryDelay)
+					}
+					if calls := e.unresolvedCalls(); len(calls) != 0 {
+						t.Fatalf("OnUnresolved calls %+v while the report failed, want none", calls)
+					}
+					e.clock.Advance(intake.ReportRetryDelay)
+					if keys := e.due(t); !slices.Contains(keys, deskKey) {
+						t.Fatalf("keys due %v after a failed report, want %v: the key owes its report", keys, deskKey)
+					}
+					if answersMeanwhile {
+						break
+					}
+					e.g.answer(errLost)
+				}
+				st, err := e.service().Settle(ctx, deskKey)
+				mu.Lock()
+				got := append([]string(nil), reports...)
+				mu.Unlock()
+				if answersMeanwhile {
+					if err != nil || !st.Final || st.Unresolved || len(got) != 1 || len(e.unresolvedCalls()) != 0 {
+						t.Fatalf("Settle with the OMS answering = %+v, %v, reports %q, OnUnresolved %d; want final and settled, one failed report, no alert",
+							st, err, got, len(e.unresolvedCalls()))
+					}
+					return
+				}
+				if err != nil || !st.Final || !st.Unresolved || st.Result != intake.SettleGaveUp {
+					t.Fatalf("Settle once the pager takes the report = %+v, %v; want the give-up", st, err)
+				}
+				want := []string{u.OrderID + " failed", u.OrderID + " failed", u.OrderID + " taken"}
+				if !slices.Equal(got, want) {
+					t.Errorf("reports %q, want %q", got, want)
+				}
+				if calls := e.unresolvedCalls(); len(calls) != 1 || calls[0].p.OrderID != u.OrderID {
+					t.Errorf("OnUnresolved calls %+v, want one for %s, after the report taken", calls, u.OrderID)
+				}
+				if keys := e.due(t); len(keys) != 0 {
+					t.Errorf("keys due after the report was taken: %v, want none", keys)
+				}
+				if _, err := e.service().Lookup(ctx, deskKey); !errors.Is(err, intake.ErrUnresolved) {
+					t.Errorf("Lookup = %v, want the key unresolved", err)
+				}
+			})
+		})
 	}
 }

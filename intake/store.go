@@ -248,6 +248,12 @@ type Placement struct {
 	AcceptedAt time.Time
 }
 
+// placement is the order claim carries, as the gateway and the reports
+// of an unresolved key name it.
+func (c Claim) placement(key Key) Placement {
+	return Placement{OrderID: c.OrderID, Client: key.Client, Order: c.Order, AcceptedAt: c.AcceptedAt}
+}
+
 // Gateway passes orders on to the order-management system (OMS).
 type Gateway interface {
 	// Place sends p to the OMS. It returns nil once the OMS has accepted

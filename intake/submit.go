@@ -309,7 +309,7 @@ func (s *Service) place(ctx context.Context, key Key, claim Claim, by placer) (O
 	receipt := order.Receipt{OrderID: claim.OrderID, Status: order.StatusAccepted, Order: claim.Order, AcceptedAt: claim.AcceptedAt}
 	claim.Sent = true
 	claim.KeepUntil = later(claim.KeepUntil, s.keepUntil(claim.AcceptedAt))
-	err := s.opts.Gateway.Place(ctx, Placement{OrderID: claim.OrderID, Client: key.Client, Order: claim.Order, AcceptedAt: claim.AcceptedAt})
+	err := s.opts.Gateway.Place(ctx, claim.placement(key))
 	var rejection *Rejection
 	switch {
 	case errors.As(err, &rejection):
@@ -387,10 +387,18 @@ func (s *Service) leaveOpen(ctx context.Context, key Key, claim Claim, cause err
 		claim.NextAttempt = now.Add(max(SettleBackoff(claim.Attempts), 2*s.life.ReadsLag))
 	case by == bySettlerLastTime:
 		// The settler gives up: the key is kept for another ResultTTL,
-		// never due again, and reported.
+		// never due again, and reported. If the report failed, the key
+		// stays as it came, due again for the last call and the report.
+		checked := claim.Unresolved
 		claim.Unresolved, report = true, true
 		claim.KeepUntil = later(claim.KeepUntil, now.Add(s.opts.ResultTTL))
 		claim.NextAttempt = time.Time{}
+		if s.opts.ReportUnresolved != nil {
+			if err := s.opts.ReportUnresolved(ctx, key, claim.placement(key), claim.Attempts); err != nil {
+				claim.Unresolved, report = checked, false
+				claim.NextAttempt = s.opts.Now().Add(ReportRetryDelay)
+			}
+		}
 	case claim.Unresolved:
 		// A client's retry keeps the give-up's check due as it was.
 	case s.settles:
@@ -407,7 +415,7 @@ func (s *Service) leaveOpen(ctx context.Context, key Key, claim Claim, cause err
 	s.release(ctx, key, claim)
 	s.opened.put(key.String(), claim, s.opts.Now())
 	if report && s.opts.OnUnresolved != nil {
-		s.opts.OnUnresolved(ctx, key, Placement{OrderID: claim.OrderID, Client: key.Client, Order: claim.Order, AcceptedAt: claim.AcceptedAt}, claim.Attempts)
+		s.opts.OnUnresolved(ctx, key, claim.placement(key), claim.Attempts)
 	}
 	// A client's unknown outcome schedules the settler for the due time it
 	// wrote; the settler's own attempts are scheduled by their caller. A

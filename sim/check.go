@@ -597,8 +597,8 @@ func (w *world) otherReceiptCause(key keyName, orderID string, bodies [][]byte, 
 
 // checkSettled: once faults stop and time passes the backoff, every key
 // whose order may have reached the OMS has a final outcome, or is
-// unresolved once SETTLE_MAX_AGE has passed: during a migration, the keys
-// KV mode left open too, which ledger mode adopts.
+// unresolved once SETTLE_MAX_AGE has passed, and then was paged: during a
+// migration, the keys KV mode left open too, which ledger mode adopts.
 func (w *world) checkSettled() {
 	for key, c := range w.oms.last {
 		rec := w.peek(key)
@@ -608,6 +608,9 @@ func (w *world) checkSettled() {
 		case rec.State == intake.Open && rec.Unresolved:
 			if w.now().Before(c.acceptedAt.Add(w.settleMaxAge)) {
 				w.violate("%s is unresolved before SETTLE_MAX_AGE", key)
+			}
+			if _, ok := w.paged[key]; !ok && rec.NextAttempt.IsZero() {
+				w.violate("%s ended unresolved, but no page for it reached the pager", key)
 			}
 		default:
 			w.violate("%s's outcome is still not final after a quiet time without faults (state %d, %d attempts, due %s)",

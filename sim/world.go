@@ -111,6 +111,9 @@ type world struct {
 	lastWriter map[string]*actor
 	unresolved map[keyName]time.Time
 	absentSeen map[*gatewayCall]bool // its key reported absent too early
+	// paged is when the pager took a page for each key
+	// (Options.ReportUnresolved), the first time.
+	paged map[keyName]time.Time
 	// storedBodies are the outcomes ever stored for each key, byte for
 	// byte: a lookup may tell only one of them.
 	storedBodies map[keyName]map[string]bool
@@ -181,7 +184,7 @@ type answer struct {
 func run(mode Mode, choose func(n int, label string) int) *world {
 	w := &world{mode: mode, choices: choose, counts: make(map[string]int), chances: make(map[string]int), misses: make(map[string][]miss), ck: newCausality(),
 		commits: make(map[keyName]time.Time), receipts: make(map[keyName]map[string]time.Time), unresolved: make(map[keyName]time.Time),
-		absentSeen: make(map[*gatewayCall]bool), lastWriter: make(map[string]*actor),
+		absentSeen: make(map[*gatewayCall]bool), paged: make(map[keyName]time.Time), lastWriter: make(map[string]*actor),
 		storedBodies: make(map[keyName]map[string]bool)}
 	start := time.Date(2026, 11, 24, 9, 30, 0, 0, time.UTC)
 	// The scheduler picks who runs next fairly, from bits (uniform), as
@@ -403,6 +406,9 @@ func (w *world) newService(inst *instance) *intake.Service {
 	return intake.New(store, opts)
 }
 
+// errPagerRefused is the pager's refusal of a page.
+var errPagerRefused = errors.New("sim: the pager refused the page")
+
 // options are the Service's options every isolate and the settler share.
 func (w *world) options(gw intake.Gateway) intake.Options {
 	return intake.Options{
@@ -418,8 +424,30 @@ func (w *world) options(gw intake.Gateway) intake.Options {
 			return ctx.Err()
 		},
 		OnReleaseError: func(key intake.Key, err error) { w.count("claim not released") },
+		// The pager refuses a page in four in histories with faults of
+		// the other part, as one that is down does, even once the history
+		// is quiet (most give-ups come then, SETTLE_MAX_AGE after their
+		// order): the key then owes its page, and the give-up waits for it.
+		ReportUnresolved: func(ctx context.Context, key intake.Key, p intake.Placement, attempts int) error {
+			if w.densities[otherPart] != noFaults && !w.direct {
+				w.chances["pager refuses the page"]++
+				if w.coin(2, "pager refuses the page") {
+					w.count("pager refuses the page")
+					return errPagerRefused
+				}
+			}
+			w.count("pager took a page")
+			if _, ok := w.paged[key.String()]; !ok {
+				w.paged[key.String()] = w.now()
+			}
+			w.checkNotReceipted(key.String(), p.OrderID, "is paged unresolved", w.sched.running)
+			return nil
+		},
 		OnUnresolved: func(ctx context.Context, key intake.Key, p intake.Placement, attempts int) {
 			w.count("settler gave up")
+			if _, ok := w.paged[key.String()]; !ok {
+				w.violate("%s is reported unresolved, but no page for it reached the pager", key)
+			}
 			w.logf("%s: settler gave up on %s (%s)", w.sched.running.name, key, p.OrderID)
 			w.unresolved[key.String()] = w.now()
 			w.checkAlertWaited(key.String(), p)

@@ -36,14 +36,16 @@ func chaosSetting(name, def string) string {
 
 // wrappedStats is what test/wrapped's stats path answers.
 type wrappedStats struct {
-	Entered           int   `json:"entered"`
-	Calls             int   `json:"calls"`
-	FaultsBefore      int   `json:"faultsBefore"`
-	FaultsAfter       int   `json:"faultsAfter"`
-	Disconnects       int   `json:"disconnects"`
-	CancelledRequests int   `json:"cancelledRequests"`
-	SettleSends       int   `json:"settleSends"`
-	MemoryBytes       int64 `json:"memoryBytes"`
+	Entered           int `json:"entered"`
+	Calls             int `json:"calls"`
+	FaultsBefore      int `json:"faultsBefore"`
+	FaultsAfter       int `json:"faultsAfter"`
+	Disconnects       int `json:"disconnects"`
+	CancelledRequests int `json:"cancelledRequests"`
+	SettleSends       int `json:"settleSends"`
+	// FailedMessages are the queue messages failed by failQueue.
+	FailedMessages int   `json:"failedMessages"`
+	MemoryBytes    int64 `json:"memoryBytes"`
 	// HeapBytes is what the Go instance's heap holds live after a
 	// collection.
 	HeapBytes   int64 `json:"heapBytes"`

@@ -194,7 +194,7 @@ func (l *startLine) release() {
 // (for a settler to give up, for leases, through rounds of requests): their
 // Workers start before the others', so that they do not end the run last.
 var startsFirst = map[string]int{
-	"TestOpsPage": 2, "TestBridgeKeepsNothingPastItsRequest": 1, "TestFaultsNeverDuplicate": 1, "TestGatewayChaos": 1,
+	"TestOpsPage": 2, "TestTheWorkerPagesOncePerUnresolvedOrderAndDeadLetter": 2, "TestBridgeKeepsNothingPastItsRequest": 1, "TestFaultsNeverDuplicate": 1, "TestGatewayChaos": 1,
 }
 
 // startWorker serves the Worker in mode in its own wrangler dev, for tests

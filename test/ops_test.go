@@ -706,18 +706,8 @@ func TestOpsPage(t *testing.T) {
 	for _, mode := range []string{"kv", "ledger"} {
 		t.Run(mode, func(t *testing.T) {
 			t.Parallel()
-			oms, err := startFakeOMS()
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(oms.stop)
-			w := startWorker(t, mode, wranglerdev.Options{EnvFile: env, Vars: map[string]string{
-				"OMS_URL": oms.URL, "OMS_TOKEN": omsToken, "OMS_TIMEOUT_MS": fmt.Sprint(omsTimeout.Milliseconds()),
-				"SETTLE_MAX_AGE_SECONDS": "60",
-				// wrangler dev's KV reads exactly: the give-up's check
-				// need not wait out Cloudflare's minute.
-				"KV_READ_LAG_SECONDS": "5",
-			}})
+			oms := startOwnFakeOMS(t)
+			w := startWorker(t, mode, wranglerdev.Options{EnvFile: env, Vars: giveUpVars(oms)})
 			post := func(key, symbol string) response {
 				return w.send(t, http.MethodPost, gatewayOrder(symbol), "Idempotency-Key", key, "Content-Type", "application/json", "Authorization", "Bearer "+clientToken)
 			}

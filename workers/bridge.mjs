@@ -412,13 +412,15 @@ const bridge = {
     return 0;
   },
 
-  // log writes the frame's one field as a log line, from a microtask once
-  // Go has returned: under wrangler dev, console.log called with Go's
+  // log writes the frame's first field as a log line, from a microtask
+  // once Go has returned: under wrangler dev, console.log called with Go's
   // frames on the stack costs about a millisecond more of workerd's CPU.
+  // A second field "error", Go's choice, writes it with console.error.
   log(n) {
-    const [line] = args(n);
+    const [line, level] = args(n);
     const s = text(line);
-    queueMicrotask(() => console.log(s));
+    const write = level !== undefined && text(level) === "error" ? console.error : console.log;
+    queueMicrotask(() => write(s));
   },
 
   // random puts n random bytes in the buffer (crypto.getRandomValues).

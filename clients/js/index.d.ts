@@ -114,6 +114,11 @@ export declare const MAX_RETRY_WAIT_MS: number;
 /** The most of a response's body the client reads (1 MiB); past it the rest is cancelled unread. */
 export declare const MAX_RESPONSE_BYTES: number;
 
+/** The client's version, the Go client's too. */
+export declare const VERSION: string;
+/** The User-Agent sent outside browsers: edge-orders-js-client/VERSION. A browser sends its own. */
+export declare const USER_AGENT: string;
+
 /** A fresh Idempotency-Key, crypto.randomUUID(): one per order intent. */
 export declare function newKey(): string;
 
@@ -124,7 +129,7 @@ export declare function keyHeader(key: string): string;
 export declare function backoff(attempt: number, baseDelayMs: number, maxDelayMs: number, random?: () => number): number;
 
 export declare class Client {
-  /** @throws {TypeError} for a token that is not printable ASCII without spaces. */
+  /** @throws {TypeError} for a url that is not http or https (relative to the page, where there is one), and for a token that is not printable ASCII without spaces. */
   constructor(url: string | URL, options?: ClientOptions);
   readonly url: string;
   /**
@@ -158,6 +163,10 @@ export declare class EdgeOrdersError extends Error {
   /** Whether the same order under the same key may still succeed soon: no response, 409, 500 but misconfigured, 502, 503 but outcome_unresolved, or 504. */
   readonly retryable: boolean;
 }
+/** The Worker's TLS certificate did not verify (where the runtime says so: Node.js); nothing was sent. Final. */
+export declare class CertificateError extends EdgeOrdersError {}
+/** fetch refused to build the request (a URL carrying credentials, say); nothing was sent (attempts 0). Final. */
+export declare class InvalidRequestError extends EdgeOrdersError {}
 /** No response (network, timeout, abort, or in a browser a Worker that does not let this page's origin read its answer). Retry under the same key. */
 export declare class NetworkError extends EdgeOrdersError {}
 /** order_rejected: the OMS refused the order for good. Final for the key. */

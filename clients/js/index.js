@@ -7,6 +7,18 @@
 // unchanged in browsers, Node.js 22 and later, and Workers. No
 // dependencies.
 
+/** The client's version, the Go client's too (client.Version): the twins change together. */
+export const VERSION = "0.1.0";
+
+/**
+ * The User-Agent the client sends outside browsers, so that the Worker's
+ * logs and an operator's proxy can tell it and its version apart. A
+ * browser sends its own: the page's User-Agent names the browser, and one
+ * set by the page would make the CORS preflight ask the Worker for a
+ * header it does not allow.
+ */
+export const USER_AGENT = `edge-orders-js-client/${VERSION}`;
+
 /** The longest Idempotency-Key the Worker accepts. */
 export const MAX_KEY_LENGTH = 255;
 
@@ -97,6 +109,10 @@ export class EdgeOrdersError extends Error {
   }
 }
 
+/** The Worker's TLS certificate did not verify (an unknown authority, another host's name, an expired certificate): the request was never sent, so nothing was placed, and no retry makes the certificate trusted. Final. Told apart where the runtime says why (Node.js); a browser reports it as a NetworkError. */
+export class CertificateError extends EdgeOrdersError {}
+/** The client could not build the request (fetch refused it before sending: a URL carrying credentials, say); nothing was sent (attempts 0) and no retry would mend it. */
+export class InvalidRequestError extends EdgeOrdersError {}
 /** No response: the network failed, the attempt timed out or was aborted, or (in a browser) the Worker did not let this page read its answer (CORS). The order may or may not have reached the Worker; retry under the same key. */
 export class NetworkError extends EdgeOrdersError {}
 /** The OMS refused the order for good (order_rejected): final for the key. `orderId` is the refused order, `reason` the OMS's reason, `expiresAt` (a Date, or null) when a lookup's Worker stops serving the rejection. */
@@ -184,12 +200,14 @@ export class Client {
    * @param {string} url the Worker's address; it answers on every path
    *   but /idempotency, its policy.
    * @param {object} [options] see index.d.ts, ClientOptions.
-   * @throws {TypeError} for a token that is not printable ASCII without
-   *   spaces (a newline, NUL, any control character); the message never
-   *   shows the token.
+   * @throws {TypeError} for a url that is not an http or https URL (a
+   *   relative one counts from the page's address, where there is one),
+   *   and for a token that is not printable ASCII without spaces (a
+   *   newline, NUL, any control character); neither message shows the
+   *   token or the URL.
    */
   constructor(url, options = {}) {
-    this.url = String(url);
+    this.url = checkURL(String(url));
     this.token = checkToken(options.token ?? "");
     this.maxAttempts = positive(options.maxAttempts, DEFAULT_MAX_ATTEMPTS);
     this.maxDelayMs = Math.min(positive(options.maxDelayMs, DEFAULT_MAX_DELAY_MS), MAX_RETRY_WAIT_MS);
@@ -243,6 +261,11 @@ export class Client {
   }
 
   async #send(method, key, body, options) {
+    const headers = this.#headers(key, body);
+    const refused = unbuildable(this.url, method, headers, body);
+    if (refused) {
+      throw new InvalidRequestError(`edge-orders: ${method} with Idempotency-Key ${JSON.stringify(key)}: the request cannot be built: ${refused.message}`, { cause: refused, method, key });
+    }
     const maxAttempts = positive(options.maxAttempts, this.maxAttempts);
     // The call's deadline is the earlier of its own and the client's
     // timeout from now; an invalid Date is none of its own.
@@ -253,7 +276,7 @@ export class Client {
     const signal = options.signal;
     let answered; // the last error the Worker answered with
     for (let attempt = 1; ; attempt++) {
-      const outcome = await this.#once(method, key, body, signal, deadline, passed);
+      const outcome = await this.#once(method, key, headers, body, signal, deadline, passed);
       if (!(outcome instanceof EdgeOrdersError)) {
         return { ...outcome, key, attempts: attempt };
       }
@@ -279,12 +302,18 @@ export class Client {
     }
   }
 
-  // #once sends one request and returns the result, or the EdgeOrdersError
-  // that describes its failure. passed says why the deadline ends it.
-  async #once(method, key, body, signal, deadline, passed) {
+  // #headers are every attempt's request headers.
+  #headers(key, body) {
     const headers = { "Idempotency-Key": keyHeader(key), Accept: "application/json, application/problem+json" };
+    if (!inBrowser()) headers["User-Agent"] = USER_AGENT;
     if (body !== undefined) headers["Content-Type"] = "application/json";
     if (this.token) headers.Authorization = `Bearer ${this.token}`;
+    return headers;
+  }
+
+  // #once sends one request and returns the result, or the EdgeOrdersError
+  // that describes its failure. passed says why the deadline ends it.
+  async #once(method, key, headers, body, signal, deadline, passed) {
     // One controller ends the attempt for the caller's signal, the
     // deadline or the attempt's timeout, whichever comes first.
     const controller = new AbortController();
@@ -312,6 +341,9 @@ export class Client {
       }
       text = await readText(response);
     } catch (cause) {
+      if (untrusted(cause)) {
+        return new CertificateError(`${what}: the Worker's TLS certificate did not verify: ${cause.cause.message ?? cause.cause.code}`, { cause, status: 0 });
+      }
       // No response, or one cut off: as unknown an outcome as none at all.
       const e = new NetworkError(`${what}: no response: ${cause?.message ?? cause}`, { cause, status: 0 });
       if (ended) e[deadlinePassed] = true;
@@ -411,6 +443,69 @@ function checkKey(key, method) {
       throw new InvalidKeyError(`edge-orders: Idempotency-Key character ${i} is U+${c.toString(16).padStart(4, "0")}, not printable ASCII`, { method, key });
     }
   }
+}
+
+// checkURL returns url, or throws a TypeError for one no retry could
+// reach: not a URL, or a scheme other than http and https (a
+// "localhost:8787" without one reads as scheme "localhost:"). A relative
+// URL counts from the page's address, as fetch resolves it there. The
+// message names the scheme, never the URL, whose query may carry a secret.
+function checkURL(url) {
+  let parsed;
+  try {
+    parsed = new URL(url, globalThis.location?.href);
+  } catch {
+    throw new TypeError("edge-orders: the Worker's URL does not parse as an absolute URL");
+  }
+  if (parsed.protocol !== "http:" && parsed.protocol !== "https:") {
+    throw new TypeError(`edge-orders: the Worker's URL has scheme ${JSON.stringify(parsed.protocol)}, want http: or https:`);
+  }
+  return url;
+}
+
+// unbuildable returns why fetch would refuse this request before sending
+// it (the Request constructor's TypeError), or null when it would not:
+// a request that cannot be built fails the same way on every attempt.
+function unbuildable(url, method, headers, body) {
+  try {
+    new Request(new URL(url, globalThis.location?.href), { method, headers, body });
+    return null;
+  } catch (e) {
+    return e;
+  }
+}
+
+// certificateCodes are the codes Node.js gives a TLS trust failure (its
+// own for a name mismatch, OpenSSL's verify results for the rest).
+const certificateCodes = new Set([
+  "ERR_TLS_CERT_ALTNAME_INVALID",
+  "HOSTNAME_MISMATCH",
+  "DEPTH_ZERO_SELF_SIGNED_CERT",
+  "SELF_SIGNED_CERT_IN_CHAIN",
+  "UNABLE_TO_GET_ISSUER_CERT",
+  "UNABLE_TO_GET_ISSUER_CERT_LOCALLY",
+  "UNABLE_TO_VERIFY_LEAF_SIGNATURE",
+  "CERT_UNTRUSTED",
+  "CERT_REJECTED",
+  "CERT_HAS_EXPIRED",
+  "CERT_NOT_YET_VALID",
+  "CERT_REVOKED",
+  "CERT_SIGNATURE_FAILURE",
+  "INVALID_CA",
+]);
+
+// untrusted reports whether a fetch failure is a TLS trust failure: fetch's
+// TypeError whose cause carries one of certificateCodes. A browser hides
+// the cause, so there it stays a NetworkError.
+function untrusted(error) {
+  return certificateCodes.has(error?.cause?.code);
+}
+
+// inBrowser reports whether a browser runs the client: every browser's
+// navigator.userAgent starts "Mozilla/" (Node.js says "Node.js/22", a
+// Worker "Cloudflare-Workers").
+function inBrowser() {
+  return typeof globalThis.navigator?.userAgent === "string" && globalThis.navigator.userAgent.startsWith("Mozilla/");
 }
 
 // checkToken returns token, or throws a TypeError for one that no Worker

@@ -29,7 +29,11 @@
 //                             {"dropSettleSends": true} loses every
 //                             settle queue message sent from then on;
 //                             {"recordPoints": true} records every data
-//                             point written to METRICS from then on
+//                             point written to METRICS from then on;
+//                             {"failQueue": "edge-orders-settle"} fails
+//                             every message of that queue before the
+//                             Worker sees it (failedMessages counts
+//                             them), until set to ""
 //   GET  /__wrapped/points    the data points recorded, as JSON:
 //                             [{indexes, blobs, doubles}], in order
 //                             (wrangler dev drops them)

@@ -29,7 +29,7 @@
 // disconnects (test/wrapped/entry.mjs), for tests that read them back.
 // entered counts calls as they start, before their delay, so a test can
 // wait for a request to reach storage.
-export const stats = { entered: 0, calls: 0, faultsBefore: 0, faultsAfter: 0, disconnects: 0, cancelledRequests: 0, settleSends: 0, dataPoints: 0 };
+export const stats = { entered: 0, calls: 0, faultsBefore: 0, faultsAfter: 0, disconnects: 0, cancelledRequests: 0, settleSends: 0, dataPoints: 0, failedMessages: 0 };
 
 // points are the data points written to METRICS while
 // settings.recordPoints is set, each as writeDataPoint got it.
@@ -56,7 +56,19 @@ export function wrap(worker) {
   }));
   return {
     fetch: (request, env, ctx) => worker.fetch(request, envOf(env), ctx),
-    queue: (batch, env, ctx) => worker.queue?.(batch, envOf(env), ctx),
+    queue: (batch, env, ctx) => {
+      // settings.failQueue, a queue's name, fails each of its messages
+      // before the Worker sees it, as a consumer that keeps failing would:
+      // the queue retries it, then gives it to its dead-letter queue.
+      if (settings.failQueue === batch.queue) {
+        for (const message of batch.messages) {
+          stats.failedMessages++;
+          message.retry({ delaySeconds: 0 });
+        }
+        return;
+      }
+      return worker.queue?.(batch, envOf(env), ctx);
+    },
     scheduled: (controller, env, ctx) => worker.scheduled?.(controller, envOf(env), ctx),
   };
 }

@@ -14,4 +14,5 @@ export const errors: Array<typeof decl.EdgeOrdersError> = [
   impl.RateLimitedError, impl.UnauthorizedError, impl.InProgressError,
   impl.StorageUnavailableError, impl.NotFoundError, impl.InvalidKeyError,
   impl.UnexpectedResponseError, impl.OutcomeUnknownError, impl.OutcomeUnresolvedError,
+  impl.CertificateError, impl.InvalidRequestError,
 ];
