@@ -3,14 +3,15 @@
 # names the compiler that built them in build/compiler.
 #
 # COMPILER says with what:
-#   auto    (the default) standard Go, the build that the bench and soak
-#           measure as the better one today (bench/README.md);
-#           TinyGo only by asking for it, so what happens to be on PATH
-#           never chooses what a deploy ships;
-#   tinygo  TinyGo, or fail (make tinygo installs it);
+#   auto    (the default) the pinned TinyGo where it is installed; else
+#           standard Go, saying so in one line. It never installs
+#           anything;
+#   tinygo  the pinned TinyGo, or fail (make tinygo installs it): what a
+#           deploy names, so that it never falls back silently;
 #   go      standard Go.
 # TinyGo's module is about four times smaller under gzip and starts
-# faster, but cannot recover a panic; bench/README.md compares the two.
+# several times faster; a panic traps instead of being recovered, which
+# the entry contains (docs/operating.md); bench/README.md compares them.
 #
 # wrangler runs this before every `wrangler dev` and deploy, and each
 # running `wrangler dev` reloads its Worker when build/ changes: so a file
@@ -27,6 +28,19 @@ fi
 mkdir -p build
 tmp=$(mktemp -d build/.tmp.XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
+
+# The TinyGo release the project pins, and the Go toolchain it needs
+# (TinyGo 0.40 refuses a Go newer than 1.25), which every tinygo call
+# below gets, whoever installed TinyGo: a packaged TinyGo beside Go 1.26
+# fails otherwise. make tinygo's wrapper sets the same.
+tinygo_pinned=0.40.1
+tinygo() { GOTOOLCHAIN=go1.25.5 command tinygo "$@"; }
+
+# tinygo_found is the version of the tinygo on PATH, empty for none.
+tinygo_found() {
+  type -P tinygo > /dev/null || return 0
+  tinygo version 2> /dev/null | sed -n 's/^tinygo version \([^ ]*\) .*/\1/p'
+}
 
 # tinygo_inputs names what a TinyGo build reads, by hash: TinyGo takes
 # about 20 s of CPU to link even when nothing changed, and the tests start
@@ -122,16 +136,21 @@ if command -v flock > /dev/null; then
 fi
 
 compiler=${COMPILER:-auto}
+found=$(tinygo_found)
+if [[ $compiler == auto ]]; then
+  if [[ $found == "$tinygo_pinned" ]]; then
+    compiler=tinygo
+  else
+    echo "build.sh: TinyGo $tinygo_pinned not found${found:+ (the tinygo on PATH is $found)}: building with standard Go (make tinygo installs it; COMPILER=go to silence this)" >&2
+    compiler=go
+  fi
+fi
 case "$compiler" in
-auto)
-  # Until the TinyGo build is at least as good on every row of the bench
-  # and soak table, auto is standard Go.
-  echo "build.sh: COMPILER=auto builds with standard Go (COMPILER=tinygo to choose TinyGo)"
-  compiler=go
-  build_go
-  ;;
 tinygo)
-  command -v tinygo > /dev/null || { echo "build.sh: COMPILER=tinygo, but no tinygo on PATH (make tinygo installs it)" >&2; exit 1; }
+  if [[ $found != "$tinygo_pinned" ]]; then
+    echo "build.sh: COMPILER=tinygo needs TinyGo $tinygo_pinned, found ${found:-no tinygo on PATH}$([[ -n $found ]] && echo " at $(type -P tinygo)") (make tinygo installs it)" >&2
+    exit 1
+  fi
   build_tinygo || { cat "$tmp/tinygo.log" >&2; exit 1; }
   ;;
 go)
