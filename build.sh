@@ -17,16 +17,22 @@
 # running `wrangler dev` reloads its Worker when build/ changes: so a file
 # is replaced, atomically, only when its content changed, and builds that
 # run at once (the tests start several Workers) never disturb one another.
+#
+# Tests build variants beside it: BUILD_DIR (default build) is where the
+# files go, BUILD_TAGS the Go build tags (test/panics_test.go builds
+# -tags panichook into a folder of its own; nothing shipped has a tag).
 set -euo pipefail
 cd "$(dirname "$0")"
+out=${BUILD_DIR:-build}
+tags=${BUILD_TAGS:-}
 # make test builds once, then sets EDGE_ORDERS_BUILT=1 for the dozens of
 # Workers its tests start: each start's build would find the same module,
 # at a second of CPU each, one at a time under the lock below.
-if [[ "${EDGE_ORDERS_BUILT:-}" == 1 && -s build/edge-orders.wasm && -s build/wasm_exec.js ]]; then
+if [[ "${EDGE_ORDERS_BUILT:-}" == 1 && -s $out/edge-orders.wasm && -s $out/wasm_exec.js ]]; then
   exit 0
 fi
-mkdir -p build
-tmp=$(mktemp -d build/.tmp.XXXXXX)
+mkdir -p "$out"
+tmp=$(mktemp -d "$out/.tmp.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
 
 # The TinyGo release the project pins, and the Go toolchain it needs
@@ -51,7 +57,7 @@ tinygo_inputs() {
   {
     tinygo version
     "$(wasm_opt)" --version
-    echo "stack size $tinygo_stack_size"
+    echo "stack size $tinygo_stack_size, tags $tags"
     sha256sum go.mod go.sum build.sh workers/wasm_exec_entry.js "$(tinygo env TINYGOROOT)/targets/wasm_exec.js"
     find . -name '*.go' ! -name '*_test.go' ! -path './node_modules/*' ! -path './build/*' -print0 | sort -z | xargs -0 sha256sum
   } | sha256sum | cut -d' ' -f1
@@ -77,8 +83,8 @@ wasm_opt() {
 # reuses the last TinyGo build if its inputs are the same.
 build_tinygo() {
   tinygo_inputs > "$tmp/tinygo.inputs"
-  if [[ "$(cat build/compiler 2> /dev/null)" == tinygo ]] && cmp -s "$tmp/tinygo.inputs" build/tinygo.inputs; then
-    cp build/edge-orders.wasm build/wasm_exec.js "$tmp/"
+  if [[ "$(cat "$out/compiler" 2> /dev/null)" == tinygo ]] && cmp -s "$tmp/tinygo.inputs" "$out/tinygo.inputs"; then
+    cp "$out/edge-orders.wasm" "$out/wasm_exec.js" "$tmp/"
     return
   fi
   # Every goroutine gets a stack of its own on TinyGo's heap, and every
@@ -104,7 +110,7 @@ build_tinygo() {
   wasm_opt=$(wasm_opt) || return 1
   printf '#!/bin/sh\nexec %q --pass-arg=asyncify-ignore-imports "$@"\n' "$wasm_opt" > "$tmp/wasm-opt"
   chmod +x "$tmp/wasm-opt"
-  WASMOPT="$tmp/wasm-opt" tinygo build -target wasm -no-debug -panic=trap -stack-size="$tinygo_stack_size" -o "$tmp/edge-orders.wasm" . 2>&1 |
+  WASMOPT="$tmp/wasm-opt" tinygo build -target wasm -tags "$tags" -no-debug -panic=trap -stack-size="$tinygo_stack_size" -o "$tmp/edge-orders.wasm" . 2>&1 |
     grep -v "is not a recognized feature for this target" > "$tmp/tinygo.log" || true
   [[ -s "$tmp/edge-orders.wasm" ]] || return 1
   # wrangler's bundler defines a require that wasm_exec.js would adopt as
@@ -124,14 +130,14 @@ build_tinygo() {
 build_go() {
   local ldflags="-s -w"
   [[ "${WASM_NAMES:-}" == 1 ]] && ldflags="-w"
-  GOOS=js GOARCH=wasm go build -trimpath -ldflags="$ldflags" -o "$tmp/edge-orders.wasm" .
+  GOOS=js GOARCH=wasm go build -trimpath -tags="$tags" -ldflags="$ldflags" -o "$tmp/edge-orders.wasm" .
   cp "$(go env GOROOT)/lib/wasm/wasm_exec.js" "$tmp/wasm_exec.js"
   cat workers/wasm_exec_entry.js >> "$tmp/wasm_exec.js"
 }
 
 # One build at a time: the others then find TinyGo's build up to date.
 if command -v flock > /dev/null; then
-  exec 9> build/.lock
+  exec 9> "$out/.lock"
   flock 9
 fi
 
@@ -164,6 +170,6 @@ esac
 echo "$compiler" > "$tmp/compiler"
 [[ $compiler == tinygo ]] || : > "$tmp/tinygo.inputs"
 for f in edge-orders.wasm wasm_exec.js tinygo.inputs compiler; do
-  cmp -s "$tmp/$f" "build/$f" || mv -f "$tmp/$f" "build/$f"
+  cmp -s "$tmp/$f" "$out/$f" || mv -f "$tmp/$f" "$out/$f"
 done
-echo "build.sh: build/edge-orders.wasm $(wc -c < build/edge-orders.wasm) bytes ($compiler)"
+echo "build.sh: $out/edge-orders.wasm $(wc -c < "$out/edge-orders.wasm") bytes ($compiler${tags:+, tags $tags})"

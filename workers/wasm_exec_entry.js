@@ -12,6 +12,14 @@
 // caller's stack, reads its numbers from its arguments and starts no
 // goroutine; the scheduler then runs what it woke, until every goroutine
 // waits, as after a js.FuncOf.
+//
+// Anything thrown out of the program (a trap: a TinyGo panic, which
+// -panic=trap makes a wasm unreachable, a memory fault, a stack
+// overflow) leaves it unwound in mid-call, its goroutines, locks and
+// scheduler as they were: nothing promises that it runs again. So does an
+// exit (standard Go's fatal errors). Either ends the program for good:
+// the bridge answers what it held (__goBridge.ended), and the entry starts
+// a fresh program for the next event, as if the isolate had died.
 (() => {
   const run = Go.prototype.run;
   Go.prototype.run = function (instance) {
@@ -31,9 +39,32 @@
       if (exports.go_scheduler) exports.go_scheduler();
       else exports.resume();
       return result;
+    } catch (e) {
+      this._end(e);
+      throw e;
     } finally {
       this._entered = false;
-      if (this.exited) this._resolveExitPromise();
+      if (this.exited) this._end(new Error("the Go program exited"));
     }
+  };
+  // Standard Go's timers and js.FuncOf calls resume it here.
+  const resume = Go.prototype._resume;
+  Go.prototype._resume = function () {
+    try {
+      resume.call(this);
+    } catch (e) {
+      this._end(e);
+      throw e;
+    }
+    if (this.exited) this._end(new Error("the Go program exited"));
+  };
+  // _end ends the program once, for cause: run() returns, and the bridge
+  // answers and forgets everything the program held.
+  Go.prototype._end = function (cause) {
+    if (this._ended) return;
+    this._ended = true;
+    this.exited = true;
+    this._resolveExitPromise?.();
+    globalThis.__goBridge.ended(cause);
   };
 })();
