@@ -5,11 +5,11 @@
 # make bench - load benchmark against wrangler dev (not part of make test)
 # make profile - CPU profile of the Go Worker under load, by function
 # make mutants - planted bugs, each of which the tests must catch
-# make tinygo - install the pinned TinyGo (Debian-like systems; COMPILER=tinygo)
+# make tinygo - install the pinned TinyGo (Debian-like systems): builds then use it
 SHELL := /bin/bash
 PORT ?= 8787
-# COMPILER is auto (standard Go, until TinyGo measures as well), tinygo or
-# go: see build.sh. wrangler's build inherits it, and the tests
+# COMPILER is auto (the pinned TinyGo where installed, else standard Go,
+# saying so), tinygo or go: see build.sh. wrangler's build inherits it, and the tests
 # build their wasm test binaries with what built the Worker.
 export COMPILER ?= auto
 # ENV is a wrangler environment of wrangler.toml: empty (KV mode), ledger,
@@ -33,8 +33,9 @@ node_modules/.installed: package.json package-lock.json
 build:
 	./build.sh
 
-# TinyGo from the Go module proxy and Debian's packages, for COMPILER=tinygo;
-# a second run only checks. Nothing else needs it.
+# TinyGo from the Go module proxy and Debian's packages, which COMPILER=auto
+# then builds with; a second run only checks. A deploy needs it
+# (COMPILER=tinygo, docs/deploy.md); nothing else does.
 tinygo:
 	tools/install-tinygo.sh
 
