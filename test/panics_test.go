@@ -139,8 +139,11 @@ func placeAndReplay(t *testing.T, w *target, key string) {
 	}
 }
 
-// postFrom submits the order body reads under key, as it reads it.
+// postFrom submits the order body reads under key, as it reads it, with
+// no Content-Length. A failure fails t (from any goroutine) and returns
+// the zero response.
 func (w *target) postFrom(t *testing.T, key string, body io.Reader) response {
+	t.Helper()
 	req, err := http.NewRequest(http.MethodPost, w.URL()+"/orders", body)
 	if err != nil {
 		t.Error(err)
