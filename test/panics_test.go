@@ -30,12 +30,15 @@ const panicLease = 60 * time.Second
 // TestPanicsAreContained serves the Worker built with the panic hook
 // (internal/panichook, -tags panichook) by the compiler that built the
 // shipped one, in both modes, and panics a request at each of the hook's
-// points: early (before any I/O), just after the claim, and under the
-// receipt cache's mutex. Standard Go recovers the panic; TinyGo traps, and
+// points: early (before any I/O), just after the claim, under the
+// receipt cache's mutex and, in ledger mode, inside the Durable Object's
+// claim, a synchronous call into Go from the object's entry. Standard Go recovers the panic; TinyGo traps, and
 // the bridge answers what the program held and the entry starts a fresh
 // one (workers/wasm_exec_entry.js). Either way, for each point:
-//   - the request gets the project's 500 internal_error problem, and
-//     requests in flight beside it get an answer, that or their own;
+//   - the request gets the project's 500 internal_error problem (a
+//     recovered panic in the object fails its call: 503, as a storage
+//     failure), and a request in flight beside it gets an answer, that
+//     or its own;
 //   - the Worker's next orders and their replays succeed;
 //   - the trap or panic is logged as internal_error and counted as a
 //     data point;
@@ -63,7 +66,11 @@ func TestPanicsAreContained(t *testing.T) {
 			var claimed time.Time
 			var claimedKey string
 			var answered500 []string // keys answered 500, retried once the lease is over
-			for _, point := range []string{"early", "claimed", "locked"} {
+			points := []string{"early", "claimed", "locked"}
+			if mode == "ledger" {
+				points = append(points, "object")
+			}
+			for _, point := range points {
 				key := newKey(t) + "-" + panicMarker + point
 				if point == "claimed" {
 					claimed, claimedKey = time.Now(), key
@@ -80,7 +87,12 @@ func TestPanicsAreContained(t *testing.T) {
 					time.Sleep(20 * time.Millisecond)
 				}
 				got := w.post(t, key, validOrder)
-				wantInternalError(t, point+"'s panic", got)
+				if point == "object" && compiler == "go" {
+					// The object's call fails, as a storage call may.
+					wantStatus(t, "a request whose Durable Object call panicked", got, 503)
+				} else {
+					wantInternalError(t, point+"'s panic", got)
+				}
 				go func() { sending.Write([]byte(validOrder[10:])); sending.Close() }()
 				// A trap answers it 500; a recovered panic leaves it be.
 				switch b := <-beside; {

@@ -17,4 +17,7 @@ const (
 	// Locked is inside the receipt cache's critical section, its mutex
 	// held.
 	Locked Point = "locked"
+	// InObject is inside the ledger's Durable Object, as it claims the
+	// key: a synchronous call into Go from the object's entry.
+	InObject Point = "object"
 )
