@@ -109,8 +109,8 @@ func TestPanicsAreContained(t *testing.T) {
 				}
 			}
 			after := w.settledStats(t)
-			t.Logf("%s build, %s mode, over 3 panics: objects the bridge keeps %d → %d, linear memory %d → %d bytes, %d requests beside them answered 500",
-				after.Compiler, mode, before.HeldObjects, after.HeldObjects, before.MemoryBytes, after.MemoryBytes, len(answered500))
+			t.Logf("%s build, %s mode, over %d panics: objects the bridge keeps %d → %d, linear memory %d → %d bytes, %d requests beside them answered 500",
+				after.Compiler, mode, len(points), before.HeldObjects, after.HeldObjects, before.MemoryBytes, after.MemoryBytes, len(answered500))
 			if after.HeldObjects != before.HeldObjects {
 				t.Errorf("the objects the bridge keeps went from %d to %d over the panics", before.HeldObjects, after.HeldObjects)
 			}
