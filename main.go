@@ -25,12 +25,12 @@ import (
 )
 
 func main() {
-	// The Worker is built once per isolate, from the first event's
-	// environment, whichever kind of event comes first.
 	// A trap answers what the program held with the project's 500, in
 	// JavaScript, since nothing of Go runs after it (workers.AnswerTraps).
 	resp, line := httpapi.TrapAnswer()
 	workers.AnswerTraps(resp, line.AppendJSON(nil))
+	// The Worker is built once per isolate, from the first event's
+	// environment, whichever kind of event comes first.
 	var w *app.Worker
 	built := func(env workers.Env) *app.Worker {
 		if w == nil {

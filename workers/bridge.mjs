@@ -502,7 +502,7 @@ const bridge = {
   // the table is emptied, and the program's binding calls, when they
   // settle, are told nothing. The entry then starts a fresh program.
   ended(cause) {
-    const failure = `edge-orders: the Go program trapped: ${cause}`;
+    const failure = `edge-orders: the Go program ended: ${cause}`;
     for (const id of events) {
       const o = objects.get(id);
       if (typeof o === "function") o(failure);
