@@ -5,13 +5,13 @@
 # make bench - load benchmark against wrangler dev (not part of make test)
 # make profile - CPU profile of the Go Worker under load, by function
 # make mutants - planted bugs, each of which the tests must catch
-# make tinygo - install the pinned TinyGo (Debian-like systems; COMPILER=tinygo)
-# make deploy ENV=... - check and deploy an environment (DRY=1: print only)
+# make tinygo - install the pinned TinyGo (Debian-like systems): builds then use it
+# make deploy ENV=... - check and deploy an environment with TinyGo (DRY=1: print only)
 # make smoke URL=... TOKEN=... - place, replay and look up an order at a Worker
 SHELL := /bin/bash
 PORT ?= 8787
-# COMPILER is auto (standard Go, until TinyGo measures as well), tinygo or
-# go: see build.sh. wrangler's build inherits it, and the tests
+# COMPILER is auto (the pinned TinyGo where installed, else standard Go,
+# saying so), tinygo or go: see build.sh. wrangler's build inherits it, and the tests
 # build their wasm test binaries with what built the Worker.
 export COMPILER ?= auto
 # ENV is a wrangler environment of wrangler.toml: empty (KV mode), ledger,
@@ -38,8 +38,9 @@ node_modules/.installed: package.json package-lock.json
 build:
 	./build.sh
 
-# TinyGo from the Go module proxy and Debian's packages, for COMPILER=tinygo;
-# a second run only checks. Nothing else needs it.
+# TinyGo from the Go module proxy and Debian's packages, which COMPILER=auto
+# then builds with; a second run only checks. A deploy needs it
+# (COMPILER=tinygo, docs/deploy.md); nothing else does.
 tinygo:
 	tools/install-tinygo.sh
 
@@ -54,8 +55,10 @@ dev: tools
 # gives the dead-letter queue its 14 days; again, it changes nothing.
 # SECRETS, NAME=value lines, sets secrets in the deploy (the first one
 # needs API_TOKENS so); DRY=1 checks and prints the commands only.
+# A deploy builds with the pinned TinyGo, and fails where it is missing
+# rather than fall back (COMPILER=go deploys standard Go on purpose).
 deploy: tools
-	go run ./tools/deploy -env "$(ENV)" $(if $(SECRETS),-secrets "$(SECRETS)") $(if $(DRY),-dry)
+	COMPILER=$(if $(filter auto,$(COMPILER)),tinygo,$(COMPILER)) go run ./tools/deploy -env "$(ENV)" $(if $(SECRETS),-secrets "$(SECRETS)") $(if $(DRY),-dry)
 
 # make smoke URL=https://... [TOKEN=...]: places an order at a running
 # Worker, replays it and looks it up (submit-order.sh); non-zero on any

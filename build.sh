@@ -3,30 +3,50 @@
 # names the compiler that built them in build/compiler.
 #
 # COMPILER says with what:
-#   auto    (the default) standard Go, the build that the bench and soak
-#           measure as the better one today (bench/README.md);
-#           TinyGo only by asking for it, so what happens to be on PATH
-#           never chooses what a deploy ships;
-#   tinygo  TinyGo, or fail (make tinygo installs it);
+#   auto    (the default) the pinned TinyGo where it is installed; else
+#           standard Go, saying so in one line. It never installs
+#           anything;
+#   tinygo  the pinned TinyGo, or fail (make tinygo installs it): what a
+#           deploy names, so that it never falls back silently;
 #   go      standard Go.
 # TinyGo's module is about four times smaller under gzip and starts
-# faster, but cannot recover a panic; bench/README.md compares the two.
+# several times faster; a panic traps instead of being recovered, which
+# the entry contains (docs/operating.md); bench/README.md compares them.
 #
 # wrangler runs this before every `wrangler dev` and deploy, and each
 # running `wrangler dev` reloads its Worker when build/ changes: so a file
 # is replaced, atomically, only when its content changed, and builds that
 # run at once (the tests start several Workers) never disturb one another.
+#
+# Tests build variants beside it: BUILD_DIR (default build) is where the
+# files go, BUILD_TAGS the Go build tags (test/panics_test.go builds
+# -tags panichook into a folder of its own; nothing shipped has a tag).
 set -euo pipefail
 cd "$(dirname "$0")"
+out=${BUILD_DIR:-build}
+tags=${BUILD_TAGS:-}
 # make test builds once, then sets EDGE_ORDERS_BUILT=1 for the dozens of
 # Workers its tests start: each start's build would find the same module,
 # at a second of CPU each, one at a time under the lock below.
-if [[ "${EDGE_ORDERS_BUILT:-}" == 1 && -s build/edge-orders.wasm && -s build/wasm_exec.js ]]; then
+if [[ "${EDGE_ORDERS_BUILT:-}" == 1 && -s $out/edge-orders.wasm && -s $out/wasm_exec.js ]]; then
   exit 0
 fi
-mkdir -p build
-tmp=$(mktemp -d build/.tmp.XXXXXX)
+mkdir -p "$out"
+tmp=$(mktemp -d "$out/.tmp.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
+
+# The TinyGo release the project pins, and the Go toolchain it needs
+# (TinyGo 0.40 refuses a Go newer than 1.25), which every tinygo call
+# below gets, whoever installed TinyGo: a packaged TinyGo beside Go 1.26
+# fails otherwise. make tinygo's wrapper sets the same.
+tinygo_pinned=0.40.1
+tinygo() { GOTOOLCHAIN=go1.25.5 command tinygo "$@"; }
+
+# tinygo_found is the version of the tinygo on PATH, empty for none.
+tinygo_found() {
+  type -P tinygo > /dev/null || return 0
+  tinygo version 2> /dev/null | sed -n 's/^tinygo version \([^ ]*\) .*/\1/p'
+}
 
 # tinygo_inputs names what a TinyGo build reads, by hash: TinyGo takes
 # about 20 s of CPU to link even when nothing changed, and the tests start
@@ -37,7 +57,7 @@ tinygo_inputs() {
   {
     tinygo version
     "$(wasm_opt)" --version
-    echo "stack size $tinygo_stack_size"
+    echo "stack size $tinygo_stack_size, tags $tags"
     sha256sum go.mod go.sum build.sh workers/wasm_exec_entry.js "$(tinygo env TINYGOROOT)/targets/wasm_exec.js"
     find . -name '*.go' ! -name '*_test.go' ! -path './node_modules/*' ! -path './build/*' -print0 | sort -z | xargs -0 sha256sum
   } | sha256sum | cut -d' ' -f1
@@ -63,8 +83,8 @@ wasm_opt() {
 # reuses the last TinyGo build if its inputs are the same.
 build_tinygo() {
   tinygo_inputs > "$tmp/tinygo.inputs"
-  if [[ "$(cat build/compiler 2> /dev/null)" == tinygo ]] && cmp -s "$tmp/tinygo.inputs" build/tinygo.inputs; then
-    cp build/edge-orders.wasm build/wasm_exec.js "$tmp/"
+  if [[ "$(cat "$out/compiler" 2> /dev/null)" == tinygo ]] && cmp -s "$tmp/tinygo.inputs" "$out/tinygo.inputs"; then
+    cp "$out/edge-orders.wasm" "$out/wasm_exec.js" "$tmp/"
     return
   fi
   # Every goroutine gets a stack of its own on TinyGo's heap, and every
@@ -90,7 +110,7 @@ build_tinygo() {
   wasm_opt=$(wasm_opt) || return 1
   printf '#!/bin/sh\nexec %q --pass-arg=asyncify-ignore-imports "$@"\n' "$wasm_opt" > "$tmp/wasm-opt"
   chmod +x "$tmp/wasm-opt"
-  WASMOPT="$tmp/wasm-opt" tinygo build -target wasm -no-debug -panic=trap -stack-size="$tinygo_stack_size" -o "$tmp/edge-orders.wasm" . 2>&1 |
+  WASMOPT="$tmp/wasm-opt" tinygo build -target wasm -tags "$tags" -no-debug -panic=trap -stack-size="$tinygo_stack_size" -o "$tmp/edge-orders.wasm" . 2>&1 |
     grep -v "is not a recognized feature for this target" > "$tmp/tinygo.log" || true
   [[ -s "$tmp/edge-orders.wasm" ]] || return 1
   # wrangler's bundler defines a require that wasm_exec.js would adopt as
@@ -110,28 +130,33 @@ build_tinygo() {
 build_go() {
   local ldflags="-s -w"
   [[ "${WASM_NAMES:-}" == 1 ]] && ldflags="-w"
-  GOOS=js GOARCH=wasm go build -trimpath -ldflags="$ldflags" -o "$tmp/edge-orders.wasm" .
+  GOOS=js GOARCH=wasm go build -trimpath -tags="$tags" -ldflags="$ldflags" -o "$tmp/edge-orders.wasm" .
   cp "$(go env GOROOT)/lib/wasm/wasm_exec.js" "$tmp/wasm_exec.js"
   cat workers/wasm_exec_entry.js >> "$tmp/wasm_exec.js"
 }
 
 # One build at a time: the others then find TinyGo's build up to date.
 if command -v flock > /dev/null; then
-  exec 9> build/.lock
+  exec 9> "$out/.lock"
   flock 9
 fi
 
 compiler=${COMPILER:-auto}
+found=$(tinygo_found)
+if [[ $compiler == auto ]]; then
+  if [[ $found == "$tinygo_pinned" ]]; then
+    compiler=tinygo
+  else
+    echo "build.sh: TinyGo $tinygo_pinned not found${found:+ (the tinygo on PATH is $found)}: building with standard Go (make tinygo installs it; COMPILER=go to silence this)" >&2
+    compiler=go
+  fi
+fi
 case "$compiler" in
-auto)
-  # Until the TinyGo build is at least as good on every row of the bench
-  # and soak table, auto is standard Go.
-  echo "build.sh: COMPILER=auto builds with standard Go (COMPILER=tinygo to choose TinyGo)"
-  compiler=go
-  build_go
-  ;;
 tinygo)
-  command -v tinygo > /dev/null || { echo "build.sh: COMPILER=tinygo, but no tinygo on PATH (make tinygo installs it)" >&2; exit 1; }
+  if [[ $found != "$tinygo_pinned" ]]; then
+    echo "build.sh: COMPILER=tinygo needs TinyGo $tinygo_pinned, found ${found:-no tinygo on PATH}$([[ -n $found ]] && echo " at $(type -P tinygo)") (make tinygo installs it)" >&2
+    exit 1
+  fi
   build_tinygo || { cat "$tmp/tinygo.log" >&2; exit 1; }
   ;;
 go)
@@ -145,6 +170,6 @@ esac
 echo "$compiler" > "$tmp/compiler"
 [[ $compiler == tinygo ]] || : > "$tmp/tinygo.inputs"
 for f in edge-orders.wasm wasm_exec.js tinygo.inputs compiler; do
-  cmp -s "$tmp/$f" "build/$f" || mv -f "$tmp/$f" "build/$f"
+  cmp -s "$tmp/$f" "$out/$f" || mv -f "$tmp/$f" "$out/$f"
 done
-echo "build.sh: build/edge-orders.wasm $(wc -c < build/edge-orders.wasm) bytes ($compiler)"
+echo "build.sh: $out/edge-orders.wasm $(wc -c < "$out/edge-orders.wasm") bytes ($compiler${tags:+, tags $tags})"

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/edge-orders/edge-orders/app"
+	"github.com/edge-orders/edge-orders/httpapi"
 	"github.com/edge-orders/edge-orders/intake"
 	"github.com/edge-orders/edge-orders/internal/uuid"
 	"github.com/edge-orders/edge-orders/kv"
@@ -24,12 +25,22 @@ import (
 )
 
 func main() {
+	// A trap answers what the program held with the project's 500, in
+	// JavaScript, since nothing of Go runs after it (workers.AnswerTraps).
+	resp, line := httpapi.TrapAnswer()
+	workers.AnswerTraps(resp, line.AppendJSON(nil))
 	// The Worker is built once per isolate, from the first event's
 	// environment, whichever kind of event comes first.
 	var w *app.Worker
 	built := func(env workers.Env) *app.Worker {
 		if w == nil {
 			w = app.New(appEnv(env))
+			if b, ok := env.AnalyticsEngineDataset(app.MetricsBinding); ok {
+				if p, ok := w.TrapPoint(); ok {
+					indexes, blobs, doubles := p.Fields()
+					workers.MeasureTraps(b, indexes, blobs, doubles)
+				}
+			}
 		}
 		return w
 	}

@@ -6,19 +6,23 @@
 // Go never holds a JavaScript object.
 import { DurableObject } from "cloudflare:workers";
 import "./build/wasm_exec.js";
-import { hold, drop, writeFrame, encodeFrame, requestHead, readResult } from "./workers/bridge.mjs";
+import { hold, drop, writeFrame, encodeFrame, requestHead, readResult, answered } from "./workers/bridge.mjs";
 import program from "./build/edge-orders.wasm";
 
-// The functions the Go program publishes when it starts (workers/*_js.go).
-let goFetch, goObject, goAlarm, goQueue, goScheduled;
+// The Go program, and the functions it publishes when it starts
+// (workers/*_js.go).
+let go, goFetch, goObject, goAlarm, goQueue, goScheduled;
 
-function startGo() {
-  const go = new Go();
+// ready starts the Go program unless one runs: the first event's, or the
+// next one's after a trap ended it (workers/wasm_exec_entry.js).
+function ready() {
+  if (go?.exited === false) return;
+  go = new Go();
   const startedAt = performance.now();
   const instance = new WebAssembly.Instance(program, go.importObject);
   // run() executes main until it blocks, so the functions exist when it
-  // returns. If the program ever exits, the next call starts a fresh one.
-  go.run(instance).finally(() => { goFetch = goObject = goAlarm = goQueue = goScheduled = undefined; });
+  // returns.
+  go.run(instance);
   ({ __goFetch: goFetch, __goObject: goObject, __goAlarm: goAlarm, __goQueue: goQueue, __goScheduled: goScheduled } = globalThis);
   console.log(JSON.stringify({ event: "go_started", ms: performance.now() - startedAt }));
 }
@@ -29,10 +33,10 @@ const done = (resolve, reject) => (failure) => (failure === "" ? resolve() : rej
 
 export default {
   fetch(request, env, ctx) {
-    if (!goFetch) startGo();
+    ready();
     const response = new Promise((resolve) => {
       goFetch(hold({ request, env, ctx, resolve }), writeFrame(requestHead(request)));
-    });
+    }).then(answered);
     // In production a client that disconnects cancels its request's pending
     // work, but not what waitUntil holds: the whole lifecycle runs under it,
     // so an order the gateway accepted is stored even if nobody waits.
@@ -45,8 +49,8 @@ export default {
   // message is acknowledged or retried after the delay Go names. Go tells
   // the queues apart by name, and a letter by the message's id.
   async queue(batch, env, ctx) {
-    if (!goQueue) startGo();
     await Promise.all(batch.messages.map((message) => new Promise((resolve) => {
+      ready();
       const settled = (failure, retrySeconds) => {
         if (failure === "") message.ack();
         else message.retry(retrySeconds === "" ? {} : { delaySeconds: Number(retrySeconds) });
@@ -58,7 +62,7 @@ export default {
 
   // The Cron Trigger (KV mode): settles the keys whose message was lost.
   async scheduled(controller, env, ctx) {
-    if (!goScheduled) startGo();
+    ready();
     await new Promise((resolve, reject) => goScheduled(hold({ env, ctx, done: done(resolve, reject) })));
   },
 };
@@ -69,7 +73,7 @@ const decoder = new TextDecoder();
 // the object runs it whole and its SQL writes commit together. Its one
 // argument and its one result are JSON text.
 function callGo(cls, method, ctx, arg) {
-  if (!goObject) startGo();
+  ready();
   const id = hold(ctx);
   try {
     const n = goObject(id, writeFrame(encodeFrame([cls, method, arg ?? ""])));
@@ -102,7 +106,7 @@ export class Ledger extends DurableObject {
   // Sweeps when due, and settles the keys due for the settler; it awaits
   // the gateway, so it is the one method that is not synchronous.
   alarm() {
-    if (!goAlarm) startGo();
+    ready();
     return new Promise((resolve, reject) => {
       goAlarm(hold({ storage: this.ctx.storage, env: this.env, done: done(resolve, reject) }), writeFrame(encodeFrame(["Ledger"])));
     });

@@ -44,6 +44,15 @@ func (m *meter) write(p metrics.Point) {
 	}
 }
 
+// TrapPoint is the data point a trap of the Go program writes
+// (workers.MeasureTraps); false without a dataset.
+func (w *Worker) TrapPoint() (metrics.Point, bool) {
+	if w.meter == nil {
+		return metrics.Point{}, false
+	}
+	return metrics.Point{Outcome: metrics.InternalError, Mode: w.meter.mode, Status: 500, Event: metrics.Trap}, true
+}
+
 // requests is httpapi.Options.Metrics: nil without a dataset.
 func (m *meter) requests() func(metrics.Point) {
 	if m == nil {

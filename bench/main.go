@@ -42,9 +42,10 @@ type options struct {
 	gateway                        latency
 	contentionKeys, contentionConn int
 	settleKeys                     int
-	// starts is how many more times each build is started for its Go
-	// start, the builds taking turns (startTimes).
-	starts int
+	// starts is how many times each build is started for its start's
+	// CPU, the builds taking turns (startCPU); startOnly measures only that.
+	starts    int
+	startOnly bool
 	// profile, if set, replaces the bench with a CPU profile of the Go
 	// Worker (profile.go).
 	profile *profileOptions
@@ -109,6 +110,15 @@ func run() int {
 		}
 		return 0
 	}
+	if opts.startOnly {
+		table, err := startOnly(ctx, opts.starts)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+			return 1
+		}
+		fmt.Print(table)
+		return 0
+	}
 	rep, err := measure(ctx, opts)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
@@ -152,7 +162,8 @@ func parseFlags(args []string) (options, error) {
 	gw := fs.String("gateway", "40,80,150", "the OMS gateway's service time")
 	fs.IntVar(&o.contentionKeys, "contention-keys", 30, "keys of the contention check")
 	fs.IntVar(&o.contentionConn, "contention-conns", 16, "requests sent at once per key in the contention check")
-	fs.IntVar(&o.starts, "starts", 10, "more starts of each build, in a fresh wrangler dev each, for the Go start's median")
+	fs.IntVar(&o.starts, "starts", 10, "starts of each build, each in a fresh Node.js process, for the start's CPU")
+	fs.BoolVar(&o.startOnly, "start-only", false, "only the start's CPU, of both builds, in under a minute")
 	fs.IntVar(&o.settleKeys, "settle-keys", 10, "keys of the settling check, one at a time, per Worker with the gateway")
 	fs.BoolVar(&o.saturationOnly, "saturation-only", false, "only the local saturation phase of the standard build (and the contention check): CPU, in a few minutes")
 	fs.StringVar(&o.baseline, "baseline", "", "serve the Go Worker of this checkout too (with its node_modules) in the saturation phase, as Go KV/ledger (baseline)")
@@ -457,7 +468,7 @@ func measure(ctx context.Context, o options) (*report, error) {
 		}
 		kept = append(kept, dir)
 	}
-	if err := startTimes(ctx, rep.builds, kept, o.starts); err != nil {
+	if err := startCPU(ctx, rep.builds, kept, o.starts); err != nil {
 		return nil, err
 	}
 	fmt.Fprintln(os.Stderr, "bench: starts: done")
@@ -471,7 +482,7 @@ func saturate(ctx context.Context, rep *report, p *phase, compiler string) error
 	if err := start(ctx, p.subjects); err != nil {
 		return err
 	}
-	b, err := measureBuild(compiler)
+	b, err := measureBuild(compiler, "build")
 	if err != nil {
 		return err
 	}
@@ -486,11 +497,6 @@ func saturate(ctx context.Context, rep *report, p *phase, compiler string) error
 		s.placedTwice = &dup
 		if s.compiler != "" {
 			rep.goDuplicates += dup
-		}
-	}
-	for _, s := range p.subjects {
-		if s.compiler != "" {
-			b.starts = append(b.starts, goStarts(s.srv.Logs())...)
 		}
 	}
 	b.phase = p

@@ -15,6 +15,7 @@ import (
 	"github.com/edge-orders/edge-orders/intake"
 	"github.com/edge-orders/edge-orders/internal/errs"
 	"github.com/edge-orders/edge-orders/internal/jsjson"
+	"github.com/edge-orders/edge-orders/internal/panichook"
 	"github.com/edge-orders/edge-orders/metrics"
 	"github.com/edge-orders/edge-orders/order"
 	"github.com/edge-orders/edge-orders/workers"
@@ -272,6 +273,7 @@ func (h *Handler) serve(ctx context.Context, r *workers.Request, m *measure) (re
 		return fail(err)
 	}
 	key := intake.Key{Client: line.Client, ID: id}
+	panichook.At(panichook.Early, id)
 
 	var out intake.Outcome
 	if lookup {
@@ -335,6 +337,15 @@ func (h *Handler) ServePanic(p any) *workers.Response {
 	resp, outcome, status := errorResponse(errInternal, "", 0)
 	h.opts.Log.Log(eventlog.Line{Outcome: outcome, Status: status, Error: "panic: " + errs.PanicText(p)})
 	return resp
+}
+
+// TrapAnswer is what every request in flight gets when the Go program
+// traps (workers.AnswerTraps): the same 500 problem as a recovered panic,
+// and the log line written once per trap, whose error the bridge follows
+// with the trap's message and stack.
+func TrapAnswer() (*workers.Response, eventlog.Line) {
+	resp, outcome, status := errorResponse(errInternal, "", 0)
+	return resp, eventlog.Line{Outcome: outcome, Status: status, Error: "trap"}
 }
 
 // bodyError sorts a failure to read the body into too large or unreadable.

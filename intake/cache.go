@@ -4,6 +4,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/edge-orders/edge-orders/internal/panichook"
+
 	"github.com/edge-orders/edge-orders/order"
 )
 
@@ -79,6 +81,7 @@ func (c *receiptCache) get(key string, now time.Time, unstored bool) (Record, bo
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	panichook.At(panichook.Locked, key)
 	r, ok := c.entries[key]
 	if !ok || now.Unix() >= r.expires || (r.unstored && !unstored) {
 		return Record{}, false

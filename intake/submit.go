@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/edge-orders/edge-orders/internal/errs"
+	"github.com/edge-orders/edge-orders/internal/panichook"
 	"github.com/edge-orders/edge-orders/order"
 )
 
@@ -179,6 +180,7 @@ func (s *Service) attempt(ctx context.Context, sub *submission, now time.Time) (
 	}
 
 	// The claim is ours: from here on every way out commits or releases it.
+	panichook.At(panichook.Claimed, cacheKey)
 	if rec.OrderID != "" {
 		// Begin took over an Open key: an earlier attempt may have reached
 		// the gateway, so its order id, and the order it is for, are the

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/edge-orders/edge-orders/intake"
+	"github.com/edge-orders/edge-orders/internal/panichook"
 	"github.com/edge-orders/edge-orders/order"
 )
 
@@ -145,6 +146,7 @@ type Object struct {
 // A row is kept at least until the claim's lease ends and c.KeepUntil,
 // and never less long than before: a takeover never outlives its row.
 func (o *Object) Claim(key intake.Key, c intake.Claim) intake.Record {
+	panichook.At(panichook.InObject, key.String())
 	now := o.now()
 	r, ok := o.rows.get(key.String())
 	rec := intake.Record{State: intake.Absent}

@@ -82,6 +82,9 @@ const (
 	Lookup Event = "lookup" // a GET: a key looked up
 	Other  Event = "other"  // any other method: a preflight, a refusal
 	Settle Event = "settle" // a settle attempt: no client waits
+	// Trap: the Go program trapped (docs/operating.md), one point however
+	// many requests it held, each answered 500 internal_error.
+	Trap Event = "trap"
 )
 
 // EventOf is the event of a request with method.

@@ -129,7 +129,9 @@ func startTargetFirst(mode string, opts wranglerdev.Options, first int) (*target
 		}
 		opts.StateDir = dir
 	}
-	opts.Dir = root
+	if opts.Dir == "" {
+		opts.Dir = root
+	}
 	if mode == "ledger" && opts.Environment == "" {
 		opts.Environment = "ledger"
 	}
@@ -194,7 +196,7 @@ func (l *startLine) release() {
 // (for a settler to give up, for leases, through rounds of requests): their
 // Workers start before the others', so that they do not end the run last.
 var startsFirst = map[string]int{
-	"TestOpsPage": 2, "TestTheWorkerPagesOncePerUnresolvedOrderAndDeadLetter": 2, "TestBridgeKeepsNothingPastItsRequest": 1, "TestFaultsNeverDuplicate": 1, "TestGatewayChaos": 1,
+	"TestOpsPage": 2, "TestTheWorkerPagesOncePerUnresolvedOrderAndDeadLetter": 2, "TestPanicsAreContained": 2, "TestBridgeKeepsNothingPastItsRequest": 1, "TestFaultsNeverDuplicate": 1, "TestGatewayChaos": 1,
 }
 
 // startWorker serves the Worker in mode in its own wrangler dev, for tests

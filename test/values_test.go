@@ -5,7 +5,6 @@ package e2e
 import (
 	"fmt"
 	"io"
-	"net/http"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -142,19 +141,7 @@ func wantStatus(t *testing.T, what string, got response, want int) {
 // reads it as a stream.
 func (w *target) postStreamed(t *testing.T, key, body string) response {
 	t.Helper()
-	req, err := http.NewRequest(http.MethodPost, w.URL()+"/orders", io.MultiReader(strings.NewReader(body)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Idempotency-Key", key)
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := httpClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return response{status: resp.StatusCode, header: resp.Header, body: string(b)}
+	return w.postFrom(t, key, io.MultiReader(strings.NewReader(body)))
 }
 
 // settledStats reads the wrapped entry's stats once work after the last

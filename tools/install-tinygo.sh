@@ -79,9 +79,12 @@ if ((${#missing[@]})); then
     sudo=(sudo)
   fi
   say "apt-get install ${missing[*]}"
-  "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update -q ||
+  # Another apt or dpkg running (an unattended upgrade, another install)
+  # holds dpkg's lock: wait for it, up to ten minutes, rather than fail.
+  apt_wait=(-o DPkg::Lock::Timeout=600)
+  "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get "${apt_wait[@]}" update -q ||
     cannot "apt-get update failed"
-  "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${missing[@]}" ||
+  "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get "${apt_wait[@]}" install -y -q --no-install-recommends "${missing[@]}" ||
     cannot "apt-get install ${missing[*]} failed (this system's apt may have no LLVM $llvm)"
   took "Debian's packages installed"
 fi

@@ -178,6 +178,17 @@ func (e Env) AnalyticsEngineDataset(name string) (AnalyticsEngineDataset, bool) 
 // a point over Analytics Engine's limits (one index of at most 96 bytes,
 // 20 blobs, 20 doubles), or past an invocation's 250 points.
 func (d AnalyticsEngineDataset) WriteDataPoint(indexes, blobs []string, doubles []float64) error {
+	// Not callSync: a point answers nothing, and reading an empty answer
+	// would be one more crossing.
+	if n := jsBridge.Call("writeDataPoint", int(d.h), send(pointFrame(indexes, blobs, doubles))).Int(); n < 0 {
+		return errorFrom(receive(-1 - n))
+	}
+	return nil
+}
+
+// pointFrame is a data point as bridge.mjs reads it: [indexes count,
+// indexes..., blobs count, blobs..., doubles...].
+func pointFrame(indexes, blobs []string, doubles []float64) outFrame {
 	frame := outFrame{}.Int(int64(len(indexes)))
 	for _, s := range indexes {
 		frame = frame.Str(s)
@@ -189,10 +200,5 @@ func (d AnalyticsEngineDataset) WriteDataPoint(indexes, blobs []string, doubles 
 	for _, x := range doubles {
 		frame = frame.Float(x)
 	}
-	// Not callSync: a point answers nothing, and reading an empty answer
-	// would be one more crossing.
-	if n := jsBridge.Call("writeDataPoint", int(d.h), send(frame)).Int(); n < 0 {
-		return errorFrom(receive(-1 - n))
-	}
-	return nil
+	return frame
 }

@@ -28,16 +28,29 @@ const buffer = new Uint8Array(64 * 1024);
 const objects = new Map();
 let nextObject = 1;
 
-// hold keeps o for Go and returns its number.
-export function hold(o) {
+// events are the numbers of the objects that stand for an event Go serves
+// (a request, a queue message, an alarm, a Durable Object call, a
+// waitUntil): what ended answers if the program dies under them.
+const events = new Set();
+
+// keep keeps o for Go and returns its number.
+function keep(o) {
   const id = nextObject++;
   objects.set(id, o);
+  return id;
+}
+
+// hold keeps event o for Go and returns its number.
+export function hold(o) {
+  const id = keep(o);
+  events.add(id);
   return id;
 }
 
 // drop forgets object id.
 export function drop(id) {
   objects.delete(id);
+  events.delete(id);
 }
 
 function object(id) {
@@ -336,7 +349,8 @@ const bridge = {
   // names (0 for none), with the frame of length n as its fields.
   start(program, op, call, n, ...ids) {
     const fields = args(n);
-    const settle = programs[program];
+    // A program that ended meanwhile (ended) is told nothing.
+    const settle = (...a) => programs[program]?.(...a);
     let work;
     try {
       work = callsByNumber[op](ids.map((id) => (id === 0 ? undefined : object(id))), fields);
@@ -350,9 +364,7 @@ const bridge = {
   },
 
   // drop forgets object id.
-  drop(id) {
-    objects.delete(id);
-  },
+  drop,
 
   // heldObjects is how many objects the table holds.
   heldObjects,
@@ -361,7 +373,7 @@ const bridge = {
   // queue batch's message, an alarm), and returns its number: the Go
   // program takes its first event's, for its life.
   envOf(id) {
-    return hold(object(id).env);
+    return keep(object(id).env);
   },
 
   // envVar answers [set, value] for the variable named by the frame (a
@@ -379,7 +391,7 @@ const bridge = {
   envBinding(env, n) {
     const [name] = args(n);
     const b = env === 0 ? globalThis[text(name)] : object(env)[text(name)];
-    return b !== null && typeof b === "object" ? hold(b) : 0;
+    return b !== null && typeof b === "object" ? keep(b) : 0;
   },
 
   // respond answers request number request with [status, headers, body].
@@ -407,7 +419,7 @@ const bridge = {
   taskDone(task, n) {
     const [failure, detail] = args(n);
     const held = object(task);
-    objects.delete(task);
+    drop(task);
     (typeof held === "function" ? held : held.done)(text(failure), text(detail ?? new Uint8Array(0)));
     return 0;
   },
@@ -459,21 +471,58 @@ const bridge = {
   // await: the runtime sends the point after the event.
   writeDataPoint(dataset, n) {
     try {
-      const fields = args(n);
-      let at = 0;
-      const strings = () => {
-        const count = Number(text(fields[at++]));
-        const out = fields.slice(at, at + count).map(text);
-        at += count;
-        return out;
-      };
-      const indexes = strings();
-      const blobs = strings();
-      const doubles = fields.slice(at).map((f) => Number(text(f)));
-      object(dataset).writeDataPoint({ indexes, blobs, doubles });
+      object(dataset).writeDataPoint(point(args(n)));
       return 0;
     } catch (e) {
       return -1 - writeFrame(errorFrame(e));
+    }
+  },
+
+  // answerTraps sets what ended answers and logs, from the frame [status,
+  // headers, body, log line]: Go decides it, since once the program has
+  // trapped, nothing of it runs.
+  answerTraps(n) {
+    const [status, headers, body, line] = args(n);
+    onTrap.answer = () => new Response(body.length > 0 ? body.slice() : null,
+      { status: Number(text(status)), headers: headerPairs(text(headers)) });
+    onTrap.line = text(line);
+  },
+
+  // measureTraps has ended write the data point of the frame (as
+  // writeDataPoint's) to the dataset held as dataset.
+  measureTraps(dataset, n) {
+    onTrap.dataset = object(dataset);
+    onTrap.point = point(args(n));
+  },
+
+  // ended is told by wasm_exec_entry.js that the program stopped for good,
+  // for cause (a trap, or an exit), and ends what the program held as an
+  // isolate's death would, but answered: every request gets onTrap's
+  // answer (a request answered already keeps its answer), every queue
+  // message, alarm and Cron Trigger fails (the runtime retries it), every
+  // waitUntil ends; the trap's log line and data point are written once;
+  // the table is emptied, and the program's binding calls, when they
+  // settle, are told nothing. The entry then starts a fresh program.
+  ended(cause) {
+    const failure = `edge-orders: the Go program ended: ${cause}`;
+    for (const id of events) {
+      const o = objects.get(id);
+      if (typeof o === "function") o(failure);
+      else if (Object.hasOwn(o, "resolve")) o.resolve(onTrap.answer);
+      else if (Object.hasOwn(o, "done")) o.done(failure, "");
+    }
+    objects.clear();
+    events.clear();
+    programs.fill(null);
+    staged = [];
+    pending = null;
+    const line = JSON.parse(onTrap.line);
+    line.error = `${line.error}: ${cause?.stack ?? cause}`;
+    console.log(JSON.stringify(line));
+    try {
+      onTrap.dataset?.writeDataPoint(onTrap.point);
+    } catch {
+      // A refused point loses the trap's count, never its answers.
     }
   },
 
@@ -483,5 +532,37 @@ const bridge = {
     object(state).storage.setAlarm(ms);
   },
 };
+
+// onTrap is what ended does, as Go set it (answerTraps, measureTraps);
+// until it does, a plain 500.
+const onTrap = {
+  answer: () => new Response("internal error", { status: 500 }),
+  line: JSON.stringify({ outcome: "internal_error", status: 500, error: "trap" }),
+  dataset: null,
+  point: null,
+};
+
+// answered is a request's Response: Go's, or, if the program trapped
+// under it, onTrap's, made here, in the request's own context (a Response
+// made in another request's cannot be sent).
+export function answered(response) {
+  return typeof response === "function" ? response() : response;
+}
+
+// point reads a data point's frame: [indexes count, indexes..., blobs
+// count, blobs..., doubles...].
+function point(fields) {
+  let at = 0;
+  const strings = () => {
+    const count = Number(text(fields[at++]));
+    const out = fields.slice(at, at + count).map(text);
+    at += count;
+    return out;
+  };
+  const indexes = strings();
+  const blobs = strings();
+  const doubles = fields.slice(at).map((f) => Number(text(f)));
+  return { indexes, blobs, doubles };
+}
 
 globalThis.__goBridge = bridge;

@@ -56,10 +56,11 @@
 //
 // # The two compilers
 //
-// Standard Go builds the Worker by default (build.sh, COMPILER=auto), in
-// local runs and on every deploy. TinyGo builds it when asked,
-// COMPILER=tinygo: make tinygo installs the pinned release on a Debian-like
-// machine (tools/install-tinygo.sh), and CI runs the whole suite with each
+// The pinned TinyGo builds the Worker wherever it is installed (build.sh,
+// COMPILER=auto), standard Go elsewhere, with a line saying so; a deploy
+// names its compiler (COMPILER=tinygo, which never falls back). make
+// tinygo installs the pinned release on a Debian-like machine
+// (tools/install-tinygo.sh), and CI runs the whole suite with each
 // compiler, the conformance binaries included. How the builds differ:
 //
 //   - size: TinyGo's module is about a quarter of standard Go's under
@@ -73,9 +74,11 @@
 //     larger; the pool keeps its goroutines for that reason;
 //   - panics: standard Go recovers a request's panic and answers 500
 //     (ServePanic); TinyGo's wasm has no recover, so a panic traps
-//     (build.sh's -panic=trap, which prints no message) and the request
-//     gets workerd's own error; the log's stack names the Go function,
-//     since the module keeps its name section;
+//     (build.sh's -panic=trap, which prints no message): the program is
+//     ended, every request it held is answered 500 from what AnswerTraps
+//     set, and the next event starts a fresh one (trap_js.go,
+//     wasm_exec_entry.js); the log's stack names the Go function, since
+//     the module keeps its name section;
 //   - the collector: TinyGo's scans conservatively, never returns memory
 //     and runs no finalizers, where standard Go's runs them; the bridge
 //     relies on neither (Numbers and bytes, above);
