@@ -181,7 +181,8 @@ func (a *Admin) Inspect(ctx context.Context, key Key) (Record, error) {
 // claim holds the key, ErrOutcomeFinal once its outcome is stored,
 // ErrNoOrder for a key stored without its order, and an error wrapping
 // ErrStorageUnavailable when storage fails (the key is then left Open).
-// It returns the key's Record after.
+// It returns the key's Record after. During a migration, a key left open
+// only in the Fallback is adopted first (Service.Adopt).
 func (a *Admin) Resolve(ctx context.Context, key Key, res Resolution) (Record, error) {
 	switch {
 	case res.Status == order.StatusAccepted && res.Reason == "":
@@ -203,6 +204,15 @@ func (a *Admin) Resolve(ctx context.Context, key Key, res Resolution) (Record, e
 
 	claim := Claim{Token: s.opts.NewID(), Lease: s.opts.PendingTTL, Settling: true, Resolving: true, KeepUntil: s.keepUntil(now)}
 	rec, err := s.store.Begin(ctx, key, claim)
+	if err == nil && rec.State == Absent && s.fallback() {
+		// During a migration a key KV mode left open, and the sweep has
+		// not adopted yet, is adopted first, not due for the Store's
+		// settler before this answer is stored.
+		if _, err := s.adoptOpen(ctx, key, now.Add(s.opts.PendingTTL)); err != nil {
+			return Record{}, err
+		}
+		rec, err = s.store.Begin(ctx, key, claim)
+	}
 	switch {
 	case err != nil:
 		return Record{}, storageUnavailable(err)
@@ -248,8 +258,13 @@ func (a *Admin) Resolve(ctx context.Context, key Key, res Resolution) (Record, e
 // a minute (the receipt cache's TTL).
 //
 // During a migration it purges the Fallback's copy too, when the Fallback
-// is an AdminStore, so that no retry copies the receipt back; a receipt
-// held only there is purged there.
+// is a FallbackAdmin, so that no retry copies the receipt back; a receipt
+// held only there is purged there. Once the Store holds the key's final
+// outcome, the Fallback's claim for it (KV mode left it open, and a retry
+// settled it here) is stale: it is deleted first, so that no adoption
+// takes the key again and has the settler store the purged receipt once
+// more. A purge that fails midway leaves the Store's outcome, and is
+// finished by its retry.
 func (a *Admin) Purge(ctx context.Context, key Key) (Record, error) {
 	s := a.svc
 	cacheKey := key.String()
@@ -258,8 +273,19 @@ func (a *Admin) Purge(ctx context.Context, key Key) (Record, error) {
 		return Record{}, ErrInProgress
 	}
 	defer s.inFlight.remove(cacheKey, entry)
+	old, migrating := s.opts.Fallback.(FallbackAdmin)
+	migrating = migrating && s.fallback()
+	if migrating {
+		cur, err := s.store.Lookup(ctx, key)
+		if err == nil && cur.State == Stored {
+			err = old.DropClaim(ctx, key)
+		}
+		if err != nil {
+			return Record{}, storageUnavailable(err)
+		}
+	}
 	rec, err := a.store.Purge(ctx, key)
-	if old, ok := s.opts.Fallback.(AdminStore); ok && err == nil && s.fallback() && (rec.State == Stored || rec.State == Absent) {
+	if migrating && err == nil && (rec.State == Stored || rec.State == Absent) {
 		oldRec, oerr := old.Purge(ctx, key)
 		switch {
 		case oerr != nil:
@@ -283,6 +309,17 @@ func (a *Admin) Purge(ctx context.Context, key Key) (Record, error) {
 	s.receipts.forget(cacheKey)
 	s.opened.forget(cacheKey)
 	return rec, nil
+}
+
+// FallbackAdmin is a Fallback an operator's purge clears too, during a
+// migration: kv.Store.
+type FallbackAdmin interface {
+	Fallback
+	AdminStore
+	// DropClaim deletes key's claim, whatever it holds: Purge calls it
+	// once the Store holds key's final outcome, which makes the claim
+	// stale.
+	DropClaim(ctx context.Context, key Key) error
 }
 
 // forget drops key's receipt: its entry stays in the ring, expired, so

@@ -121,3 +121,12 @@ func (k *Store) Purge(ctx context.Context, key intake.Key) (intake.Record, error
 	}
 	return rec, nil
 }
+
+// DropClaim implements intake.FallbackAdmin: it deletes pending:<key>,
+// whatever it holds.
+func (k *Store) DropClaim(ctx context.Context, key intake.Key) error {
+	if err := k.ns.Delete(ctx, pendingPrefix+key.String()); err != nil {
+		return errs.Prefix("kv: deleting the claim", err)
+	}
+	return nil
+}

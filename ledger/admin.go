@@ -61,11 +61,13 @@ func (o *Object) List(client, after string, states intake.Attention, limit int) 
 // purge it made, not a key that was never there. "" is no token.
 func (o *Object) Purge(key intake.Key, token string) intake.Record {
 	now := o.now()
+	// The token first: a retry that comes after a new receipt was
+	// committed under the key reports its own purge and deletes nothing.
+	if rec, ok := recentPurges.find(key.String(), token, now); ok {
+		return rec
+	}
 	r, ok := o.rows.get(key.String())
 	if !ok {
-		if rec, ok := recentPurges.find(key.String(), token, now); ok {
-			return rec
-		}
 		return intake.Record{State: intake.Absent}
 	}
 	rec := r.record(now)

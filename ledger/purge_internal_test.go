@@ -43,3 +43,36 @@ func TestAPurgeRetriedAfterItsAnswerWasLostReportsItsPurge(t *testing.T) {
 		t.Errorf("a retry past the window: Purge = %v, want Absent", got.State)
 	}
 }
+
+// TestAPurgeRetriedAfterANewReceiptLeavesTheNewReceipt: the purge's answer
+// was lost, the key was free, and a client's new order stored a new
+// receipt under it before the Client retried the purge with its token.
+// The retry reports the purge it made and deletes nothing: the new
+// receipt is no part of it.
+func TestAPurgeRetriedAfterANewReceiptLeavesTheNewReceipt(t *testing.T) {
+	ctx := context.Background()
+	m := NewMemoryStore()
+	// recentPurges is the isolate's: a key of its own.
+	key := intake.Key{Client: "desk", ID: "new-receipt"}
+	commit := func(token, body string) {
+		t.Helper()
+		c := intake.Claim{Token: token, Lease: time.Minute}
+		if _, err := m.Begin(ctx, key, c); err != nil {
+			t.Fatal(err)
+		}
+		if err := m.Commit(ctx, key, c, intake.Result{Body: []byte(body), TTL: time.Hour}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	commit("first", `{"r":1}`)
+	if got := m.obj.Purge(key, "call-1"); got.State != intake.Stored || string(got.Body) != `{"r":1}` {
+		t.Fatalf("the purge = %v %s, want the first receipt", got.State, got.Body)
+	}
+	commit("second", `{"r":2}`)
+	if got := m.obj.Purge(key, "call-1"); got.State != intake.Stored || string(got.Body) != `{"r":1}` {
+		t.Errorf("its retry = %v %s, want the first purge's receipt", got.State, got.Body)
+	}
+	if rec, err := m.Lookup(ctx, key); err != nil || rec.State != intake.Stored || string(rec.Body) != `{"r":2}` {
+		t.Errorf("Lookup after the retry = %v %s, %v; want the new receipt kept", rec.State, rec.Body, err)
+	}
+}

@@ -1,0 +1,99 @@
+package intake_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/edge-orders/edge-orders/config"
+	"github.com/edge-orders/edge-orders/intake"
+	"github.com/edge-orders/edge-orders/kv"
+	"github.com/edge-orders/edge-orders/order"
+)
+
+// TestAPurgeDuringTheMigrationDeletesKVsClaimOnceTheLedgerHoldsTheOutcome:
+// KV mode left the key open, the client's retry against the ledger
+// Worker settled it there under KV's order id, and KV still holds its
+// open claim. The purge deletes that claim too: afterwards the key is
+// free everywhere (not unknown), no adoption takes it again, and the
+// erased receipt is never stored again.
+func TestAPurgeDuringTheMigrationDeletesKVsClaimOnceTheLedgerHoldsTheOutcome(t *testing.T) {
+	ctx := context.Background()
+	clock, old, mem := migrating(t)
+	g := &scriptedGateway{clock: clock}
+	svc := intake.New(mem, intake.Options{ResultTTL: config.DefaultResultTTL, PendingTTL: config.DefaultPendingTTL, Gateway: g,
+		Now: clock.Now, Fallback: kv.NewStore(old, clock.Now), FallbackUntil: acceptedAt.Add(48 * time.Hour)})
+	out, err := svc.Submit(ctx, key("k"), []byte(validBody), "")
+	if err != nil || out.OrderID != "order-x" {
+		t.Fatalf("the retry against the ledger = %q, %v; want order-x's receipt", out.OrderID, err)
+	}
+	admin := intake.NewAdmin(svc, mem)
+	if rec, err := admin.Purge(ctx, key("k")); err != nil || rec.State != intake.Stored {
+		t.Fatalf("Purge = %v, %v; want the receipt purged", rec.State, err)
+	}
+	if _, err := old.Get(ctx, "pending:k"); !errors.Is(err, kv.ErrNotFound) {
+		t.Errorf("KV's claim after the purge: %v, want it deleted", err)
+	}
+	if rec, err := admin.Inspect(ctx, key("k")); !errors.Is(err, intake.ErrNotFound) {
+		t.Errorf("Inspect after the purge = %v, %v; want ErrNotFound", rec.State, err)
+	}
+	if _, err := svc.Lookup(ctx, key("k")); !errors.Is(err, intake.ErrNotFound) {
+		t.Errorf("Lookup after the purge = %v, want ErrNotFound", err)
+	}
+	if adopted, err := svc.Adopt(ctx, key("k")); err != nil || adopted {
+		t.Errorf("Adopt after the purge = %v, %v; want nothing to adopt", adopted, err)
+	}
+	clock.Advance(time.Hour)
+	if keys := mem.DueKeys(10); len(keys) != 0 {
+		t.Errorf("keys due after the purge: %v, want none", keys)
+	}
+	if n := len(g.placements()); n != 1 {
+		t.Errorf("gateway calls = %d, want the retry's one", n)
+	}
+}
+
+// TestResolveAdoptsAKeyKVModeGaveUpOn: during the migration, a key KV
+// mode's settler gave up on (unresolved, due never) is held only in KV.
+// The ledger Worker's resolve adopts it first and stores the operator's
+// answer under KV's order id, which the client's retry replays.
+func TestResolveAdoptsAKeyKVModeGaveUpOn(t *testing.T) {
+	ctx := context.Background()
+	clock := &fakeClock{now: acceptedAt}
+	old := kv.NewMemoryNamespace()
+	old.Now = clock.Now
+	o, err := order.Parse([]byte(validBody))
+	if err != nil {
+		t.Fatal(err)
+	}
+	oldStore := kv.NewStore(old, clock.Now)
+	c := intake.Claim{Token: "old", Fingerprint: o.Fingerprint(), Order: o, OrderID: "order-x", AcceptedAt: acceptedAt,
+		Lease: config.DefaultPendingTTL, KeepUntil: acceptedAt.Add(keepWindow)}
+	if _, err := oldStore.Begin(ctx, key("k"), c); err != nil {
+		t.Fatal(err)
+	}
+	c.Sent, c.Attempts, c.Unresolved = true, 7, true
+	if err := oldStore.Release(ctx, key("k"), c); err != nil {
+		t.Fatal(err)
+	}
+	_, _, mem := migrating(t)
+	g := &scriptedGateway{clock: clock}
+	svc := intake.New(mem, intake.Options{ResultTTL: config.DefaultResultTTL, PendingTTL: config.DefaultPendingTTL, Gateway: g,
+		Now: clock.Now, Fallback: oldStore, FallbackUntil: acceptedAt.Add(48 * time.Hour)})
+	admin := intake.NewAdmin(svc, mem)
+	if rec, err := admin.Inspect(ctx, key("k")); err != nil || !rec.Unresolved {
+		t.Fatalf("Inspect = %+v, %v; want the key unresolved, from KV", rec, err)
+	}
+	rec, err := admin.Resolve(ctx, key("k"), intake.Resolution{Status: order.StatusAccepted})
+	want := order.Receipt{OrderID: "order-x", Status: order.StatusAccepted, Order: o, AcceptedAt: acceptedAt}.JSON()
+	if err != nil || rec.State != intake.Stored || string(rec.Body) != string(want) {
+		t.Fatalf("Resolve = %v %s, %v; want %s stored", rec.State, rec.Body, err, want)
+	}
+	out, err := svc.Submit(ctx, key("k"), []byte(validBody), "")
+	if err != nil || !out.Replayed || string(out.Receipt) != string(want) {
+		t.Errorf("the client's retry = %s replayed %v, %v; want the resolved receipt", out.Receipt, out.Replayed, err)
+	}
+	if n := len(g.placements()); n != 0 {
+		t.Errorf("gateway calls = %d, want none: the operator answered", n)
+	}
+}
