@@ -614,12 +614,16 @@ func (k *Store) walk(ctx context.Context, cursorKey string, limit int, match fun
 				return keys, k.saveWalkCursor(ctx, cursorKey, cursor, l.Name)
 			}
 		}
-		after = ""
-		if cursor = next; cursor == "" {
-			break
+		switch {
+		case next == "":
+			// The walk's end: the next one starts over.
+			return keys, k.saveWalkCursor(ctx, cursorKey, "", "")
+		case next != cursor:
+			after = "" // a new page (an empty one may name its own start)
 		}
+		cursor = next
 	}
-	return keys, k.saveWalkCursor(ctx, cursorKey, cursor, "")
+	return keys, k.saveWalkCursor(ctx, cursorKey, cursor, after)
 }
 
 // saveWalkCursor keeps where the next walk under cursorKey starts: in KV's

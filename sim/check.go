@@ -28,12 +28,14 @@ func (w *world) kvEvent(key keyName, what string) {
 // kvAllows is the first event of KV's documented limits on key at or
 // before at, which KV mode's allowances name: a read that missed a write
 // (staleness), or two claims at once (no compare-and-swap). Over the
-// ledger nothing is allowed.
+// ledger nothing is allowed, but during a migration mid-run (migrate.go).
 func (w *world) kvAllows(key keyName, at time.Time) (string, bool) {
-	if w.mode != KVMode {
+	if w.mode != KVMode && w.mig == nil {
 		return "", false
 	}
 	for _, e := range w.kvEvents[key] {
+		// A migration mid-run: KV mode's events, and after the switch the
+		// ledger Worker's reads of KV (its fallback), KV reads as well.
 		if !e.at.After(at) {
 			return e.what, true
 		}
@@ -116,6 +118,7 @@ func (w *world) checkAnswer(ans *answer) {
 	case unresolved:
 		w.checkNotReceipted(ans.key, ans.orderID, "was told unresolved to its client", ans.by)
 	}
+	w.checkAnswerNotPurged(ans)
 	if ans.lookup && ans.body != nil && !w.storedBodies[ans.key][string(ans.body)] {
 		w.violate("a lookup of %s was told a receipt that was never stored: %s", ans.key, ans.body)
 	}
@@ -197,6 +200,7 @@ func (w *world) stored(key keyName, receipt []byte, until time.Time) {
 	if os.Getenv("SIM_DEBUG") != "" {
 		w.logf("  stored %s %s", key, receipt)
 	}
+	w.checkNotPurged(key, receipt, "stored again")
 	w.commits[key] = w.now()
 	if w.storedBodies[key] == nil {
 		w.storedBodies[key] = make(map[string]bool)
@@ -319,7 +323,7 @@ func (w *world) keyOf(name keyName) intake.Key {
 func (w *world) checkKept() {
 	now := w.now()
 	for key, c := range w.oms.last {
-		if w.absent[key] || !w.isAbsent(key) {
+		if w.absent[key] || w.purgedBetween(key, c.start, now) || !w.isAbsent(key) {
 			continue
 		}
 		var until time.Time
@@ -406,7 +410,7 @@ func (w *world) checkEnd() {
 func (w *world) checkFinalRetries() {
 	for _, fin := range w.finalRetries {
 		for _, a := range w.answers {
-			if a == fin || a.lookup || a.key != fin.key || a.fp != fin.fp || !w.now().Before(a.start.Add(w.resultTTL)) {
+			if a == fin || a.lookup || a.key != fin.key || a.fp != fin.fp || !w.now().Before(a.start.Add(w.resultTTL)) || w.purgedBetween(a.key, a.start, fin.start) {
 				continue
 			}
 			event, allowed := w.kvAllows(a.key, fin.start)
@@ -453,7 +457,9 @@ func (w *world) checkOrderIDs() {
 	check := func(m map[string]first, group, what string, c *gatewayCall) {
 		f, ok := m[group]
 		switch {
-		case !ok || !c.start.Before(f.acceptedAt.Add(w.resultTTL)):
+		case !ok || !c.start.Before(f.acceptedAt.Add(w.resultTTL)) || w.purgedBetween(c.key, f.acceptedAt, c.start):
+			m[group] = first{c.orderID, c.acceptedAt}
+		case f.orderID != c.orderID && w.legacyIDMissed(c, f.orderID):
 			m[group] = first{c.orderID, c.acceptedAt}
 		case f.orderID != c.orderID:
 			w.violate("the OMS saw a second order id for %s: %s, then %s", what, f.orderID, c.orderID)
@@ -520,7 +526,7 @@ func (w *world) checkReplaysIdentical() {
 		id, _, _ := order.ReceiptFields(a.body)
 		group := a.key + " " + id
 		prev, ok := anchors[group]
-		within := ok && a.start.Before(prev.end.Add(w.resultTTL))
+		within := ok && a.start.Before(prev.end.Add(w.resultTTL)) && !w.purgedBetween(a.key, prev.end, a.start)
 		same := within && slices.ContainsFunc(prev.bodies, func(b []byte) bool { return bytes.Equal(b, a.body) })
 		event, allowed := w.kvAllows(a.key, a.end)
 		otherEvent, otherClaim := w.otherClaimsReceipt(&answer{key: a.key, orderID: id, end: a.end}, a.body)
