@@ -245,8 +245,8 @@ func (h *Handler) queryRoute(method, path, query string) (adminRoute, error) {
 // keyRoute checks a path's client and key segments for route, and names
 // the key in it.
 func (h *Handler) keyRoute(route adminRoute, clientSegment, keySegment string) (adminRoute, error) {
-	client, cok := unescape(clientSegment, false)
-	id, kok := unescape(keySegment, false)
+	client, cok := unescape(clientSegment)
+	id, kok := unescape(keySegment)
 	switch {
 	case !cok:
 		return route, errs.Detail(errUnknownClient, "the client's path segment is not percent-encoded")
@@ -275,7 +275,8 @@ func (h *Handler) keyRoute(route adminRoute, clientSegment, keySegment string) (
 }
 
 // queryPairs is query's name=value pairs in order, each percent-decoded
-// (a '+' is a space), the empty ones left out.
+// as a path segment is (a '+' is a plus, in every admin query), the empty
+// ones left out.
 func queryPairs(query string) ([][2]string, error) {
 	var pairs [][2]string
 	for _, pair := range strings.Split(query, "&") {
@@ -283,8 +284,8 @@ func queryPairs(query string) ([][2]string, error) {
 			continue
 		}
 		rawName, rawValue, _ := strings.Cut(pair, "=")
-		name, nok := unescape(rawName, true)
-		value, vok := unescape(rawValue, true)
+		name, nok := unescape(rawName)
+		value, vok := unescape(rawValue)
 		if !nok || !vok {
 			return nil, errs.Detail(errInvalidQuery, "the query is not percent-encoded")
 		}
@@ -533,10 +534,12 @@ func appendEntry(b []byte, key intake.Key, rec intake.Record, expires time.Time)
 	return b
 }
 
-// unescape percent-decodes s, and with plus reads '+' as a space, as a
-// query does; false for a malformed escape.
-func unescape(s string, plus bool) (string, bool) {
-	if !strings.ContainsAny(s, "%+") {
+// unescape percent-decodes s, and nothing else: a '+' is a plus, in a
+// path segment and in every admin query alike, so that a key holding one
+// is named the same way everywhere (a space is %20). It returns false for
+// a malformed escape.
+func unescape(s string) (string, bool) {
+	if !strings.Contains(s, "%") {
 		return s, true
 	}
 	b := make([]byte, 0, len(s))
@@ -552,8 +555,6 @@ func unescape(s string, plus bool) (string, bool) {
 			}
 			b = append(b, byte(hi<<4|lo))
 			i += 2
-		case c == '+' && plus:
-			b = append(b, ' ')
 		default:
 			b = append(b, c)
 		}
