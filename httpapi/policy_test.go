@@ -227,3 +227,42 @@ func TestUnknownOutcomePromisesOnlyWhatRuns(t *testing.T) {
 		})
 	}
 }
+
+// TestEachModesPolicyIsTrueOfThatMode: KV mode's page states KV's limits
+// in the terms of docs/operating.md, and qualifies the byte-for-byte
+// replay and the 422 on reuse it cannot always keep; ledger mode's page
+// makes its promises whole; during a migration the ledger's page states
+// KV's limits for the keys still held in KV, until the fallback's end.
+func TestEachModesPolicyIsTrueOfThatMode(t *testing.T) {
+	until := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
+	kvLimits := []string{"## KV's limits", "may miss a write for 60 seconds or more",
+		"another `acceptedAt` than the 201 gave", "a second, different order under the key may be placed, instead of `422 idempotency_key_reused`",
+		"byte for byte (but see [KV's limits](#kvs-limits))"}
+	migrating := serviceOptions()
+	migrating.Fallback, migrating.FallbackUntil = kv.NewStore(kv.NewMemoryNamespace(), nil), until
+	for _, tc := range []struct {
+		name          string
+		store         intake.Store
+		opts          intake.Options
+		want, wantNot []string
+	}{
+		{"KV mode", kv.NewStore(kv.NewMemoryNamespace(), nil), serviceOptions(), append(kvLimits, "in any location"), []string{"Durable Object"}},
+		{"ledger mode", ledger.NewMemoryStore(), serviceOptions(), nil, kvLimits},
+		{"ledger mode during a migration", ledger.NewMemoryStore(), migrating,
+			append(kvLimits, "until 2026-12-01T00:00:00Z it also reads the keys an earlier version kept in Workers KV"), nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			page := getPolicy(t, httpapi.New(intake.New(tc.store, tc.opts), httpapi.Options{})).Body.String()
+			for _, s := range tc.want {
+				if !strings.Contains(page, s) {
+					t.Errorf("the page does not say %q:\n%s", s, page)
+				}
+			}
+			for _, s := range tc.wantNot {
+				if strings.Contains(page, s) {
+					t.Errorf("the page says %q, which is not this mode's:\n%s", s, page)
+				}
+			}
+		})
+	}
+}

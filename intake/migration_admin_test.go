@@ -97,3 +97,26 @@ func TestResolveAdoptsAKeyKVModeGaveUpOn(t *testing.T) {
 		t.Errorf("gateway calls = %d, want none: the operator answered", n)
 	}
 }
+
+// TestALookupDuringTheMigrationSaysWhenAReceiptStillInKVExpires: ledger
+// mode says when every outcome a lookup finds expires, a receipt still
+// held only in KV too: the lookup copies it into the ledger, as a retry
+// does, where it is kept RESULT_TTL from then, and says so.
+func TestALookupDuringTheMigrationSaysWhenAReceiptStillInKVExpires(t *testing.T) {
+	const old = `{"orderId":"r1","status":"accepted","symbol":"AAPL","side":"buy","quantity":10,"acceptedAt":"2024-01-02T03:04:05.678Z"}`
+	ctx := context.Background()
+	clock, oldKV, mem := migrating(t)
+	if err := oldKV.Put(ctx, "result:kept", kv.Entry{Value: old}, kv.PutOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	svc := intake.New(mem, intake.Options{ResultTTL: config.DefaultResultTTL, PendingTTL: config.DefaultPendingTTL,
+		Now: clock.Now, Fallback: kv.NewStore(oldKV, clock.Now), FallbackUntil: acceptedAt.Add(48 * time.Hour)})
+	out, err := svc.Lookup(ctx, key("kept"))
+	want := acceptedAt.Add(config.DefaultResultTTL)
+	if err != nil || string(out.Receipt) != old || !out.Expires.Equal(want) {
+		t.Fatalf("Lookup = %s expires %v, %v; want the old receipt, expiring %v", out.Receipt, out.Expires, err, want)
+	}
+	if rec, err := mem.Lookup(ctx, key("kept")); err != nil || rec.State != intake.Stored || string(rec.Body) != old {
+		t.Errorf("the ledger holds %v %s, %v; want the receipt copied", rec.State, rec.Body, err)
+	}
+}

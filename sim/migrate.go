@@ -42,6 +42,10 @@ type migration struct {
 	pending  int
 	bounded  bool // adoptionBound checked
 	purges   map[keyName][]purge
+	// outageUntil ends an OMS outage that began just before the switch,
+	// with a burst of new keys: KV mode leaves them all open, more than
+	// one adoption run takes.
+	outageUntil time.Time
 }
 
 // purge is an operator's purge that erased body.
@@ -98,9 +102,17 @@ func (w *world) migrationStep(i int, k *clientKey) bool {
 	return true
 }
 
-// switchToLedger moves the route to the ledger-mode Worker.
+// switchToLedger moves the route to the ledger-mode Worker, in half the
+// histories in the middle of an OMS outage.
 func (w *world) switchToLedger() {
 	m := w.mig
+	if w.choose(2, "OMS outage across the switch") == 1 {
+		w.count("OMS outage across the switch")
+		m.outageUntil = w.now().Add([]time.Duration{time.Minute, 10 * time.Minute, time.Hour}[w.choose(3, "OMS outage")])
+		w.logf("the OMS is down until %s", m.outageUntil.Format("15:04:05.000"))
+		w.burst(w.instances[0], 3*sweepLimit/2)
+		w.sched.sleep(10 * time.Second) // the burst's requests end
+	}
 	w.count("route moved to the ledger")
 	w.logf("the route moves to the ledger-mode Worker")
 	was := w.direct
@@ -298,4 +310,20 @@ func (w *world) legacyIDMissed(c *gatewayCall, first string) bool {
 		w.allow("a second order id after a read that missed an old version's", event)
 	}
 	return ok
+}
+
+// omsDown reports whether the OMS is down: an outage across the switch,
+// which ends with the faults at the latest.
+func (w *world) omsDown() bool {
+	return w.mig != nil && w.faults() && w.now().Before(w.mig.outageUntil)
+}
+
+// outageAnswer is the gateway's answer during an outage: the OMS acted or
+// not, and its answer was lost.
+func (w *world) outageAnswer(key keyName, p intake.Placement) error {
+	w.count("OMS call in an outage")
+	if w.choose(2, "OMS acted in an outage") == 1 {
+		w.oms.act(key, p)
+	}
+	return errOMSUnavailable
 }

@@ -103,6 +103,9 @@ func (g gateway) Place(ctx context.Context, p intake.Placement) error {
 	w.logf("%s: gateway call %s for %s", a.name, p.OrderID, a.key)
 	defer o.end(call)
 	w.sched.sleep(time.Duration(1+w.choose(3, "oms latency")) * 10 * time.Millisecond)
+	if w.omsDown() {
+		return w.outageAnswer(a.key, p)
+	}
 	switch {
 	case w.fault("oms 503 before acting"):
 		return errOMSUnavailable
