@@ -70,6 +70,9 @@ var stateNames = []struct {
 type adminRoute struct {
 	action string
 	key    intake.Key
+	// orderID is a resolve's or a purge's precondition, from the query's
+	// orderId: the order id the operator saw ("" for none).
+	orderID string
 	// allow is the methods the path takes, for a 405's Allow.
 	allow string
 }
@@ -148,9 +151,9 @@ func (h *Handler) admin(ctx context.Context, r *workers.Request, line *eventlog.
 	case actionInspect:
 		body, err = h.inspect(ctx, route.key, line)
 	case actionResolve:
-		body, err = h.resolve(ctx, route.key, r, line)
+		body, err = h.resolve(ctx, route, r, line)
 	case actionPurge:
-		body, err = h.purge(ctx, route.key, line)
+		body, err = h.purge(ctx, route, line)
 	case actionListDeadLetters:
 		body, err = h.listDeadLetters(ctx, r.Query)
 	case actionAcknowledge:
@@ -205,8 +208,26 @@ func (h *Handler) adminRoute(method, path, query string) (adminRoute, error) {
 	default:
 		return adminRoute{}, errAdminNoRoute
 	}
+	pairs, err := queryPairs(query)
+	if err != nil {
+		return route, err
+	}
+	for _, p := range pairs {
+		if p[0] != orderIDParam || route.orderID != "" || !preconditioned(route.action) {
+			return route, errs.Detail(errInvalidQuery, "a resolve or a purge takes orderId, once; nothing else takes a query")
+		}
+		route.orderID = p[1]
+	}
 	return h.keyRoute(route, parts[0], parts[1])
 }
+
+// orderIDParam is the query parameter of a resolve's or a purge's
+// precondition: the order id the operator saw; the key must still hold
+// it, or nothing is done (409 order_mismatch).
+const orderIDParam = "orderId"
+
+// preconditioned reports whether action takes orderIDParam.
+func preconditioned(action string) bool { return action == actionResolve || action == actionPurge }
 
 // queryRoute reads OrderPath?client=…&key=… and its /resolve: the
 // values percent-decoded, nothing else, as a path segment is.
@@ -224,7 +245,7 @@ func (h *Handler) queryRoute(method, path, query string) (adminRoute, error) {
 		route.action = actionPurge
 	}
 	var client, key string
-	var hasClient, hasKey bool
+	var hasClient, hasKey, hasOrderID bool
 	for _, pair := range strings.Split(query, "&") {
 		name, value, _ := strings.Cut(pair, "=")
 		switch {
@@ -232,12 +253,18 @@ func (h *Handler) queryRoute(method, path, query string) (adminRoute, error) {
 			client, hasClient = value, true
 		case name == "key" && !hasKey:
 			key, hasKey = value, true
+		case name == orderIDParam && !hasOrderID && preconditioned(route.action):
+			id, ok := unescape(value)
+			if !ok {
+				return route, errs.Detail(errInvalidQuery, "the query is not percent-encoded")
+			}
+			route.orderID, hasOrderID = id, true
 		default:
-			return route, errs.Detail(errInvalidQuery, "the query takes client and key, once each")
+			return route, errs.Detail(errInvalidQuery, "the query takes client and key, once each, and for a resolve or a purge orderId")
 		}
 	}
 	if !hasClient || !hasKey {
-		return route, errs.Detail(errInvalidQuery, "the query takes client and key, once each")
+		return route, errs.Detail(errInvalidQuery, "the query takes client and key, once each, and for a resolve or a purge orderId")
 	}
 	return h.keyRoute(route, client, key)
 }
@@ -382,7 +409,8 @@ func (h *Handler) inspect(ctx context.Context, key intake.Key, line *eventlog.Li
 }
 
 // resolve answers POST /admin/orders/{client}/{key}/resolve.
-func (h *Handler) resolve(ctx context.Context, key intake.Key, r *workers.Request, line *eventlog.Line) ([]byte, error) {
+func (h *Handler) resolve(ctx context.Context, route adminRoute, r *workers.Request, line *eventlog.Line) ([]byte, error) {
+	key := route.key
 	body, err := r.Body.ReadAll(MaxResolutionBytes)
 	if err != nil {
 		if errors.Is(err, workers.ErrTooLarge) {
@@ -395,6 +423,7 @@ func (h *Handler) resolve(ctx context.Context, key intake.Key, r *workers.Reques
 	if err != nil {
 		return nil, err
 	}
+	res.OrderID = route.orderID
 	// The state before, for the audit line: read first, so that a
 	// refusal says what the key was in too.
 	if before, err := h.opts.Admin.Inspect(ctx, key); err == nil {
@@ -447,8 +476,9 @@ func parseResolution(body []byte) (intake.Resolution, string, error) {
 }
 
 // purge answers DELETE /admin/orders/{client}/{key}.
-func (h *Handler) purge(ctx context.Context, key intake.Key, line *eventlog.Line) ([]byte, error) {
-	rec, err := h.opts.Admin.Purge(ctx, key)
+func (h *Handler) purge(ctx context.Context, route adminRoute, line *eventlog.Line) ([]byte, error) {
+	key := route.key
+	rec, err := h.opts.Admin.Purge(ctx, key, route.orderID)
 	line.Before, line.OrderID = stateOf(rec), orderIDOf(rec)
 	if err != nil {
 		line.After = line.Before
@@ -475,13 +505,7 @@ func stateOf(rec intake.Record) string {
 }
 
 // orderIDOf is rec's order id: the claim's, or its receipt's.
-func orderIDOf(rec intake.Record) string {
-	if rec.State == intake.Stored {
-		id, _, _ := order.ReceiptFields(rec.Body)
-		return id
-	}
-	return rec.OrderID
-}
+func orderIDOf(rec intake.Record) string { return intake.OrderIDOf(rec) }
 
 // detail is a key's entry with what is stored for it: its receipt
 // (byte for byte as replayed), rejected and expiresAt.

@@ -87,9 +87,11 @@ type AdminStore interface {
 	// ErrBadCursor for a cursor it did not hand out.
 	List(ctx context.Context, q ListQuery) (ListPage, error)
 	// Purge deletes key's stored outcome, and any claim left beside it,
-	// if its outcome is stored; anything else (a claim, an Open key) it
-	// leaves as it is. It returns what it found, as Lookup would have.
-	Purge(ctx context.Context, key Key) (Record, error)
+	// if its outcome is stored and, with an orderID, for that order id
+	// (OrderIDOf); anything else (a claim, an Open key, another order's
+	// outcome) it leaves as it is. It returns what it found, as Lookup
+	// would have.
+	Purge(ctx context.Context, key Key, orderID string) (Record, error)
 }
 
 // Errors of the admin operations, beside ErrNotFound, ErrInProgress and
@@ -105,6 +107,10 @@ var (
 	// ErrNoOrder is returned by Resolve for an Open key stored without
 	// its order (by an older version): no receipt can be built for it.
 	ErrNoOrder = errors.New("intake: the key holds no order")
+	// ErrPrecondition is returned by Resolve and Purge, given the order
+	// id the operator saw, for a key that holds another order: it changed
+	// since they looked. Nothing is changed.
+	ErrPrecondition = errors.New("intake: the key holds another order")
 	// ErrBadResolution is returned by Resolve for an answer that is
 	// neither accepted nor rejected with a reason.
 	ErrBadResolution = errors.New("intake: invalid resolution")
@@ -123,6 +129,19 @@ type Resolution struct {
 	// Reason is the rejection's, stored in the receipt as a gateway's
 	// is (order.MaxReasonBytes); required for a rejection.
 	Reason string
+	// OrderID, if set, is the order id the operator looked up: the key
+	// must still hold it (ErrPrecondition).
+	OrderID string
+}
+
+// OrderIDOf is the order id rec is about, as the admin API shows it: a
+// stored outcome's own (its receipt's), or the one kept with the claim.
+func OrderIDOf(rec Record) string {
+	if rec.State == Stored {
+		id, _, _ := order.ReceiptFields(rec.Body)
+		return id
+	}
+	return rec.OrderID
 }
 
 // Admin runs an operator's actions over a Service's Store: listing the
@@ -179,7 +198,8 @@ func (a *Admin) Inspect(ctx context.Context, key Key) (Record, error) {
 // reason, ErrAnswered for a rejection when the Worker runs the stand-in,
 // ErrNotFound when nothing is held, ErrInProgress while a live
 // claim holds the key, ErrOutcomeFinal once its outcome is stored,
-// ErrNoOrder for a key stored without its order, and an error wrapping
+// ErrNoOrder for a key stored without its order, ErrPrecondition for a key
+// that holds another order id than res.OrderID, and an error wrapping
 // ErrStorageUnavailable when storage fails (the key is then left Open).
 // It returns the key's Record after. During a migration, a key left open
 // only in the Fallback is adopted first (Service.Adopt).
@@ -228,9 +248,13 @@ func (a *Admin) Resolve(ctx context.Context, key Key, res Resolution) (Record, e
 		return Record{}, ErrInProgress
 	}
 	claim = takenOver(claim, rec)
-	if !rec.HasOrder || claim.Fingerprint == "" {
+	mismatch := res.OrderID != "" && rec.OrderID != res.OrderID
+	if mismatch || !rec.HasOrder || claim.Fingerprint == "" {
 		claim.NextAttempt = rec.NextAttempt
 		s.release(ctx, key, claim)
+		if mismatch {
+			return Record{}, ErrPrecondition
+		}
 		return Record{}, ErrNoOrder
 	}
 	_, err = s.place(withAnswer(ctx, res), key, claim, bySettler)
@@ -253,7 +277,9 @@ func (a *Admin) Resolve(ctx context.Context, key Key, res Resolution) (Record, e
 // anything else: ErrOutcomeOpen while the outcome is unknown or
 // unresolved, ErrInProgress while a live claim holds the key, ErrNotFound
 // when nothing is held, and an error wrapping ErrStorageUnavailable when
-// storage fails. It returns what was purged. The instance forgets the
+// storage fails. With an orderID, it purges only that order's outcome:
+// ErrPrecondition for a key that holds another. It returns what was
+// purged. The instance forgets the
 // receipt at once; another instance may replay it from memory for up to
 // a minute (the receipt cache's TTL).
 //
@@ -265,7 +291,7 @@ func (a *Admin) Resolve(ctx context.Context, key Key, res Resolution) (Record, e
 // takes the key again and has the settler store the purged receipt once
 // more. A purge that fails midway leaves the Store's outcome, and is
 // finished by its retry.
-func (a *Admin) Purge(ctx context.Context, key Key) (Record, error) {
+func (a *Admin) Purge(ctx context.Context, key Key, orderID string) (Record, error) {
 	s := a.svc
 	cacheKey := key.String()
 	entry, ok := s.inFlight.add(cacheKey, s.opts.Now(), s.opts.PendingTTL)
@@ -277,16 +303,20 @@ func (a *Admin) Purge(ctx context.Context, key Key) (Record, error) {
 	migrating = migrating && s.fallback()
 	if migrating {
 		cur, err := s.store.Lookup(ctx, key)
-		if err == nil && cur.State == Stored {
-			err = old.DropClaim(ctx, key)
-		}
-		if err != nil {
+		switch {
+		case err != nil:
 			return Record{}, storageUnavailable(err)
+		case mismatched(cur, orderID):
+			return cur, ErrPrecondition
+		case cur.State == Stored:
+			if err := old.DropClaim(ctx, key); err != nil {
+				return Record{}, storageUnavailable(err)
+			}
 		}
 	}
-	rec, err := a.store.Purge(ctx, key)
-	if migrating && err == nil && (rec.State == Stored || rec.State == Absent) {
-		oldRec, oerr := old.Purge(ctx, key)
+	rec, err := a.store.Purge(ctx, key, orderID)
+	if migrating && err == nil && (rec.State == Stored || rec.State == Absent) && !mismatched(rec, orderID) {
+		oldRec, oerr := old.Purge(ctx, key, orderID)
 		switch {
 		case oerr != nil:
 			// The Store's copy may be gone already: purging again
@@ -305,10 +335,18 @@ func (a *Admin) Purge(ctx context.Context, key Key) (Record, error) {
 		return rec, ErrOutcomeOpen
 	case rec.State != Stored:
 		return rec, ErrNotFound
+	case mismatched(rec, orderID):
+		return rec, ErrPrecondition
 	}
 	s.receipts.forget(cacheKey)
 	s.opened.forget(cacheKey)
 	return rec, nil
+}
+
+// mismatched reports whether rec is a stored outcome of another order id
+// than orderID, which a purge given orderID leaves alone.
+func mismatched(rec Record, orderID string) bool {
+	return orderID != "" && rec.State == Stored && OrderIDOf(rec) != orderID
 }
 
 // FallbackAdmin is a Fallback an operator's purge clears too, during a

@@ -29,7 +29,7 @@ func TestAPurgeDuringTheMigrationDeletesKVsClaimOnceTheLedgerHoldsTheOutcome(t *
 		t.Fatalf("the retry against the ledger = %q, %v; want order-x's receipt", out.OrderID, err)
 	}
 	admin := intake.NewAdmin(svc, mem)
-	if rec, err := admin.Purge(ctx, key("k")); err != nil || rec.State != intake.Stored {
+	if rec, err := admin.Purge(ctx, key("k"), ""); err != nil || rec.State != intake.Stored {
 		t.Fatalf("Purge = %v, %v; want the receipt purged", rec.State, err)
 	}
 	if _, err := old.Get(ctx, "pending:k"); !errors.Is(err, kv.ErrNotFound) {

@@ -59,7 +59,7 @@ func (o *Object) List(client, after string, states intake.Attention, limit int) 
 // the object's last purge of key, within repurgeWindow, returns what that
 // one purged: the same call retried after its answer was lost reports the
 // purge it made, not a key that was never there. "" is no token.
-func (o *Object) Purge(key intake.Key, token string) intake.Record {
+func (o *Object) Purge(key intake.Key, token, orderID string) intake.Record {
 	now := o.now()
 	// The token first: a retry that comes after a new receipt was
 	// committed under the key reports its own purge and deletes nothing.
@@ -71,7 +71,7 @@ func (o *Object) Purge(key intake.Key, token string) intake.Record {
 		return intake.Record{State: intake.Absent}
 	}
 	rec := r.record(now)
-	if rec.State == intake.Stored {
+	if rec.State == intake.Stored && (orderID == "" || intake.OrderIDOf(rec) == orderID) {
 		o.rows.delete(key.String())
 		recentPurges.add(purged{key: key.String(), token: token, rec: rec, until: now.Add(repurgeWindow)}, now)
 	}
@@ -167,8 +167,8 @@ func (m *MemoryStore) List(ctx context.Context, q intake.ListQuery) (intake.List
 }
 
 // Purge implements intake.AdminStore.
-func (m *MemoryStore) Purge(ctx context.Context, key intake.Key) (rec intake.Record, err error) {
-	err = m.do(ctx, "purge", func() { rec = m.obj.Purge(key, "") })
+func (m *MemoryStore) Purge(ctx context.Context, key intake.Key, orderID string) (rec intake.Record, err error) {
+	err = m.do(ctx, "purge", func() { rec = m.obj.Purge(key, "", orderID) })
 	return rec, err
 }
 
@@ -342,11 +342,11 @@ func serveAdmin(o *Object, method string, arg []byte) (res []byte, ok bool, err 
 		keys, next := o.List(client, after, states, limit)
 		return encodeListed(keys, next, o.ListRowsRead()), true, nil
 	case "purge":
-		key, token, err := decodePurge(arg)
+		key, token, orderID, err := decodePurge(arg)
 		if err != nil {
 			return nil, true, err
 		}
-		return encodeRecord(o.Purge(key, token)), true, nil
+		return encodeRecord(o.Purge(key, token, orderID)), true, nil
 	}
 	return nil, false, nil
 }

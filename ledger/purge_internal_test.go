@@ -34,12 +34,12 @@ func TestAPurgeRetriedAfterItsAnswerWasLostReportsItsPurge(t *testing.T) {
 		{"a purge with no token", "", intake.Absent},
 	}
 	for _, tc := range tests {
-		if got := m.obj.Purge(key, tc.token); got.State != tc.want {
+		if got := m.obj.Purge(key, tc.token, ""); got.State != tc.want {
 			t.Errorf("%s: Purge = %v, want %v", tc.name, got.State, tc.want)
 		}
 	}
 	m.Now = func() time.Time { return time.Now().Add(repurgeWindow) }
-	if got := m.obj.Purge(key, "call-1"); got.State != intake.Absent {
+	if got := m.obj.Purge(key, "call-1", ""); got.State != intake.Absent {
 		t.Errorf("a retry past the window: Purge = %v, want Absent", got.State)
 	}
 }
@@ -65,11 +65,11 @@ func TestAPurgeRetriedAfterANewReceiptLeavesTheNewReceipt(t *testing.T) {
 		}
 	}
 	commit("first", `{"r":1}`)
-	if got := m.obj.Purge(key, "call-1"); got.State != intake.Stored || string(got.Body) != `{"r":1}` {
+	if got := m.obj.Purge(key, "call-1", ""); got.State != intake.Stored || string(got.Body) != `{"r":1}` {
 		t.Fatalf("the purge = %v %s, want the first receipt", got.State, got.Body)
 	}
 	commit("second", `{"r":2}`)
-	if got := m.obj.Purge(key, "call-1"); got.State != intake.Stored || string(got.Body) != `{"r":1}` {
+	if got := m.obj.Purge(key, "call-1", ""); got.State != intake.Stored || string(got.Body) != `{"r":1}` {
 		t.Errorf("its retry = %v %s, want the first purge's receipt", got.State, got.Body)
 	}
 	if rec, err := m.Lookup(ctx, key); err != nil || rec.State != intake.Stored || string(rec.Body) != `{"r":2}` {

@@ -153,7 +153,14 @@ func (w *world) operatorPurge(inst *instance, k *clientKey) {
 	w.mig.purges[name] = append(w.mig.purges[name], purge{start: w.now(), by: a})
 	i := len(w.mig.purges[name]) - 1
 	w.sched.spawn(a, func() {
-		rec, err := intake.NewAdmin(inst.svc, w.ledger).Purge(context.Background(), k.key)
+		// As the ops page does: the detail first, then the purge of the
+		// order it showed.
+		admin := intake.NewAdmin(inst.svc, w.ledger)
+		seen, err := admin.Inspect(context.Background(), k.key)
+		if err != nil {
+			return
+		}
+		rec, err := admin.Purge(context.Background(), k.key, intake.OrderIDOf(seen))
 		w.logf("%s: %v %v", a.name, rec.State, err)
 		if err != nil {
 			return
@@ -181,15 +188,16 @@ func (w *world) operatorResolve(inst *instance, k *clientKey) {
 		if !ok {
 			return // the OMS never saw it: the operator waits for the settler
 		}
-		res := intake.Resolution{Status: order.StatusAccepted}
+		res := intake.Resolution{Status: order.StatusAccepted, OrderID: rec.OrderID}
 		if !got.accepted {
-			res = intake.Resolution{Status: order.StatusRejected, Reason: "rejected by the simulated OMS"}
+			res = intake.Resolution{Status: order.StatusRejected, Reason: "rejected by the simulated OMS", OrderID: rec.OrderID}
 		}
 		rec, err = admin.Resolve(ctx, k.key, res)
 		w.logf("%s: %s %v %v", a.name, res.Status, rec.State, err)
 		if err == nil {
 			w.count("key resolved")
-		} else if !errors.Is(err, intake.ErrInProgress) && !errors.Is(err, intake.ErrOutcomeFinal) && !errors.Is(err, intake.ErrStorageUnavailable) {
+		} else if !errors.Is(err, intake.ErrInProgress) && !errors.Is(err, intake.ErrOutcomeFinal) && !errors.Is(err, intake.ErrStorageUnavailable) &&
+			!errors.Is(err, intake.ErrPrecondition) {
 			w.violate("%s: resolving an open key failed: %v", a.name, err)
 		}
 	})
