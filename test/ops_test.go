@@ -297,8 +297,8 @@ type stubAdmin struct {
 	auths         []string
 	listed        []string
 	preconditions []string
-	state    string // the hostile key's state
-	reason   string // its rejection's reason, once resolved
+	state         string // the hostile key's state
+	reason        string // its rejection's reason, once resolved
 }
 
 // The stub's two keys: the hostile one, unresolved until resolved, on
