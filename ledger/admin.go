@@ -6,7 +6,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/edge-orders/edge-orders/intake"
@@ -63,8 +62,8 @@ func (o *Object) Purge(key intake.Key, token, orderID string) intake.Record {
 	now := o.now()
 	// The token first: a retry that comes after a new receipt was
 	// committed under the key reports its own purge and deletes nothing.
-	if rec, ok := recentPurges.find(key.String(), token, now); ok {
-		return rec
+	if p, ok := o.rows.purged(key.String()); ok && token != "" && p.token == token && now.Before(p.until) {
+		return p.rec
 	}
 	r, ok := o.rows.get(key.String())
 	if !ok {
@@ -73,7 +72,15 @@ func (o *Object) Purge(key intake.Key, token, orderID string) intake.Record {
 	rec := r.record(now)
 	if rec.State == intake.Stored && (orderID == "" || intake.OrderIDOf(rec) == orderID) {
 		o.rows.delete(key.String())
-		recentPurges.add(purged{key: key.String(), token: token, rec: rec, until: now.Add(repurgeWindow)}, now)
+		if token != "" {
+			// A tombstone, in the object's storage, so that the retry
+			// finds it in whatever isolate it comes to; it holds the
+			// purged receipt, so the sweep deletes it as soon as its
+			// window ends.
+			p := purged{key: key.String(), token: token, rec: rec, until: now.Add(repurgeWindow)}
+			o.rows.putPurged(p)
+			o.sweepBy(p.until)
+		}
 	}
 	return rec
 }
@@ -82,55 +89,22 @@ func (o *Object) Purge(key intake.Key, token, orderID string) intake.Record {
 // round trip retried at once, with room to spare.
 const repurgeWindow = time.Minute
 
-// recentPurges are the purges of the last repurgeWindow in this isolate,
-// which every object of the isolate shares: a Durable Object's Go Object
-// lives for one call, and its retry comes to the same object, most often
-// in the same isolate. One that comes to a new isolate finds nothing, and
-// the purge it made is reported as a key with nothing held.
-var recentPurges purges
-
-// purges are recent purges by key.
-type purges struct {
-	mu sync.Mutex
-	m  map[string]purged
-}
-
-// add keeps p, and forgets the purges past their window.
-func (ps *purges) add(p purged, now time.Time) {
-	if p.token == "" {
-		return
-	}
-	ps.mu.Lock()
-	defer ps.mu.Unlock()
-	if ps.m == nil {
-		ps.m = make(map[string]purged)
-	}
-	for k, old := range ps.m {
-		if !now.Before(old.until) {
-			delete(ps.m, k)
-		}
-	}
-	ps.m[p.key] = p
-}
-
-// find is what the purge of key with token purged, within its window.
-func (ps *purges) find(key, token string, now time.Time) (intake.Record, bool) {
-	ps.mu.Lock()
-	defer ps.mu.Unlock()
-	p, ok := ps.m[key]
-	if !ok || token == "" || p.token != token || !now.Before(p.until) {
-		return intake.Record{}, false
-	}
-	return p.rec, true
-}
-
-// purged is a purge: the key, its call's token, what it held, and until
-// when a retry gets it.
+// purged is a purge's tombstone: the key, its call's token, what it
+// purged, and until when a retry with the token gets it.
 type purged struct {
 	key   string
 	token string
 	rec   intake.Record
 	until time.Time
+}
+
+// sweepBy has the object sweep at at, or sooner.
+func (o *Object) sweepBy(at time.Time) {
+	if next := o.rows.nextSweep(); !next.IsZero() && !at.Before(next) {
+		return
+	}
+	o.rows.setNextSweep(at)
+	o.scheduleAlarm(at)
 }
 
 // keyOf names r's key.

@@ -52,7 +52,6 @@ func TestAPurgeRetriedAfterItsAnswerWasLostReportsItsPurge(t *testing.T) {
 func TestAPurgeRetriedAfterANewReceiptLeavesTheNewReceipt(t *testing.T) {
 	ctx := context.Background()
 	m := NewMemoryStore()
-	// recentPurges is the isolate's: a key of its own.
 	key := intake.Key{Client: "desk", ID: "new-receipt"}
 	commit := func(token, body string) {
 		t.Helper()
@@ -74,5 +73,43 @@ func TestAPurgeRetriedAfterANewReceiptLeavesTheNewReceipt(t *testing.T) {
 	}
 	if rec, err := m.Lookup(ctx, key); err != nil || rec.State != intake.Stored || string(rec.Body) != `{"r":2}` {
 		t.Errorf("Lookup after the retry = %v %s, %v; want the new receipt kept", rec.State, rec.Body, err)
+	}
+}
+
+// TestAPurgeRetriedInAnotherIsolateReportsItsPurge: the purge's tombstone
+// is kept in the object's storage, not in an isolate's memory, so the
+// retry reports the purge it made wherever it runs: here a new Object
+// over the same table, as a new isolate has. The sweep deletes the
+// tombstone, and the receipt it holds, once its window has passed.
+func TestAPurgeRetriedInAnotherIsolateReportsItsPurge(t *testing.T) {
+	ctx := context.Background()
+	m := NewMemoryStore()
+	now := time.Now()
+	m.Now = func() time.Time { return now }
+	key := intake.Key{Client: "desk", ID: "k"}
+	c := intake.Claim{Token: "c", Lease: time.Minute}
+	if _, err := m.Begin(ctx, key, c); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Commit(ctx, key, c, intake.Result{Body: []byte(`{"r":1}`), TTL: time.Hour}); err != nil {
+		t.Fatal(err)
+	}
+	if got := m.obj.Purge(key, "call-1", ""); got.State != intake.Stored {
+		t.Fatalf("the purge = %v, want the receipt", got.State)
+	}
+	if p, ok := m.obj.rows.purged(key.String()); !ok || p.token != "call-1" {
+		t.Fatalf("tombstone %+v, %v; want the purge's, in the object's storage", p, ok)
+	}
+	fresh := Object{rows: m.obj.rows, now: m.obj.now, setAlarm: func(time.Time) {}}
+	if got := fresh.Purge(key, "call-1", ""); got.State != intake.Stored || string(got.Body) != `{"r":1}` {
+		t.Errorf("its retry in another isolate = %v %s, want the purge it made", got.State, got.Body)
+	}
+	now = now.Add(repurgeWindow)
+	fresh.Sweep()
+	if _, ok := m.obj.rows.purged(key.String()); ok {
+		t.Errorf("the tombstone is kept past its window")
+	}
+	if got := fresh.Purge(key, "call-1", ""); got.State != intake.Absent {
+		t.Errorf("a retry past the window = %v, want Absent", got.State)
 	}
 }
