@@ -363,6 +363,18 @@ func TestPolicyPublishesTheVars(t *testing.T) {
 	}
 }
 
+// migrateToLedger is the Worker deployed in ledger mode over w's KV
+// namespace, its fallback for two days (KV_FALLBACK_UNTIL), with its
+// ledger.
+func (w *world) migrateToLedger() (*app.Worker, *ledger.MemoryStore) {
+	w.vars["STORAGE"] = "ledger"
+	w.vars["KV_FALLBACK_UNTIL"] = w.clock().Add(48 * time.Hour).Format(time.RFC3339)
+	store := ledger.NewMemoryStore()
+	store.Now = w.clock
+	w.env.Ledger = func(int) intake.Store { return store }
+	return app.New(w.env), store
+}
+
 // TestLedgerModeAdoptsTheKeysKVModeLeftOpen: during a migration
 // (KV_FALLBACK_UNTIL), ledger mode's Cron sweep adopts a key the KV-mode
 // Worker left open, whose client never came back: the ledger holds it
@@ -376,12 +388,7 @@ func TestLedgerModeAdoptsTheKeysKVModeLeftOpen(t *testing.T) {
 		t.Fatalf("KV mode's answer = %d %s; want 503, the outcome unknown", resp.Status, resp.Body)
 	}
 	w.lose = false
-	w.vars["STORAGE"] = "ledger"
-	w.vars["KV_FALLBACK_UNTIL"] = w.clock().Add(48 * time.Hour).Format(time.RFC3339)
-	store := ledger.NewMemoryStore()
-	store.Now = w.clock
-	w.env.Ledger = func(int) intake.Store { return store }
-	after := app.New(w.env)
+	after, store := w.migrateToLedger()
 	w.advance(10 * time.Minute) // past the settler's due time and the sweep's grace
 	if err := after.Sweep(ctx); err != nil {
 		t.Fatalf("Sweep = %v", err)
@@ -414,12 +421,7 @@ func TestTheAdoptionSweepReachesEveryKeyKVLeftOpenAcrossRuns(t *testing.T) {
 			t.Fatalf("KV mode's answer = %d %s; want 503, the outcome unknown", resp.Status, resp.Body)
 		}
 	}
-	w.vars["STORAGE"] = "ledger"
-	w.vars["KV_FALLBACK_UNTIL"] = w.clock().Add(48 * time.Hour).Format(time.RFC3339)
-	store := ledger.NewMemoryStore()
-	store.Now = w.clock
-	w.env.Ledger = func(int) intake.Store { return store }
-	after := app.New(w.env)
+	after, store := w.migrateToLedger()
 	for range n/app.SweepLimit + 1 {
 		w.advance(5 * time.Minute)
 		if err := after.Sweep(ctx); err != nil {

@@ -106,16 +106,7 @@ func TestPolicyFollowsTheConfiguration(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			h := httpapi.New(intake.New(kv.NewStore(kv.NewMemoryNamespace(), nil), c.opts), httpapi.Options{Clients: c.clients})
 			page := getPolicy(t, h).Body.String()
-			for _, s := range c.want {
-				if !strings.Contains(page, s) {
-					t.Errorf("the page does not say %q:\n%s", s, page)
-				}
-			}
-			for _, s := range c.wantNot {
-				if strings.Contains(page, s) {
-					t.Errorf("the page says %q, which is not this configuration's:\n%s", s, page)
-				}
-			}
+			wantPageSays(t, page, c.want, c.wantNot)
 			pages[page] = true
 		})
 	}
@@ -253,16 +244,22 @@ func TestEachModesPolicyIsTrueOfThatMode(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			page := getPolicy(t, httpapi.New(intake.New(tc.store, tc.opts), httpapi.Options{})).Body.String()
-			for _, s := range tc.want {
-				if !strings.Contains(page, s) {
-					t.Errorf("the page does not say %q:\n%s", s, page)
-				}
-			}
-			for _, s := range tc.wantNot {
-				if strings.Contains(page, s) {
-					t.Errorf("the page says %q, which is not this mode's:\n%s", s, page)
-				}
-			}
+			wantPageSays(t, page, tc.want, tc.wantNot)
 		})
+	}
+}
+
+// wantPageSays fails t unless page says each of want and none of wantNot.
+func wantPageSays(t *testing.T, page string, want, wantNot []string) {
+	t.Helper()
+	for _, s := range want {
+		if !strings.Contains(page, s) {
+			t.Errorf("the page does not say %q:\n%s", s, page)
+		}
+	}
+	for _, s := range wantNot {
+		if strings.Contains(page, s) {
+			t.Errorf("the page says %q, which is not this configuration's:\n%s", s, page)
+		}
 	}
 }

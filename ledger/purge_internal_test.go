@@ -14,16 +14,9 @@ import (
 // told 404 for a purge that succeeded. Another purge of the key, with
 // another token or none, finds nothing.
 func TestAPurgeRetriedAfterItsAnswerWasLostReportsItsPurge(t *testing.T) {
-	ctx := context.Background()
 	m := NewMemoryStore()
 	key := intake.Key{Client: "desk", ID: "k"}
-	c := intake.Claim{Token: "c", Lease: time.Minute}
-	if _, err := m.Begin(ctx, key, c); err != nil {
-		t.Fatal(err)
-	}
-	if err := m.Commit(ctx, key, c, intake.Result{Body: []byte(`{"r":1}`), TTL: time.Hour}); err != nil {
-		t.Fatal(err)
-	}
+	storeReceipt(t, m, key, "c", `{"r":1}`)
 	tests := []struct {
 		name, token string
 		want        intake.State
@@ -53,16 +46,7 @@ func TestAPurgeRetriedAfterANewReceiptLeavesTheNewReceipt(t *testing.T) {
 	ctx := context.Background()
 	m := NewMemoryStore()
 	key := intake.Key{Client: "desk", ID: "new-receipt"}
-	commit := func(token, body string) {
-		t.Helper()
-		c := intake.Claim{Token: token, Lease: time.Minute}
-		if _, err := m.Begin(ctx, key, c); err != nil {
-			t.Fatal(err)
-		}
-		if err := m.Commit(ctx, key, c, intake.Result{Body: []byte(body), TTL: time.Hour}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	commit := func(token, body string) { storeReceipt(t, m, key, token, body) }
 	commit("first", `{"r":1}`)
 	if got := m.obj.Purge(key, "call-1", ""); got.State != intake.Stored || string(got.Body) != `{"r":1}` {
 		t.Fatalf("the purge = %v %s, want the first receipt", got.State, got.Body)
@@ -82,18 +66,11 @@ func TestAPurgeRetriedAfterANewReceiptLeavesTheNewReceipt(t *testing.T) {
 // over the same table, as a new isolate has. The sweep deletes the
 // tombstone, and the receipt it holds, once its window has passed.
 func TestAPurgeRetriedInAnotherIsolateReportsItsPurge(t *testing.T) {
-	ctx := context.Background()
 	m := NewMemoryStore()
 	now := time.Now()
 	m.Now = func() time.Time { return now }
 	key := intake.Key{Client: "desk", ID: "k"}
-	c := intake.Claim{Token: "c", Lease: time.Minute}
-	if _, err := m.Begin(ctx, key, c); err != nil {
-		t.Fatal(err)
-	}
-	if err := m.Commit(ctx, key, c, intake.Result{Body: []byte(`{"r":1}`), TTL: time.Hour}); err != nil {
-		t.Fatal(err)
-	}
+	storeReceipt(t, m, key, "c", `{"r":1}`)
 	if got := m.obj.Purge(key, "call-1", ""); got.State != intake.Stored {
 		t.Fatalf("the purge = %v, want the receipt", got.State)
 	}
@@ -111,5 +88,18 @@ func TestAPurgeRetriedInAnotherIsolateReportsItsPurge(t *testing.T) {
 	}
 	if got := fresh.Purge(key, "call-1", ""); got.State != intake.Absent {
 		t.Errorf("a retry past the window = %v, want Absent", got.State)
+	}
+}
+
+// storeReceipt claims key on m with token and commits body under it.
+func storeReceipt(t *testing.T, m *MemoryStore, key intake.Key, token, body string) {
+	t.Helper()
+	ctx := context.Background()
+	c := intake.Claim{Token: token, Lease: time.Minute}
+	if _, err := m.Begin(ctx, key, c); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Commit(ctx, key, c, intake.Result{Body: []byte(body), TTL: time.Hour}); err != nil {
+		t.Fatal(err)
 	}
 }
