@@ -285,12 +285,13 @@ func (a *Admin) Resolve(ctx context.Context, key Key, res Resolution) (Record, e
 //
 // During a migration it purges the Fallback's copy too, when the Fallback
 // is a FallbackAdmin, so that no retry copies the receipt back; a receipt
-// held only there is purged there. Once the Store holds the key's final
-// outcome, the Fallback's claim for it (KV mode left it open, and a retry
-// settled it here) is stale: it is deleted first, so that no adoption
-// takes the key again and has the settler store the purged receipt once
-// more. A purge that fails midway leaves the Store's outcome, and is
-// finished by its retry.
+// held only there is purged there. The Fallback is purged first, so that
+// a retry reading it meanwhile finds nothing to copy back. Once the Store
+// holds the key's final outcome, the Fallback's claim for it (KV mode left
+// it open, and a retry settled it here) is stale: it is deleted too, so
+// that no adoption takes the key again and has the settler store the
+// purged receipt once more. A purge that fails midway leaves the Store's
+// outcome, and is finished by its retry.
 func (a *Admin) Purge(ctx context.Context, key Key, orderID string) (Record, error) {
 	s := a.svc
 	cacheKey := key.String()
@@ -301,6 +302,8 @@ func (a *Admin) Purge(ctx context.Context, key Key, orderID string) (Record, err
 	defer s.inFlight.remove(cacheKey, entry)
 	old, migrating := s.opts.Fallback.(FallbackAdmin)
 	migrating = migrating && s.fallback()
+	var oldRec Record
+	oldLeft := migrating // the Fallback's copy is still to purge
 	if migrating {
 		cur, err := s.store.Lookup(ctx, key)
 		switch {
@@ -308,23 +311,24 @@ func (a *Admin) Purge(ctx context.Context, key Key, orderID string) (Record, err
 			return Record{}, storageUnavailable(err)
 		case mismatched(cur, orderID):
 			return cur, ErrPrecondition
-		case cur.State == Stored:
-			if err := old.DropClaim(ctx, key); err != nil {
+		case cur.State == Stored || cur.State == Absent:
+			// The Fallback first: a retry that reads it from now on finds
+			// nothing to copy back into the Store.
+			if oldRec, err = purgeFallback(ctx, old, key, orderID, cur.State == Stored); err != nil {
 				return Record{}, storageUnavailable(err)
 			}
+			oldLeft = false
 		}
 	}
 	rec, err := a.store.Purge(ctx, key, orderID)
-	if migrating && err == nil && (rec.State == Stored || rec.State == Absent) && !mismatched(rec, orderID) {
-		oldRec, oerr := old.Purge(ctx, key, orderID)
-		switch {
-		case oerr != nil:
-			// The Store's copy may be gone already: purging again
-			// finishes the job.
-			err = oerr
-		case rec.State == Absent:
-			rec = oldRec
-		}
+	switch {
+	case err != nil:
+	case oldLeft && rec.State == Stored && !mismatched(rec, orderID):
+		// A request held the key as the purge began, and stored the
+		// outcome since: the Fallback's copy goes too.
+		oldRec, err = purgeFallback(ctx, old, key, orderID, true)
+	case migrating && rec.State == Absent:
+		rec = oldRec
 	}
 	switch {
 	case err != nil:
@@ -341,6 +345,17 @@ func (a *Admin) Purge(ctx context.Context, key Key, orderID string) (Record, err
 	s.receipts.forget(cacheKey)
 	s.opened.forget(cacheKey)
 	return rec, nil
+}
+
+// purgeFallback purges the Fallback's receipt for key, and with final
+// (the Store holds the key's final outcome) its claim too.
+func purgeFallback(ctx context.Context, old FallbackAdmin, key Key, orderID string, final bool) (Record, error) {
+	if final {
+		if err := old.DropClaim(ctx, key); err != nil {
+			return Record{}, err
+		}
+	}
+	return old.Purge(ctx, key, orderID)
 }
 
 // mismatched reports whether rec is a stored outcome of another order id

@@ -120,3 +120,98 @@ func TestALookupDuringTheMigrationSaysWhenAReceiptStillInKVExpires(t *testing.T)
 		t.Errorf("the ledger holds %v %s, %v; want the receipt copied", rec.State, rec.Body, err)
 	}
 }
+
+// hookedFallback is KV's store as a migration's Fallback, running a hook
+// once: after its first Lookup returns, or before its first Purge acts,
+// as another isolate's request would step in between.
+type hookedFallback struct {
+	*kv.Store
+	afterLookup, beforePurge func()
+}
+
+func (h *hookedFallback) Lookup(ctx context.Context, key intake.Key) (intake.Record, error) {
+	rec, err := h.Store.Lookup(ctx, key)
+	if f := h.afterLookup; f != nil {
+		h.afterLookup = nil
+		f()
+	}
+	return rec, err
+}
+
+func (h *hookedFallback) Purge(ctx context.Context, key intake.Key, orderID string) (intake.Record, error) {
+	if f := h.beforePurge; f != nil {
+		h.beforePurge = nil
+		f()
+	}
+	return h.Store.Purge(ctx, key, orderID)
+}
+
+// TestAnAdoptionRacingAPurgeLeavesTheKeyFree: the sweep's adoption read
+// KV's open claim, and an operator's purge in another isolate deleted it
+// and the ledger's receipt before the adoption's claim reached the
+// ledger. The adoption reads KV again once its claim holds the key, finds
+// the key free, and lets it go: the purged receipt is not stored again.
+func TestAnAdoptionRacingAPurgeLeavesTheKeyFree(t *testing.T) {
+	ctx := context.Background()
+	clock, old, mem := migrating(t)
+	g := &scriptedGateway{clock: clock}
+	opts := intake.Options{ResultTTL: config.DefaultResultTTL, PendingTTL: config.DefaultPendingTTL, Gateway: g,
+		Now: clock.Now, Fallback: kv.NewStore(old, clock.Now), FallbackUntil: acceptedAt.Add(48 * time.Hour)}
+	operator := intake.New(mem, opts)
+	if _, err := operator.Submit(ctx, key("k"), []byte(validBody), ""); err != nil {
+		t.Fatalf("the retry that settles the key in the ledger: %v", err)
+	}
+	hooked := &hookedFallback{Store: kv.NewStore(old, clock.Now)}
+	hooked.afterLookup = func() {
+		if _, err := intake.NewAdmin(operator, mem).Purge(ctx, key("k"), "order-x"); err != nil {
+			t.Errorf("the purge: %v", err)
+		}
+	}
+	opts.Fallback = hooked
+	sweep := intake.New(mem, opts)
+	if adopted, err := sweep.Adopt(ctx, key("k")); err != nil || adopted {
+		t.Errorf("Adopt = %v, %v; want the key left free", adopted, err)
+	}
+	if rec, err := mem.Lookup(ctx, key("k")); err != nil || rec.State != intake.Absent {
+		t.Errorf("the ledger holds %v, %v; want nothing", rec.State, err)
+	}
+	clock.Advance(time.Hour)
+	if keys := mem.DueKeys(10); len(keys) != 0 {
+		t.Errorf("keys due: %v, want none", keys)
+	}
+}
+
+// TestAPurgeRacingARetryThatCopiesFromKVLeavesNothing: during the
+// migration a receipt is held only in KV, and a retry in another isolate
+// copies it into the ledger while the purge runs. The purge deletes KV's
+// copy before the ledger's, so the retry either copied it before the
+// ledger's purge, which deletes the copy, or read KV after, and found
+// nothing: the purged receipt is kept nowhere.
+func TestAPurgeRacingARetryThatCopiesFromKVLeavesNothing(t *testing.T) {
+	const receipt = `{"orderId":"r1","status":"accepted","symbol":"AAPL","side":"buy","quantity":10,"acceptedAt":"2024-01-02T03:04:05.678Z"}`
+	ctx := context.Background()
+	clock, old, mem := migrating(t)
+	if err := old.Put(ctx, "result:kept", kv.Entry{Value: receipt}, kv.PutOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	opts := intake.Options{ResultTTL: config.DefaultResultTTL, PendingTTL: config.DefaultPendingTTL,
+		Now: clock.Now, Fallback: kv.NewStore(old, clock.Now), FallbackUntil: acceptedAt.Add(48 * time.Hour)}
+	retrying := intake.New(mem, opts)
+	hooked := &hookedFallback{Store: kv.NewStore(old, clock.Now)}
+	hooked.beforePurge = func() {
+		if out, err := retrying.Submit(ctx, key("kept"), []byte(validBody), ""); err != nil || !out.Replayed {
+			t.Errorf("the retry meanwhile = replayed %v, %v; want KV's receipt copied", out.Replayed, err)
+		}
+	}
+	opts.Fallback = hooked
+	operator := intake.New(mem, opts)
+	if rec, err := intake.NewAdmin(operator, mem).Purge(ctx, key("kept"), ""); err != nil || string(rec.Body) != receipt {
+		t.Fatalf("Purge = %s, %v; want the receipt purged", rec.Body, err)
+	}
+	if rec, err := mem.Lookup(ctx, key("kept")); err != nil || rec.State != intake.Absent {
+		t.Errorf("the ledger holds %v %s, %v; want nothing", rec.State, rec.Body, err)
+	}
+	if _, err := old.Get(ctx, "result:kept"); !errors.Is(err, kv.ErrNotFound) {
+		t.Errorf("KV's receipt: %v, want deleted", err)
+	}
+}

@@ -154,6 +154,7 @@ func (w *world) checkAnswersItsOrder(ans *answer, orderID string) {
 // observeKVWrite: no receipt is stored for an order the OMS did not
 // accept (or, for a rejection, reject).
 func (w *world) observeKVWrite(key string, e *kv.Entry, expires time.Time) {
+	w.checkResolveOverwrite(key, e)
 	w.lastWriter[key] = w.sched.running
 	if a := w.sched.running; a != nil && !w.direct && e != nil && strings.HasPrefix(key, "pending:") {
 		// A claim written after another's write of the claim landed since

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/edge-orders/edge-orders/intake"
+	"github.com/edge-orders/edge-orders/kv"
 	"github.com/edge-orders/edge-orders/order"
 )
 
@@ -42,6 +43,8 @@ type migration struct {
 	pending  int
 	bounded  bool // adoptionBound checked
 	purges   map[keyName][]purge
+	// resolvers are the operators' resolves, each its actor's.
+	resolvers map[*actor]bool
 	// outageUntil ends an OMS outage that began just before the switch,
 	// with a burst of new keys: KV mode leaves them all open, more than
 	// one adoption run takes.
@@ -66,7 +69,7 @@ func (w *world) drawMigration() {
 	if !w.migrating || w.choose(2, "migration mid-run") == 0 {
 		return
 	}
-	w.mig = &migration{step: -1, purges: make(map[keyName][]purge)}
+	w.mig = &migration{step: -1, purges: make(map[keyName][]purge), resolvers: make(map[*actor]bool)}
 	w.mode = KVMode
 	w.count("history migrating mid-run")
 }
@@ -90,16 +93,29 @@ func (w *world) migrationStep(i int, k *clientKey) bool {
 	case i == m.step:
 		w.switchToLedger()
 		return false
-	case m.at.IsZero() || w.choose(4, "operator acts") != 0:
+	case w.choose(4, "operator acts") != 0:
 		return false
 	}
 	inst := w.instances[w.choose(len(w.instances), "operator isolate")]
-	if w.choose(2, "operator action") == 0 {
+	switch {
+	case m.at.IsZero():
+		// KV mode: the runbook's resolve, on a key a client may retry.
+		w.operatorResolve(inst, k)
+	case w.choose(2, "operator action") == 0:
 		w.operatorPurge(inst, k)
-	} else {
+	default:
 		w.operatorResolve(inst, k)
 	}
 	return true
+}
+
+// adminStore is the store an operator's admin API lists and purges: KV's
+// before the switch, the ledger's after.
+func (w *world) adminStore() intake.AdminStore {
+	if w.mode == KVMode {
+		return w.kvStore
+	}
+	return w.ledger
 }
 
 // switchToLedger moves the route to the ledger-mode Worker, in half the
@@ -155,7 +171,7 @@ func (w *world) operatorPurge(inst *instance, k *clientKey) {
 	w.sched.spawn(a, func() {
 		// As the ops page does: the detail first, then the purge of the
 		// order it showed.
-		admin := intake.NewAdmin(inst.svc, w.ledger)
+		admin := intake.NewAdmin(inst.svc, w.adminStore())
 		seen, err := admin.Inspect(context.Background(), k.key)
 		if err != nil {
 			return
@@ -177,9 +193,16 @@ func (w *world) operatorPurge(inst *instance, k *clientKey) {
 func (w *world) operatorResolve(inst *instance, k *clientKey) {
 	w.count("operator resolve")
 	a := w.operator(inst, k, "resolve")
+	w.mig.resolvers[a] = true
 	w.sched.spawn(a, func() {
 		ctx := context.Background()
-		admin := intake.NewAdmin(inst.svc, w.ledger)
+		admin := intake.NewAdmin(inst.svc, w.adminStore())
+		// As the runbook has it: a key from the attention list, if any.
+		page, _ := admin.List(ctx, intake.ListQuery{Clients: []string{"desk-a", "desk-b", ""}, States: intake.Unknown | intake.Unresolved, Limit: 10})
+		if n := len(page.Keys); n > 0 {
+			k = &clientKey{key: page.Keys[w.choose(n, "operator picks")].Key}
+			a.key = k.key.String()
+		}
 		rec, err := admin.Inspect(ctx, k.key)
 		if err != nil || rec.State != intake.Open {
 			return
@@ -194,10 +217,16 @@ func (w *world) operatorResolve(inst *instance, k *clientKey) {
 		}
 		rec, err = admin.Resolve(ctx, k.key, res)
 		w.logf("%s: %s %v %v", a.name, res.Status, rec.State, err)
-		if err == nil {
+		event, stale := w.kvAllows(k.key.String(), w.now())
+		switch {
+		case err == nil:
 			w.count("key resolved")
-		} else if !errors.Is(err, intake.ErrInProgress) && !errors.Is(err, intake.ErrOutcomeFinal) && !errors.Is(err, intake.ErrStorageUnavailable) &&
-			!errors.Is(err, intake.ErrPrecondition) {
+		case errors.Is(err, intake.ErrNotFound) && stale:
+			// Its detail and its claim read the key apart, one of them
+			// stale.
+			w.allow("a resolve of a key a stale read showed open", event)
+		case !errors.Is(err, intake.ErrInProgress) && !errors.Is(err, intake.ErrOutcomeFinal) && !errors.Is(err, intake.ErrStorageUnavailable) &&
+			!errors.Is(err, intake.ErrPrecondition):
 			w.violate("%s: resolving an open key failed: %v", a.name, err)
 		}
 	})
@@ -334,4 +363,42 @@ func (w *world) outageAnswer(key keyName, p intake.Placement) error {
 		w.oms.act(key, p)
 	}
 	return errOMSUnavailable
+}
+
+// checkResolveOverwrite: in KV mode, a receipt an operator's resolve
+// stored is never overwritten by a different one, nor does a resolve
+// overwrite a different receipt, unless the writer's own read of the key
+// missed the other's write, or its claim was written over another's
+// (KV's documented limits: nothing fences a claim). Allowed, naming the
+// event; docs/operating.md says so.
+func (w *world) checkResolveOverwrite(kvKey string, e *kv.Entry) {
+	name, ok := strings.CutPrefix(kvKey, "result:")
+	if w.mig == nil || w.mode != KVMode || !ok || e == nil {
+		return
+	}
+	vs := w.ns.keys[kvKey]
+	if len(vs) < 2 {
+		return
+	}
+	prev, writer := vs[len(vs)-2], w.sched.running
+	old := prev.live(w.now())
+	if old == nil || old.Value == e.Value || prev.by == writer || (!w.mig.resolvers[prev.by] && !w.mig.resolvers[writer]) {
+		return
+	}
+	if event, ok := w.ownKVEvent(name, writer); ok {
+		w.allow("a resolve's receipt and a retry's overwrote one another", event)
+		return
+	}
+	w.violate("%s: %s overwrote the receipt %s stored with another: %s, then %s", name, actorName(writer), actorName(prev.by), old.Value, e.Value)
+}
+
+// ownKVEvent is a KV event of key's that writer itself met: its read of
+// the key that missed a write, or its claim written over another's.
+func (w *world) ownKVEvent(key keyName, writer *actor) (string, bool) {
+	for _, ev := range w.kvEvents[key] {
+		if writer != nil && strings.HasPrefix(ev.what, writer.name+" ") {
+			return ev.what, true
+		}
+	}
+	return "", false
 }
