@@ -217,7 +217,7 @@ func (w *world) operatorResolve(inst *instance, k *clientKey) {
 		}
 		rec, err = admin.Resolve(ctx, k.key, res)
 		w.logf("%s: %s %v %v", a.name, res.Status, rec.State, err)
-		event, stale := w.kvAllows(k.key.String(), w.now())
+		event, stale := w.ownKVEvent(k.key.String(), a)
 		switch {
 		case err == nil:
 			w.count("key resolved")
