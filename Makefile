@@ -6,6 +6,8 @@
 # make profile - CPU profile of the Go Worker under load, by function
 # make mutants - planted bugs, each of which the tests must catch
 # make tinygo - install the pinned TinyGo (Debian-like systems; COMPILER=tinygo)
+# make deploy ENV=... - check and deploy an environment (DRY=1: print only)
+# make smoke URL=... TOKEN=... - place, replay and look up an order at a Worker
 SHELL := /bin/bash
 PORT ?= 8787
 # COMPILER is auto (standard Go, until TinyGo measures as well), tinygo or
@@ -18,8 +20,11 @@ ENV ?=
 # wrangler needs Node.js >= 22; package.json installs one into node_modules/.bin.
 export PATH := $(CURDIR)/node_modules/.bin:$(PATH)
 export WRANGLER_SEND_METRICS := false
+# wrangler dev fetches a Request.cf sample from workers.cloudflare.com at
+# start, and prints a stack trace for it offline; the Worker reads no cf.
+export CLOUDFLARE_CF_FETCH_ENABLED := false
 
-.PHONY: dev test unit bench profile chaos soak simulate mutants tools build tinygo clean
+.PHONY: dev deploy smoke test unit bench profile chaos soak simulate mutants tools build tinygo clean
 
 tools: node_modules/.installed
 
@@ -38,8 +43,26 @@ build:
 tinygo:
 	tools/install-tinygo.sh
 
+# tools/dev.sh passes .dev.vars on whole, and OPEN_ACCESS=true unless it
+# sets API_TOKENS or OPEN_ACCESS: the local Worker runs open because make
+# dev says so.
 dev: tools
-	wrangler dev --ip 127.0.0.1 --port $(PORT) --persist-to .wrangler/state $(if $(ENV),--env $(ENV))
+	tools/dev.sh --ip 127.0.0.1 --port $(PORT) --persist-to .wrangler/state $(if $(ENV),--env $(ENV))
+
+# make deploy ENV=ledger [SECRETS=file] [DRY=1]: checks the environment
+# (ENV empty: KV mode) where Cloudflare would refuse it, deploys it, and
+# gives the dead-letter queue its 14 days; again, it changes nothing.
+# SECRETS, NAME=value lines, sets secrets in the deploy (the first one
+# needs API_TOKENS so); DRY=1 checks and prints the commands only.
+deploy: tools
+	go run ./tools/deploy -env "$(ENV)" $(if $(SECRETS),-secrets "$(SECRETS)") $(if $(DRY),-dry)
+
+# make smoke URL=https://... [TOKEN=...]: places an order at a running
+# Worker, replays it and looks it up (submit-order.sh); non-zero on any
+# difference from the contract.
+smoke:
+	@[ -n "$(URL)" ] || { echo "make smoke: set URL=, the Worker's address (and TOKEN=, a client's token)"; exit 2; }
+	API_TOKEN="$(TOKEN)" ./submit-order.sh "$(URL)"
 
 # The edit-test loop: no Node.js, no wrangler; the end-to-end tests skip.
 unit:

@@ -13,6 +13,7 @@ import (
 	// start, in 19 KB of code and 70 KB of data.
 	_ "bytes"
 	"context"
+	"time"
 
 	"github.com/edge-orders/edge-orders/app"
 	"github.com/edge-orders/edge-orders/intake"
@@ -33,12 +34,10 @@ func main() {
 		return w
 	}
 	ledger.Export(func(env workers.Env, store intake.Store) *intake.Service { return built(env).Settler(store) })
-	workers.ServeQueue(func(ctx context.Context, env workers.Env, queue string, body []byte) error {
-		if queue == app.DeadLetterQueue {
-			return built(env).DeadLetterMessage(ctx, body)
-		}
-		return built(env).SettleMessage(ctx, body)
-	}, app.QueueRetryDelay)
+	workers.ServeQueue(func(ctx context.Context, env workers.Env, m workers.QueueMessage) (time.Duration, error) {
+		w := built(env)
+		return w.RetryDelay(m), w.QueueMessage(ctx, m)
+	})
 	workers.ServeScheduled(func(ctx context.Context, env workers.Env) error { return built(env).Sweep(ctx) })
 	workers.Serve(func(env workers.Env) workers.Handler { return built(env).Handler })
 }

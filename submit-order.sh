@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
-# Submits the same order twice under one Idempotency-Key and checks the
-# contract: the first call is a 201 with a fresh receipt, the retry a 200 with
-# the identical body and "Idempotent-Replay: true". Exits non-zero otherwise.
+# Submits the same order twice under one Idempotency-Key, then looks it up,
+# and checks the contract: the first call is a 201 with a fresh receipt, the
+# retry a 200 with the identical body and "Idempotent-Replay: true", the
+# lookup (a GET with the key) a 200 with the identical body and the same
+# header. Exits non-zero on any difference. `make smoke URL=... TOKEN=...`
+# runs it against a deployed Worker.
 #
 #   submit-order.sh [ENDPOINT]    (default http://127.0.0.1:8787)
 #   API_TOKEN=<token> submit-order.sh ENDPOINT   for a Worker with API tokens
@@ -39,6 +42,15 @@ submit() {
   echo
 }
 
+# lookup NAME: GETs the key's receipt, keeping headers and body in $WORK/NAME.*
+lookup() {
+  curl -sS -D "$WORK/$1.headers" -o "$WORK/$1.body" \
+    "$ENDPOINT" "${AUTH[@]}" \
+    -H "Idempotency-Key: $QUOTED"
+  cat "$WORK/$1.headers" "$WORK/$1.body"
+  echo
+}
+
 status() { head -n 1 "$WORK/$1.headers" | cut -d ' ' -f 2; }
 
 fail() {
@@ -55,4 +67,9 @@ submit retry
 [ "$(status retry)" = 200 ] || fail "retry returned $(status retry), want 200"
 grep -qi '^Idempotent-Replay: true' "$WORK/retry.headers" || fail "retry lacks 'Idempotent-Replay: true'"
 cmp -s "$WORK/first.body" "$WORK/retry.body" || fail "retry body differs from the first"
-echo "OK: the retry replayed the original receipt"
+echo "# Lookup with the same key"
+lookup lookup
+[ "$(status lookup)" = 200 ] || fail "lookup returned $(status lookup), want 200"
+grep -qi '^Idempotent-Replay: true' "$WORK/lookup.headers" || fail "lookup lacks 'Idempotent-Replay: true'"
+cmp -s "$WORK/first.body" "$WORK/lookup.body" || fail "lookup body differs from the first"
+echo "OK: the retry replayed the original receipt, and the lookup found it"

@@ -42,16 +42,17 @@ export default {
 
   // The settle queue and its dead-letter queue (KV mode): each message
   // names a key; Go settles it, or records the dead letter, then the
-  // message is acknowledged or retried. Go tells the queues apart by name.
+  // message is acknowledged or retried after the delay Go names. Go tells
+  // the queues apart by name, and a letter by the message's id.
   async queue(batch, env, ctx) {
     if (!goQueue) startGo();
     await Promise.all(batch.messages.map((message) => new Promise((resolve) => {
       const settled = (failure, retrySeconds) => {
         if (failure === "") message.ack();
-        else message.retry({ delaySeconds: Number(retrySeconds) });
+        else message.retry(retrySeconds === "" ? {} : { delaySeconds: Number(retrySeconds) });
         resolve();
       };
-      goQueue(hold({ env, ctx, done: settled }), writeFrame(encodeFrame([String(message.body), batch.queue])));
+      goQueue(hold({ env, ctx, done: settled }), writeFrame(encodeFrame([String(message.body), batch.queue, message.id, message.attempts])));
     })));
   },
 

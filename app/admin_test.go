@@ -105,7 +105,7 @@ func TestADeadLetterStaysListedUntilAcknowledged(t *testing.T) {
 	if got := letters(); len(got) != 0 {
 		t.Fatalf("listed %v before the consumer ran, want none", got)
 	}
-	if err := worker.DeadLetterMessage(context.Background(), dead[0]); err != nil {
+	if err := worker.DeadLetterMessage(context.Background(), "m1", dead[0]); err != nil {
 		t.Fatalf("DeadLetterMessage: %v", err)
 	}
 	got := letters()
@@ -132,7 +132,7 @@ func TestADeadLetterStaysListedUntilAcknowledged(t *testing.T) {
 	if got := letters(); len(got) != 0 {
 		t.Errorf("dead letters after the acknowledgement: %+v, want none", got)
 	}
-	if err := worker.DeadLetterMessage(context.Background(), []byte("not a message")); err != nil {
+	if err := worker.DeadLetterMessage(context.Background(), "m2", []byte("not a message")); err != nil {
 		t.Errorf("DeadLetterMessage of a body that is no message = %v, want nil: acknowledged", err)
 	}
 }

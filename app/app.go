@@ -6,6 +6,7 @@ package app
 
 import (
 	"context"
+	"encoding/base64"
 	"errors"
 	"io"
 	"time"
@@ -14,6 +15,7 @@ import (
 	"github.com/edge-orders/edge-orders/eventlog"
 	"github.com/edge-orders/edge-orders/httpapi"
 	"github.com/edge-orders/edge-orders/intake"
+	"github.com/edge-orders/edge-orders/internal/sha256"
 	"github.com/edge-orders/edge-orders/kv"
 	"github.com/edge-orders/edge-orders/metrics"
 	"github.com/edge-orders/edge-orders/oms"
@@ -28,13 +30,11 @@ const (
 	RateLimitBinding = "NEW_ORDERS_LIMIT"
 	OMSBinding       = "OMS"
 	// SettleQueueBinding is KV mode's settle queue (producer), and
-	// DeadLetterBinding the queue unresolved orders are sent to.
+	// DeadLetterBinding the queue unresolved orders are sent to: the
+	// Worker consumes it too (config's DEAD_LETTER_QUEUE names it), and
+	// records each message where the admin API lists it.
 	SettleQueueBinding = "SETTLE_QUEUE"
 	DeadLetterBinding  = "SETTLE_DLQ"
-	// DeadLetterQueue is the name of the queue behind DeadLetterBinding,
-	// as wrangler.toml creates it: the Worker consumes it too, and records
-	// each message where the admin API lists it.
-	DeadLetterQueue = "edge-orders-settle-dlq"
 	// MetricsBinding is the Analytics Engine dataset that gets a data
 	// point per request answered and per settle attempt (docs/metrics.md).
 	MetricsBinding = "METRICS"
@@ -50,6 +50,31 @@ const SweepLimit = 100
 // QueueRetryDelay is how long a settle message waits before the queue
 // delivers it again after a storage failure.
 const QueueRetryDelay = 5 * time.Second
+
+// A dead letter the Worker could not record (its storage failing) is
+// retried after DeadLetterRetryFirst, then twice as long each time up to
+// DeadLetterRetryMax, DeadLetterMaxRetries times (wrangler.toml's
+// max_retries, the most Queues allows; its retry_delay is
+// DeadLetterRetryMax, for an invocation that failed as a whole): about
+// 15 days, past the 14 days Queues keeps a message at most. So the queue's
+// retention bounds how long an outage may last without losing a letter,
+// and a letter is recorded at most DeadLetterRetryMax after storage is
+// back (docs/operating.md).
+const (
+	DeadLetterRetryFirst = time.Minute
+	DeadLetterRetryMax   = 4 * time.Hour
+	DeadLetterMaxRetries = 100
+)
+
+// DeadLetterRetryDelay is how long a dead letter waits for its next
+// delivery after its attempts-th failed.
+func DeadLetterRetryDelay(attempts int) time.Duration {
+	d := DeadLetterRetryFirst
+	for i := 1; i < attempts && d < DeadLetterRetryMax; i++ {
+		d *= 2
+	}
+	return min(d, DeadLetterRetryMax)
+}
 
 // Namespace is a KV namespace as the store and its sweep need it.
 type Namespace interface {
@@ -107,13 +132,17 @@ type Worker struct {
 	// reads the key a letter names; nil without KV.
 	deadLetters intake.DeadLetters
 	lookup      func(context.Context, intake.Key) (intake.Record, error)
-	sweepGrace  time.Duration
-	now         func() time.Time
+	// deadLetterQueue is the dead-letter queue's name; "" when
+	// misconfigured.
+	deadLetterQueue string
+	sweepGrace      time.Duration
+	now             func() time.Time
 }
 
-// New builds the Worker from env. A setting that cannot work makes every
-// request a 500 misconfigured naming it, before any storage call, and
-// leaves nothing to settle.
+// New builds the Worker from env. A setting that cannot work is logged
+// once, as New starts, in one line naming it (make deploy's check catches
+// vars before they get here); every request is then a 500 misconfigured
+// naming it, before any storage call, and nothing settles.
 func New(env Env) *Worker {
 	cfg, err := config.Load(env.Var)
 	if env.Console == nil {
@@ -125,6 +154,7 @@ func New(env Env) *Worker {
 	log := eventlog.To(env.Console, cfg.LogLevel)
 	w := &Worker{log: log, now: env.Now, meter: newMeter(env, log)}
 	misconfigured := func(detail string) *Worker {
+		log.Log(eventlog.Line{Outcome: "misconfigured", Error: detail})
 		w.Handler = httpapi.Misconfigured(detail, httpapi.Options{Log: log, Now: env.Now, Metrics: w.meter.requests()})
 		return w
 	}
@@ -137,7 +167,7 @@ func New(env Env) *Worker {
 	// With METRICS bound, each request and settle attempt counts its
 	// storage round trips and gateway time.
 	env.KV = w.meter.namespace(env.KV)
-	w.sweepGrace = cfg.SweepGrace
+	w.sweepGrace, w.deadLetterQueue = cfg.SweepGrace, cfg.DeadLetterQueue
 	w.opts = intake.Options{
 		ResultTTL:     cfg.ResultTTL,
 		PendingTTL:    cfg.PendingTTL,
@@ -170,7 +200,9 @@ func New(env Env) *Worker {
 	if env.KV != nil {
 		kvStore = kv.NewStore(env.KV, env.Now)
 		kvStore.Sleep, kvStore.ReadsLag = env.Sleep, cfg.KVReadLag
-		w.deadLetters = kv.NewDeadLetterStore(env.KV)
+		letters := kv.NewDeadLetterStore(env.KV)
+		letters.Now = env.Now
+		w.deadLetters = letters
 	}
 	var store intake.Store
 	var adminStore intake.AdminStore // the store before it is counted
@@ -205,7 +237,7 @@ func New(env Env) *Worker {
 	if cfg.Clients == nil && cfg.OpenAccess {
 		log.Log(eventlog.Line{Outcome: "auth_disabled", Error: "no " + config.TokensVar + " secret and " + config.OpenAccessVar + " is true: the Worker accepts orders from anyone"})
 	} else if cfg.Clients == nil {
-		log.Log(eventlog.Line{Outcome: "auth_disabled", Error: "no " + config.TokensVar + " secret: the Worker accepts orders from anyone on a loopback address only (wrangler dev), and answers 500 misconfigured elsewhere"})
+		log.Log(eventlog.Line{Outcome: "auth_disabled", Error: "no " + config.TokensVar + " secret, and " + config.OpenAccessVar + " is not true: the Worker takes orders from no one, and answers them 500 misconfigured"})
 	}
 	if cfg.Admins != nil && adminStore == nil {
 		return misconfigured(config.AdminTokensVar + " is set but the store cannot list its keys for the admin API")
@@ -219,7 +251,7 @@ func New(env Env) *Worker {
 	if cfg.Admins != nil {
 		admin = intake.NewAdmin(w.Service, adminStore)
 	}
-	w.Handler = httpapi.New(w.Service, httpapi.Options{Clients: cfg.Clients, LoopbackOnly: !cfg.OpenAccess, Log: log, AllowedOrigins: cfg.AllowedOrigins, Now: env.Now,
+	w.Handler = httpapi.New(w.Service, httpapi.Options{Clients: cfg.Clients, Closed: !cfg.OpenAccess, Log: log, AllowedOrigins: cfg.AllowedOrigins, Now: env.Now,
 		Metrics: w.meter.requests(), Admins: cfg.Admins, Admin: admin, DeadLetters: w.deadLetters})
 	return w
 }
@@ -235,6 +267,33 @@ func (w *Worker) Settler(store intake.Store) *intake.Service {
 	opts := w.opts
 	opts.CachedReceipts, opts.Fallback, opts.Limit = -1, nil, nil
 	return intake.New(w.meter.store(store), opts)
+}
+
+// QueueMessage handles a message of either queue the Worker consumes,
+// told apart by the queue's name: a dead letter (DeadLetterMessage), or a
+// settle message (SettleMessage). Each is retried, never acknowledged,
+// while the Worker is misconfigured. An error has the queue deliver the
+// message again after RetryDelay.
+func (w *Worker) QueueMessage(ctx context.Context, m workers.QueueMessage) error {
+	switch {
+	case w.Service == nil:
+		return errors.New("app: the Worker is misconfigured (see its 500 answers): the message waits for a fix")
+	case m.Queue == w.deadLetterQueue:
+		return w.DeadLetterMessage(ctx, m.ID, m.Body)
+	}
+	return w.SettleMessage(ctx, m.Body)
+}
+
+// RetryDelay is how long m waits for its next delivery after it failed:
+// DeadLetterRetryDelay for a dead letter, QueueRetryDelay for a settle
+// message. A misconfigured Worker cannot tell them apart, and gives every
+// message the dead letters' delays, so that none runs out of retries
+// before someone fixes the setting.
+func (w *Worker) RetryDelay(m workers.QueueMessage) time.Duration {
+	if w.Service == nil || m.Queue == w.deadLetterQueue {
+		return DeadLetterRetryDelay(m.Attempts)
+	}
+	return QueueRetryDelay
 }
 
 // SettleMessage settles the key a settle queue message names. An error
@@ -253,12 +312,14 @@ func (w *Worker) SettleMessage(ctx context.Context, body []byte) error {
 }
 
 // DeadLetterMessage records the key a dead-letter queue message names,
-// with what the store holds for it, where the admin API lists it until an
-// operator acknowledges it. A letter for a key that was not unresolved (a
-// settle message that kept failing) is logged as an alert: nothing else
-// reported it. An error has the queue deliver the message again; a body
-// that is no settle message is logged and acknowledged.
-func (w *Worker) DeadLetterMessage(ctx context.Context, body []byte) error {
+// with what the store holds for it, as the letter messageID names (see
+// letterID), where the admin API lists it until an operator acknowledges
+// it. A letter for a key that was not unresolved (a settle message that
+// kept failing) is logged as an alert: nothing else reported it. A
+// delivery of a letter acknowledged already is logged, not recorded
+// again. An error has the queue deliver the message again; a body that is
+// no settle message is logged and acknowledged.
+func (w *Worker) DeadLetterMessage(ctx context.Context, messageID string, body []byte) error {
 	key, err := settlequeue.ParseMessage(body)
 	if err != nil {
 		w.log.Log(eventlog.Line{Outcome: "dead_letter_dropped", Error: err.Error()})
@@ -271,17 +332,33 @@ func (w *Worker) DeadLetterMessage(ctx context.Context, body []byte) error {
 	if err != nil {
 		return err
 	}
-	d := intake.DeadLetter{Key: key, Received: w.now()}
+	d := intake.DeadLetter{Key: key, ID: letterID(messageID), Received: w.now()}
 	if intake.AttentionOf(rec) != 0 {
 		d.OrderID, d.Attempts, d.Unresolved = rec.OrderID, rec.Attempts, rec.Unresolved
 	}
-	if err := w.deadLetters.Record(ctx, d); err != nil {
+	switch err := w.deadLetters.Record(ctx, d); {
+	case errors.Is(err, intake.ErrLetterAcknowledged):
+		w.log.Log(eventlog.Line{Outcome: "dead_letter_acknowledged", Client: key.Client, Key: key.ID, LetterID: d.ID,
+			Error: "delivered again after an operator acknowledged it: not listed again"})
+		return nil
+	case err != nil:
 		return err
 	}
-	w.log.Log(eventlog.Line{Outcome: "dead_letter", Client: key.Client, Key: key.ID, OrderID: d.OrderID, Attempts: d.Attempts,
+	w.log.Log(eventlog.Line{Outcome: "dead_letter", Client: key.Client, Key: key.ID, OrderID: d.OrderID, Attempts: d.Attempts, LetterID: d.ID,
 		Alert: !d.Unresolved && d.OrderID != "",
 		Error: "recorded for the admin API (" + httpapi.DeadLettersPath + ") until an operator acknowledges it"})
 	return nil
+}
+
+// letterID is the id of the letter a queue message brings: the message's
+// own, the same at each of its deliveries, where it can name a letter
+// (httpapi.ValidLetterID), else a digest of it.
+func letterID(messageID string) string {
+	if httpapi.ValidLetterID(messageID) {
+		return messageID
+	}
+	sum := sha256.Sum256([]byte(messageID))
+	return base64.RawURLEncoding.EncodeToString(sum[:16])
 }
 
 // Sweep settles KV mode's overdue keys, those whose settle message was

@@ -23,8 +23,7 @@ import (
 
 const body = `{"symbol":"AAPL","side":"buy","quantity":10}`
 
-// localHost is the host of wrangler dev's URL: a Worker without API_TOKENS
-// serves orders there.
+// localHost is the host of wrangler dev's URL.
 const localHost = "127.0.0.1:8787"
 
 // world is a Worker's environment in memory: KV, the two queues, an OMS
@@ -52,6 +51,13 @@ func newWorld(t *testing.T, vars map[string]string) *world {
 	w := &world{t: t, vars: map[string]string{"OMS_URL": "https://oms.example/orders"}, now: time.Date(2026, 11, 24, 9, 30, 0, 0, time.UTC)}
 	for k, v := range vars {
 		w.vars[k] = v
+	}
+	// Open unless the test gives tokens or decides, as make dev and the
+	// end-to-end tests do: never inferred.
+	if _, ok := w.vars["API_TOKENS"]; !ok {
+		if _, ok := w.vars["OPEN_ACCESS"]; !ok {
+			w.vars["OPEN_ACCESS"] = "true"
+		}
 	}
 	mem := kv.NewMemoryNamespace()
 	mem.Now = w.clock

@@ -94,6 +94,10 @@ func (c *Clients) Authenticate(authorization string) (string, error) {
 	return c.clients[found].id, nil
 }
 
+// ValidClientID reports whether id is one Parse takes as a client's: 1
+// to MaxClientIDBytes letters, digits, '.', '_' or '-'.
+func ValidClientID(id string) bool { return validID(id) }
+
 func validID(id string) bool {
 	if id == "" || len(id) > MaxClientIDBytes {
 		return false

@@ -50,9 +50,14 @@ const (
 	// from a browser (CORS), comma-separated.
 	AllowedOriginsVar = "ALLOWED_ORIGINS"
 	// OpenAccessVar, "true", lets a Worker without API_TOKENS take orders
-	// from anyone on every host, as the reference does; unset or "false",
-	// it takes them only on a loopback host (wrangler dev).
+	// from anyone, as the reference does; unset or "false", a Worker
+	// without API_TOKENS takes them from no one. It is never inferred:
+	// make dev and the tests set it.
 	OpenAccessVar = "OPEN_ACCESS"
+	// DeadLetterQueueVar names the dead-letter queue, as wrangler.toml
+	// creates it: the Worker consumes it too, and tells its messages from
+	// the settle queue's by this name.
+	DeadLetterQueueVar = "DEAD_LETTER_QUEUE"
 )
 
 // Values of KV_CLAIM_AFTER_RECEIPT.
@@ -97,6 +102,9 @@ const (
 	DefaultLedgerShards = 8
 	// DefaultLogLevel logs every order placed and every error, not replays.
 	DefaultLogLevel = eventlog.Orders
+	// DefaultDeadLetterQueue is the dead-letter queue wrangler.toml
+	// creates.
+	DefaultDeadLetterQueue = "edge-orders-settle-dlq"
 	// DefaultOMSTimeout is long for an OMS that answers in milliseconds and
 	// far under the claim lease, so a slow gateway never outlives its claim.
 	DefaultOMSTimeout = 5 * time.Second
@@ -110,6 +118,8 @@ const (
 	// maxOMSTimeout keeps a gateway call inside the 30 s that waitUntil
 	// gives a request whose client went away.
 	maxOMSTimeout = 20 * time.Second
+	// maxQueueNameBytes is the longest name Cloudflare Queues gives a queue.
+	maxQueueNameBytes = 63
 )
 
 // Config is the Worker's configuration.
@@ -154,9 +164,12 @@ type Config struct {
 	// AllowedOrigins are the exact origins, as browsers send them, whose
 	// pages may call the Worker; nil turns CORS off.
 	AllowedOrigins []string
-	// OpenAccess, with no Clients, serves anyone on every host; false
-	// serves anyone on a loopback host only. Never true with Clients.
+	// OpenAccess, with no Clients, serves anyone; false, with no Clients,
+	// serves no one. Never true with Clients.
 	OpenAccess bool
+	// DeadLetterQueue is the name of the dead-letter queue the Worker
+	// consumes (DeadLetterQueueVar).
+	DeadLetterQueue string
 }
 
 // Error is a setting the Worker cannot run with. Its message names the
@@ -174,17 +187,18 @@ func (e *Error) Error() string { return e.Var + ": " + e.Reason }
 // of the constants above.
 func Load(lookup func(name string) (string, bool)) (Config, error) {
 	c := Config{
-		Storage:       DefaultStorage,
-		ResultTTL:     DefaultResultTTL,
-		PendingTTL:    DefaultPendingTTL,
-		Wait:          DefaultWait,
-		LedgerShards:  DefaultLedgerShards,
-		LogLevel:      DefaultLogLevel,
-		ReleaseClaims: true,
-		OMSTimeout:    DefaultOMSTimeout,
-		SettleMaxAge:  intake.DefaultSettleMaxAge,
-		SweepGrace:    DefaultSweepGrace,
-		KVReadLag:     DefaultKVReadLag,
+		Storage:         DefaultStorage,
+		ResultTTL:       DefaultResultTTL,
+		PendingTTL:      DefaultPendingTTL,
+		Wait:            DefaultWait,
+		LedgerShards:    DefaultLedgerShards,
+		LogLevel:        DefaultLogLevel,
+		ReleaseClaims:   true,
+		OMSTimeout:      DefaultOMSTimeout,
+		SettleMaxAge:    intake.DefaultSettleMaxAge,
+		SweepGrace:      DefaultSweepGrace,
+		KVReadLag:       DefaultKVReadLag,
+		DeadLetterQueue: DefaultDeadLetterQueue,
 	}
 	settings := []struct {
 		name  string
@@ -218,6 +232,7 @@ func Load(lookup func(name string) (string, bool)) (Config, error) {
 		{KVReadLagVar, func(v string) (err error) { c.KVReadLag, err = parseSeconds(v); return }},
 		{AllowedOriginsVar, func(v string) (err error) { c.AllowedOrigins, err = parseOrigins(v); return }},
 		{OpenAccessVar, func(v string) (err error) { c.OpenAccess, err = parseBool(v); return }},
+		{DeadLetterQueueVar, func(v string) (err error) { c.DeadLetterQueue, err = parseQueueName(v); return }},
 	}
 	for _, s := range settings {
 		if v, ok := lookup(s.name); ok {
@@ -251,6 +266,16 @@ func parseBool(v string) (bool, error) {
 		return false, nil
 	}
 	return false, errors.New(strconv.Quote(v) + ` is neither "true" nor "false"`)
+}
+
+// parseQueueName reads a queue's name: 1 to maxQueueNameBytes
+// characters, none a space or a control character.
+func parseQueueName(v string) (string, error) {
+	v = strings.TrimSpace(v)
+	if v == "" || len(v) > maxQueueNameBytes || strings.ContainsFunc(v, func(r rune) bool { return r <= ' ' || r == 0x7f }) {
+		return "", errors.New("a queue's name is 1 to " + strconv.Itoa(maxQueueNameBytes) + " characters, without spaces")
+	}
+	return v, nil
 }
 
 func parseClaimAfterReceipt(v string) (bool, error) {

@@ -411,3 +411,22 @@ func TestLoadOpenAccess(t *testing.T) {
 		})
 	}
 }
+
+// TestTheDeadLetterQueueIsNamedByItsVariable: DEAD_LETTER_QUEUE names the
+// queue the Worker consumes as its dead letters, wrangler.toml's by
+// default; a name no queue could have is refused, naming the variable.
+func TestTheDeadLetterQueueIsNamedByItsVariable(t *testing.T) {
+	c, err := config.Load(env(nil))
+	if err != nil || c.DeadLetterQueue != "edge-orders-settle-dlq" {
+		t.Errorf("default DeadLetterQueue = %q, %v; want edge-orders-settle-dlq", c.DeadLetterQueue, err)
+	}
+	if c, err := config.Load(env(map[string]string{"DEAD_LETTER_QUEUE": " desk-dlq "})); err != nil || c.DeadLetterQueue != "desk-dlq" {
+		t.Errorf("DEAD_LETTER_QUEUE=desk-dlq: %q, %v", c.DeadLetterQueue, err)
+	}
+	for _, bad := range []string{"", "two words", strings.Repeat("q", 64)} {
+		var e *config.Error
+		if _, err := config.Load(env(map[string]string{"DEAD_LETTER_QUEUE": bad})); !errors.As(err, &e) || e.Var != "DEAD_LETTER_QUEUE" {
+			t.Errorf("DEAD_LETTER_QUEUE=%q: %v, want an error naming it", bad, err)
+		}
+	}
+}

@@ -40,6 +40,8 @@ type Line struct {
 	// token; Before and After are the key's state around the action, and
 	// Note the operator's note.
 	Action, Admin, Before, After, Note string
+	// LetterID names the dead letter a line is about.
+	LetterID string
 }
 
 // MaxFieldBytes bounds each field of a line as it is written: a client may
@@ -55,7 +57,7 @@ const MaxFieldBytes = 512
 func (l Line) AppendJSON(b []byte) []byte {
 	b = jsjson.AppendString(append(b, `{"outcome":`...), l.Outcome)
 	for _, f := range []struct{ name, value string }{{"client", l.Client}, {"key", l.Key}, {"orderId", l.OrderID}, {"error", l.Error},
-		{"action", l.Action}, {"admin", l.Admin}, {"before", l.Before}, {"after", l.After}, {"note", l.Note}} {
+		{"action", l.Action}, {"admin", l.Admin}, {"before", l.Before}, {"after", l.After}, {"note", l.Note}, {"letterId", l.LetterID}} {
 		if f.value != "" {
 			b = append(b, `,"`+f.name+`":`...)
 			b = jsjson.AppendString(b, bounded(f.value))

@@ -156,8 +156,10 @@ func (h *Handler) admin(ctx context.Context, r *workers.Request, line *eventlog.
 		body, err = h.purge(ctx, route, line)
 	case actionListDeadLetters:
 		body, err = h.listDeadLetters(ctx, r.Query)
+	case actionInspectDeadLetters:
+		body, err = h.inspectDeadLetters(ctx, route.key, r.Query)
 	case actionAcknowledge:
-		body, err = h.acknowledge(ctx, route.key, line)
+		body, err = h.acknowledge(ctx, route.key, r.Query, line)
 	}
 	if err != nil {
 		return fail(err)
@@ -182,7 +184,7 @@ func (h *Handler) adminRoute(method, path, query string) (adminRoute, error) {
 		}
 		return adminRoute{action: actionList}, nil
 	}
-	if route, err, ok := h.deadLetterRoute(method, path); ok {
+	if route, err, ok := h.deadLetterRoute(method, path, query); ok {
 		return route, err
 	}
 	rest, ok := strings.CutPrefix(path, ordersPath+"/")

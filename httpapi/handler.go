@@ -40,15 +40,16 @@ var keyFormat = "an Idempotency-Key is 1 to " + strconv.Itoa(MaxIdempotencyKeyBy
 type Options struct {
 	// Clients holds the API clients. With clients, every request must carry
 	// a client's bearer token and keys are scoped to the client; with nil,
-	// the Worker runs open, as the TypeScript reference does (but see
-	// LoopbackOnly).
+	// the Worker runs open, as the TypeScript reference does, unless
+	// Closed.
 	Clients *auth.Clients
-	// LoopbackOnly, with nil Clients, serves only requests whose URL's
-	// host is loopback (localhost, 127.0.0.0/8, [::1]: wrangler dev on
-	// this machine); every other request but the policy page is a 500
-	// misconfigured naming the settings that choose. A deployed Worker's
-	// URL always has the public hostname it was routed by.
-	LoopbackOnly bool
+	// Closed, with nil Clients, refuses every request but the policy page
+	// with a 500 misconfigured naming the settings that choose: a Worker
+	// with neither API_TOKENS nor OPEN_ACCESS "true", which a deploy
+	// refuses (wrangler.toml's [secrets]), so only a secret deleted since
+	// meets it. Which host a request names never matters: under
+	// `wrangler dev --ip 0.0.0.0` anyone may name localhost.
+	Closed bool
 	// Log receives one line per request.
 	Log eventlog.Sink
 	// Now tells the time an unsettled outcome's Retry-After counts from,
@@ -224,7 +225,7 @@ func (h *Handler) serve(ctx context.Context, r *workers.Request, m *measure) (re
 		// policy reads nothing else of the request and touches no storage.
 		return policyResponse(h.policy), eventlog.Line{Outcome: "policy", Status: statusOK}
 	}
-	if h.opts.Clients == nil && h.opts.LoopbackOnly && !isLoopback(r.Host) {
+	if h.opts.Clients == nil && h.opts.Closed {
 		resp, line.Outcome, line.Status = errorResponse(errMisconfigured, detailNoTokens, 0)
 		line.Error = detailNoTokens
 		if m != nil {
@@ -311,36 +312,9 @@ func (h *Handler) serve(ctx context.Context, r *workers.Request, m *measure) (re
 	return resp, line
 }
 
-// detailNoTokens is the 500's detail for an open Worker off loopback.
-const detailNoTokens = "No API_TOKENS secret is set, and OPEN_ACCESS is not \"true\": this Worker takes orders from anyone only on a loopback address (wrangler dev). Set API_TOKENS (npx wrangler secret put API_TOKENS), or set OPEN_ACCESS = \"true\" to take orders from anyone."
-
-// isLoopback reports whether host (a URL's host: hostname, and maybe
-// :port) names this machine: localhost, an IPv4 address in 127.0.0.0/8,
-// or [::1]. It parses by hand: net/netip would add about 150 KB to the
-// wasm.
-func isLoopback(host string) bool {
-	if strings.HasPrefix(host, "[") {
-		end := strings.IndexByte(host, ']')
-		return end > 0 && (host[1:end] == "::1" || host[1:end] == "0:0:0:0:0:0:0:1")
-	}
-	if i := strings.LastIndexByte(host, ':'); i >= 0 {
-		host = host[:i]
-	}
-	if strings.EqualFold(host, "localhost") {
-		return true
-	}
-	octets := strings.Split(host, ".")
-	if len(octets) != 4 || octets[0] != "127" {
-		return false
-	}
-	for _, o := range octets[1:] {
-		n, err := strconv.Atoi(o)
-		if err != nil || n < 0 || n > 255 || len(o) > 3 || o[0] == '+' {
-			return false
-		}
-	}
-	return true
-}
+// detailNoTokens is the 500's detail for a Worker that is neither given
+// tokens nor told to run open.
+const detailNoTokens = "No API_TOKENS secret is set, and OPEN_ACCESS is not \"true\": this Worker takes orders from no one. Set API_TOKENS (npx wrangler secret put API_TOKENS), or set OPEN_ACCESS = \"true\" to take orders from anyone."
 
 // appendExpires adds Idempotency-Expires, when the stored outcome stops
 // being served, to a lookup's answer, unless the store did not tell it

@@ -164,6 +164,8 @@ var problems = []struct {
 		"The query takes state (in_progress, unknown, unresolved, comma-separated), client, cursor and limit (1 to " + strconv.Itoa(intake.MaxListLimit) + ").", "", metrics.Invalid, ""}},
 	{intake.ErrBadCursor, problem{statusBadRequest, "invalid_cursor", "Invalid cursor",
 		"The cursor is not one a listing handed out; start again without one.", "", metrics.Invalid, ""}},
+	{intake.ErrOtherLetter, problem{statusConflict, "dead_letter_changed", "Another dead letter",
+		"This key holds another dead letter than the one named, or more than one: nothing was acknowledged. Read the key's letters and name one by its letterId.", "", metrics.Invalid, ""}},
 	{errInvalidRequest, problem{statusBadRequest, "invalid_resolution", "Invalid resolution",
 		`The body must be a JSON object with status ("accepted" or "rejected"), reason (a string, required for rejected) and note (a string), and no other member.`, "", metrics.Invalid, ""}},
 	{intake.ErrOutcomeFinal, problem{statusConflict, "outcome_final", "Outcome already final",

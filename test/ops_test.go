@@ -299,6 +299,10 @@ type stubAdmin struct {
 	preconditions []string
 	state         string // the hostile key's state
 	reason        string // its rejection's reason, once resolved
+	// letters are the dead letters listed; acknowledged the URLs of the
+	// acknowledgements, the path decoded.
+	letters      []map[string]any
+	acknowledged []string
 }
 
 // The stub's two keys: the hostile one, unresolved until resolved, on
@@ -307,7 +311,19 @@ const (
 	stubClient  = "desk-1"
 	stubOrderID = "0a6b3f1e-2d4c-4b5a-9e8f-7c6d5e4f3a2b"
 	stubPlain   = "plain-key-2"
+	// The dead letters': the hostile key's, and one of a dot key, which
+	// only the query form can name.
+	stubLetter    = "3f9c2a7d1e4b5c6a8d9e0f1a2b3c4d5e"
+	stubDotLetter = "7a6b5c4d3e2f1a0b9c8d7e6f5a4b3c2d"
 )
+
+// stubLetters are the stub's dead letters at the start.
+func stubLetters() []map[string]any {
+	return []map[string]any{
+		{"client": stubClient, "key": hostileKey, "letterId": stubLetter, "state": "unresolved", "orderId": stubOrderID, "attempts": 7, "receivedAt": "2026-11-25T05:00:00.000Z"},
+		{"client": stubClient, "key": "..", "letterId": stubDotLetter, "state": "none", "attempts": 0, "receivedAt": "2026-11-25T06:00:00.000Z"},
+	}
+}
 
 func (s *stubAdmin) entry() map[string]any {
 	e := map[string]any{"client": stubClient, "key": hostileKey, "state": s.state, "orderId": stubOrderID,
@@ -372,6 +388,25 @@ func (s *stubAdmin) handler() http.Handler {
 		s.state, s.reason = body["status"], body["reason"]
 		s.answer(w, s.entry())
 	})
+	admin.HandleFunc("GET /admin/deadletters", func(w http.ResponseWriter, r *http.Request) {
+		s.answer(w, map[string]any{"deadLetters": s.letters})
+	})
+	// The hostile key's letter is acknowledged; the dot key's, named in
+	// the query, is refused as if another letter had come meanwhile.
+	admin.HandleFunc("DELETE /admin/deadletters/{client}/{key}", func(w http.ResponseWriter, r *http.Request) {
+		s.acknowledged = append(s.acknowledged, r.URL.Path+"?"+r.URL.RawQuery)
+		if r.PathValue("client") != stubClient || r.PathValue("key") != hostileKey || r.URL.Query().Get("letterId") != stubLetter {
+			s.problem(w, 404, "not_found", "No such letter", "")
+			return
+		}
+		done := s.letters[0]
+		s.letters = s.letters[1:]
+		s.answer(w, done)
+	})
+	admin.HandleFunc("DELETE /admin/deadletter", func(w http.ResponseWriter, r *http.Request) {
+		s.acknowledged = append(s.acknowledged, r.URL.Path+"?"+r.URL.RawQuery)
+		s.problem(w, 409, "dead_letter_changed", "Another dead letter", "This key holds another dead letter <img src=x onerror=alert(6)>.")
+	})
 	mux.HandleFunc("/admin/", func(w http.ResponseWriter, r *http.Request) {
 		s.mu.Lock()
 		defer s.mu.Unlock()
@@ -397,7 +432,7 @@ func TestOpsPageShowsEveryValueAsText(t *testing.T) {
 	requireWorker(t)
 	chromium := chromiumPath(t)
 	t.Parallel()
-	stub := &stubAdmin{token: "stub-admin-token-0123456789", state: "unresolved"}
+	stub := &stubAdmin{token: "stub-admin-token-0123456789", state: "unresolved", letters: stubLetters()}
 	origin := serveLoopback(t, stub.handler())
 	browser := startChromium(t, chromium)
 	p := openOps(t, browser, origin+"/ops/", artifactsDir(t), "ops-stub")
@@ -520,6 +555,43 @@ func TestOpsPageShowsEveryValueAsText(t *testing.T) {
 		}
 		if got := p.field("Stored rejection"); !strings.Contains(got, jsString(hostileReason)) {
 			t.Errorf("the stored rejection shows %q, want the reason %s as text", got, jsString(hostileReason))
+		}
+		p.wantNothingRan()
+	})
+
+	t.Run("the dead letters show as text, and Acknowledge names the letter", func(t *testing.T) {
+		p.t = t
+		letterRow := func(key string) string {
+			return `[...document.querySelectorAll("#letter-rows tr")].find((r) => r.dataset.key === ` + jsString(key) + `)`
+		}
+		p.waitFor(letterRow(hostileKey)+` && `+letterRow(".."), 10*time.Second)
+		if got := eval[string](p.tab, letterRow(hostileKey)+`.querySelector(".key").textContent`); got != hostileKey {
+			t.Errorf("the letter's key shows %q, want %q", got, hostileKey)
+		}
+		eval[bool](p.tab, `(`+letterRow(hostileKey)+`.querySelector("button.ack").click(), true)`)
+		asked := p.confirm("6-acknowledge-confirm")
+		for _, want := range []string{hostileKey, stubLetter, stubOrderID} {
+			if !strings.Contains(asked, want) {
+				t.Errorf("the confirmation %q does not name %q", asked, want)
+			}
+		}
+		p.waitFor(`document.getElementById("notice").dataset.kind === "acknowledged" && !document.getElementById("notice").hidden`, 10*time.Second)
+		p.waitFor(`!(`+letterRow(hostileKey)+`)`, 10*time.Second)
+		// The dot key's letter: by the query form, refused, and nothing ran.
+		eval[bool](p.tab, `(`+letterRow("..")+`.querySelector("button.ack").click(), true)`)
+		p.confirm("")
+		p.waitFor(`!document.getElementById("problem").hidden`, 10*time.Second)
+		p.screenshot("7-acknowledge-refused")
+		if status, title, detail := p.problem(); status != "409" || title != "Acknowledge refused: Another dead letter" || !strings.Contains(detail, "<img src=x onerror=alert(6)>") {
+			t.Errorf("problem %s %q: %q, want the stub's 409 as text", status, title, detail)
+		}
+		stub.mu.Lock()
+		acknowledged := slices.Clone(stub.acknowledged)
+		stub.mu.Unlock()
+		want := []string{"/admin/deadletters/" + stubClient + "/" + hostileKey + "?letterId=" + stubLetter,
+			"/admin/deadletter?client=" + stubClient + "&key=..&letterId=" + stubDotLetter}
+		if !slices.Equal(acknowledged, want) {
+			t.Errorf("acknowledgements %q, want %q: each names its letter, the dot key's in the query", acknowledged, want)
 		}
 		p.wantNothingRan()
 	})
@@ -739,28 +811,34 @@ func TestOpsPage(t *testing.T) {
 				}
 			})
 
-			t.Run("the settler's dead letter is listed until acknowledged", func(t *testing.T) {
+			t.Run("the settler's dead letter is listed until acknowledged on the page", func(t *testing.T) {
 				if mode != "kv" {
 					t.Skip("ledger mode has no queue: its unresolved keys are listed by /admin/orders")
 				}
+				p.t = t
 				// The Worker consumes SETTLE_DLQ and records each letter. Over
 				// KV the give-up, and its letter, wait for a check once reads
 				// have caught up (2 × kv.ReadsLag after the last call).
-				var got response
-				for deadline := time.Now().Add(2*kv.ReadsLag + time.Minute); ; time.Sleep(time.Second) {
-					got = adminCall(http.MethodGet, "/admin/deadletters")
-					if strings.Contains(got.body, `"key":`+jsString(key)) || time.Now().After(deadline) {
-						break
-					}
+				row := `[...document.querySelectorAll("#letter-rows tr")].find((r) => r.dataset.client === ` + jsString(client) + ` && r.dataset.key === ` + jsString(key) + `)`
+				p.waitFor(row, 2*kv.ReadsLag+time.Minute)
+				p.screenshot("06b-dead-letter")
+				letterID := eval[string](p.tab, row+`.dataset.letter`)
+				if got := adminCall(http.MethodGet, "/admin/deadletters/"+client+"/"+url.PathEscape(key)); got.status != 200 ||
+					!strings.Contains(got.body, `"letterId":`+jsString(letterID)) || !strings.Contains(got.body, `"state":"unresolved"`) || letterID == "" {
+					t.Fatalf("GET the key's dead letters = %d %s, want the letter %q the page shows, unresolved", got.status, got.body, letterID)
 				}
-				if got.status != 200 || !strings.Contains(got.body, `"key":`+jsString(key)) || !strings.Contains(got.body, `"state":"unresolved"`) {
-					t.Fatalf("GET /admin/deadletters = %d %s, want %s unresolved", got.status, got.body, key)
+				eval[bool](p.tab, `(`+row+`.querySelector("button.ack").click(), true)`)
+				if asked := p.confirm("06c-acknowledge-confirm"); !strings.Contains(asked, letterID) || !strings.Contains(asked, key) {
+					t.Errorf("the confirmation %q does not name the letter %s and its key", asked, letterID)
 				}
-				if got := adminCall(http.MethodDelete, "/admin/deadletters/"+client+"/"+url.PathEscape(key)); got.status != 200 {
-					t.Errorf("acknowledging the letter = %d %s, want 200", got.status, got.body)
-				}
+				p.waitFor(`document.getElementById("notice").dataset.kind === "acknowledged" && !document.getElementById("notice").hidden`, 15*time.Second)
+				p.waitFor(`!(`+row+`)`, 15*time.Second)
 				if got := adminCall(http.MethodGet, "/admin/deadletters"); strings.Contains(got.body, `"key":`+jsString(key)) {
 					t.Errorf("after the acknowledgement the letters are %s, want %s gone", got.body, key)
+				}
+				w.countLog(t, `"action":"acknowledge"`, 10*time.Second)
+				if audit := linesWith(w.Logs(), `"action":"acknowledge"`); !strings.Contains(audit, `"letterId":`+jsString(letterID)) || !strings.Contains(audit, `"admin":"`+admin+`"`) {
+					t.Errorf("the acknowledgement's audit lines %q, want the letter %s and the admin %s", audit, letterID, admin)
 				}
 			})
 
@@ -864,9 +942,13 @@ func (s *pagingAdmin) handler() http.Handler {
 			json.NewEncoder(w).Encode(map[string]any{"type": problemTypePrefix + "unauthorized", "title": "Unauthorized", "status": 401, "detail": "No client has this token.", "error": "unauthorized"})
 			return
 		}
+		w.Header().Set("Content-Type", "application/json")
+		if r.URL.Path == "/admin/deadletters" {
+			json.NewEncoder(w).Encode(map[string]any{"deadLetters": []any{}})
+			return
+		}
 		n, _ := strconv.Atoi(strings.TrimPrefix(r.URL.Query().Get("cursor"), "p"))
 		s.served++
-		w.Header().Set("Content-Type", "application/json")
 		if n+1 < s.pages {
 			json.NewEncoder(w).Encode(map[string]any{"orders": []any{}, "cursor": "p" + strconv.Itoa(n+1)})
 			return

@@ -166,3 +166,14 @@ func URLQuery(url string) string {
 	rest, _, _ = strings.Cut(rest, "#")
 	return rest
 }
+
+// QueueMessage is one message of a queue batch, as a QueueHandler gets it.
+type QueueMessage struct {
+	// Queue is the name of the queue it came from.
+	Queue string
+	// ID is the message's id, the same at every delivery of it.
+	ID string
+	// Attempts counts its deliveries, this one included.
+	Attempts int
+	Body     []byte
+}

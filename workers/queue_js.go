@@ -27,26 +27,44 @@ const (
 	scheduledGlobal = "__goScheduled"
 )
 
-// QueueHandler handles one message of a queue batch, from the queue named
-// queue: nil acknowledges it, an error retries it after the retry delay
-// (the queue's retries, then its dead-letter queue).
-type QueueHandler func(ctx context.Context, env Env, queue string, body []byte) error
+// QueueHandler handles one message of a queue batch: a nil error
+// acknowledges it; an error retries it after retry, in whole seconds
+// rounded up (zero or less leaves it to the consumer's retry_delay in
+// wrangler.toml), until the queue's max_retries, then its dead-letter
+// queue.
+type QueueHandler func(ctx context.Context, env Env, m QueueMessage) (retry time.Duration, err error)
 
 // ServeQueue handles the Worker's queue messages, one call into Go per
 // message: the entry's queue() holds each message's event ({env, ctx,
 // done}) and calls the published function with (event, length of the
-// frame of its body and its queue's name); done then acknowledges or
-// retries the message.
-func ServeQueue(handle QueueHandler, retryDelay time.Duration) {
+// frame of the message's body, queue name, id and attempts); done then
+// acknowledges the message, or retries it after the delay it is given
+// ("" for the consumer's own).
+func ServeQueue(handle QueueHandler) {
 	js.Global().Set(queueGlobal, goFunc(func(eventHandle, frameLength, _ int) int {
 		event := Handle(eventHandle)
 		frame := readFrame(receive(frameLength))
-		body := frame.Bytes()
-		queue := frame.Str()
+		m := QueueMessage{Body: frame.Bytes(), Queue: frame.Str(), ID: frame.Str(), Attempts: int(frame.Int())}
 		ctx := context.WithValue(context.Background(), executionContextKey{}, event)
-		runEvent(event, strconv.Itoa(int(retryDelay/time.Second)), func() error { return handle(ctx, EnvOf(event), queue, body) })
+		goroutines.run(func() {
+			var retry time.Duration
+			failure := runTask(func() (err error) {
+				retry, err = handle(ctx, EnvOf(event), m)
+				return err
+			})
+			finishTask(event, failure, retrySeconds(retry))
+		})
 		return 0
 	}))
+}
+
+// retrySeconds is a retry's delay as done reads it: whole seconds,
+// rounded up, or "" for none.
+func retrySeconds(d time.Duration) string {
+	if d <= 0 {
+		return ""
+	}
+	return strconv.FormatInt(int64((d+time.Second-1)/time.Second), 10)
 }
 
 // ServeScheduled handles the Worker's Cron Triggers: the entry's

@@ -12,6 +12,8 @@
 //   the key, and the API's refusal, a problem's title and detail, is shown
 //   as it comes.
 
+import { deadLetters } from "./deadletters.js";
+
 const tokenKey = "edge-orders.ops.token";
 // How often the attention list is fetched again.
 const refreshMs = 5000;
@@ -119,6 +121,7 @@ function signOut(problem) {
   current = null;
   pass = complete = null;
   $("rows").replaceChildren();
+  letters.clear();
   $("detail").hidden = true;
   $("console").hidden = true;
   $("login").hidden = false;
@@ -224,6 +227,7 @@ async function refresh() {
     // The open key too, so that the list and its detail are drawn
     // together and never disagree.
     const drawDetail = await refreshDetail();
+    const drawLetters = await letters.read();
     if (!token()) return; // signed out meanwhile: show nothing
     if (done) {
       renderList(complete, false);
@@ -235,6 +239,7 @@ async function refresh() {
       renderList(pass.entries, true);
     }
     drawDetail();
+    drawLetters();
     $("list-error").textContent = "";
   } catch (thrown) {
     const e = thrown instanceof Problem ? thrown : new Problem(0, "The page failed", String(thrown));
@@ -530,6 +535,10 @@ $("purge-open").addEventListener("click", async () => {
   }
   refresh();
 });
+
+// --- Dead letters (deadletters.js) ---------------------------------------------
+
+const letters = deadLetters({ api, el, when, stateBadge, confirmAction, showProblem, hideProblem, showNotice, hideNotice, answerAt, refused, signOut, refresh });
 
 // --- Start --------------------------------------------------------------------
 

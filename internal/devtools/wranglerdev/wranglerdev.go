@@ -39,8 +39,11 @@ type Options struct {
 	Vars map[string]string
 	// CompatibilityFlags are added to the config's (--compatibility-flags).
 	CompatibilityFlags []string
-	// EnvFile, if set, is passed as --env-file: secrets such as API_TOKENS,
-	// as .dev.vars would hold them.
+	// EnvFile, if set, holds secrets such as API_TOKENS as .dev.vars
+	// would, NAME=value lines. It is passed as --env-file, which wrangler
+	// reads for the names a config declares only (its vars and [secrets]
+	// required), and each of its lines as a --var too, so that the others
+	// (ADMIN_TOKENS, OMS_TOKEN) reach the Worker as well.
 	EnvFile string
 	// Registry is the dev registry folder through which wrangler dev
 	// processes bind each other's Workers (script_name); default a folder
@@ -123,10 +126,14 @@ func start(ctx context.Context, opts Options) (*Server, error) {
 	if opts.Environment != "" {
 		args = append(args, "--env", opts.Environment)
 	}
+	vars, err := localVars(opts)
+	if err != nil {
+		return nil, err
+	}
 	if opts.EnvFile != "" {
 		args = append(args, "--env-file", opts.EnvFile)
 	}
-	for name, value := range opts.Vars {
+	for name, value := range vars {
 		args = append(args, "--var", name+":"+value)
 	}
 	for _, flag := range opts.CompatibilityFlags {
@@ -140,6 +147,12 @@ func start(ctx context.Context, opts Options) (*Server, error) {
 		opts.Registry = filepath.Join(opts.StateDir, "registry")
 	}
 	cmd.Env = append(cmd.Env, "WRANGLER_REGISTRY_PATH="+opts.Registry)
+	if vars[TokensVar] == "" {
+		// Said empty (none, to the Worker), so that wrangler, which reads
+		// a [secrets] name from the environment too, does not warn that
+		// it is missing.
+		cmd.Env = append(cmd.Env, TokensVar+"=")
+	}
 	cmd.Env = append(cmd.Env, opts.Env...)
 	logs := &syncBuffer{}
 	cmd.Stdout, cmd.Stderr = logs, logs
@@ -162,6 +175,40 @@ func start(ctx context.Context, opts Options) (*Server, error) {
 	return s, nil
 }
 
+// OpenAccessVar and TokensVar are the Worker's settings that decide who
+// may place orders (package config, which this package does not import).
+const (
+	OpenAccessVar = "OPEN_ACCESS"
+	TokensVar     = "API_TOKENS"
+)
+
+// localVars is what Start passes as --var: the env file's lines, then
+// opts.Vars over them, and OPEN_ACCESS "true" unless either gives API_TOKENS
+// or OPEN_ACCESS. A served Worker without tokens runs open because its
+// harness says so, as `make dev` does, never because its host is loopback.
+func localVars(opts Options) (map[string]string, error) {
+	vars := map[string]string{}
+	if opts.EnvFile != "" {
+		b, err := os.ReadFile(opts.EnvFile)
+		if err != nil {
+			return nil, err
+		}
+		for _, line := range strings.Split(string(b), "\n") {
+			name, value, ok := strings.Cut(line, "=")
+			if name = strings.TrimSpace(name); ok && name != "" && !strings.HasPrefix(name, "#") {
+				vars[name] = strings.TrimSpace(value)
+			}
+		}
+	}
+	for name, value := range opts.Vars {
+		vars[name] = value
+	}
+	if vars[TokensVar] == "" && vars[OpenAccessVar] == "" {
+		vars[OpenAccessVar] = "true"
+	}
+	return vars, nil
+}
+
 // Command returns the wrangler CLI installed in dir's node_modules, set to
 // run in dir on the Node.js the project installs, offline and without colour.
 func Command(dir string, args ...string) (*exec.Cmd, error) {
@@ -177,7 +224,10 @@ func Command(dir string, args ...string) (*exec.Cmd, error) {
 	cmd.Dir = dir
 	// node_modules/.bin first: wrangler runs on the Node.js that the project installs.
 	cmd.Env = append(os.Environ(), "PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"),
-		"WRANGLER_SEND_METRICS=false", "CI=true", "NO_COLOR=1")
+		"WRANGLER_SEND_METRICS=false", "CI=true", "NO_COLOR=1",
+		// No Request.cf sample from workers.cloudflare.com, which an offline
+		// start prints a stack trace for: the Worker reads no cf.
+		"CLOUDFLARE_CF_FETCH_ENABLED=false")
 	return cmd, nil
 }
 
