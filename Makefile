@@ -111,8 +111,10 @@ simulate:
 		go test -count=1 -v -timeout 0 -run 'TestSimulatedHistoriesKeepTheInvariants' ./sim | grep --line-buffered -v '^    sim_test.go:[0-9]*: \[rapid\] draw'
 
 # Bugs planted in the lifecycle, each reverting a fix in its history: every
-# one must be caught, by the unit tests or the simulator
-# (internal/devtools/mutants); a few minutes. CI runs it after make test.
+# one must be caught, by the unit tests or the simulator; and the defences
+# KV's limits make necessary, each removed, which the simulator alone must
+# catch within a stated number of histories (internal/devtools/mutants);
+# a few minutes each. CI runs it after make test.
 mutants:
 	go run ./internal/devtools/mutants
 

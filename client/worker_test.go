@@ -90,6 +90,8 @@ func newWorker(t *testing.T, token string, script ...step) *worker {
 	vars := map[string]string{"STORAGE": "ledger", "IN_PROGRESS_WAIT_MS": "0", "OMS_URL": "https://oms.example/orders"}
 	if token != "" {
 		vars["API_TOKENS"] = "test-client:" + token
+	} else {
+		vars["OPEN_ACCESS"] = "true"
 	}
 	built := app.New(app.Env{
 		Var:    func(name string) (string, bool) { v, ok := vars[name]; return v, ok },

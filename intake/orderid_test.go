@@ -326,6 +326,86 @@ func TestStaleReadKeepsTheOrderIDWithinAnInstance(t *testing.T) {
 	}
 }
 
+// TestStaleReadKeepsTheAcceptedAtAMinuteAfterAReleaseThatWaitedLanded: an
+// instance remembers the claim it left open for KV's stale window after
+// its release landed, not after it began: the release, refused within a
+// second of the claim's write, waits out KV's write limit, and a retry
+// a minute after it began, whose read still misses that write, keeps the
+// key's acceptedAt instead of minting another.
+//
+// Both ways an instance leaves a key open: after a gateway call without an
+// answer, and after a claim's write that failed once it had landed.
+func TestStaleReadKeepsTheAcceptedAtAMinuteAfterAReleaseThatWaitedLanded(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		answers   []error
+		failClaim bool
+		want      error
+	}{
+		{"an unknown outcome", []error{errLost}, false, intake.ErrOutcomeUnknown},
+		{"a claim's write that failed once landed", nil, true, intake.ErrStorageUnavailable},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			testStaleReadAfterALateRelease(t, tc.answers, tc.failClaim, tc.want)
+		})
+	}
+}
+
+// failingAfterPut fails its first Put once the write has landed.
+type failingAfterPut struct {
+	kv.Namespace
+	failed bool
+}
+
+func (f *failingAfterPut) Put(ctx context.Context, k string, e kv.Entry, opts kv.PutOptions) error {
+	err := f.Namespace.Put(ctx, k, e, opts)
+	if err == nil && !f.failed {
+		f.failed = true
+		return errors.New("kv: PUT failed after it landed")
+	}
+	return err
+}
+
+func testStaleReadAfterALateRelease(t *testing.T, answers []error, failClaim bool, want error) {
+	ctx := context.Background()
+	clock := &fakeClock{now: acceptedAt}
+	mem := kv.NewMemoryNamespace()
+	mem.Now, mem.LimitWrites = clock.Now, true
+	var under kv.Namespace = mem
+	if failClaim {
+		under = &failingAfterPut{Namespace: mem}
+	}
+	ns := &staleNamespace{Namespace: under, now: clock.Now, staleFor: kv.ReadsLag}
+	g := &gatewayDouble{answers: answers}
+	store := kv.NewStore(ns, clock.Now)
+	store.Sleep = func(ctx context.Context, d time.Duration) error {
+		clock.Advance(d)
+		return nil
+	}
+	svc := intake.New(store, intake.Options{ResultTTL: config.DefaultResultTTL, PendingTTL: config.DefaultPendingTTL,
+		Gateway: g, Now: clock.Now})
+	if _, err := svc.Submit(ctx, key("k"), []byte(validBody), ""); !errors.Is(err, want) {
+		t.Fatalf("Submit = %v, want %v", err, want)
+	}
+	released := clock.Now()
+	if !released.After(acceptedAt) {
+		t.Fatal("the release did not wait out the write limit: the test stages no late release")
+	}
+	// Past a minute after the release began, within one after it landed.
+	clock.Advance(kv.ReadsLag - 300*time.Millisecond)
+	out, err := svc.Submit(ctx, key("k"), []byte(validBody), "")
+	if err != nil {
+		t.Fatalf("the retry = %v, want the receipt", err)
+	}
+	if ns.staleReads() == 0 {
+		t.Fatal("no read of pending:k missed: the test stages no stale read")
+	}
+	if got := order.ReceiptAcceptedAt(out.Receipt); !got.Equal(acceptedAt) {
+		t.Errorf("the retry's receipt is accepted at %s, want the key's %s: the instance forgot its claim %s after the release landed",
+			got.Format(time.RFC3339Nano), acceptedAt.Format(time.RFC3339Nano), clock.Now().Sub(released))
+	}
+}
+
 // TestTwoKVInstancesRacingForAKeySendOneOrderID documents the limit of the
 // claim over KV: it is exclusive within one Service, but two instances
 // (two isolates) that both check the claim before either writes it both

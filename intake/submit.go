@@ -157,8 +157,11 @@ func (s *Service) attempt(ctx context.Context, sub *submission, now time.Time) (
 		if claim.Fingerprint != "" && !claim.KeepUntil.IsZero() && !s.fallback() {
 			// A claim whose write failed may have landed, and a Store may
 			// leave it open (KV does): a retry in this isolate keeps its
-			// order id and time, whatever a stale read says. Not during a
-			// migration, whose Fallback may hold the key's order id.
+			// order id and time, whatever a stale read says, for openedTTL
+			// after Begin's last write, which may have waited out KV's
+			// write limit. Not during a migration, whose Fallback may hold
+			// the key's order id.
+			now = s.opts.Now()
 			s.opened.put(cacheKey, claim, now)
 		}
 		return Outcome{}, storageUnavailable(err)
@@ -396,9 +399,13 @@ func (s *Service) leaveOpen(ctx context.Context, key Key, claim Claim, cause err
 	// Remembered before the release, which awaits: a commit that failed
 	// has just dropped the answer from the receipt cache (keep), and a
 	// retry in this instance that ran in between, finding neither, could
-	// read the key stale and mint another acceptedAt.
+	// read the key stale and mint another acceptedAt. And remembered again
+	// once the release has landed, which may be a second or two later
+	// (it waits out KV's write limit): a read may miss that write for
+	// openedTTL after it.
 	s.opened.put(key.String(), claim, now)
 	s.release(ctx, key, claim)
+	s.opened.put(key.String(), claim, s.opts.Now())
 	if report && s.opts.OnUnresolved != nil {
 		s.opts.OnUnresolved(ctx, key, Placement{OrderID: claim.OrderID, Client: key.Client, Order: claim.Order, AcceptedAt: claim.AcceptedAt}, claim.Attempts)
 	}

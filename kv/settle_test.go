@@ -357,3 +357,28 @@ func TestAFailedClaimNeverDeletesAnOpenKey(t *testing.T) {
 		t.Fatalf("Lookup = %+v, %v; want the key kept with %s and its order, due", rec, err, open.OrderID)
 	}
 }
+
+// TestAReceiptForAnUnresolvedKeyTakesItsClaimAlong: a claim on an
+// unresolved key is never due, so no sweep would find one left beside its
+// receipt (ReleaseClaims false): Commit deletes it, or the key would be
+// listed as unresolved until the claim expired.
+func TestAReceiptForAnUnresolvedKeyTakesItsClaimAlong(t *testing.T) {
+	ctx := context.Background()
+	mem, store, c := newSettleStore()
+	k := intake.Key{Client: "desk-a", ID: "late"}
+	leaveOpen(t, store, c, k, time.Time{}, true)
+	c.now = c.now.Add(2 * time.Second)
+	retry := claimFor(c, "retry", order.Order{Symbol: "AAPL", Side: order.Buy, Quantity: 10})
+	rec, err := store.Begin(ctx, k, retry)
+	if err != nil || rec.State != intake.Claimed || !rec.Unresolved {
+		t.Fatalf("the retry's Begin = %+v, %v; want the unresolved key Claimed", rec, err)
+	}
+	retry.OrderID, retry.AcceptedAt, retry.Unresolved = rec.OrderID, rec.AcceptedAt, true
+	c.now = c.now.Add(2 * time.Second)
+	if err := store.Commit(ctx, k, retry, intake.Result{Body: []byte(`{"orderId":"order-desk-a:late"}`), Fingerprint: retry.Fingerprint, TTL: 24 * time.Hour}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := mem.Get(ctx, "pending:desk-a:late"); !errors.Is(err, kv.ErrNotFound) {
+		t.Fatalf("the claim beside the receipt: %v; want it deleted", err)
+	}
+}

@@ -253,13 +253,15 @@ func (k *Store) takeOver(ctx context.Context, key intake.Key, c intake.Claim, op
 	if c.Fingerprint != "" && open.Fingerprint != "" && c.Fingerprint != open.Fingerprint {
 		return open, nil
 	}
-	// A held claim is written as any held claim, due when its lease ends,
-	// even on an unresolved key: one left beside the outcome it stored
-	// (ReleaseClaims false) is then found by the sweep and deleted, instead
-	// of listing the key as unresolved until its TTL. A release writes the
-	// key back open, unresolved as the caller's claim says; a holder that
-	// died leaves the key due for the settler, which gives up again.
-	c.OrderID, c.AcceptedAt, c.Attempts, c.Unresolved = open.OrderID, open.AcceptedAt, open.Attempts, false
+	// A claim on an unresolved key stays unresolved, as the ledger's row
+	// does: a holder that dies leaves the key unresolved once its lease
+	// ends, due only for the give-up's check if it awaited one, and never
+	// reported twice (docs/operating.md). One left beside the outcome it
+	// stored (ReleaseClaims false) is deleted by Commit.
+	c.OrderID, c.AcceptedAt, c.Attempts, c.Unresolved = open.OrderID, open.AcceptedAt, open.Attempts, open.Unresolved
+	if open.Unresolved {
+		c.NextAttempt = open.NextAttempt
+	}
 	if open.Fingerprint != "" || c.Fingerprint == "" {
 		c.Fingerprint, c.Order = open.Fingerprint, open.Order
 	}
@@ -300,6 +302,14 @@ func (k *Store) putClaim(ctx context.Context, key intake.Key, c intake.Claim, op
 		// Given up on: due only for the give-up's check, if it awaits one.
 		m.due = c.NextAttempt
 	case c.Unresolved:
+		// Held on a key given up on: due, once its lease ends, only for the
+		// give-up's check it awaits, if any.
+		if !c.NextAttempt.IsZero() {
+			m.due = c.NextAttempt
+			if m.due.Before(m.leaseUntil) {
+				m.due = m.leaseUntil
+			}
+		}
 	case open:
 		// An open key with its order is always due: at once, if no
 		// attempt said when (a takeover written back after its put
@@ -332,9 +342,21 @@ func (k *Store) putClaim(ctx context.Context, key intake.Key, c intake.Claim, op
 // ReleaseClaims false, would be listed as overdue once the receipt
 // expired, and the settler would call the gateway again for an order
 // whose outcome was stored, and report it unresolved past SETTLE_MAX_AGE.
+//
+// A claim on an unresolved key is never due, so no sweep would find one
+// left beside its outcome: with ReleaseClaims false Commit deletes it, or
+// it would list the key as unresolved until it expires.
 func (k *Store) Commit(ctx context.Context, key intake.Key, c intake.Claim, r intake.Result) error {
 	entry := Entry{Value: string(r.Body), Metadata: metadata{fingerprint: r.Fingerprint, rejected: r.Rejected}.encode()}
-	return k.ns.Put(ctx, resultPrefix+key.String(), entry, PutOptions{TTL: max(r.TTL, claimTTL(c, k.now()))})
+	if err := k.ns.Put(ctx, resultPrefix+key.String(), entry, PutOptions{TTL: max(r.TTL, claimTTL(c, k.now()))}); err != nil {
+		return err
+	}
+	if c.Unresolved && !k.ReleaseClaims {
+		// The outcome is stored: a failed delete leaves only a listing
+		// that the admin API's lookup corrects.
+		_ = k.Release(ctx, key, intake.Claim{})
+	}
+	return nil
 }
 
 // claimTTL is the TTL putClaim gives c's claim when written at now: its

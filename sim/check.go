@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
 	"os"
 	"slices"
 	"strings"
@@ -15,49 +14,13 @@ import (
 	"github.com/edge-orders/edge-orders/order"
 )
 
-// kvEvent is one event of KV's documented limits, on a key.
-type kvEvent struct {
-	at   time.Time
-	what string
-}
-
+// kvEvent logs an event of KV's documented limits on key, for the
+// history's reader: it excuses nothing (the allowances name the events
+// that caused what they excuse, cause.go).
 func (w *world) kvEvent(key keyName, what string) {
-	w.kvEvents[key] = append(w.kvEvents[key], kvEvent{at: w.now(), what: what})
-}
-
-// kvAllows is the first event of KV's documented limits on key at or
-// before at, which KV mode's allowances name: a read that missed a write
-// (staleness), or two claims at once (no compare-and-swap). Over the
-// ledger nothing is allowed, but during a migration mid-run (migrate.go).
-func (w *world) kvAllows(key keyName, at time.Time) (string, bool) {
-	if w.mode != KVMode && w.mig == nil {
-		return "", false
+	if os.Getenv("SIM_DEBUG") != "" {
+		w.logf("  kv: %s: %s", key, what)
 	}
-	for _, e := range w.kvEvents[key] {
-		// A migration mid-run: KV mode's events, and after the switch the
-		// ledger Worker's reads of KV (its fallback), KV reads as well.
-		if !e.at.After(at) {
-			return e.what, true
-		}
-	}
-	return "", false
-}
-
-// kvAllowsSince is the first event of KV's documented limits on key at
-// or after since.
-func (w *world) kvAllowsSince(key keyName, since time.Time) (string, bool) {
-	for _, e := range w.kvEvents[key] {
-		if !e.at.Before(since) {
-			return e.what, true
-		}
-	}
-	return "", false
-}
-
-// allow counts an allowance, with the event that excuses it logged.
-func (w *world) allow(what, event string) {
-	w.count(what + " (KV allows)")
-	w.logf("allowed: %s: %s", what, event)
 }
 
 // The invariants every history is checked against. Each is checked where
@@ -67,25 +30,53 @@ func (w *world) allow(what, event string) {
 // checkOneCallAtOnce: no two gateway calls for one key at once, anywhere
 // over the ledger, and within an isolate over KV. KV has no
 // compare-and-swap, so two isolates may each claim a key and call at
-// once: that is counted, not a violation.
+// once, but only after a named event: one of the two callers' claims was
+// written after its writer's own stale read of the key, or at once with
+// another's (a release by the other's rival may since have opened the key
+// for a third, the settler).
 func (w *world) checkOneCallAtOnce(call *gatewayCall) {
 	for _, c := range w.oms.open[call.key] {
 		if w.mode == LedgerMode || (c.inst == call.inst && c.gen == call.gen) {
 			w.violate("two gateway calls for %s at once: %s (isolate %d) and %s (isolate %d)", call.key, c.orderID, c.inst, call.orderID, call.inst)
 			return
 		}
-		w.count("gateway calls at once across isolates (KV allows)")
+		if e := eitherCause(w.claimOf(c), w.claimOf(call)); e != nil {
+			w.allowBy("gateway calls at once across isolates", e)
+			continue
+		}
+		w.violate("two gateway calls for %s at once across isolates, with no KV event that let both claim it: %s (%s) and %s (%s)",
+			call.key, c.orderID, actorName(c.by), call.orderID, actorName(call.by))
 	}
 	w.checkHeld(call)
 }
 
+// claimOf is the claim under which c's caller calls: its latest held claim
+// of the key.
+func (w *world) claimOf(c *gatewayCall) *claimWrite {
+	return w.ck.lastClaim[c.by][c.key]
+}
+
 // checkHeld: while a request calls the gateway, its claim holds the key:
 // a lookup says in progress, and no other request may take the key over.
-// Over KV only while the claim's write is the key's latest: another
-// isolate may have written since (no compare-and-swap).
+// Over KV the caller must have written a claim; another may have written
+// one over it since only after a named event (its stale read, or claims at
+// once).
 func (w *world) checkHeld(call *gatewayCall) {
-	if w.mode == KVMode && w.lastWriter["pending:"+call.key] != call.by {
-		return
+	if w.mode == KVMode {
+		mine := w.claimOf(call)
+		if mine == nil {
+			w.violate("%s calls the gateway for %s without a claim of its own", actorName(call.by), call.key)
+			return
+		}
+		if cs := w.ck.claimsOf(call.key); cs[len(cs)-1] != mine {
+			if e := causeBetween(mine, cs[len(cs)-1]); e != nil {
+				w.allowBy("a gateway call under a claim another has written over", e)
+				return
+			}
+			w.violate("%s calls the gateway for %s, but %s's claim was written over its own with no KV event that let it",
+				actorName(call.by), call.key, actorName(cs[len(cs)-1].by))
+			return
+		}
 	}
 	rec := w.peek(call.key)
 	if w.mode == KVMode {
@@ -155,21 +146,8 @@ func (w *world) checkAnswersItsOrder(ans *answer, orderID string) {
 // accept (or, for a rejection, reject).
 func (w *world) observeKVWrite(key string, e *kv.Entry, expires time.Time) {
 	w.checkResolveOverwrite(key, e)
+	w.ck.writes++
 	w.lastWriter[key] = w.sched.running
-	if a := w.sched.running; a != nil && !w.direct && e != nil && strings.HasPrefix(key, "pending:") {
-		// A claim written after another's write of the claim landed since
-		// this actor read it: two claims at once.
-		if read, ok := a.reads[key]; ok {
-			vs := w.ns.keys[key]
-			for _, v := range vs[:len(vs)-1] {
-				if v.seq >= read && v.by != a {
-					w.kvEvent(strings.TrimPrefix(key, "pending:"), fmt.Sprintf("%s claimed %s at %s over %s's claim, written at %s after its read",
-						a.name, key, w.now().Format("15:04:05.000"), actorName(v.by), v.at.Format("15:04:05.000")))
-					break
-				}
-			}
-		}
-	}
 	if strings.HasPrefix(key, "pending:") && os.Getenv("SIM_DEBUG") != "" {
 		if e != nil {
 			w.logf("  kv put %s %s %s", key, e.Value, e.Metadata)
@@ -177,9 +155,15 @@ func (w *world) observeKVWrite(key string, e *kv.Entry, expires time.Time) {
 			w.logf("  kv delete %s", key)
 		}
 	}
+	if name, ok := strings.CutPrefix(key, "pending:"); ok {
+		w.observeClaim(name, e)
+	}
 	name, ok := strings.CutPrefix(key, "result:")
 	if !ok || e == nil {
 		return
+	}
+	if a := w.sched.running; a != nil && !w.direct {
+		w.ck.resultWriters[name] = append(w.ck.resultWriters[name], resultWrite{by: a, seq: w.ck.writes - 1})
 	}
 	w.stored(name, []byte(e.Value), expires)
 }
@@ -226,46 +210,53 @@ func (w *world) stored(key keyName, receipt []byte, until time.Time) {
 }
 
 // checkNotReceipted: an accepted order is never reported unresolved while
-// its receipt is stored. Over KV, only when the read of the reporting
-// request (reader) missed the receipt's write: a stale read, past the
-// give-up's check, or of a receipt stored within the minute before it.
+// its receipt is stored. Over KV, only when the reporting request or
+// settler run (reader) missed the receipt by its own read, the give-up's
+// check: a stale read; or when another claim, held beside the reporter's
+// after a named event (one's stale read, or claims at once), stored it
+// during the reporter's call.
 func (w *world) checkNotReceipted(key keyName, orderID, what string, reader *actor) {
 	until, ok := w.receipts[key][orderID]
-	switch {
-	case !ok || !w.now().Before(until):
-	case w.mode == KVMode && w.missedReceipt(reader, "result:"+key):
-		w.allow("unresolved beside a receipt its read missed", fmt.Sprintf("%s %s", key, what))
-	case w.mode == KVMode && w.storedSinceRead(reader, "result:"+key):
-		// Another request stored it while this one held the key: both
-		// held it at once, which only KV's events allow.
-		if event, ok := w.kvAllowsSince(key, reader.readAt["result:"+key]); ok {
-			w.allow("unresolved beside a receipt another claim stored meanwhile", event)
+	if !ok || !w.now().Before(until) {
+		return
+	}
+	if w.mode == KVMode {
+		if r, ok := w.ck.reads[reader]["result:"+key]; ok && r.stale != nil && r.entry == nil {
+			w.allowBy("unresolved beside a receipt the reporter's own read missed", r.stale)
 			return
 		}
-		w.violate("%s %s, but its accepted receipt for %s is stored", key, what, orderID)
-	default:
-		w.violate("%s %s, but its accepted receipt for %s is stored", key, what, orderID)
-	}
-}
-
-// storedSinceRead reports whether a receipt was written under kvKey by
-// another actor since reader last read it.
-func (w *world) storedSinceRead(reader *actor, kvKey string) bool {
-	read, ok := reader.reads[kvKey]
-	return ok && slices.ContainsFunc(w.ns.keys[kvKey], func(v version) bool {
-		return v.entry != nil && v.seq >= read && v.by != reader
-	})
-}
-
-// missedReceipt reports whether a read of kvKey by reader missed the
-// write of a receipt.
-func (w *world) missedReceipt(reader *actor, kvKey string) bool {
-	for _, m := range w.misses[kvKey] {
-		if m.reader == reader && slices.ContainsFunc(m.missed, func(v version) bool { return v.entry != nil }) {
-			return true
+		if e := w.storedBesideReporter(key, reader); e != nil {
+			w.allowBy("unresolved beside a receipt another claim stored meanwhile", e)
+			return
 		}
 	}
-	return false
+	w.violate("%s %s, but its accepted receipt for %s is stored", key, what, orderID)
+}
+
+// storedBesideReporter is the event that let another actor hold key beside
+// reader and store its outcome after reader's read of it: the later of the
+// two claims' writer read the key stale, or wrote at once with the other.
+func (w *world) storedBesideReporter(key keyName, reader *actor) *event {
+	read, ok := reader.reads["result:"+key]
+	if !ok {
+		return nil
+	}
+	mine := w.ck.lastClaim[reader][key]
+	for _, r := range w.ck.resultWriters[key] {
+		if r.seq < read || r.by.origin() == reader.origin() {
+			continue
+		}
+		// An outcome stored after its request's response is that
+		// request's: its claim is the request's own.
+		theirs := w.ck.lastClaim[r.by][key]
+		if theirs == nil {
+			theirs = w.ck.lastClaim[r.by.origin()][key]
+		}
+		if e := causeBetween(mine, theirs); e != nil {
+			return e
+		}
+	}
+	return nil
 }
 
 // peek reads what the store holds for key now, without staleness, faults
@@ -324,7 +315,7 @@ func (w *world) keyOf(name keyName) intake.Key {
 func (w *world) checkKept() {
 	now := w.now()
 	for key, c := range w.oms.last {
-		if w.absent[key] || w.purgedBetween(key, c.start, now) || !w.isAbsent(key) {
+		if w.absentSeen[c] || w.purgedBetween(key, c.start, now) || !w.isAbsent(key) {
 			continue
 		}
 		var until time.Time
@@ -337,19 +328,22 @@ func (w *world) checkKept() {
 			}
 		}
 		if now.Before(until) {
-			w.absent[key] = true // once is enough
-			if event, ok := w.kvAllows(key, c.start); ok {
-				switch {
-				case w.racedAnotherOrder(c):
+			w.absentSeen[c] = true // once for this call; a later call is checked anew
+			if w.mode == KVMode {
+				if e := w.rivalCause(c, func(d *gatewayCall) bool { return d.fp != c.fp }); e != nil {
 					// The order was placed beside another under the same
 					// key: the key ends with the other's outcome, and a
 					// retry of this order carries its same order id.
-					w.allow("a second order under the key forgotten with the first's outcome", event)
+					w.allowBy("a second order under the key forgotten with the first's outcome", e)
 					continue
-				case w.keptForAnEarlierClaim(c):
+				}
+				if e := w.rivalCause(c, func(d *gatewayCall) bool {
+					return d.orderID == c.orderID && d.acceptedAt.Before(c.acceptedAt) &&
+						!w.now().Before(d.acceptedAt.Add(w.settleMaxAge+w.resultTTL))
+				}); e != nil {
 					// Two claims for the order, with two acceptedAt: the
 					// key was kept for the earlier one's KeepUntil.
-					w.allow("a key kept until an earlier claim's KeepUntil, not a later one's", event)
+					w.allowBy("a key kept until an earlier claim's KeepUntil, not a later one's", e)
 					continue
 				}
 			}
@@ -357,6 +351,22 @@ func (w *world) checkKept() {
 				key, now.Sub(c.acceptedAt), c.orderID, until.Sub(c.acceptedAt))
 		}
 	}
+}
+
+// rivalCause is the event that let a rival claim exist beside c's: for a
+// call d under c's key that rival picks, the event between the claims
+// that minted c's and d's acceptedAt (causeBetween).
+func (w *world) rivalCause(c *gatewayCall, rival func(d *gatewayCall) bool) *event {
+	mc := w.mintOf(c.key, c.orderID, c.acceptedAt)
+	for _, d := range w.oms.calls {
+		if d.key != c.key || d == c || !rival(d) {
+			continue
+		}
+		if e := causeBetween(mc, w.mintOf(d.key, d.orderID, d.acceptedAt)); e != nil {
+			return e
+		}
+	}
+	return nil
 }
 
 // isAbsent reports whether the store holds nothing for key now: over KV,
@@ -368,25 +378,6 @@ func (w *world) isAbsent(key keyName) bool {
 		return w.ns.latest("result:"+k) == nil && w.ns.latest("pending:"+k) == nil
 	}
 	return w.peek(key).State == intake.Absent
-}
-
-// keptForAnEarlierClaim reports whether c's order was called with an
-// earlier acceptedAt too, whose KeepUntil has passed.
-func (w *world) keptForAnEarlierClaim(c *gatewayCall) bool {
-	for _, d := range w.oms.calls {
-		if d.key == c.key && d.orderID == c.orderID && d.acceptedAt.Before(c.acceptedAt) &&
-			!w.now().Before(d.acceptedAt.Add(w.settleMaxAge+w.resultTTL)) {
-			return true
-		}
-	}
-	return false
-}
-
-// racedAnotherOrder reports whether another order under c's key reached
-// the gateway: with the KV event that let both be claimed (kvAllows), the
-// key may end with the other's outcome.
-func (w *world) racedAnotherOrder(c *gatewayCall) bool {
-	return slices.ContainsFunc(w.oms.calls, func(d *gatewayCall) bool { return d.key == c.key && d.fp != c.fp })
 }
 
 // checkEnd checks what is checked over the whole history, once it has
@@ -404,50 +395,91 @@ func (w *world) checkEnd() {
 // the answer: a receipt byte for byte, a rejection of the same order id.
 // The outcome may have been answered before its commit, which may have
 // failed or never run; the settler, or the retry itself, must then store
-// what the client was given. Over KV, a key whose claim was read stale or
-// claimed twice at once (no compare-and-swap) may end with either claim's
-// outcome, another acceptedAt or even another order's: allowed, naming
-// the event.
+// what the client was given. Over KV, only the outcomes the docs list, each
+// after its named event: the order's receipt with another claim's
+// acceptedAt (the same order id), when one of the two claims was minted
+// blind (causeBetween); or 422 key reused, when another order under the
+// key was claimed blind beside this one and its outcome is the key's.
 func (w *world) checkFinalRetries() {
 	for _, fin := range w.finalRetries {
 		for _, a := range w.answers {
 			if a == fin || a.lookup || a.key != fin.key || a.fp != fin.fp || !w.now().Before(a.start.Add(w.resultTTL)) || w.purgedBetween(a.key, a.start, fin.start) {
 				continue
 			}
-			event, allowed := w.kvAllows(a.key, fin.start)
 			switch {
 			case a.kind == created && (fin.kind == created || fin.kind == replayed) && bytes.Equal(a.body, fin.body):
 			case a.kind == rejected && fin.kind == rejected && fin.orderID == a.orderID:
-			case (a.kind == created || (a.kind == rejected && !a.replay)) && allowed:
-				w.allow("a final retry got another claim's outcome", event)
-			case a.kind == created:
-				w.violate("a client of %s was given %s, but a retry once quiet got %s %s", a.key, a.body, fin.kind, fin.body)
-			case a.kind == rejected && !a.replay && (fin.kind != rejected || fin.orderID != a.orderID):
-				w.violate("a client of %s was told %s was rejected, but a retry once quiet got %s %s", a.key, a.orderID, fin.kind, fin.orderID)
+			case a.kind != created && (a.kind != rejected || a.replay):
+			default:
+				if w.ranKV() {
+					if e := w.finalRetryCause(a, fin); e != nil {
+						w.allowBy("a final retry got another claim's outcome", e)
+						continue
+					}
+				}
+				w.violate("a client of %s was given %s %s %s, but a retry once quiet got %s %s %s", a.key, a.kind, a.orderID, a.body, fin.kind, fin.orderID, fin.body)
 			}
 		}
 	}
 }
 
-// otherClaimsReceipt reports whether body, a receipt stored for a's key
-// other than the one a's client was given, is for the same order id and
-// the history shows, before a, the KV event that lets a second claim
-// exist (kvAllows) by the time a ended, which it returns: a claim minted from a stale read,
-// or at once with another, has its own acceptedAt, and the settler may
-// store the receipt built from either claim.
-func (w *world) otherClaimsReceipt(a *answer, body []byte) (string, bool) {
-	event, ok := w.kvAllows(a.key, a.end)
-	if !ok || body == nil {
-		return "", false
+// finalRetryCause is the event that lets fin, a final retry, get another
+// outcome than a's: the order's receipt under another acceptedAt, or 422
+// key reused beside a rival order.
+func (w *world) finalRetryCause(a, fin *answer) *event {
+	mine := w.answerMints(a)
+	switch {
+	case fin.kind == created || fin.kind == replayed:
+		id, _, _ := order.ReceiptFields(fin.body)
+		if id != a.orderID {
+			return nil
+		}
+		theirs := w.mintOf(fin.key, id, order.ReceiptAcceptedAt(fin.body))
+		for _, m := range mine {
+			if e := causeBetween(m, theirs); e != nil {
+				return e
+			}
+		}
+	case fin.kind == reused:
+		for _, d := range w.oms.calls {
+			if d.key != a.key || d.fp == a.fp {
+				continue
+			}
+			for _, m := range mine {
+				if e := causeBetween(m, w.mintOf(d.key, d.orderID, d.acceptedAt)); e != nil {
+					return e
+				}
+			}
+		}
 	}
-	id, _, _ := order.ReceiptFields(body)
-	return event, id == a.orderID
+	return nil
+}
+
+// answerMints are the claims that minted an acceptedAt of a's order id:
+// the receipt's own, or every one of a rejection's.
+func (w *world) answerMints(a *answer) []*claimWrite {
+	if a.body != nil {
+		if m := w.mintOf(a.key, a.orderID, order.ReceiptAcceptedAt(a.body)); m != nil {
+			return []*claimWrite{m}
+		}
+		return nil
+	}
+	var out []*claimWrite
+	for _, d := range w.oms.calls {
+		if d.key == a.key && d.orderID == a.orderID {
+			if m := w.mintOf(d.key, d.orderID, d.acceptedAt); m != nil {
+				out = append(out, m)
+			}
+		}
+	}
+	return out
 }
 
 // checkOrderIDs: one order id per key and order, and one per key, for as
 // long as any record of the first can be kept (RESULT_TTL from its
 // acceptance at least). Over KV a second order under a key is allowed
-// only after the KV event that lets it be claimed (kvAllows).
+// only after the event that let one of the two be claimed blind
+// (causeBetween their claims).
 func (w *world) checkOrderIDs() {
 	type first struct {
 		orderID    string
@@ -467,16 +499,22 @@ func (w *world) checkOrderIDs() {
 			m[group] = first{c.orderID, c.acceptedAt}
 		}
 	}
+	firstCall := make(map[keyName]*gatewayCall)
 	for _, c := range w.oms.calls {
 		check(perOrder, c.key+" "+c.fp, "one key and order ("+c.key+")", c)
-		if f, ok := perKey[c.key]; ok && f.orderID != c.orderID && c.start.Before(f.acceptedAt.Add(w.resultTTL)) {
-			if event, ok := w.kvAllows(c.key, c.start); ok {
-				// Another order under the key, placed after a read that
-				// missed the first's claim, or a claim at once with it.
-				w.allow("a second order id for one key", event)
+		if f, ok := perKey[c.key]; ok && f.orderID != c.orderID && c.start.Before(f.acceptedAt.Add(w.resultTTL)) && w.ranKV() {
+			fc := firstCall[c.key]
+			if e := causeBetween(w.mintOf(fc.key, fc.orderID, fc.acceptedAt), w.mintOf(c.key, c.orderID, c.acceptedAt)); e != nil {
+				// Another order under the key, claimed after its writer's
+				// read missed the first's claim, or at once with it.
+				w.allowBy("a second order id for one key", e)
 				perKey[c.key] = first{c.orderID, c.acceptedAt}
+				firstCall[c.key] = c
 				continue
 			}
+		}
+		if f, ok := perKey[c.key]; !ok || !c.start.Before(f.acceptedAt.Add(w.resultTTL)) || f.orderID != c.orderID {
+			firstCall[c.key] = c
 		}
 		check(perKey, c.key, "one key ("+c.key+")", c)
 	}
@@ -508,10 +546,10 @@ func (w *world) checkRefusalsPlaceNothing() {
 
 // checkReplaysIdentical: every replay of a receipt within RESULT_TTL of
 // its creation is the same, byte for byte, and a key never creates a
-// second receipt within that time. Over KV, after the event that lets two
-// claims exist (kvAllows), two may both create one, with the order's one
-// order id; the one stored last is what replays return: allowed, naming
-// the event.
+// second receipt within that time. Over KV two claims of the order, one
+// of them minted blind (causeBetween), may both create one, with the
+// order's one order id, and the one stored last is what replays return:
+// allowed, naming the event.
 func (w *world) checkReplaysIdentical() {
 	type anchor struct {
 		bodies [][]byte
@@ -529,22 +567,40 @@ func (w *world) checkReplaysIdentical() {
 		prev, ok := anchors[group]
 		within := ok && a.start.Before(prev.end.Add(w.resultTTL)) && !w.purgedBetween(a.key, prev.end, a.start)
 		same := within && slices.ContainsFunc(prev.bodies, func(b []byte) bool { return bytes.Equal(b, a.body) })
-		event, allowed := w.kvAllows(a.key, a.end)
-		otherEvent, otherClaim := w.otherClaimsReceipt(&answer{key: a.key, orderID: id, end: a.end}, a.body)
+		var e *event
+		if within && !same && w.ranKV() {
+			e = w.otherReceiptCause(a.key, id, prev.bodies, a.body)
+		}
+		if e == nil && within && !same && w.mig != nil {
+			e = w.missBy(a.by, a.key) // its own read of KV, the ledger's fallback
+		}
 		switch {
-		case a.kind == created && within && !same && allowed:
-			w.allow("a second receipt created for one order", event)
+		case a.kind == created && e != nil:
+			w.allowBy("a second receipt created for one order", e)
 			prev.bodies = append(prev.bodies, a.body)
 		case a.kind == created && within && !same:
 			w.violate("%s created a second receipt for %s within RESULT_TTL:\n  %s\n  %s", a.key, id, prev.bodies[0], a.body)
 		case a.kind == created:
 			anchors[group] = &anchor{bodies: [][]byte{a.body}, end: a.end}
-		case within && !same && otherClaim:
-			w.allow("a replay of another claim's receipt", otherEvent)
+		case e != nil:
+			w.allowBy("a replay of another claim's receipt", e)
 		case within && !same:
 			w.violate("a replay for %s (%s) differs from the receipt created:\n  %s\n  %s", a.key, id, prev.bodies[0], a.body)
 		}
 	}
+}
+
+// otherReceiptCause is the event that let body, a receipt of orderID under
+// key, carry another acceptedAt than one of bodies: one of the two claims
+// that minted them was written blind.
+func (w *world) otherReceiptCause(key keyName, orderID string, bodies [][]byte, body []byte) *event {
+	theirs := w.mintOf(key, orderID, order.ReceiptAcceptedAt(body))
+	for _, b := range bodies {
+		if e := causeBetween(w.mintOf(key, orderID, order.ReceiptAcceptedAt(b)), theirs); e != nil {
+			return e
+		}
+	}
+	return nil
 }
 
 // checkSettled: once faults stop and time passes the backoff, every key

@@ -11,15 +11,28 @@ import (
 	"github.com/edge-orders/edge-orders/kv"
 )
 
-// KV's weaknesses, as the platform documents them.
+// KV's weaknesses, as the platform documents them (docs/reliability.md,
+// The simulator's KV).
 const (
-	// staleWindow is how long a read may miss a write, in the location
-	// that made it or any other, as Cloudflare documents it: 60 s "or
-	// more". A stale read goes back as far as staleMost now and then
-	// (2^-staleBeyondOdds of them).
-	staleWindow     = 60 * time.Second
-	staleMost       = 3 * staleWindow
-	staleBeyondOdds = 5
+	// locations is how many of Cloudflare's locations the isolates live
+	// in: each caches what it reads of a key apart from the others.
+	locations = 2
+	// cacheTTL is how long a location keeps what it read of a key, a
+	// value or "not found", and serves it to every read there: KV's
+	// cacheTtl, 60 s by default and at least.
+	cacheTTL = 60 * time.Second
+	// maxCacheLife is how long a location may keep serving one read's
+	// version, its cache entry renewed stale now and then (visibility
+	// "takes longer in locations which have recently read a previous
+	// version"); maxLandLate is how late a write may become visible to a
+	// location that reads it afresh. A read is then at most staleMost
+	// stale.
+	maxCacheLife = 5 * time.Minute
+	maxLandLate  = 4 * time.Minute
+	staleMost    = maxCacheLife + maxLandLate
+	// listLagMost is how far back a lagging list may look, now and then:
+	// most lag within a minute.
+	listLagMost = 3 * cacheTTL
 	// writeEvery is how often one key takes a write.
 	writeEvery = time.Second
 	// maxOpsPerInvocation is how many KV operations one invocation may make.
@@ -32,16 +45,47 @@ var (
 )
 
 // namespace is Workers KV as the simulator sees it: every version of
-// every key, so that a read may return any value the key held within
-// staleWindow, as KV's caches do. Nothing is atomic: each call yields
-// before it takes effect and after. It implements kv.Namespace,
-// kv.ManyGetter and kv.Lister.
+// every key, written to the central store, and each location's cache of
+// what it read, which a read there is served from. Nothing is atomic:
+// each call yields before it takes effect and after. It implements
+// kv.Namespace, kv.ManyGetter and kv.Lister.
 type namespace struct {
 	w    *world
 	keys map[string][]version
+	// caches is, per location, what it read of each key.
+	caches [locations]map[string]cached
 	// writes counts the writes made, so that a read and a write at one
-	// instant of the virtual clock are still ordered.
-	writes int
+	// instant of the virtual clock are still ordered; reads the reads.
+	writes, reads int
+	// observe is told of every write, once made: the checker's
+	// observeKVWrite.
+	observe func(key string, e *kv.Entry, expires time.Time)
+}
+
+// What a run counts of the model's staleness, each with its realised
+// rate: of reads, of writes, of cache entries that ended stale, of lists.
+const (
+	kvServedCached  = "kv read served from its location's cache"
+	kvStaleRead     = "kv stale read"
+	kvStaleUnder10s = "kv stale read, its write under 10 s old"
+	kvStale10to60s  = "kv stale read, its write 10 to 60 s old"
+	kvStale60to180s = "kv stale read, its write 60 to 180 s old"
+	kvStaleOver180s = "kv stale read, its write over 180 s old"
+	kvCachedAbsent  = "kv cached not-found served over a live value"
+	kvRenewedStale  = "kv location kept a stale version past its cache entry"
+	kvLandedLate    = "kv write visible late in its own location"
+	kvListLagged    = "kv list lagged"
+	kvListLagPast   = "kv list lagged past a minute"
+)
+
+// tally gives the counts of reads their chances: every read.
+func (n *namespace) tally() {
+	if n.reads == 0 {
+		return
+	}
+	for _, what := range []string{kvServedCached, kvStaleRead, kvStaleUnder10s, kvStale10to60s, kvStale60to180s, kvStaleOver180s, kvCachedAbsent} {
+		n.w.chances[what] = n.reads
+	}
 }
 
 // version is one write of a key: an entry, or a delete (nil).
@@ -49,21 +93,45 @@ type version struct {
 	entry   *kv.Entry
 	at      time.Time
 	expires time.Time // zero: never
-	by      *actor    // nil: the history's set-up
-	seq     int       // the namespace's writes before it
+	// visible is when a location that reads the key afresh sees it:
+	// at, or later for a write that lands late.
+	visible time.Time
+	by      *actor // nil: the history's set-up
+	seq     int    // the namespace's writes before it
+}
+
+// cached is what a location read of a key, which it serves to every read
+// there until the entry ends.
+type cached struct {
+	seq   int       // the version read; -1: the key had none visible
+	at    time.Time // when the location read it
+	until time.Time // when the entry ends
 }
 
 // miss is a read of a key that returned an older version than its latest:
-// the writes it missed, and who read. The checker's allowances over KV
-// name such a miss, the event KV's documentation allows.
+// the writes it missed, and who read, where and what. The checker's
+// allowances over KV name such a miss, the event KV's documentation
+// allows.
 type miss struct {
 	at     time.Time
 	reader *actor
 	missed []version // the versions after the one read, oldest first
+	// loc is the location read from; readSeq the namespace's writes
+	// before the read; got the seq of the version returned, -1 for none
+	// (not found); cached whether the location served it from what it
+	// had read before (a cached "not found" too).
+	loc     int
+	readSeq int
+	got     int
+	cached  bool
 }
 
 func newNamespace(w *world) *namespace {
-	return &namespace{w: w, keys: make(map[string][]version)}
+	n := &namespace{w: w, keys: make(map[string][]version), observe: w.observeKVWrite}
+	for i := range n.caches {
+		n.caches[i] = make(map[string]cached)
+	}
+	return n
 }
 
 // live is e if it has not expired at now.
@@ -84,58 +152,134 @@ func (n *namespace) latest(key string) *kv.Entry {
 	return vs[len(vs)-1].live(n.w.now())
 }
 
-// read is what a read of key returns: the latest version, or, at the
-// history's stale odds, an older one the key held within staleWindow (now
-// and then staleMost), as KV's caches serve; a stale read is recorded as
-// a miss of the writes after it.
+// locationOf is the location a reads from: its isolate's; the driver's
+// and the alarm's (which read no KV) the first.
+func locationOf(a *actor) int {
+	if a == nil || a.inst == nil {
+		return 0
+	}
+	return a.inst.loc
+}
+
+// read is what a read of key returns in the running actor's location: what
+// the location's cache holds, while its entry lasts; else the latest
+// version visible there, which the location then caches for cacheTTL. An
+// entry that ends holding an old version is now and then renewed with it,
+// up to maxCacheLife. A read that returns an older version than the
+// latest is recorded as a miss of the writes after it.
 func (n *namespace) read(key string) *kv.Entry {
 	w := n.w
 	vs := n.keys[key]
 	now := w.now()
-	if a := w.sched.running; a != nil && !w.direct {
+	if w.direct {
+		if len(vs) == 0 {
+			return nil
+		}
+		return vs[len(vs)-1].live(now) // the checks: no staleness
+	}
+	a := w.sched.running
+	if a != nil {
 		if a.reads == nil {
 			a.reads, a.readAt = make(map[string]int), make(map[string]time.Time)
 		}
-		a.reads[key], a.readAt[key] = n.writes, w.now()
+		a.reads[key], a.readAt[key] = n.writes, now
 	}
-	latest := len(vs) - 1
-	if latest < 0 {
-		return nil
+	n.reads++
+	loc := locationOf(a)
+	c, hit := n.caches[loc][key]
+	i := indexOf(vs, c.seq)
+	if hit && c.seq >= 0 && i < 0 {
+		hit = false // pruned: older than any read may be
 	}
-	if w.direct || latest == currentAt(vs, now.Add(-staleMost)) {
-		return vs[latest].live(now) // no older version is still served
+	fresh := visibleAt(vs, now)
+	if hit && !now.Before(c.until) {
+		hit = false
+		// Visibility "takes longer in locations which have recently read
+		// a previous version": now and then the entry is renewed with it,
+		// for as many periods as have passed.
+		for i < fresh && c.until.Add(cacheTTL).Sub(c.at) <= maxCacheLife {
+			w.chances[kvRenewedStale]++
+			if !w.coin(w.staleOdds+1, kvRenewedStale) {
+				break
+			}
+			w.count(kvRenewedStale)
+			if c.until = c.until.Add(cacheTTL); now.Before(c.until) {
+				hit = true
+				break
+			}
+		}
 	}
-	w.chances["kv stale read"]++
-	if !w.coin(w.staleOdds, "kv stale") {
-		return vs[latest].live(now)
+	if hit {
+		w.count(kvServedCached)
+	} else {
+		i = fresh
+		c = cached{seq: -1, at: now, until: now.Add(cacheTTL)}
+		if i >= 0 {
+			c.seq = vs[i].seq
+		}
 	}
-	window := staleWindow
-	if w.coin(staleBeyondOdds, "kv stale past a minute") {
-		window = staleMost
+	n.caches[loc][key] = c
+	var got *kv.Entry
+	if i >= 0 {
+		got = vs[i].live(now)
 	}
-	first := currentAt(vs, now.Add(-window))
-	if latest == first {
-		return vs[latest].live(now)
+	if i < len(vs)-1 {
+		n.missed(key, vs, i, loc, hit, got)
 	}
-	// 1 is the version before the latest, latest-first the one current a
-	// window ago, or nothing if the key had none then.
-	back := 1 + w.choose(latest-first, "kv stale version")
-	w.count("kv stale read")
-	if window > staleWindow {
-		w.count("kv stale read past a minute")
+	return got
+}
+
+// missed records a read in loc of key that returned vs[i] (none, -1), not
+// its latest version, and counts it by how long the first write it missed
+// had been made.
+func (n *namespace) missed(key string, vs []version, i, loc int, hit bool, got *kv.Entry) {
+	w := n.w
+	now := w.now()
+	m := miss{at: now, reader: w.sched.running, missed: slices.Clone(vs[i+1:]), loc: loc, readSeq: n.writes, got: -1, cached: hit}
+	if i >= 0 {
+		m.got = vs[i].seq
 	}
-	i := latest - back
-	m := miss{at: now, reader: w.sched.running, missed: slices.Clone(vs[i+1:])}
 	w.misses[key] = append(w.misses[key], m)
+	w.count(kvStaleRead)
+	age := now.Sub(m.missed[0].at)
+	switch {
+	case age < 10*time.Second:
+		w.count(kvStaleUnder10s)
+	case age < cacheTTL:
+		w.count(kvStale10to60s)
+	case age < 3*cacheTTL:
+		w.count(kvStale60to180s)
+	default:
+		w.count(kvStaleOver180s)
+	}
+	if hit && got == nil && vs[len(vs)-1].live(now) != nil {
+		w.count(kvCachedAbsent)
+	}
 	if name, ok := keyNameOf(key); ok {
 		last := m.missed[len(m.missed)-1]
-		w.kvEvent(name, fmt.Sprintf("%s read %s stale at %s, missing its write at %s by %s",
-			actorName(m.reader), key, now.Format("15:04:05.000"), last.at.Format("15:04:05.000"), actorName(last.by)))
+		w.kvEvent(name, fmt.Sprintf("%s read %s stale at %s in location %d, missing its write at %s by %s",
+			actorName(m.reader), key, now.Format("15:04:05.000"), loc, last.at.Format("15:04:05.000"), actorName(last.by)))
 	}
-	if i < 0 {
-		return nil
+}
+
+// indexOf is the index in vs of the version seq, -1 if none is.
+func indexOf(vs []version, seq int) int {
+	for i := len(vs) - 1; i >= 0 && vs[i].seq >= seq; i-- {
+		if vs[i].seq == seq {
+			return i
+		}
 	}
-	return vs[i].live(now)
+	return -1
+}
+
+// visibleAt is the index of the latest version of vs a location that
+// reads it afresh sees at now; -1 if none.
+func visibleAt(vs []version, now time.Time) int {
+	i := len(vs) - 1
+	for i >= 0 && vs[i].visible.After(now) {
+		i--
+	}
+	return i
 }
 
 // call carries one KV call: it counts against the invocation, yields on
@@ -174,21 +318,41 @@ func (n *namespace) call(ctx context.Context, op, key string, write bool, apply 
 	return nil
 }
 
+// write makes e (nil: a delete) key's latest version. Its location sees
+// it at once, in place of what it had cached, and every other location
+// once its cache entry ends; but now and then, at the history's stale
+// odds, a write lands late: no location sees it for a while, not even
+// its own, which serves what it had cached meanwhile.
 func (n *namespace) write(key string, e *kv.Entry, ttl time.Duration) {
-	v := version{entry: e, at: n.w.now(), by: n.w.sched.running, seq: n.writes}
+	w := n.w
+	v := version{entry: e, at: w.now(), by: w.sched.running, seq: n.writes}
+	v.visible = v.at
 	n.writes++
-	if n.w.direct {
+	if w.direct {
 		v.by = nil
 	}
 	if ttl > 0 {
 		v.expires = v.at.Add(ttl.Truncate(time.Second))
 	}
+	if !w.direct {
+		w.chances[kvLandedLate]++
+		if w.coin(w.staleOdds+1, kvLandedLate) {
+			w.count(kvLandedLate)
+			late := []time.Duration{time.Second, 5 * time.Second, 20 * time.Second, 50 * time.Second}[w.uniform(4, "kv write lands how late")]
+			if w.coin(3, "kv write lands minutes late") {
+				late = []time.Duration{2 * time.Minute, maxLandLate}[w.choose(2, "kv write lands how many minutes late")]
+			}
+			v.visible = v.at.Add(late)
+		} else {
+			n.caches[locationOf(v.by)][key] = cached{seq: v.seq, at: v.at, until: v.at.Add(cacheTTL)}
+		}
+	}
 	vs := append(n.keys[key], v)
-	// A read or a lagging list sees a key as it was at most staleMost
-	// ago: the versions before the one current then are dropped, so that
-	// a long history's memory is its last minutes', not every write's.
+	// No read is served a version older than the one current staleMost
+	// ago: the versions before it are dropped, so that a long history's
+	// memory is its last minutes', not every write's.
 	n.keys[key] = vs[max(currentAt(vs, v.at.Add(-staleMost)), 0):]
-	n.w.observeKVWrite(key, e, v.expires)
+	n.observe(key, e, v.expires)
 }
 
 // Get implements kv.Namespace.
@@ -266,16 +430,19 @@ func (n *namespace) Delete(ctx context.Context, key string) error {
 }
 
 // List implements kv.Lister, as KV's list lags behind writes: at the
-// history's stale odds a list looks back up to staleWindow, and each key
-// changed since then shows as it was or as it is, key by key; now and
-// then a page is empty with more to come.
+// history's stale odds a list looks back up to a minute, now and then up
+// to listLagMost, and each key changed since then shows as it was or as
+// it is, key by key; now and then a page is empty with more to come.
 func (n *namespace) List(ctx context.Context, prefix, cursor string, limit int) ([]kv.Listed, string, error) {
 	var page []kv.Listed
 	var next string
 	err := n.call(ctx, "list", prefix, false, func() error {
 		w := n.w
 		now := w.now()
-		lagging := !w.direct && w.coin(w.staleOdds, "kv list lag")
+		if !w.direct {
+			w.chances[kvListLagged]++
+		}
+		lagging := !w.direct && w.coin(w.staleOdds, kvListLagged)
 		var names []string
 		for name := range n.keys {
 			if strings.HasPrefix(name, prefix) && name > cursor {
@@ -288,15 +455,21 @@ func (n *namespace) List(ctx context.Context, prefix, cursor string, limit int) 
 			next = max(cursor, prefix)
 			return nil
 		}
+		window := cacheTTL
 		if lagging {
-			w.count("kv list lagged")
+			w.count(kvListLagged)
+			w.chances[kvListLagPast]++
+			if w.coin(3, kvListLagPast) {
+				w.count(kvListLagPast)
+				window = listLagMost
+			}
 		}
-		at := now.Add(-staleWindow)
+		at := now.Add(-window)
 		for _, name := range names {
 			vs := n.keys[name]
 			e := vs[len(vs)-1].live(now)
 			if lagging && vs[len(vs)-1].at.After(at) && w.choose(2, "kv list key lags") == 1 {
-				e = asOf(vs, at.Add(time.Duration(w.choose(4, "kv list lag"))*staleWindow/4))
+				e = asOf(vs, at.Add(time.Duration(w.choose(4, "kv list lag"))*window/4))
 			}
 			if e == nil {
 				continue

@@ -224,7 +224,7 @@ func (w *world) operatorResolve(inst *instance, k *clientKey) {
 		case errors.Is(err, intake.ErrNotFound) && stale:
 			// Its detail and its claim read the key apart, one of them
 			// stale.
-			w.allow("a resolve of a key a stale read showed open", event)
+			w.allowBy("a resolve of a key a stale read showed open", event)
 		case !errors.Is(err, intake.ErrInProgress) && !errors.Is(err, intake.ErrOutcomeFinal) && !errors.Is(err, intake.ErrStorageUnavailable) &&
 			!errors.Is(err, intake.ErrPrecondition):
 			w.violate("%s: resolving an open key failed: %v", a.name, err)
@@ -232,14 +232,14 @@ func (w *world) operatorResolve(inst *instance, k *clientKey) {
 	})
 }
 
-// purgedBetween reports whether a purge of key started after from, at
+// purgedBetween reports whether a purge of key started from from on, at
 // to at the latest.
 func (w *world) purgedBetween(key keyName, from, to time.Time) bool {
 	if w.mig == nil {
 		return false
 	}
 	for _, p := range w.mig.purges[key] {
-		if p.start.After(from) && !p.start.After(to) {
+		if !p.start.Before(from) && !p.start.After(to) {
 			return true
 		}
 	}
@@ -259,7 +259,7 @@ func (w *world) checkNotPurged(key keyName, body []byte, what string) {
 			continue
 		}
 		if event, ok := w.missedPurge(key, p); ok {
-			w.allow("a purged receipt brought back by a read that missed the purge", event)
+			w.allowBy("a purged receipt brought back by a read that missed the purge", event)
 			continue
 		}
 		w.violate("%s: the receipt purged at %s was %s %s later: %s", key, p.end.Format("15:04:05.000"), what, w.now().Sub(p.end), body)
@@ -282,8 +282,8 @@ func (w *world) checkAnswerNotPurged(ans *answer) {
 }
 
 // missedPurge is a KV read of key's entries, made after p began, that
-// missed a delete p made.
-func (w *world) missedPurge(key keyName, p purge) (string, bool) {
+// missed a delete p made, as the stale read it is.
+func (w *world) missedPurge(key keyName, p purge) (*event, bool) {
 	for _, kvKey := range []string{"pending:" + key, "result:" + key} {
 		for _, m := range w.misses[kvKey] {
 			if m.at.Before(p.start) {
@@ -291,13 +291,13 @@ func (w *world) missedPurge(key keyName, p purge) (string, bool) {
 			}
 			for _, v := range m.missed {
 				if v.entry == nil && v.by == p.by {
-					return fmt.Sprintf("%s read %s at %s, missing its delete by %s at %s", actorName(m.reader), kvKey,
+					return w.ck.newEvent(staleRead, "%s read %s at %s, missing its delete by %s at %s", actorName(m.reader), kvKey,
 						m.at.Format("15:04:05.000"), actorName(p.by), v.at.Format("15:04:05.000")), true
 				}
 			}
 		}
 	}
-	return "", false
+	return nil, false
 }
 
 // adoptionBound is how long after the history quiets down every key KV
@@ -342,11 +342,14 @@ func (w *world) legacyIDMissed(c *gatewayCall, first string) bool {
 	if w.mig == nil || !strings.HasPrefix(first, "legacy-") {
 		return false
 	}
-	event, ok := w.kvAllows(c.key, c.start)
-	if ok {
-		w.allow("a second order id after a read that missed an old version's", event)
+	event := w.missBy(c.by, c.key)
+	if mint := w.mintOf(c.key, c.orderID, c.acceptedAt); event == nil && mint != nil {
+		event = mint.cause
 	}
-	return ok
+	if event != nil {
+		w.allowBy("a second order id after a read that missed an old version's", event)
+	}
+	return event != nil
 }
 
 // omsDown reports whether the OMS is down: an outage across the switch,
@@ -386,7 +389,7 @@ func (w *world) checkResolveOverwrite(kvKey string, e *kv.Entry) {
 		return
 	}
 	if event, ok := w.ownKVEvent(name, writer); ok {
-		w.allow("a resolve's receipt and a retry's overwrote one another", event)
+		w.allowBy("a resolve's receipt and a retry's overwrote one another", event)
 		return
 	}
 	w.violate("%s: %s overwrote the receipt %s stored with another: %s, then %s", name, actorName(writer), actorName(prev.by), old.Value, e.Value)
@@ -394,11 +397,32 @@ func (w *world) checkResolveOverwrite(kvKey string, e *kv.Entry) {
 
 // ownKVEvent is a KV event of key's that writer itself met: its read of
 // the key that missed a write, or its claim written over another's.
-func (w *world) ownKVEvent(key keyName, writer *actor) (string, bool) {
-	for _, ev := range w.kvEvents[key] {
-		if writer != nil && strings.HasPrefix(ev.what, writer.name+" ") {
-			return ev.what, true
+func (w *world) ownKVEvent(key keyName, writer *actor) (*event, bool) {
+	if e := w.missBy(writer, key); e != nil {
+		return e, true
+	}
+	if cw := w.ck.lastClaim[writer][key]; cw != nil && cw.cause != nil {
+		return cw.cause, true
+	}
+	return nil, false
+}
+
+// missBy is a's read of key's KV entries that missed a write, as the
+// stale read it is; nil if a read none so.
+func (w *world) missBy(a *actor, key keyName) *event {
+	for _, kvKey := range []string{"pending:" + key, "result:" + key} {
+		for _, m := range w.misses[kvKey] {
+			if a != nil && m.reader == a && len(m.missed) > 0 {
+				last := m.missed[len(m.missed)-1]
+				return w.ck.newEvent(staleRead, "%s read %s at %s, missing %s's write at %s", actorName(a), kvKey,
+					m.at.Format("15:04:05.000"), actorName(last.by), last.at.Format("15:04:05.000"))
+			}
 		}
 	}
-	return "", false
+	return nil
 }
+
+// ranKV reports whether the history ran in KV mode, all of it or until a
+// migration mid-run: the end's checks then allow what KV's events caused,
+// each naming its event.
+func (w *world) ranKV() bool { return w.mode == KVMode || w.mig != nil }

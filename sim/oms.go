@@ -49,6 +49,9 @@ type gatewayCall struct {
 	start, end time.Time
 	open       bool
 	by         *actor
+	// returned is true once Place returned to the Worker: its caller then
+	// remembers the claim (the opened set, the receipt cache).
+	returned bool
 }
 
 func newOMS(w *world) *oms {
@@ -102,6 +105,14 @@ func (g gateway) Place(ctx context.Context, p intake.Placement) error {
 	o.record(call)
 	w.logf("%s: gateway call %s for %s", a.name, p.OrderID, a.key)
 	defer o.end(call)
+	err := g.place(a, p)
+	call.returned = true
+	return err
+}
+
+// place is the call's course at the OMS.
+func (g gateway) place(a *actor, p intake.Placement) error {
+	w, o := g.w, g.w.oms
 	w.sched.sleep(time.Duration(1+w.choose(3, "oms latency")) * 10 * time.Millisecond)
 	if w.omsDown() {
 		return w.outageAnswer(a.key, p)

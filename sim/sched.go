@@ -30,6 +30,10 @@ type actor struct {
 	// kind says what may happen to the actor: clients give up on
 	// requests, isolates die under anything but the driver.
 	kind actorKind
+	// request is the request whose work after its response (Defer) this
+	// actor does, nil for the request itself: the two are one request to
+	// the checker, which names a request's own reads and claims.
+	request *actor
 
 	// reads is, for each KV key the actor read, how many writes the
 	// namespace had taken then: a claim written after another's write
@@ -213,4 +217,13 @@ func (s *scheduler) clear() {
 		a.wake <- false
 		<-s.back
 	}
+}
+
+// origin is the request a's work belongs to: a itself, or the request
+// whose work after its response a does.
+func (a *actor) origin() *actor {
+	if a != nil && a.request != nil {
+		return a.request
+	}
+	return a
 }

@@ -74,18 +74,19 @@ type world struct {
 	// storage (KV, the ledger's RPC), the OMS, and the rest (queue,
 	// alarms, rate limiter, isolates, clients).
 	densities [parts]density
-	// staleOdds: a KV read is stale with probability 2^-staleOdds. Every
-	// history may read stale, as every KV namespace may.
+	// staleOdds: with probability 2^-staleOdds a KV list lags, and with
+	// 2^-(staleOdds+1) a write lands late or a location keeps a stale
+	// version past its cache entry. Every history may read stale, as every
+	// KV namespace may.
 	staleOdds     int
 	releaseClaims bool
 	migrating     bool
 	mig           *migration // a migration mid-run (migrate.go), or nil
 	// misses are the stale reads of each KV key.
 	misses map[string][]miss
-	// kvEvents are, per key, the events of KV's documented limits the
-	// history shows: a read that missed another's write of the key, two
-	// claims at once. Only they excuse what KV mode does not promise.
-	kvEvents map[keyName][]kvEvent
+	// ck is what the checker knows of KV's events and the claims they
+	// caused: only they excuse what KV mode does not promise (cause.go).
+	ck *causality
 	// chances counts, per fault, the draws that could have fired it: the
 	// realised rate is counts[fault] / chances[fault].
 	chances map[string]int
@@ -110,7 +111,7 @@ type world struct {
 	// lastWriter is the actor whose write a KV key holds now.
 	lastWriter map[string]*actor
 	unresolved map[keyName]time.Time
-	absent     map[keyName]bool // reported absent too early
+	absentSeen map[*gatewayCall]bool // its key reported absent too early
 	// storedBodies are the outcomes ever stored for each key, byte for
 	// byte: a lookup may tell only one of them.
 	storedBodies map[keyName]map[string]bool
@@ -122,10 +123,12 @@ type world struct {
 }
 
 // instance is one Worker isolate: its Service's memory lives as long as
-// the isolate, and dies with it.
+// the isolate, and dies with it. It lives in one of KV's locations, whose
+// cache it reads through.
 type instance struct {
 	id  int
 	gen int
+	loc int
 	svc *intake.Service
 }
 
@@ -177,12 +180,14 @@ type answer struct {
 // run plays one history in mode, every choice made by choose (0 is always
 // the least eventful choice), and returns it with its violations.
 func run(mode Mode, choose func(n int, label string) int) *world {
-	w := &world{mode: mode, choices: choose, counts: make(map[string]int), chances: make(map[string]int), misses: make(map[string][]miss), kvEvents: make(map[keyName][]kvEvent),
+	w := &world{mode: mode, choices: choose, counts: make(map[string]int), chances: make(map[string]int), misses: make(map[string][]miss), ck: newCausality(),
 		commits: make(map[keyName]time.Time), receipts: make(map[keyName]map[string]time.Time), unresolved: make(map[keyName]time.Time),
-		absent: make(map[keyName]bool), lastWriter: make(map[string]*actor),
+		absentSeen: make(map[*gatewayCall]bool), lastWriter: make(map[string]*actor),
 		storedBodies: make(map[keyName]map[string]bool)}
 	start := time.Date(2026, 11, 24, 9, 30, 0, 0, time.UTC)
-	w.sched = newScheduler(start, choose)
+	// The scheduler picks who runs next fairly, from bits (uniform), as
+	// the driver picks its actions: rapid's integer draws lean toward 0.
+	w.sched = newScheduler(start, func(n int, label string) int { return w.uniform(n, label) })
 	w.sched.stop = w.stopped
 	w.ns = newNamespace(w)
 	w.kvStore = kv.NewStore(w.ns, w.now)
@@ -216,8 +221,10 @@ func run(mode Mode, choose func(n int, label string) int) *world {
 	if w.migrating {
 		w.seedLegacyKV()
 	}
-	for i := range 1 + choose(3, "isolates") {
-		inst := &instance{id: i}
+	// At least one isolate in each location, so that a client's retry
+	// may land in either.
+	for i := range locations + choose(2, "isolates") {
+		inst := &instance{id: i, loc: i % locations}
 		inst.svc = w.newService(inst)
 		w.instances = append(w.instances, inst)
 	}
@@ -246,6 +253,7 @@ func run(mode Mode, choose func(n int, label string) int) *world {
 		w.violate("an actor panicked: %s", w.sched.panicked)
 	}
 	w.direct = true
+	w.ns.tally()
 	w.checkEnd()
 	w.sched.clear()
 	return w
@@ -367,7 +375,7 @@ func (w *world) newService(inst *instance) *intake.Service {
 	opts := w.options(gateway{w: w, inst: inst.id})
 	opts.Defer = func(ctx context.Context, task func(context.Context)) {
 		parent := w.sched.running
-		w.sched.spawn(&actor{name: parent.name + " after", inst: inst, gen: inst.gen, inv: parent.inv, key: parent.key, kind: taskActor},
+		w.sched.spawn(&actor{name: parent.name + " after", inst: inst, gen: inst.gen, inv: parent.inv, key: parent.key, kind: taskActor, request: parent.origin()},
 			func() { task(context.WithoutCancel(ctx)) })
 	}
 	opts.Limit = func(ctx context.Context, who string) (bool, error) {
@@ -382,7 +390,7 @@ func (w *world) newService(inst *instance) *intake.Service {
 	}
 	var store intake.Store
 	if w.mode == KVMode {
-		s := kv.NewStore(w.ns, w.now)
+		s := kv.NewStore(watched{w.ns}, w.now)
 		s.ReleaseClaims = w.releaseClaims
 		s.Sleep = opts.Sleep
 		store = s
@@ -416,6 +424,7 @@ func (w *world) options(gw intake.Gateway) intake.Options {
 			w.count("settler gave up")
 			w.logf("%s: settler gave up on %s (%s)", w.sched.running.name, key, p.OrderID)
 			w.unresolved[key.String()] = w.now()
+			w.checkAlertWaited(key.String(), p)
 			w.checkNotReceipted(key.String(), p.OrderID, "is reported unresolved", w.sched.running)
 		},
 	}
@@ -736,7 +745,14 @@ func (w *world) drive() {
 			continue
 		}
 		inst := w.instances[w.choose(len(w.instances), "isolate")]
-		switch w.choose(11, "action") {
+		action := w.uniform(len(actionNames), "action")
+		for i, name := range actionNames {
+			if i == 0 || name != actionNames[i-1] {
+				w.chances["action: "+name]++ // each kind once
+			}
+		}
+		w.count("action: " + actionNames[action])
+		switch action {
 		case 0, 1, 2:
 			w.submit(inst, k, k.order.JSON())
 		case 10:
@@ -766,7 +782,7 @@ func (w *world) drive() {
 		case 6:
 			w.sched.sleep([]time.Duration{0, 10 * time.Millisecond, 300 * time.Millisecond, 2 * time.Second}[w.choose(4, "pause")])
 		case 7:
-			w.sched.sleep([]time.Duration{pendingTTL + time.Second, sweepEvery, 10 * time.Minute, staleWindow}[w.choose(4, "wait")])
+			w.sched.sleep([]time.Duration{pendingTTL + time.Second, sweepEvery, 10 * time.Minute, cacheTTL}[w.choose(4, "wait")])
 		case 8:
 			w.jumpToEdge()
 		case 9:
@@ -790,6 +806,11 @@ func (w *world) drive() {
 	w.retryAnswered()
 }
 
+// actionNames name the driver's actions, each drawn as often as another:
+// a run prints their realised mix.
+var actionNames = [...]string{"submit", "submit", "submit", "submit another order", "lookup", "submit an invalid body",
+	"pause", "wait", "time jump", "kill an isolate", "burst"}
+
 // maxFinalRetries bounds the keys retried at a history's end.
 const maxFinalRetries = 64
 
@@ -798,7 +819,7 @@ const maxFinalRetries = 64
 // memory, as a client would from anywhere: checkFinalRetries compares
 // what they get with what the clients were given.
 func (w *world) retryAnswered() {
-	inst := &instance{id: len(w.instances)}
+	inst := &instance{id: len(w.instances), loc: w.uniform(locations, "final retries' location")}
 	inst.svc = w.newService(inst)
 	seen := make(map[string]bool)
 	var retries []*answer
@@ -907,6 +928,7 @@ func (w *world) request(inst *instance, k *clientKey, what string) *actor {
 // answered records what a request's client was told.
 func (w *world) answered(a *actor, ans *answer, out intake.Outcome, err error) {
 	ans.end, ans.by = w.now(), a
+	w.ck.answered[a] = ans.end
 	var rej *intake.Rejection
 	var open *intake.Unsettled
 	switch {

@@ -29,7 +29,22 @@ func (s *suite) expiry(t *testing.T) {
 		dead := s.sent("a", "fp", "order-1")
 		dead.Lease = s.opts.Short
 		s.mustBegin(t, kept, dead, intake.Claimed)
+		givenUp := s.newKey()
+		s.leaveUnresolved(t, givenUp)
+		lapsed := s.sent("c", "fp", "order-2")
+		lapsed.Lease = s.opts.Short
+		if rec := s.mustBegin(t, givenUp, lapsed, intake.Claimed); !rec.Unresolved {
+			t.Fatalf("a client's takeover of an unresolved key came back %+v, want it unresolved", rec)
+		}
 		s.opts.Advance(s.pastShort())
+
+		t.Run("a lapsed takeover of an unresolved key leaves it unresolved, due never", func(t *testing.T) {
+			rec := s.mustLookup(t, givenUp, intake.Open)
+			wantOrderID(t, rec, "order-1")
+			if !rec.Unresolved || !rec.NextAttempt.IsZero() {
+				t.Fatalf("after its taker's lease ended the key is unresolved %v, due %v; want unresolved, due never (not reported again)", rec.Unresolved, rec.NextAttempt)
+			}
+		})
 
 		t.Run("a dead holder's sent order keeps its id past the lease", func(t *testing.T) {
 			wantOrderID(t, s.mustLookup(t, kept, intake.Open), "order-1")
@@ -61,4 +76,16 @@ func (s *suite) expiry(t *testing.T) {
 			}
 		})
 	})
+}
+
+// leaveUnresolved leaves key open with order-1, given up on and reported:
+// unresolved, due never.
+func (s *suite) leaveUnresolved(t *testing.T, key intake.Key) {
+	t.Helper()
+	c := s.sent("given-up", "fp", "order-1")
+	s.mustBegin(t, key, c, intake.Claimed)
+	c.Sent, c.Attempts, c.Unresolved = true, 5, true
+	if err := s.store.Release(context.Background(), key, c); err != nil {
+		t.Fatalf("Release: %v", err)
+	}
 }
