@@ -112,6 +112,11 @@ var simOnly = []struct {
 		"claim.OrderID, claim.Sent, claim.Tentative = rec.OrderID, true, false"}, "kv", 100},
 	{mutant{"an unknown outcome's release deletes the claim and its order id", "kv/store.go",
 		"\t\tif c.Sent && !c.KeepUntil.IsZero() {", "\t\tif false {"}, "kv", 100},
+	{mutant{"the sweep's cursor stays at the start of its page (simulator alone)", "kv/store.go",
+		"return keys, k.saveWalkCursor(ctx, cursorKey, cursor, l.Name)",
+		"return keys, k.saveWalkCursor(ctx, cursorKey, cursor, \"\")"}, "ledger", 300},
+	{mutant{"a purge during a migration leaves KV's claim (simulator alone)", "intake/admin.go",
+		"\tif final {\n", "\tif false {\n"}, "ledger", 2000},
 }
 
 // caughtAfter reads how many histories rapid ran to the first failure.
