@@ -136,7 +136,7 @@ type Worker struct {
 	overdue  settlequeue.Overdue
 	// adopting lists the keys the KV-mode Worker left open, for ledger
 	// mode to adopt during a migration (KV_FALLBACK_UNTIL); else nil.
-	adopting settlequeue.Overdue
+	adopting leftOpen
 	// deadLetters keeps what the dead-letter queue delivers, and lookup
 	// reads the key a letter names; nil without KV.
 	deadLetters intake.DeadLetters
@@ -432,33 +432,37 @@ func (w *Worker) Sweep(ctx context.Context) error {
 	return err
 }
 
+// leftOpen lists the keys KV mode may have left open, SweepLimit at a
+// time, going on across calls (kv.Store.LeftOpen).
+type leftOpen interface {
+	LeftOpen(ctx context.Context, limit int) ([]intake.Key, error)
+}
+
 // adoptOverdue, in ledger mode during a migration, adopts the keys the
-// KV-mode Worker left open and overdue, up to SweepLimit a run, so that
-// the ledger's alarm settles them though no client comes back
-// (intake.Service.Adopt). Once the fallback's time has passed there are
-// none: every such key's KeepUntil is past it.
+// KV-mode Worker left open, due, backing off or given up on, up to
+// SweepLimit a run, so that the ledger's alarm settles them though no
+// client comes back (intake.Service.Adopt). Each run goes on from where
+// the last stopped, so N keys left open are all reached within
+// N/SweepLimit runs plus one, and then checked again, until the
+// fallback's time has passed: every such key's KeepUntil is past it.
+// Each key adopted gets a kv_adopted line, naming it.
 func (w *Worker) adoptOverdue(ctx context.Context) error {
 	now := w.now()
 	if !now.Before(w.opts.FallbackUntil) {
 		return nil
 	}
-	keys, err := w.adopting.Overdue(ctx, now.Add(-w.sweepGrace), SweepLimit)
-	adopted := 0
+	keys, err := w.adopting.LeftOpen(ctx, SweepLimit)
 	for _, key := range keys {
 		ok, aerr := w.Service.Adopt(ctx, key)
 		if ok {
-			adopted++
+			w.log.Log(eventlog.Line{Outcome: "kv_adopted", Client: key.Client, Key: key.ID})
 		}
-		if aerr != nil && err == nil {
-			err = aerr
+		if aerr != nil {
+			err = errors.Join(err, aerr)
 		}
 	}
-	if adopted > 0 || err != nil {
-		line := eventlog.Line{Outcome: "kv_adopted", Attempts: adopted}
-		if err != nil {
-			line.Error = err.Error()
-		}
-		w.log.Log(line)
+	if err != nil {
+		w.log.Log(eventlog.Line{Outcome: "kv_adoption_error", Error: err.Error()})
 	}
 	return err
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"strings"
 	"sync"
@@ -368,6 +369,18 @@ func TestPolicyPublishesTheVars(t *testing.T) {
 	}
 }
 
+// migrateToLedger is the Worker deployed in ledger mode over w's KV
+// namespace, its fallback for two days (KV_FALLBACK_UNTIL), with its
+// ledger.
+func (w *world) migrateToLedger() (*app.Worker, *ledger.MemoryStore) {
+	w.vars["STORAGE"] = "ledger"
+	w.vars["KV_FALLBACK_UNTIL"] = w.clock().Add(48 * time.Hour).Format(time.RFC3339)
+	store := ledger.NewMemoryStore()
+	store.Now = w.clock
+	w.env.Ledger = func(int) intake.Store { return store }
+	return app.New(w.env), store
+}
+
 // TestLedgerModeAdoptsTheKeysKVModeLeftOpen: during a migration
 // (KV_FALLBACK_UNTIL), ledger mode's Cron sweep adopts a key the KV-mode
 // Worker left open, whose client never came back: the ledger holds it
@@ -381,12 +394,7 @@ func TestLedgerModeAdoptsTheKeysKVModeLeftOpen(t *testing.T) {
 		t.Fatalf("KV mode's answer = %d %s; want 503, the outcome unknown", resp.Status, resp.Body)
 	}
 	w.lose = false
-	w.vars["STORAGE"] = "ledger"
-	w.vars["KV_FALLBACK_UNTIL"] = w.clock().Add(48 * time.Hour).Format(time.RFC3339)
-	store := ledger.NewMemoryStore()
-	store.Now = w.clock
-	w.env.Ledger = func(int) intake.Store { return store }
-	after := app.New(w.env)
+	after, store := w.migrateToLedger()
 	w.advance(10 * time.Minute) // past the settler's due time and the sweep's grace
 	if err := after.Sweep(ctx); err != nil {
 		t.Fatalf("Sweep = %v", err)
@@ -398,8 +406,44 @@ func TestLedgerModeAdoptsTheKeysKVModeLeftOpen(t *testing.T) {
 	if keys := store.DueKeys(10); len(keys) != 1 {
 		t.Errorf("due keys = %v, want the adopted key", keys)
 	}
-	if lines := w.lines("kv_adopted"); len(lines) != 1 || lines[0]["attempts"] != 1.0 {
-		t.Errorf("kv_adopted lines = %v, want one, of 1 key", lines)
+	if lines := w.lines("kv_adopted"); len(lines) != 1 || lines[0]["key"] != "k" {
+		t.Errorf("kv_adopted lines = %v, want one, naming k", lines)
+	}
+}
+
+// TestTheAdoptionSweepReachesEveryKeyKVLeftOpenAcrossRuns: an OMS outage
+// left more keys open in KV than one Cron run adopts (SweepLimit). Each
+// run goes on past the keys the last one handled, so every key is in the
+// ledger after N/SweepLimit runs plus one, and each adoption is logged
+// with its key: none is stranded, none silently.
+func TestTheAdoptionSweepReachesEveryKeyKVLeftOpenAcrossRuns(t *testing.T) {
+	ctx := context.Background()
+	w := newWorld(t, nil)
+	before := app.New(w.env)
+	w.lose = true
+	const n = app.SweepLimit + 20
+	for i := range n {
+		if resp := w.post(before.Handler, fmt.Sprintf("k%03d", i)); resp.Status != 503 {
+			t.Fatalf("KV mode's answer = %d %s; want 503, the outcome unknown", resp.Status, resp.Body)
+		}
+	}
+	after, store := w.migrateToLedger()
+	for range n/app.SweepLimit + 1 {
+		w.advance(5 * time.Minute)
+		if err := after.Sweep(ctx); err != nil {
+			t.Fatalf("Sweep = %v", err)
+		}
+	}
+	logged := make(map[string]bool)
+	for _, l := range w.lines("kv_adopted") {
+		logged[fmt.Sprint(l["key"])] = true
+	}
+	for i := range n {
+		id := fmt.Sprintf("k%03d", i)
+		rec, err := store.Lookup(ctx, intake.Key{ID: id})
+		if err != nil || rec.State != intake.Open || !logged[id] {
+			t.Errorf("%s: the ledger's record = %v, %v, logged %v; want it adopted, open, and logged", id, rec.State, err, logged[id])
+		}
 	}
 }
 

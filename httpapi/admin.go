@@ -70,6 +70,9 @@ var stateNames = []struct {
 type adminRoute struct {
 	action string
 	key    intake.Key
+	// orderID is a resolve's or a purge's precondition, from the query's
+	// orderId: the order id the operator saw ("" for none).
+	orderID string
 	// allow is the methods the path takes, for a 405's Allow.
 	allow string
 }
@@ -148,9 +151,9 @@ func (h *Handler) admin(ctx context.Context, r *workers.Request, line *eventlog.
 	case actionInspect:
 		body, err = h.inspect(ctx, route.key, line)
 	case actionResolve:
-		body, err = h.resolve(ctx, route.key, r, line)
+		body, err = h.resolve(ctx, route, r, line)
 	case actionPurge:
-		body, err = h.purge(ctx, route.key, line)
+		body, err = h.purge(ctx, route, line)
 	case actionListDeadLetters:
 		body, err = h.listDeadLetters(ctx, r.Query)
 	case actionInspectDeadLetters:
@@ -207,8 +210,26 @@ func (h *Handler) adminRoute(method, path, query string) (adminRoute, error) {
 	default:
 		return adminRoute{}, errAdminNoRoute
 	}
+	pairs, err := queryPairs(query)
+	if err != nil {
+		return route, err
+	}
+	for _, p := range pairs {
+		if p[0] != orderIDParam || route.orderID != "" || !preconditioned(route.action) {
+			return route, errs.Detail(errInvalidQuery, "a resolve or a purge takes orderId, once; nothing else takes a query")
+		}
+		route.orderID = p[1]
+	}
 	return h.keyRoute(route, parts[0], parts[1])
 }
+
+// orderIDParam is the query parameter of a resolve's or a purge's
+// precondition: the order id the operator saw; the key must still hold
+// it, or nothing is done (409 order_mismatch).
+const orderIDParam = "orderId"
+
+// preconditioned reports whether action takes orderIDParam.
+func preconditioned(action string) bool { return action == actionResolve || action == actionPurge }
 
 // queryRoute reads OrderPath?client=…&key=… and its /resolve: the
 // values percent-decoded, nothing else, as a path segment is.
@@ -226,7 +247,7 @@ func (h *Handler) queryRoute(method, path, query string) (adminRoute, error) {
 		route.action = actionPurge
 	}
 	var client, key string
-	var hasClient, hasKey bool
+	var hasClient, hasKey, hasOrderID bool
 	for _, pair := range strings.Split(query, "&") {
 		name, value, _ := strings.Cut(pair, "=")
 		switch {
@@ -234,12 +255,18 @@ func (h *Handler) queryRoute(method, path, query string) (adminRoute, error) {
 			client, hasClient = value, true
 		case name == "key" && !hasKey:
 			key, hasKey = value, true
+		case name == orderIDParam && !hasOrderID && preconditioned(route.action):
+			id, ok := unescape(value)
+			if !ok {
+				return route, errs.Detail(errInvalidQuery, "the query is not percent-encoded")
+			}
+			route.orderID, hasOrderID = id, true
 		default:
-			return route, errs.Detail(errInvalidQuery, "the query takes client and key, once each")
+			return route, errs.Detail(errInvalidQuery, "the query takes client and key, once each, and for a resolve or a purge orderId")
 		}
 	}
 	if !hasClient || !hasKey {
-		return route, errs.Detail(errInvalidQuery, "the query takes client and key, once each")
+		return route, errs.Detail(errInvalidQuery, "the query takes client and key, once each, and for a resolve or a purge orderId")
 	}
 	return h.keyRoute(route, client, key)
 }
@@ -247,8 +274,8 @@ func (h *Handler) queryRoute(method, path, query string) (adminRoute, error) {
 // keyRoute checks a path's client and key segments for route, and names
 // the key in it.
 func (h *Handler) keyRoute(route adminRoute, clientSegment, keySegment string) (adminRoute, error) {
-	client, cok := unescape(clientSegment, false)
-	id, kok := unescape(keySegment, false)
+	client, cok := unescape(clientSegment)
+	id, kok := unescape(keySegment)
 	switch {
 	case !cok:
 		return route, errs.Detail(errUnknownClient, "the client's path segment is not percent-encoded")
@@ -277,7 +304,8 @@ func (h *Handler) keyRoute(route adminRoute, clientSegment, keySegment string) (
 }
 
 // queryPairs is query's name=value pairs in order, each percent-decoded
-// (a '+' is a space), the empty ones left out.
+// as a path segment is (a '+' is a plus, in every admin query), the empty
+// ones left out.
 func queryPairs(query string) ([][2]string, error) {
 	var pairs [][2]string
 	for _, pair := range strings.Split(query, "&") {
@@ -285,8 +313,8 @@ func queryPairs(query string) ([][2]string, error) {
 			continue
 		}
 		rawName, rawValue, _ := strings.Cut(pair, "=")
-		name, nok := unescape(rawName, true)
-		value, vok := unescape(rawValue, true)
+		name, nok := unescape(rawName)
+		value, vok := unescape(rawValue)
 		if !nok || !vok {
 			return nil, errs.Detail(errInvalidQuery, "the query is not percent-encoded")
 		}
@@ -383,7 +411,8 @@ func (h *Handler) inspect(ctx context.Context, key intake.Key, line *eventlog.Li
 }
 
 // resolve answers POST /admin/orders/{client}/{key}/resolve.
-func (h *Handler) resolve(ctx context.Context, key intake.Key, r *workers.Request, line *eventlog.Line) ([]byte, error) {
+func (h *Handler) resolve(ctx context.Context, route adminRoute, r *workers.Request, line *eventlog.Line) ([]byte, error) {
+	key := route.key
 	body, err := r.Body.ReadAll(MaxResolutionBytes)
 	if err != nil {
 		if errors.Is(err, workers.ErrTooLarge) {
@@ -396,6 +425,7 @@ func (h *Handler) resolve(ctx context.Context, key intake.Key, r *workers.Reques
 	if err != nil {
 		return nil, err
 	}
+	res.OrderID = route.orderID
 	// The state before, for the audit line: read first, so that a
 	// refusal says what the key was in too.
 	if before, err := h.opts.Admin.Inspect(ctx, key); err == nil {
@@ -448,8 +478,9 @@ func parseResolution(body []byte) (intake.Resolution, string, error) {
 }
 
 // purge answers DELETE /admin/orders/{client}/{key}.
-func (h *Handler) purge(ctx context.Context, key intake.Key, line *eventlog.Line) ([]byte, error) {
-	rec, err := h.opts.Admin.Purge(ctx, key)
+func (h *Handler) purge(ctx context.Context, route adminRoute, line *eventlog.Line) ([]byte, error) {
+	key := route.key
+	rec, err := h.opts.Admin.Purge(ctx, key, route.orderID)
 	line.Before, line.OrderID = stateOf(rec), orderIDOf(rec)
 	if err != nil {
 		line.After = line.Before
@@ -476,13 +507,7 @@ func stateOf(rec intake.Record) string {
 }
 
 // orderIDOf is rec's order id: the claim's, or its receipt's.
-func orderIDOf(rec intake.Record) string {
-	if rec.State == intake.Stored {
-		id, _, _ := order.ReceiptFields(rec.Body)
-		return id
-	}
-	return rec.OrderID
-}
+func orderIDOf(rec intake.Record) string { return intake.OrderIDOf(rec) }
 
 // detail is a key's entry with what is stored for it: its receipt
 // (byte for byte as replayed), rejected and expiresAt.
@@ -535,10 +560,12 @@ func appendEntry(b []byte, key intake.Key, rec intake.Record, expires time.Time)
 	return b
 }
 
-// unescape percent-decodes s, and with plus reads '+' as a space, as a
-// query does; false for a malformed escape.
-func unescape(s string, plus bool) (string, bool) {
-	if !strings.ContainsAny(s, "%+") {
+// unescape percent-decodes s, and nothing else: a '+' is a plus, in a
+// path segment and in every admin query alike, so that a key holding one
+// is named the same way everywhere (a space is %20). It returns false for
+// a malformed escape.
+func unescape(s string) (string, bool) {
+	if !strings.Contains(s, "%") {
 		return s, true
 	}
 	b := make([]byte, 0, len(s))
@@ -554,8 +581,6 @@ func unescape(s string, plus bool) (string, bool) {
 			}
 			b = append(b, byte(hi<<4|lo))
 			i += 2
-		case c == '+' && plus:
-			b = append(b, ' ')
 		default:
 			b = append(b, c)
 		}

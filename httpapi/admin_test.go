@@ -635,3 +635,39 @@ func TestAdminReachesDotKeysByQuery(t *testing.T) {
 		}
 	})
 }
+
+// TestAdminActionsTakeTheOrderIDTheOperatorSaw: a resolve or a purge with
+// orderId in its query acts only on a key that holds that order id, and
+// answers 409 order_mismatch, changing nothing, for one that holds
+// another; in the path form and the query form alike. Nothing else takes
+// orderId.
+func TestAdminActionsTakeTheOrderIDTheOperatorSaw(t *testing.T) {
+	e := newAdminEnv(t, false)
+	e.unknownKey(t, "k1")
+	d := decodeEntry(t, e.do("GET", "/admin/orders/desk-a/k1", opsToken, ""))
+	for _, tc := range []struct{ method, path, body string }{
+		{"POST", "/admin/orders/desk-a/k1/resolve?orderId=another", `{"status":"accepted"}`},
+		{"POST", "/admin/order/resolve?client=desk-a&key=k1&orderId=another", `{"status":"accepted"}`},
+	} {
+		if w := e.do(tc.method, tc.path, opsToken, tc.body); w.Code != 409 || problemCode(t, w) != "order_mismatch" {
+			t.Errorf("%s %s = %d %s, want 409 order_mismatch", tc.method, tc.path, w.Code, w.Body)
+		}
+	}
+	if got := decodeEntry(t, e.do("GET", "/admin/orders/desk-a/k1", opsToken, "")); got.State != "unknown" {
+		t.Fatalf("after the refusals the key is %s, want still unknown", got.State)
+	}
+	if got := decodeEntry(t, e.do("POST", "/admin/orders/desk-a/k1/resolve?orderId="+d.OrderID, opsToken, `{"status":"accepted"}`)); got.State != "accepted" {
+		t.Fatalf("the resolve of its own order id answered %s, want accepted", got.State)
+	}
+	for _, path := range []string{"/admin/orders/desk-a/k1?orderId=another", "/admin/order?client=desk-a&key=k1&orderId=another"} {
+		if w := e.do("DELETE", path, opsToken, ""); w.Code != 409 || problemCode(t, w) != "order_mismatch" {
+			t.Errorf("DELETE %s = %d %s, want 409 order_mismatch", path, w.Code, w.Body)
+		}
+	}
+	if w := e.do("GET", "/admin/orders/desk-a/k1?orderId="+d.OrderID, opsToken, ""); w.Code != 400 || problemCode(t, w) != "invalid_query" {
+		t.Errorf("GET with orderId = %d %s, want 400 invalid_query", w.Code, w.Body)
+	}
+	if got := decodeEntry(t, e.do("DELETE", "/admin/order?client=desk-a&key=k1&orderId="+d.OrderID, opsToken, "")); got.State != "accepted" {
+		t.Errorf("the purge of its own order id answered %s, want the accepted receipt", got.State)
+	}
+}

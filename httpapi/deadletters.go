@@ -108,8 +108,8 @@ func rawQueryPairs(query string, names ...string) (map[string]*string, error) {
 // have held: OpenClient is the open Worker's, unless clients has a client
 // of that id.
 func deadLetterKeyRoute(route adminRoute, clientSegment, keySegment string, clients *auth.Clients) (adminRoute, error) {
-	client, cok := unescape(clientSegment, false)
-	id, kok := unescape(keySegment, false)
+	client, cok := unescape(clientSegment)
+	id, kok := unescape(keySegment)
 	switch {
 	case !cok || (client != OpenClient && !auth.ValidClientID(client)):
 		return route, errs.Detail(errUnknownClient, "no client could have this id")

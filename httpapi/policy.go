@@ -70,8 +70,13 @@ func policyPage(p intake.Policy, scoped bool) []byte {
 	line()
 	line("## How long outcomes are kept")
 	line()
+	kvLimits := p.ReadsLag > 0
+	but := ""
+	if kvLimits {
+		but = " (but see [KV's limits](#kvs-limits))"
+	}
 	item("An order's outcome (its receipt, or the order-management system's rejection) is kept ", resultTTL, " after it is stored. ",
-		"Until then a retry of the same order under the key gets it again, byte for byte, with `Idempotent-Replay: true`, ",
+		"Until then a retry of the same order under the key gets it again, byte for byte", but, ", with `Idempotent-Replay: true`, ",
 		"and a lookup finds it. After that the key is free, and names a new order.")
 	if p.Settles {
 		item("With an order-management system, as here, every key is kept at least until its order's `acceptedAt` plus ",
@@ -101,7 +106,7 @@ func policyPage(p intake.Policy, scoped bool) []byte {
 	line("## A key reused for another order")
 	line()
 	item("An order under a key already used for a different order (another symbol, side or quantity, however the JSON is written) ",
-		"gets `422 idempotency_key_reused`, and nothing of the key's outcome. Use a new key.")
+		"gets `422 idempotency_key_reused`", but, ", and nothing of the key's outcome. Use a new key.")
 	line()
 	line("## An unknown outcome")
 	line()
@@ -127,7 +132,34 @@ func policyPage(p intake.Policy, scoped bool) []byte {
 		}
 		item(text, "a retry under the key stores it, with the same `orderId`; it never places a second order.")
 	}
+	if kvLimits {
+		kvSection(line, item, p)
+	}
 	return []byte(b.String())
+}
+
+// kvSection states what KV mode does not promise, in the terms of
+// docs/operating.md ("What KV mode promises, exactly"): for every key in
+// KV mode, and during a migration for the keys still held in KV.
+func kvSection(line func(...string), item func(...string), p intake.Policy) {
+	lag := strconv.FormatInt(int64(p.ReadsLag/time.Second), 10) + " seconds"
+	line()
+	line("## KV's limits")
+	line()
+	if p.FallbackUntil.IsZero() {
+		line("This Worker keeps its keys in Workers KV, which has no compare-and-swap and whose reads may miss a write for ",
+			lag, " or more, in any location. So:")
+	} else {
+		line("This Worker keeps its keys in a Durable Object, where none of this applies, but until ", p.FallbackUntil.UTC().Format(time.RFC3339),
+			" it also reads the keys an earlier version kept in Workers KV, which has no compare-and-swap and whose reads may miss a write for ",
+			lag, " or more. For a key first used before the move, until it is next used here:")
+	}
+	item("Always: one `orderId` per key and order; no order placed for a request that was refused; ",
+		"no receipt for an order the order-management system did not accept; no answer about another order than the one its client sent.")
+	item("After a request's read missed another's claim or receipt of the key, or two requests claimed it in the same moment: ",
+		"a replay of the same order may carry another `acceptedAt` than the 201 gave (the same `orderId`, the same order); ",
+		"a second, different order under the key may be placed, instead of `422 idempotency_key_reused`, ",
+		"and the key end with either order's outcome.")
 }
 
 // figure is d as configured: seconds and the var's name, with the time a

@@ -106,16 +106,7 @@ func TestPolicyFollowsTheConfiguration(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			h := httpapi.New(intake.New(kv.NewStore(kv.NewMemoryNamespace(), nil), c.opts), httpapi.Options{Clients: c.clients})
 			page := getPolicy(t, h).Body.String()
-			for _, s := range c.want {
-				if !strings.Contains(page, s) {
-					t.Errorf("the page does not say %q:\n%s", s, page)
-				}
-			}
-			for _, s := range c.wantNot {
-				if strings.Contains(page, s) {
-					t.Errorf("the page says %q, which is not this configuration's:\n%s", s, page)
-				}
-			}
+			wantPageSays(t, page, c.want, c.wantNot)
 			pages[page] = true
 		})
 	}
@@ -225,5 +216,50 @@ func TestUnknownOutcomePromisesOnlyWhatRuns(t *testing.T) {
 				t.Errorf("no Retry-After")
 			}
 		})
+	}
+}
+
+// TestEachModesPolicyIsTrueOfThatMode: KV mode's page states KV's limits
+// in the terms of docs/operating.md, and qualifies the byte-for-byte
+// replay and the 422 on reuse it cannot always keep; ledger mode's page
+// makes its promises whole; during a migration the ledger's page states
+// KV's limits for the keys still held in KV, until the fallback's end.
+func TestEachModesPolicyIsTrueOfThatMode(t *testing.T) {
+	until := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
+	kvLimits := []string{"## KV's limits", "may miss a write for 60 seconds or more",
+		"another `acceptedAt` than the 201 gave", "a second, different order under the key may be placed, instead of `422 idempotency_key_reused`",
+		"byte for byte (but see [KV's limits](#kvs-limits))"}
+	migrating := serviceOptions()
+	migrating.Fallback, migrating.FallbackUntil = kv.NewStore(kv.NewMemoryNamespace(), nil), until
+	for _, tc := range []struct {
+		name          string
+		store         intake.Store
+		opts          intake.Options
+		want, wantNot []string
+	}{
+		{"KV mode", kv.NewStore(kv.NewMemoryNamespace(), nil), serviceOptions(), append(kvLimits, "in any location"), []string{"Durable Object"}},
+		{"ledger mode", ledger.NewMemoryStore(), serviceOptions(), nil, kvLimits},
+		{"ledger mode during a migration", ledger.NewMemoryStore(), migrating,
+			append(kvLimits, "until 2026-12-01T00:00:00Z it also reads the keys an earlier version kept in Workers KV"), nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			page := getPolicy(t, httpapi.New(intake.New(tc.store, tc.opts), httpapi.Options{})).Body.String()
+			wantPageSays(t, page, tc.want, tc.wantNot)
+		})
+	}
+}
+
+// wantPageSays fails t unless page says each of want and none of wantNot.
+func wantPageSays(t *testing.T, page string, want, wantNot []string) {
+	t.Helper()
+	for _, s := range want {
+		if !strings.Contains(page, s) {
+			t.Errorf("the page does not say %q:\n%s", s, page)
+		}
+	}
+	for _, s := range wantNot {
+		if strings.Contains(page, s) {
+			t.Errorf("the page says %q, which is not this configuration's:\n%s", s, page)
+		}
 	}
 }

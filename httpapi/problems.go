@@ -174,6 +174,8 @@ var problems = []struct {
 		"This key's outcome is unknown or unresolved: purging it would let a retry place the order again. Resolve it first.", "", metrics.Invalid, ""}},
 	{intake.ErrAnswered, problem{statusConflict, "outcome_answered", "Order answered as accepted",
 		"The Worker runs without an OMS: its stand-in accepted this order, and its client may have been answered 201. Only accepted can be recorded.", "", metrics.Invalid, ""}},
+	{intake.ErrPrecondition, problem{statusConflict, "order_mismatch", "The key holds another order",
+		"The key holds another order id than the orderId given: it changed since you looked. Nothing was done; look the key up again.", "", metrics.Invalid, ""}},
 	{intake.ErrNoOrder, problem{statusConflict, "no_order", "No order kept for this key",
 		"This key was stored without its order, so no receipt can be built for it; only the client's retry, which brings the order, settles it.", "", metrics.Invalid, ""}},
 	{errMisconfigured, problem{statusInternalServerError, "misconfigured", "Worker misconfigured", "", "", metrics.Misconfigured, ""}},

@@ -87,9 +87,11 @@ type AdminStore interface {
 	// ErrBadCursor for a cursor it did not hand out.
 	List(ctx context.Context, q ListQuery) (ListPage, error)
 	// Purge deletes key's stored outcome, and any claim left beside it,
-	// if its outcome is stored; anything else (a claim, an Open key) it
-	// leaves as it is. It returns what it found, as Lookup would have.
-	Purge(ctx context.Context, key Key) (Record, error)
+	// if its outcome is stored and, with an orderID, for that order id
+	// (OrderIDOf); anything else (a claim, an Open key, another order's
+	// outcome) it leaves as it is. It returns what it found, as Lookup
+	// would have.
+	Purge(ctx context.Context, key Key, orderID string) (Record, error)
 }
 
 // Errors of the admin operations, beside ErrNotFound, ErrInProgress and
@@ -105,6 +107,10 @@ var (
 	// ErrNoOrder is returned by Resolve for an Open key stored without
 	// its order (by an older version): no receipt can be built for it.
 	ErrNoOrder = errors.New("intake: the key holds no order")
+	// ErrPrecondition is returned by Resolve and Purge, given the order
+	// id the operator saw, for a key that holds another order: it changed
+	// since they looked. Nothing is changed.
+	ErrPrecondition = errors.New("intake: the key holds another order")
 	// ErrBadResolution is returned by Resolve for an answer that is
 	// neither accepted nor rejected with a reason.
 	ErrBadResolution = errors.New("intake: invalid resolution")
@@ -123,6 +129,19 @@ type Resolution struct {
 	// Reason is the rejection's, stored in the receipt as a gateway's
 	// is (order.MaxReasonBytes); required for a rejection.
 	Reason string
+	// OrderID, if set, is the order id the operator looked up: the key
+	// must still hold it (ErrPrecondition).
+	OrderID string
+}
+
+// OrderIDOf is the order id rec is about, as the admin API shows it: a
+// stored outcome's own (its receipt's), or the one kept with the claim.
+func OrderIDOf(rec Record) string {
+	if rec.State == Stored {
+		id, _, _ := order.ReceiptFields(rec.Body)
+		return id
+	}
+	return rec.OrderID
 }
 
 // Admin runs an operator's actions over a Service's Store: listing the
@@ -179,9 +198,11 @@ func (a *Admin) Inspect(ctx context.Context, key Key) (Record, error) {
 // reason, ErrAnswered for a rejection when the Worker runs the stand-in,
 // ErrNotFound when nothing is held, ErrInProgress while a live
 // claim holds the key, ErrOutcomeFinal once its outcome is stored,
-// ErrNoOrder for a key stored without its order, and an error wrapping
+// ErrNoOrder for a key stored without its order, ErrPrecondition for a key
+// that holds another order id than res.OrderID, and an error wrapping
 // ErrStorageUnavailable when storage fails (the key is then left Open).
-// It returns the key's Record after.
+// It returns the key's Record after. During a migration, a key left open
+// only in the Fallback is adopted first (Service.Adopt).
 func (a *Admin) Resolve(ctx context.Context, key Key, res Resolution) (Record, error) {
 	switch {
 	case res.Status == order.StatusAccepted && res.Reason == "":
@@ -203,6 +224,15 @@ func (a *Admin) Resolve(ctx context.Context, key Key, res Resolution) (Record, e
 
 	claim := Claim{Token: s.opts.NewID(), Lease: s.opts.PendingTTL, Settling: true, Resolving: true, KeepUntil: s.keepUntil(now)}
 	rec, err := s.store.Begin(ctx, key, claim)
+	if err == nil && rec.State == Absent && s.fallback() {
+		// During a migration a key KV mode left open, and the sweep has
+		// not adopted yet, is adopted first, not due for the Store's
+		// settler before this answer is stored.
+		if _, err := s.adoptOpen(ctx, key, now.Add(s.opts.PendingTTL)); err != nil {
+			return Record{}, err
+		}
+		rec, err = s.store.Begin(ctx, key, claim)
+	}
 	switch {
 	case err != nil:
 		return Record{}, storageUnavailable(err)
@@ -218,9 +248,13 @@ func (a *Admin) Resolve(ctx context.Context, key Key, res Resolution) (Record, e
 		return Record{}, ErrInProgress
 	}
 	claim = takenOver(claim, rec)
-	if !rec.HasOrder || claim.Fingerprint == "" {
+	mismatch := res.OrderID != "" && rec.OrderID != res.OrderID
+	if mismatch || !rec.HasOrder || claim.Fingerprint == "" {
 		claim.NextAttempt = rec.NextAttempt
 		s.release(ctx, key, claim)
+		if mismatch {
+			return Record{}, ErrPrecondition
+		}
 		return Record{}, ErrNoOrder
 	}
 	_, err = s.place(withAnswer(ctx, res), key, claim, bySettler)
@@ -243,14 +277,22 @@ func (a *Admin) Resolve(ctx context.Context, key Key, res Resolution) (Record, e
 // anything else: ErrOutcomeOpen while the outcome is unknown or
 // unresolved, ErrInProgress while a live claim holds the key, ErrNotFound
 // when nothing is held, and an error wrapping ErrStorageUnavailable when
-// storage fails. It returns what was purged. The instance forgets the
+// storage fails. With an orderID, it purges only that order's outcome:
+// ErrPrecondition for a key that holds another. It returns what was
+// purged. The instance forgets the
 // receipt at once; another instance may replay it from memory for up to
 // a minute (the receipt cache's TTL).
 //
 // During a migration it purges the Fallback's copy too, when the Fallback
-// is an AdminStore, so that no retry copies the receipt back; a receipt
-// held only there is purged there.
-func (a *Admin) Purge(ctx context.Context, key Key) (Record, error) {
+// is a FallbackAdmin, so that no retry copies the receipt back; a receipt
+// held only there is purged there. The Fallback is purged first, so that
+// a retry reading it meanwhile finds nothing to copy back. Once the Store
+// holds the key's final outcome, the Fallback's claim for it (KV mode left
+// it open, and a retry settled it here) is stale: it is deleted too, so
+// that no adoption takes the key again and has the settler store the
+// purged receipt once more. A purge that fails midway leaves the Store's
+// outcome, and is finished by its retry.
+func (a *Admin) Purge(ctx context.Context, key Key, orderID string) (Record, error) {
 	s := a.svc
 	cacheKey := key.String()
 	entry, ok := s.inFlight.add(cacheKey, s.opts.Now(), s.opts.PendingTTL)
@@ -258,17 +300,35 @@ func (a *Admin) Purge(ctx context.Context, key Key) (Record, error) {
 		return Record{}, ErrInProgress
 	}
 	defer s.inFlight.remove(cacheKey, entry)
-	rec, err := a.store.Purge(ctx, key)
-	if old, ok := s.opts.Fallback.(AdminStore); ok && err == nil && s.fallback() && (rec.State == Stored || rec.State == Absent) {
-		oldRec, oerr := old.Purge(ctx, key)
+	old, migrating := s.opts.Fallback.(FallbackAdmin)
+	migrating = migrating && s.fallback()
+	var oldRec Record
+	oldLeft := migrating // the Fallback's copy is still to purge
+	if migrating {
+		cur, err := s.store.Lookup(ctx, key)
 		switch {
-		case oerr != nil:
-			// The Store's copy may be gone already: purging again
-			// finishes the job.
-			err = oerr
-		case rec.State == Absent:
-			rec = oldRec
+		case err != nil:
+			return Record{}, storageUnavailable(err)
+		case mismatched(cur, orderID):
+			return cur, ErrPrecondition
+		case cur.State == Stored || cur.State == Absent:
+			// The Fallback first: a retry that reads it from now on finds
+			// nothing to copy back into the Store.
+			if oldRec, err = purgeFallback(ctx, old, key, orderID, cur.State == Stored); err != nil {
+				return Record{}, storageUnavailable(err)
+			}
+			oldLeft = false
 		}
+	}
+	rec, err := a.store.Purge(ctx, key, orderID)
+	switch {
+	case err != nil:
+	case oldLeft && rec.State == Stored && !mismatched(rec, orderID):
+		// A request held the key as the purge began, and stored the
+		// outcome since: the Fallback's copy goes too.
+		oldRec, err = purgeFallback(ctx, old, key, orderID, true)
+	case migrating && rec.State == Absent:
+		rec = oldRec
 	}
 	switch {
 	case err != nil:
@@ -279,10 +339,40 @@ func (a *Admin) Purge(ctx context.Context, key Key) (Record, error) {
 		return rec, ErrOutcomeOpen
 	case rec.State != Stored:
 		return rec, ErrNotFound
+	case mismatched(rec, orderID):
+		return rec, ErrPrecondition
 	}
 	s.receipts.forget(cacheKey)
 	s.opened.forget(cacheKey)
 	return rec, nil
+}
+
+// purgeFallback purges the Fallback's receipt for key, and with final
+// (the Store holds the key's final outcome) its claim too.
+func purgeFallback(ctx context.Context, old FallbackAdmin, key Key, orderID string, final bool) (Record, error) {
+	if final {
+		if err := old.DropClaim(ctx, key); err != nil {
+			return Record{}, err
+		}
+	}
+	return old.Purge(ctx, key, orderID)
+}
+
+// mismatched reports whether rec is a stored outcome of another order id
+// than orderID, which a purge given orderID leaves alone.
+func mismatched(rec Record, orderID string) bool {
+	return orderID != "" && rec.State == Stored && OrderIDOf(rec) != orderID
+}
+
+// FallbackAdmin is a Fallback an operator's purge clears too, during a
+// migration: kv.Store.
+type FallbackAdmin interface {
+	Fallback
+	AdminStore
+	// DropClaim deletes key's claim, whatever it holds: Purge calls it
+	// once the Store holds key's final outcome, which makes the claim
+	// stale.
+	DropClaim(ctx context.Context, key Key) error
 }
 
 // forget drops key's receipt: its entry stays in the ring, expired, so

@@ -162,7 +162,7 @@ func TestResolveRefusesAndChangesNothing(t *testing.T) {
 			if _, err := admin.Resolve(ctx, held, intake.Resolution{Status: order.StatusAccepted}); !errors.Is(err, intake.ErrInProgress) {
 				t.Fatalf("Resolve = %v, want ErrInProgress", err)
 			}
-			if _, err := admin.Purge(ctx, held); !errors.Is(err, intake.ErrInProgress) {
+			if _, err := admin.Purge(ctx, held, ""); !errors.Is(err, intake.ErrInProgress) {
 				t.Fatalf("Purge = %v, want ErrInProgress", err)
 			}
 			if rec, _ := admin.Inspect(ctx, held); rec.State != intake.Held {
@@ -179,7 +179,7 @@ func TestPurgeFreesAFinalKeyOnly(t *testing.T) {
 	forEachStore(t, intake.Options{}, func(t *testing.T, e *settleEnv) {
 		leaveUnknown(t, e)
 		admin, svc := e.admin(t)
-		if _, err := admin.Purge(ctx, deskKey); !errors.Is(err, intake.ErrOutcomeOpen) {
+		if _, err := admin.Purge(ctx, deskKey, ""); !errors.Is(err, intake.ErrOutcomeOpen) {
 			t.Fatalf("Purge of the unknown key = %v, want ErrOutcomeOpen", err)
 		}
 		if rec, _ := admin.Inspect(ctx, deskKey); rec.State != intake.Open {
@@ -192,14 +192,14 @@ func TestPurgeFreesAFinalKeyOnly(t *testing.T) {
 		if _, err := svc.Lookup(ctx, deskKey); err != nil {
 			t.Fatalf("Lookup: %v", err)
 		}
-		purged, err := admin.Purge(ctx, deskKey)
+		purged, err := admin.Purge(ctx, deskKey, "")
 		if err != nil || purged.State != intake.Stored {
 			t.Fatalf("Purge of the final key = %+v, %v; want what was stored", purged, err)
 		}
 		if _, err := svc.Lookup(ctx, deskKey); !errors.Is(err, intake.ErrNotFound) {
 			t.Errorf("Lookup after the purge on the same instance = %v, want ErrNotFound", err)
 		}
-		if _, err := admin.Purge(ctx, deskKey); !errors.Is(err, intake.ErrNotFound) {
+		if _, err := admin.Purge(ctx, deskKey, ""); !errors.Is(err, intake.ErrNotFound) {
 			t.Errorf("a second Purge = %v, want ErrNotFound", err)
 		}
 		calls := len(e.g.placements())
@@ -338,4 +338,37 @@ func btoi(b bool) int {
 		return 1
 	}
 	return 0
+}
+
+// TestResolveAndPurgeRefuseAKeyThatHoldsAnotherOrder: given the order id
+// the operator saw, a resolve or a purge of a key that holds another
+// order id is refused with ErrPrecondition and changes nothing; given the
+// key's own, it goes ahead.
+func TestResolveAndPurgeRefuseAKeyThatHoldsAnotherOrder(t *testing.T) {
+	ctx := context.Background()
+	forEachStore(t, intake.Options{}, func(t *testing.T, e *settleEnv) {
+		u := leaveUnknown(t, e)
+		admin, _ := e.admin(t)
+		if _, err := admin.Resolve(ctx, deskKey, intake.Resolution{Status: order.StatusAccepted, OrderID: "another"}); !errors.Is(err, intake.ErrPrecondition) {
+			t.Fatalf("Resolve of another order id = %v, want ErrPrecondition", err)
+		}
+		if rec, err := admin.Inspect(ctx, deskKey); err != nil || rec.State != intake.Open || rec.OrderID != u.OrderID {
+			t.Fatalf("after the refused resolve the key is %v %s, %v; want it open with %s", rec.State, rec.OrderID, err, u.OrderID)
+		}
+		if _, err := admin.Resolve(ctx, deskKey, intake.Resolution{Status: order.StatusAccepted, OrderID: u.OrderID}); err != nil {
+			t.Fatalf("Resolve of the key's own order id = %v", err)
+		}
+		if _, err := admin.Purge(ctx, deskKey, "another"); !errors.Is(err, intake.ErrPrecondition) {
+			t.Fatalf("Purge of another order id = %v, want ErrPrecondition", err)
+		}
+		if rec, err := admin.Inspect(ctx, deskKey); err != nil || rec.State != intake.Stored {
+			t.Fatalf("after the refused purge the key is %v, %v; want its receipt kept", rec.State, err)
+		}
+		if rec, err := admin.Purge(ctx, deskKey, u.OrderID); err != nil || rec.State != intake.Stored {
+			t.Fatalf("Purge of the key's own order id = %v, %v", rec.State, err)
+		}
+		if _, err := admin.Inspect(ctx, deskKey); !errors.Is(err, intake.ErrNotFound) {
+			t.Errorf("after the purge Inspect = %v, want ErrNotFound", err)
+		}
+	})
 }

@@ -200,7 +200,7 @@ func TestLookupTellsExpiry(t *testing.T) {
 
 // TestPolicy checks that Policy says what the Service runs with: its
 // options, the default SettleMaxAge, whether it settles, and whether its
-// Store tells an outcome's expiry.
+// Store tells an outcome's expiry, and how long its reads may lag.
 func TestPolicy(t *testing.T) {
 	base := intake.Options{ResultTTL: time.Hour, PendingTTL: 2 * time.Minute, Wait: 300 * time.Millisecond}
 	withGateway := base
@@ -214,13 +214,13 @@ func TestPolicy(t *testing.T) {
 		want  intake.Policy
 	}{
 		{"KV, stand-in", kv.NewStore(kv.NewMemoryNamespace(), nil), base,
-			intake.Policy{ResultTTL: time.Hour, PendingTTL: 2 * time.Minute, Wait: 300 * time.Millisecond, SettleMaxAge: intake.DefaultSettleMaxAge}},
+			intake.Policy{ResultTTL: time.Hour, PendingTTL: 2 * time.Minute, Wait: 300 * time.Millisecond, SettleMaxAge: intake.DefaultSettleMaxAge, ReadsLag: kv.ReadsLag}},
 		{"the ledger, a gateway", ledger.NewMemoryStore(), withGateway,
 			intake.Policy{ResultTTL: time.Hour, PendingTTL: 2 * time.Minute, Wait: 300 * time.Millisecond, Settles: true, SettleMaxAge: 5 * time.Hour, TellsExpiry: true, SettlerRuns: true}},
 		{"KV, a gateway, no settle queue", kv.NewStore(kv.NewMemoryNamespace(), nil), withGateway,
-			intake.Policy{ResultTTL: time.Hour, PendingTTL: 2 * time.Minute, Wait: 300 * time.Millisecond, Settles: true, SettleMaxAge: 5 * time.Hour}},
+			intake.Policy{ResultTTL: time.Hour, PendingTTL: 2 * time.Minute, Wait: 300 * time.Millisecond, Settles: true, SettleMaxAge: 5 * time.Hour, ReadsLag: kv.ReadsLag}},
 		{"KV, a gateway, a settle queue", kv.NewStore(kv.NewMemoryNamespace(), nil), withSchedule,
-			intake.Policy{ResultTTL: time.Hour, PendingTTL: 2 * time.Minute, Wait: 300 * time.Millisecond, Settles: true, SettleMaxAge: 5 * time.Hour, SettlerRuns: true}},
+			intake.Policy{ResultTTL: time.Hour, PendingTTL: 2 * time.Minute, Wait: 300 * time.Millisecond, Settles: true, SettleMaxAge: 5 * time.Hour, SettlerRuns: true, ReadsLag: kv.ReadsLag}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -3,6 +3,7 @@ package intake
 import (
 	"context"
 	"errors"
+	"time"
 )
 
 // Fallback is a read-only source of receipts stored before a migration.
@@ -95,6 +96,12 @@ func (s *Service) Adopt(ctx context.Context, key Key) (bool, error) {
 	if !s.fallback() {
 		return false, nil
 	}
+	return s.adoptOpen(ctx, key, s.opts.Now())
+}
+
+// adoptOpen adopts key as Adopt does, leaving it open in the Store due at
+// due.
+func (s *Service) adoptOpen(ctx context.Context, key Key, due time.Time) (bool, error) {
 	old, err := s.opts.Fallback.Lookup(ctx, key)
 	switch {
 	case err != nil:
@@ -116,9 +123,21 @@ func (s *Service) Adopt(ctx context.Context, key Key) (bool, error) {
 		s.release(ctx, key, takenOver(claim, rec))
 		return false, nil
 	}
+	// Read again, now that the claim holds the key: an operator's purge
+	// between the first read and the claim deleted the Fallback's claim
+	// and the Store's outcome, and the key is free, not to be adopted.
+	// A purge from now on finds the claim and waits.
+	again, err := s.opts.Fallback.Lookup(ctx, key)
+	if err != nil || again.State != Open || again.OrderID != old.OrderID {
+		s.release(ctx, key, claim)
+		if err != nil {
+			return false, storageUnavailable(err)
+		}
+		return false, nil
+	}
 	// Not Unresolved, even if the old Worker gave up on it: the Store's
 	// settler asks once more and reports it itself.
-	claim.Sent, claim.Attempts, claim.NextAttempt = true, old.Attempts, s.opts.Now()
+	claim.Sent, claim.Attempts, claim.NextAttempt = true, old.Attempts, due
 	s.release(ctx, key, claim)
 	return true, nil
 }

@@ -297,7 +297,7 @@ func TestPurgeDuringMigrationFreesTheKey(t *testing.T) {
 			if rec, err := admin.Inspect(ctx, key("k")); err != nil || rec.State != intake.Stored || string(rec.Body) != old {
 				t.Fatalf("Inspect = %+v, %v; want the old receipt", rec, err)
 			}
-			if rec, err := admin.Purge(ctx, key("k")); err != nil || rec.State != intake.Stored || string(rec.Body) != old {
+			if rec, err := admin.Purge(ctx, key("k"), ""); err != nil || rec.State != intake.Stored || string(rec.Body) != old {
 				t.Fatalf("Purge = %+v, %v; want the old receipt purged", rec, err)
 			}
 			if _, err := admin.Inspect(ctx, key("k")); !errors.Is(err, intake.ErrNotFound) {

@@ -228,13 +228,31 @@ type Policy struct {
 	// TellsExpiry is true when Lookup says when a stored outcome expires
 	// (Outcome.Expires): the Store tells it (Lifecycle.TellsExpiry).
 	TellsExpiry bool
+	// ReadsLag is how long a read of a key may miss a write: the Store's
+	// (Lifecycle.ReadsLag, KV's), or during a migration the Fallback's;
+	// zero where reads never do.
+	ReadsLag time.Duration
+	// FallbackUntil is, during a migration, until when keys the Store has
+	// not seen are read from the Fallback (KV, with its lag); zero
+	// otherwise.
+	FallbackUntil time.Time
 }
 
 // Policy returns the Service's Policy.
 func (s *Service) Policy() Policy {
-	return Policy{ResultTTL: s.opts.ResultTTL, PendingTTL: s.opts.PendingTTL, Wait: s.opts.Wait,
+	p := Policy{ResultTTL: s.opts.ResultTTL, PendingTTL: s.opts.PendingTTL, Wait: s.opts.Wait,
 		Settles: s.settles, SettleMaxAge: s.opts.SettleMaxAge, TellsExpiry: s.life.TellsExpiry,
 		SettlerRuns: s.life.SettlesItself || s.opts.Schedule != nil}
+	if s.life.ReadsLag > 0 {
+		p.ReadsLag = s.life.ReadsLag
+	}
+	if f, ok := s.opts.Fallback.(interface{ Lifecycle() Lifecycle }); ok && p.ReadsLag == 0 {
+		p.ReadsLag = f.Lifecycle().ReadsLag
+	}
+	if s.opts.Fallback != nil {
+		p.FallbackUntil = s.opts.FallbackUntil
+	}
+	return p
 }
 
 // keepUntil is how long a key whose order was accepted at acceptedAt keeps

@@ -7,7 +7,9 @@ import (
 )
 
 // Lookup returns key's stored receipt without a body to check it against
-// and without changing anything, with when it expires where the Store
+// and without changing anything (but, during a migration, copying a
+// receipt found only in the Fallback, as a retry would), with when it
+// expires where the Store
 // tells it (Outcome.Expires, Rejection.Expires): a *Rejection when the
 // stored outcome is one, ErrInProgress while a request holds the key, an *Unsettled when an
 // attempt ended without the gateway's answer (with when the settler calls
@@ -21,7 +23,9 @@ func (s *Service) Lookup(ctx context.Context, key Key) (Outcome, error) {
 	}
 	rec, err := s.store.Lookup(ctx, key)
 	if err == nil && rec.State == Absent && s.fallback() {
-		rec, err = s.opts.Fallback.Lookup(ctx, key)
+		if rec, err = s.opts.Fallback.Lookup(ctx, key); err == nil && rec.State == Stored {
+			rec = s.copyFromFallback(ctx, key, rec, now)
+		}
 	}
 	switch {
 	case err != nil:
@@ -55,4 +59,32 @@ func (s *Service) lookedUp(rec Record) (Outcome, error) {
 		rejection.Expires = rec.Expires
 	}
 	return out, err
+}
+
+// copyFromFallback copies rec, a receipt found only in the Fallback
+// during a migration, into the Store, as a client's retry does: from then
+// on it is kept RESULT_TTL and the Store says until when, so that a
+// lookup of it says when it expires as every other does. The copy is the
+// same receipt; if it cannot be made (another request holds the key, or
+// storage fails) rec is answered as it was found, without its expiry.
+func (s *Service) copyFromFallback(ctx context.Context, key Key, rec Record, now time.Time) Record {
+	if !s.life.TellsExpiry {
+		return rec
+	}
+	claim := Claim{Token: s.opts.NewID(), Fingerprint: rec.Fingerprint, Lease: s.opts.PendingTTL, Tentative: s.life.Tentative}
+	got, err := s.store.Begin(ctx, key, claim)
+	if err != nil || got.State != Claimed || got.OrderID != "" {
+		if err == nil && got.State == Claimed {
+			s.release(ctx, key, takenOver(claim, got))
+		}
+		return rec
+	}
+	result := Result{Body: rec.Body, Rejected: rec.Rejected, Fingerprint: rec.Fingerprint, TTL: s.opts.ResultTTL}
+	if err := s.commit(ctx, key, claim, result, now, false); err != nil {
+		if !errors.Is(err, ErrInProgress) {
+			s.release(ctx, key, claim)
+		}
+		return rec
+	}
+	return storedAs(result, claim, now)
 }

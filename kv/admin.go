@@ -104,13 +104,13 @@ func nameKey(name, client string, scoped bool) (intake.Key, bool) {
 // fails midway leaves the outcome stored, never an open claim without
 // it, which the settler would take for an unknown outcome. Deletes take
 // up to 60 s to be seen in every location, as every KV write does.
-func (k *Store) Purge(ctx context.Context, key intake.Key) (intake.Record, error) {
+func (k *Store) Purge(ctx context.Context, key intake.Key, orderID string) (intake.Record, error) {
 	stored, pending, err := k.readBoth(ctx, key)
 	if err != nil {
 		return intake.Record{}, err
 	}
 	rec := k.record(stored, pending)
-	if rec.State != intake.Stored {
+	if rec.State != intake.Stored || (orderID != "" && intake.OrderIDOf(rec) != orderID) {
 		return rec, nil
 	}
 	if err := k.ns.Delete(ctx, pendingPrefix+key.String()); err != nil {
@@ -120,4 +120,13 @@ func (k *Store) Purge(ctx context.Context, key intake.Key) (intake.Record, error
 		return intake.Record{}, errs.Prefix("kv: purge: deleting the outcome", err)
 	}
 	return rec, nil
+}
+
+// DropClaim implements intake.FallbackAdmin: it deletes pending:<key>,
+// whatever it holds.
+func (k *Store) DropClaim(ctx context.Context, key intake.Key) error {
+	if err := k.ns.Delete(ctx, pendingPrefix+key.String()); err != nil {
+		return errs.Prefix("kv: deleting the claim", err)
+	}
+	return nil
 }

@@ -577,23 +577,49 @@ func decodeMetadata(b []byte) metadata {
 // there are. It needs a namespace that lists (Lister). The list may lag
 // behind writes, as KV's does: a key is listed again on a later sweep.
 func (k *Store) Overdue(ctx context.Context, before time.Time, limit int) ([]intake.Key, error) {
+	return k.walk(ctx, sweepCursorKey, limit, func(m metadata) bool {
+		return !m.due.IsZero() && m.due.Before(before)
+	})
+}
+
+// LeftOpen returns up to limit keys KV mode may have left open, for a
+// migration to adopt (intake.Service.Adopt): every claim made with a
+// gateway, whether due, backing off, given up on (unresolved, with no due
+// time) or still held, since its holder may die. Like Overdue it costs its
+// list pages, and goes on across calls from where the last one stopped
+// (a cursor of its own, under adoptCursorKey), past the keys it returned,
+// so that N such claims are all returned within N/limit calls plus one,
+// whatever is done with them; then it starts over.
+func (k *Store) LeftOpen(ctx context.Context, limit int) ([]intake.Key, error) {
+	return k.walk(ctx, adoptCursorKey, limit, func(m metadata) bool { return m.orderID != "" })
+}
+
+// walk returns up to limit keys of pending:<key> whose metadata match
+// takes, reading at most maxSweepPages pages from where the last walk
+// under cursorKey stopped. The cursor it keeps names the KV page it
+// stopped in and the last name of it it returned: KV lists in name order,
+// so the next walk lists that page again and skips the names up to it.
+func (k *Store) walk(ctx context.Context, cursorKey string, limit int, match func(metadata) bool) ([]intake.Key, error) {
 	lister, ok := k.ns.(Lister)
 	if !ok {
 		return nil, errors.New("kv: the namespace cannot list its keys")
 	}
 	var keys []intake.Key
-	cursor := ""
-	if e, err := k.ns.Get(ctx, sweepCursorKey); err == nil {
-		cursor = e.Value
+	cursor, after := "", ""
+	if e, err := k.ns.Get(ctx, cursorKey); err == nil {
+		cursor, after, _ = strings.Cut(e.Value, "\n")
 	}
 	for range maxSweepPages {
 		page, next, err := lister.List(ctx, pendingPrefix, cursor, listPage)
 		if err != nil {
 			return keys, errs.Prefix("kv: list", err)
 		}
-		for _, l := range page {
+		for i, l := range page {
+			if after != "" && l.Name <= after {
+				continue // returned by an earlier walk
+			}
 			m := decodeMetadata(l.Metadata)
-			if m.due.IsZero() || !m.due.Before(before) {
+			if !match(m) {
 				continue
 			}
 			name := strings.TrimPrefix(l.Name, pendingPrefix)
@@ -603,37 +629,48 @@ func (k *Store) Overdue(ctx context.Context, before time.Time, limit int) ([]int
 			}
 			keys = append(keys, intake.Key{Client: m.client, ID: id})
 			if len(keys) == limit {
-				// The rest of this page waits for the next sweep.
-				return keys, k.saveSweepCursor(ctx, cursor)
+				if i == len(page)-1 {
+					return keys, k.saveWalkCursor(ctx, cursorKey, next, "")
+				}
+				// The rest of this page waits for the next walk.
+				return keys, k.saveWalkCursor(ctx, cursorKey, cursor, l.Name)
 			}
 		}
-		if cursor = next; cursor == "" {
-			break
+		switch {
+		case next == "":
+			// The walk's end: the next one starts over.
+			return keys, k.saveWalkCursor(ctx, cursorKey, "", "")
+		case next != cursor:
+			after = "" // a new page (an empty one may name its own start)
 		}
+		cursor = next
 	}
-	return keys, k.saveSweepCursor(ctx, cursor)
+	return keys, k.saveWalkCursor(ctx, cursorKey, cursor, after)
 }
 
-// saveSweepCursor keeps where the next sweep starts: "" for the first
-// page. A cursor that fails to save only makes the next sweep start over.
-func (k *Store) saveSweepCursor(ctx context.Context, cursor string) error {
-	if cursor == "" {
-		if err := k.ns.Delete(ctx, sweepCursorKey); err != nil {
+// saveWalkCursor keeps where the next walk under cursorKey starts: in KV's
+// page cursor, after the name after; both "" for the first page. A cursor
+// that fails to save only makes the next walk start over.
+func (k *Store) saveWalkCursor(ctx context.Context, cursorKey, cursor, after string) error {
+	if cursor == "" && after == "" {
+		if err := k.ns.Delete(ctx, cursorKey); err != nil {
 			return errs.Prefix("kv: clearing the sweep's cursor", err)
 		}
 		return nil
 	}
-	if err := k.ns.Put(ctx, sweepCursorKey, Entry{Value: cursor}, PutOptions{TTL: sweepCursorTTL}); err != nil {
+	if err := k.ns.Put(ctx, cursorKey, Entry{Value: cursor + "\n" + after}, PutOptions{TTL: sweepCursorTTL}); err != nil {
 		return errs.Prefix("kv: saving the sweep's cursor", err)
 	}
 	return nil
 }
 
-// The sweep's bounds: pages per sweep, and where its cursor is kept
-// between sweeps (an hour, past which it starts over).
+// The sweep's bounds: pages per sweep, and where the cursors of KV mode's
+// sweep and of a migration's adoption are kept between runs (an hour,
+// past which a walk starts over).
 const (
 	maxSweepPages  = 10
 	sweepCursorKey = "sweep:cursor"
+	adoptCursorKey = "sweep:adopt-cursor"
 	sweepCursorTTL = time.Hour
 )
 

@@ -6,7 +6,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/edge-orders/edge-orders/intake"
@@ -59,19 +58,29 @@ func (o *Object) List(client, after string, states intake.Attention, limit int) 
 // the object's last purge of key, within repurgeWindow, returns what that
 // one purged: the same call retried after its answer was lost reports the
 // purge it made, not a key that was never there. "" is no token.
-func (o *Object) Purge(key intake.Key, token string) intake.Record {
+func (o *Object) Purge(key intake.Key, token, orderID string) intake.Record {
 	now := o.now()
+	// The token first: a retry that comes after a new receipt was
+	// committed under the key reports its own purge and deletes nothing.
+	if p, ok := o.rows.purged(key.String()); ok && token != "" && p.token == token && now.Before(p.until) {
+		return p.rec
+	}
 	r, ok := o.rows.get(key.String())
 	if !ok {
-		if rec, ok := recentPurges.find(key.String(), token, now); ok {
-			return rec
-		}
 		return intake.Record{State: intake.Absent}
 	}
 	rec := r.record(now)
-	if rec.State == intake.Stored {
+	if rec.State == intake.Stored && (orderID == "" || intake.OrderIDOf(rec) == orderID) {
 		o.rows.delete(key.String())
-		recentPurges.add(purged{key: key.String(), token: token, rec: rec, until: now.Add(repurgeWindow)}, now)
+		if token != "" {
+			// A tombstone, in the object's storage, so that the retry
+			// finds it in whatever isolate it comes to; it holds the
+			// purged receipt, so the sweep deletes it as soon as its
+			// window ends.
+			p := purged{key: key.String(), token: token, rec: rec, until: now.Add(repurgeWindow)}
+			o.rows.putPurged(p)
+			o.sweepBy(p.until)
+		}
 	}
 	return rec
 }
@@ -80,55 +89,22 @@ func (o *Object) Purge(key intake.Key, token string) intake.Record {
 // round trip retried at once, with room to spare.
 const repurgeWindow = time.Minute
 
-// recentPurges are the purges of the last repurgeWindow in this isolate,
-// which every object of the isolate shares: a Durable Object's Go Object
-// lives for one call, and its retry comes to the same object, most often
-// in the same isolate. One that comes to a new isolate finds nothing, and
-// the purge it made is reported as a key with nothing held.
-var recentPurges purges
-
-// purges are recent purges by key.
-type purges struct {
-	mu sync.Mutex
-	m  map[string]purged
-}
-
-// add keeps p, and forgets the purges past their window.
-func (ps *purges) add(p purged, now time.Time) {
-	if p.token == "" {
-		return
-	}
-	ps.mu.Lock()
-	defer ps.mu.Unlock()
-	if ps.m == nil {
-		ps.m = make(map[string]purged)
-	}
-	for k, old := range ps.m {
-		if !now.Before(old.until) {
-			delete(ps.m, k)
-		}
-	}
-	ps.m[p.key] = p
-}
-
-// find is what the purge of key with token purged, within its window.
-func (ps *purges) find(key, token string, now time.Time) (intake.Record, bool) {
-	ps.mu.Lock()
-	defer ps.mu.Unlock()
-	p, ok := ps.m[key]
-	if !ok || token == "" || p.token != token || !now.Before(p.until) {
-		return intake.Record{}, false
-	}
-	return p.rec, true
-}
-
-// purged is a purge: the key, its call's token, what it held, and until
-// when a retry gets it.
+// purged is a purge's tombstone: the key, its call's token, what it
+// purged, and until when a retry with the token gets it.
 type purged struct {
 	key   string
 	token string
 	rec   intake.Record
 	until time.Time
+}
+
+// sweepBy has the object sweep at at, or sooner.
+func (o *Object) sweepBy(at time.Time) {
+	if next := o.rows.nextSweep(); !next.IsZero() && !at.Before(next) {
+		return
+	}
+	o.rows.setNextSweep(at)
+	o.scheduleAlarm(at)
 }
 
 // keyOf names r's key.
@@ -165,8 +141,8 @@ func (m *MemoryStore) List(ctx context.Context, q intake.ListQuery) (intake.List
 }
 
 // Purge implements intake.AdminStore.
-func (m *MemoryStore) Purge(ctx context.Context, key intake.Key) (rec intake.Record, err error) {
-	err = m.do(ctx, "purge", func() { rec = m.obj.Purge(key, "") })
+func (m *MemoryStore) Purge(ctx context.Context, key intake.Key, orderID string) (rec intake.Record, err error) {
+	err = m.do(ctx, "purge", func() { rec = m.obj.Purge(key, "", orderID) })
 	return rec, err
 }
 
@@ -340,11 +316,11 @@ func serveAdmin(o *Object, method string, arg []byte) (res []byte, ok bool, err 
 		keys, next := o.List(client, after, states, limit)
 		return encodeListed(keys, next, o.ListRowsRead()), true, nil
 	case "purge":
-		key, token, err := decodePurge(arg)
+		key, token, orderID, err := decodePurge(arg)
 		if err != nil {
 			return nil, true, err
 		}
-		return encodeRecord(o.Purge(key, token)), true, nil
+		return encodeRecord(o.Purge(key, token, orderID)), true, nil
 	}
 	return nil, false, nil
 }

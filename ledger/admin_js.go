@@ -44,9 +44,9 @@ func (c *Client) List(ctx context.Context, q intake.ListQuery) (intake.ListPage,
 }
 
 // Purge implements intake.AdminStore.
-func (c *Client) Purge(ctx context.Context, key intake.Key) (intake.Record, error) {
+func (c *Client) Purge(ctx context.Context, key intake.Key, orderID string) (intake.Record, error) {
 	// One token for the call and its retry (Object.Purge).
-	res, err := c.call(ctx, key, "purge", encodePurge(key, uuid.New()))
+	res, err := c.call(ctx, key, "purge", encodePurge(key, uuid.New(), orderID))
 	if err != nil {
 		return intake.Record{}, err
 	}

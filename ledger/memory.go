@@ -120,7 +120,20 @@ func (m *MemoryStore) Rows() int {
 // memTable is a table in a map.
 type memTable struct {
 	rows           map[string]row
+	purges         map[string]purged
 	sweep, alarmAt time.Time
+}
+
+func (t *memTable) purged(key string) (purged, bool) {
+	p, ok := t.purges[key]
+	return p, ok
+}
+
+func (t *memTable) putPurged(p purged) {
+	if t.purges == nil {
+		t.purges = make(map[string]purged)
+	}
+	t.purges[p.key] = p
 }
 
 func (t *memTable) get(key string) (row, bool) {
@@ -138,7 +151,12 @@ func (t *memTable) deleteExpired(now time.Time) bool {
 			delete(t.rows, k)
 		}
 	}
-	return len(t.rows) > 0
+	for k, p := range t.purges {
+		if !now.Before(p.until) {
+			delete(t.purges, k)
+		}
+	}
+	return len(t.rows) > 0 || len(t.purges) > 0
 }
 
 func (t *memTable) nextSweep() time.Time { return t.sweep }

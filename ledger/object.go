@@ -118,6 +118,11 @@ type table interface {
 	// after, in key order: an operator's listing (admin.go); read is how
 	// many rows the store read to find them.
 	scan(after string, limit int) (rows []row, read int)
+	// purged is key's tombstone, the last purge of it, if one is kept;
+	// putPurged keeps p in place of key's last, until p.until, and
+	// deleteExpired deletes it then (admin.go).
+	purged(key string) (purged, bool)
+	putPurged(p purged)
 }
 
 // Object is one ledger object's logic. Its methods do no I/O but their

@@ -156,6 +156,9 @@ func (t sqlTable) create() {
 	// The operator's listing: the rows without an outcome, in key order,
 	// so that a listing reads what it lists, not every receipt.
 	t.query(`CREATE INDEX IF NOT EXISTS entries_open ON entries (key) WHERE receipt IS NULL`)
+	// Purges' tombstones (admin.go), each kept for its window.
+	t.query(`CREATE TABLE IF NOT EXISTS purges (
+		key TEXT PRIMARY KEY, token TEXT NOT NULL, record TEXT NOT NULL, until INTEGER NOT NULL) WITHOUT ROWID`)
 	t.query(`CREATE TABLE IF NOT EXISTS sweep (
 		id INTEGER PRIMARY KEY CHECK (id = 1), next INTEGER NOT NULL)`)
 	t.query(`CREATE TABLE IF NOT EXISTS alarm (
@@ -285,7 +288,26 @@ func (t sqlTable) delete(key string) {
 
 func (t sqlTable) deleteExpired(now time.Time) bool {
 	t.query(`DELETE FROM entries WHERE expires <= ?`, now.UnixMilli())
-	return len(t.query(`SELECT 1 AS one FROM entries LIMIT 1`).Values) > 0
+	t.query(`DELETE FROM purges WHERE until <= ?`, now.UnixMilli())
+	return len(t.query(`SELECT 1 AS one FROM entries LIMIT 1`).Values) > 0 ||
+		len(t.query(`SELECT 1 AS one FROM purges LIMIT 1`).Values) > 0
+}
+
+func (t sqlTable) purged(key string) (purged, bool) {
+	rows := t.query(`SELECT token, record, until FROM purges WHERE key = ?`, key)
+	if len(rows.Values) == 0 {
+		return purged{}, false
+	}
+	rec, err := decodeRecord([]byte(rows.Value(0, "record").Str))
+	if err != nil {
+		return purged{}, false
+	}
+	return purged{key: key, token: rows.Value(0, "token").Str, rec: rec, until: millis(rows.Value(0, "until"))}, true
+}
+
+func (t sqlTable) putPurged(p purged) {
+	t.query(`INSERT OR REPLACE INTO purges (key, token, record, until) VALUES (?, ?, ?, ?)`,
+		p.key, p.token, string(encodeRecord(p.rec)), p.until.UnixMilli())
 }
 
 func (t sqlTable) nextSweep() time.Time {

@@ -238,16 +238,19 @@ func decodeKey(b []byte) (intake.Key, error) {
 
 // encodePurge is a purge's argument: the key, and the call's token, the
 // same on its retry.
-func encodePurge(key intake.Key, token string) []byte {
+// encodePurge is a purge call's argument: the key, the call's token, and
+// the order id whose outcome alone it purges ("" for any).
+func encodePurge(key intake.Key, token, orderID string) []byte {
 	var d doc
 	d.key(key)
 	d.str(mToken, token)
+	d.str(mOrderID, orderID)
 	return d.bytes()
 }
 
-func decodePurge(b []byte) (intake.Key, string, error) {
+func decodePurge(b []byte) (key intake.Key, token, orderID string, err error) {
 	r, err := read(b)
-	return r.key(), r.str(mToken), err
+	return r.key(), r.str(mToken), r.str(mOrderID), err
 }
 
 // encodeCommitted is Commit's answer: committed, or lost to another claim.

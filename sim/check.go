@@ -109,6 +109,7 @@ func (w *world) checkAnswer(ans *answer) {
 	case unresolved:
 		w.checkNotReceipted(ans.key, ans.orderID, "was told unresolved to its client", ans.by)
 	}
+	w.checkAnswerNotPurged(ans)
 	if ans.lookup && ans.body != nil && !w.storedBodies[ans.key][string(ans.body)] {
 		w.violate("a lookup of %s was told a receipt that was never stored: %s", ans.key, ans.body)
 	}
@@ -144,6 +145,7 @@ func (w *world) checkAnswersItsOrder(ans *answer, orderID string) {
 // observeKVWrite: no receipt is stored for an order the OMS did not
 // accept (or, for a rejection, reject).
 func (w *world) observeKVWrite(key string, e *kv.Entry, expires time.Time) {
+	w.checkResolveOverwrite(key, e)
 	w.ck.writes++
 	w.lastWriter[key] = w.sched.running
 	if strings.HasPrefix(key, "pending:") && os.Getenv("SIM_DEBUG") != "" {
@@ -183,6 +185,7 @@ func (w *world) stored(key keyName, receipt []byte, until time.Time) {
 	if os.Getenv("SIM_DEBUG") != "" {
 		w.logf("  stored %s %s", key, receipt)
 	}
+	w.checkNotPurged(key, receipt, "stored again")
 	w.commits[key] = w.now()
 	if w.storedBodies[key] == nil {
 		w.storedBodies[key] = make(map[string]bool)
@@ -312,7 +315,7 @@ func (w *world) keyOf(name keyName) intake.Key {
 func (w *world) checkKept() {
 	now := w.now()
 	for key, c := range w.oms.last {
-		if w.absentSeen[c] || !w.isAbsent(key) {
+		if w.absentSeen[c] || w.purgedBetween(key, c.start, now) || !w.isAbsent(key) {
 			continue
 		}
 		var until time.Time
@@ -400,7 +403,7 @@ func (w *world) checkEnd() {
 func (w *world) checkFinalRetries() {
 	for _, fin := range w.finalRetries {
 		for _, a := range w.answers {
-			if a == fin || a.lookup || a.key != fin.key || a.fp != fin.fp || !w.now().Before(a.start.Add(w.resultTTL)) {
+			if a == fin || a.lookup || a.key != fin.key || a.fp != fin.fp || !w.now().Before(a.start.Add(w.resultTTL)) || w.purgedBetween(a.key, a.start, fin.start) {
 				continue
 			}
 			switch {
@@ -408,7 +411,7 @@ func (w *world) checkFinalRetries() {
 			case a.kind == rejected && fin.kind == rejected && fin.orderID == a.orderID:
 			case a.kind != created && (a.kind != rejected || a.replay):
 			default:
-				if w.mode == KVMode {
+				if w.ranKV() {
 					if e := w.finalRetryCause(a, fin); e != nil {
 						w.allowBy("a final retry got another claim's outcome", e)
 						continue
@@ -487,7 +490,9 @@ func (w *world) checkOrderIDs() {
 	check := func(m map[string]first, group, what string, c *gatewayCall) {
 		f, ok := m[group]
 		switch {
-		case !ok || !c.start.Before(f.acceptedAt.Add(w.resultTTL)):
+		case !ok || !c.start.Before(f.acceptedAt.Add(w.resultTTL)) || w.purgedBetween(c.key, f.acceptedAt, c.start):
+			m[group] = first{c.orderID, c.acceptedAt}
+		case f.orderID != c.orderID && w.legacyIDMissed(c, f.orderID):
 			m[group] = first{c.orderID, c.acceptedAt}
 		case f.orderID != c.orderID:
 			w.violate("the OMS saw a second order id for %s: %s, then %s", what, f.orderID, c.orderID)
@@ -497,7 +502,7 @@ func (w *world) checkOrderIDs() {
 	firstCall := make(map[keyName]*gatewayCall)
 	for _, c := range w.oms.calls {
 		check(perOrder, c.key+" "+c.fp, "one key and order ("+c.key+")", c)
-		if f, ok := perKey[c.key]; ok && f.orderID != c.orderID && c.start.Before(f.acceptedAt.Add(w.resultTTL)) && w.mode == KVMode {
+		if f, ok := perKey[c.key]; ok && f.orderID != c.orderID && c.start.Before(f.acceptedAt.Add(w.resultTTL)) && w.ranKV() {
 			fc := firstCall[c.key]
 			if e := causeBetween(w.mintOf(fc.key, fc.orderID, fc.acceptedAt), w.mintOf(c.key, c.orderID, c.acceptedAt)); e != nil {
 				// Another order under the key, claimed after its writer's
@@ -560,11 +565,14 @@ func (w *world) checkReplaysIdentical() {
 		id, _, _ := order.ReceiptFields(a.body)
 		group := a.key + " " + id
 		prev, ok := anchors[group]
-		within := ok && a.start.Before(prev.end.Add(w.resultTTL))
+		within := ok && a.start.Before(prev.end.Add(w.resultTTL)) && !w.purgedBetween(a.key, prev.end, a.start)
 		same := within && slices.ContainsFunc(prev.bodies, func(b []byte) bool { return bytes.Equal(b, a.body) })
 		var e *event
-		if within && !same && w.mode == KVMode {
+		if within && !same && w.ranKV() {
 			e = w.otherReceiptCause(a.key, id, prev.bodies, a.body)
+		}
+		if e == nil && within && !same && w.mig != nil {
+			e = w.missBy(a.by, a.key) // its own read of KV, the ledger's fallback
 		}
 		switch {
 		case a.kind == created && e != nil:

@@ -114,6 +114,9 @@ func (g gateway) Place(ctx context.Context, p intake.Placement) error {
 func (g gateway) place(a *actor, p intake.Placement) error {
 	w, o := g.w, g.w.oms
 	w.sched.sleep(time.Duration(1+w.choose(3, "oms latency")) * 10 * time.Millisecond)
+	if w.omsDown() {
+		return w.outageAnswer(a.key, p)
+	}
 	switch {
 	case w.fault("oms 503 before acting"):
 		return errOMSUnavailable

@@ -81,6 +81,7 @@ type world struct {
 	staleOdds     int
 	releaseClaims bool
 	migrating     bool
+	mig           *migration // a migration mid-run (migrate.go), or nil
 	// misses are the stale reads of each KV key.
 	misses map[string][]miss
 	// ck is what the checker knows of KV's events and the claims they
@@ -209,6 +210,7 @@ func run(mode Mode, choose func(n int, label string) int) *world {
 		w.ledger.Now = w.now
 		w.ledger.RoundTrip = w.ledgerCall
 		w.migrating = w.uniform(3, "migrating") == 2
+		w.drawMigration()
 	}
 
 	nKeys := 1 + choose(4, "keys")
@@ -236,7 +238,7 @@ func run(mode Mode, choose func(n int, label string) int) *world {
 		w.drive()
 		done = true
 	})
-	if mode == KVMode {
+	if w.mode == KVMode {
 		w.sched.spawn(&actor{name: "cron", kind: daemonActor}, w.cron("sweep", w.sweep))
 	} else {
 		w.sched.spawn(&actor{name: "alarms", kind: daemonActor}, w.alarms)
@@ -512,6 +514,9 @@ func (w *world) deliver(body []byte, delay time.Duration, attempt int) {
 		inst := w.instances[w.choose(len(w.instances), "consumer isolate")]
 		a := &actor{name: "queue consumer", inst: inst, gen: inst.gen, inv: &invocation{kind: "queue"}, kind: settlerActor}
 		w.sched.spawn(a, func() {
+			if w.mode != KVMode {
+				return // the ledger-mode Worker acknowledges it unsettled
+			}
 			if attempt > 0 {
 				w.count("queue redelivery")
 			}
@@ -546,6 +551,9 @@ func (w *world) cron(name string, work func(inst *instance, a *actor)) func() {
 
 // sweep is KV mode's Cron Trigger: the settler's sweep of overdue keys.
 func (w *world) sweep(inst *instance, a *actor) {
+	if w.mode != KVMode {
+		return // the route moved to the ledger-mode Worker
+	}
 	w.count("sweep")
 	_, err := w.consumer(inst).Sweep(context.Background(), overdue{w: w, inv: a.inv}, w.now(), sweepGrace, sweepLimit)
 	w.logf("sweep: %d KV operations, %v", a.inv.kvOps, err)
@@ -557,7 +565,7 @@ func (w *world) sweep(inst *instance, a *actor) {
 func (w *world) adopt(inst *instance, a *actor) {
 	w.count("adoption sweep")
 	ctx := context.Background()
-	keys, err := overdue{w: w, inv: a.inv}.Overdue(ctx, w.now().Add(-sweepGrace), sweepLimit)
+	keys, err := overdue{w: w, inv: a.inv}.LeftOpen(ctx, sweepLimit)
 	for _, key := range keys {
 		a.key = key.String()
 		adopted, aerr := inst.svc.Adopt(ctx, key)
@@ -580,6 +588,14 @@ func (o overdue) Overdue(ctx context.Context, before time.Time, limit int) ([]in
 	o.inv.kind = "sweep listing"
 	defer func() { o.inv.kind = "sweep" }()
 	return o.w.kvStore.Overdue(ctx, before, limit)
+}
+
+// LeftOpen is the KV store's listing of the keys KV mode left open, for a
+// migration's adoption.
+func (o overdue) LeftOpen(ctx context.Context, limit int) ([]intake.Key, error) {
+	o.inv.kind = "sweep listing"
+	defer func() { o.inv.kind = "sweep" }()
+	return o.w.kvStore.LeftOpen(ctx, limit)
 }
 
 // alarms runs the ledger object's alarm when it is due, as the runtime
@@ -748,8 +764,14 @@ func (w *world) countOp(op, key string) {
 // with faults, then a quiet time for the settler.
 func (w *world) drive() {
 	steps := 1 + w.choose(30, "steps")
-	for range steps {
+	w.planSwitch(steps)
+	for i := range steps {
 		k := w.keys[w.choose(len(w.keys), "key")]
+		if w.migrationStep(i, k) {
+			w.sched.yield()
+			w.checkKept()
+			continue
+		}
 		inst := w.instances[w.choose(len(w.instances), "isolate")]
 		action := w.uniform(len(actionNames), "action")
 		for i, name := range actionNames {
@@ -773,6 +795,10 @@ func (w *world) drive() {
 			}
 			if w.mode == LedgerMode {
 				size = min(size, 40)
+			}
+			if w.mig != nil {
+				// Past the adoption's SweepLimit, not ten times it.
+				size = min(size, 3*sweepLimit/2)
 			}
 			w.burst(inst, size)
 		case 3:
@@ -799,9 +825,11 @@ func (w *world) drive() {
 	w.faultsOn = false
 	// Time enough for the sweeps to reach every key, however many.
 	quiet := max(quietFor, time.Duration(2+2*len(w.keys)/sweepLimit)*sweepEvery)
+	quietAt := w.now()
 	for range int(quiet / time.Minute) {
 		w.sched.sleep(time.Minute)
 		w.checkKept()
+		w.checkAdoptionBound(quietAt)
 	}
 	w.retryAnswered()
 }

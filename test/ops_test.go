@@ -292,12 +292,13 @@ type stubAdmin struct {
 	mu    sync.Mutex
 	// resolved are the bodies of the resolve requests; auths the
 	// Authorization headers the admin API got; listed the list requests'
-	// queries.
-	resolved []map[string]string
-	auths    []string
-	listed   []string
-	state    string // the hostile key's state
-	reason   string // its rejection's reason, once resolved
+	// queries; preconditions the orderId each resolve and purge named.
+	resolved      []map[string]string
+	auths         []string
+	listed        []string
+	preconditions []string
+	state         string // the hostile key's state
+	reason        string // its rejection's reason, once resolved
 	// letters are the dead letters listed; acknowledged the URLs of the
 	// acknowledgements, the path decoded.
 	letters      []map[string]any
@@ -373,6 +374,7 @@ func (s *stubAdmin) handler() http.Handler {
 		s.answer(w, s.entry())
 	})
 	admin.HandleFunc("DELETE /admin/orders/{client}/{key}", func(w http.ResponseWriter, r *http.Request) {
+		s.preconditions = append(s.preconditions, "purge "+r.URL.Query().Get("orderId"))
 		s.problem(w, 409, "outcome_not_final", "<b>Not final</b>", "Outcome unknown <img src=x onerror=alert(5)>: a retry could place it again.")
 	})
 	admin.HandleFunc("POST /admin/orders/{client}/{key}/resolve", func(w http.ResponseWriter, r *http.Request) {
@@ -382,6 +384,7 @@ func (s *stubAdmin) handler() http.Handler {
 			return
 		}
 		s.resolved = append(s.resolved, body)
+		s.preconditions = append(s.preconditions, "resolve "+r.URL.Query().Get("orderId"))
 		s.state, s.reason = body["status"], body["reason"]
 		s.answer(w, s.entry())
 	})
@@ -543,6 +546,12 @@ func TestOpsPageShowsEveryValueAsText(t *testing.T) {
 		want := map[string]string{"status": "rejected", "reason": hostileReason, "note": hostileNote}
 		if len(resolved) != 1 || fmt.Sprint(resolved[0]) != fmt.Sprint(want) {
 			t.Errorf("resolve bodies %v, want one: %v", resolved, want)
+		}
+		stub.mu.Lock()
+		sent := slices.Clone(stub.preconditions)
+		stub.mu.Unlock()
+		if wantSent := []string{"purge " + stubOrderID, "resolve " + stubOrderID}; !slices.Equal(sent, wantSent) {
+			t.Errorf("the actions named the order ids %q, want %q: the order the operator confirmed", sent, wantSent)
 		}
 		if got := p.field("Stored rejection"); !strings.Contains(got, jsString(hostileReason)) {
 			t.Errorf("the stored rejection shows %q, want the reason %s as text", got, jsString(hostileReason))

@@ -85,7 +85,7 @@ func (a *adminSuite) storeKey(t *testing.T, key intake.Key, body string) {
 
 func (a *adminSuite) mustPurge(t *testing.T, key intake.Key, want intake.State) intake.Record {
 	t.Helper()
-	rec, err := a.admin.Purge(context.Background(), key)
+	rec, err := a.admin.Purge(context.Background(), key, "")
 	if err != nil {
 		t.Fatalf("Purge: %v", err)
 	}
@@ -107,6 +107,19 @@ func (a *adminSuite) purges(t *testing.T) {
 		}
 		a.mustLookup(t, key, intake.Absent)
 		a.mustBegin(t, key, a.placed("new", "order-new"), intake.Claimed)
+	})
+
+	t.Run("purge with another order id leaves the outcome", func(t *testing.T) {
+		key := a.newKey()
+		a.storeKey(t, key, `{"orderId":"order-s"}`)
+		if rec, err := a.admin.Purge(context.Background(), key, "order-other"); err != nil || rec.State != intake.Stored {
+			t.Fatalf("Purge(order-other) = %v, %v; want the outcome found", rec.State, err)
+		}
+		a.mustLookup(t, key, intake.Stored)
+		if rec, err := a.admin.Purge(context.Background(), key, "order-s"); err != nil || rec.State != intake.Stored {
+			t.Fatalf("Purge(order-s) = %v, %v; want the outcome purged", rec.State, err)
+		}
+		a.mustLookup(t, key, intake.Absent)
 	})
 
 	t.Run("purge leaves an open key open", func(t *testing.T) {

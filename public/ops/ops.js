@@ -95,13 +95,18 @@ async function api(method, path, body) {
   return data;
 }
 
-// keyPath is the admin path of client's key, with suffix ("/resolve"). A
-// client or key that is . or .. cannot be a path segment (the URL parser
-// removes it, %2E%2E too): those are named in the query instead.
+// keyPath is the admin path of client's key, with suffix ("/resolve"),
+// and for a resolve or a purge the order id the operator confirmed, which
+// the key must still hold (else 409 order_mismatch). A client or key that
+// is . or .. cannot be a path segment (the URL parser removes it, %2E%2E
+// too): those are named in the query instead.
 const dots = (s) => s === "." || s === "..";
-const keyPath = (client, key, suffix = "") => (dots(client) || dots(key)
-  ? `/admin/order${suffix}?client=${encodeURIComponent(client)}&key=${encodeURIComponent(key)}`
-  : `/admin/orders/${encodeURIComponent(client)}/${encodeURIComponent(key)}${suffix}`);
+const keyPath = (client, key, suffix = "", orderId) => {
+  const precondition = orderId ? `orderId=${encodeURIComponent(orderId)}` : "";
+  return dots(client) || dots(key)
+    ? `/admin/order${suffix}?client=${encodeURIComponent(client)}&key=${encodeURIComponent(key)}${precondition ? `&${precondition}` : ""}`
+    : `/admin/orders/${encodeURIComponent(client)}/${encodeURIComponent(key)}${suffix}${precondition ? `?${precondition}` : ""}`;
+};
 
 // --- Signing in and out -------------------------------------------------
 
@@ -485,7 +490,7 @@ $("resolve").addEventListener("submit", async (event) => {
   answerAt("detail-slot");
   busy(true);
   try {
-    const after = await api("POST", keyPath(mine.client, mine.key, "/resolve"), body);
+    const after = await api("POST", keyPath(mine.client, mine.key, "/resolve", mine.entry.orderId), body);
     mine.entry = after && after.state ? after : await api("GET", keyPath(mine.client, mine.key));
     if (current === mine) {
       renderDetail(mine);
@@ -515,7 +520,7 @@ $("purge-open").addEventListener("click", async () => {
   answerAt("detail-slot");
   busy(true);
   try {
-    await api("DELETE", keyPath(mine.client, mine.key));
+    await api("DELETE", keyPath(mine.client, mine.key, "", mine.entry.orderId));
     if (current === mine) {
       current = null;
       $("detail").hidden = true;

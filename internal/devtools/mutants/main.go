@@ -69,6 +69,12 @@ var mutants = []mutant{
 	{"a settle message before its key is due settles it", "kv/store.go",
 		"\treturn !k.now().Add(dueSlack).Before(rec.NextAttempt)\n",
 		"\treturn true\n"},
+	{"the sweep's cursor stays at the start of the page it stopped in", "kv/store.go",
+		"return keys, k.saveWalkCursor(ctx, cursorKey, cursor, l.Name)",
+		"return keys, k.saveWalkCursor(ctx, cursorKey, cursor, \"\")"},
+	{"a purge during a migration leaves KV's claim", "intake/admin.go",
+		"\tif final {\n",
+		"\tif false {\n"},
 	{"a failed claim write is not remembered in the opened set", "intake/submit.go",
 		"\t\t\ts.opened.put(cacheKey, claim, now)\n\t\t}\n\t\treturn Outcome{}, storageUnavailable(err)",
 		"\t\t}\n\t\treturn Outcome{}, storageUnavailable(err)"},
@@ -106,6 +112,11 @@ var simOnly = []struct {
 		"claim.OrderID, claim.Sent, claim.Tentative = rec.OrderID, true, false"}, "kv", 100},
 	{mutant{"an unknown outcome's release deletes the claim and its order id", "kv/store.go",
 		"\t\tif c.Sent && !c.KeepUntil.IsZero() {", "\t\tif false {"}, "kv", 100},
+	{mutant{"the sweep's cursor stays at the start of its page (simulator alone)", "kv/store.go",
+		"return keys, k.saveWalkCursor(ctx, cursorKey, cursor, l.Name)",
+		"return keys, k.saveWalkCursor(ctx, cursorKey, cursor, \"\")"}, "ledger", 300},
+	{mutant{"a purge during a migration leaves KV's claim (simulator alone)", "intake/admin.go",
+		"\tif final {\n", "\tif false {\n"}, "ledger", 2000},
 }
 
 // caughtAfter reads how many histories rapid ran to the first failure.

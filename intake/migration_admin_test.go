@@ -1,0 +1,217 @@
+package intake_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/edge-orders/edge-orders/config"
+	"github.com/edge-orders/edge-orders/intake"
+	"github.com/edge-orders/edge-orders/kv"
+	"github.com/edge-orders/edge-orders/order"
+)
+
+// TestAPurgeDuringTheMigrationDeletesKVsClaimOnceTheLedgerHoldsTheOutcome:
+// KV mode left the key open, the client's retry against the ledger
+// Worker settled it there under KV's order id, and KV still holds its
+// open claim. The purge deletes that claim too: afterwards the key is
+// free everywhere (not unknown), no adoption takes it again, and the
+// erased receipt is never stored again.
+func TestAPurgeDuringTheMigrationDeletesKVsClaimOnceTheLedgerHoldsTheOutcome(t *testing.T) {
+	ctx := context.Background()
+	clock, old, mem := migrating(t)
+	g := &scriptedGateway{clock: clock}
+	svc := intake.New(mem, intake.Options{ResultTTL: config.DefaultResultTTL, PendingTTL: config.DefaultPendingTTL, Gateway: g,
+		Now: clock.Now, Fallback: kv.NewStore(old, clock.Now), FallbackUntil: acceptedAt.Add(48 * time.Hour)})
+	out, err := svc.Submit(ctx, key("k"), []byte(validBody), "")
+	if err != nil || out.OrderID != "order-x" {
+		t.Fatalf("the retry against the ledger = %q, %v; want order-x's receipt", out.OrderID, err)
+	}
+	admin := intake.NewAdmin(svc, mem)
+	if rec, err := admin.Purge(ctx, key("k"), ""); err != nil || rec.State != intake.Stored {
+		t.Fatalf("Purge = %v, %v; want the receipt purged", rec.State, err)
+	}
+	if _, err := old.Get(ctx, "pending:k"); !errors.Is(err, kv.ErrNotFound) {
+		t.Errorf("KV's claim after the purge: %v, want it deleted", err)
+	}
+	if rec, err := admin.Inspect(ctx, key("k")); !errors.Is(err, intake.ErrNotFound) {
+		t.Errorf("Inspect after the purge = %v, %v; want ErrNotFound", rec.State, err)
+	}
+	if _, err := svc.Lookup(ctx, key("k")); !errors.Is(err, intake.ErrNotFound) {
+		t.Errorf("Lookup after the purge = %v, want ErrNotFound", err)
+	}
+	if adopted, err := svc.Adopt(ctx, key("k")); err != nil || adopted {
+		t.Errorf("Adopt after the purge = %v, %v; want nothing to adopt", adopted, err)
+	}
+	clock.Advance(time.Hour)
+	if keys := mem.DueKeys(10); len(keys) != 0 {
+		t.Errorf("keys due after the purge: %v, want none", keys)
+	}
+	if n := len(g.placements()); n != 1 {
+		t.Errorf("gateway calls = %d, want the retry's one", n)
+	}
+}
+
+// TestResolveAdoptsAKeyKVModeGaveUpOn: during the migration, a key KV
+// mode's settler gave up on (unresolved, due never) is held only in KV.
+// The ledger Worker's resolve adopts it first and stores the operator's
+// answer under KV's order id, which the client's retry replays.
+func TestResolveAdoptsAKeyKVModeGaveUpOn(t *testing.T) {
+	ctx := context.Background()
+	clock := &fakeClock{now: acceptedAt}
+	old := kv.NewMemoryNamespace()
+	old.Now = clock.Now
+	o, err := order.Parse([]byte(validBody))
+	if err != nil {
+		t.Fatal(err)
+	}
+	oldStore := kv.NewStore(old, clock.Now)
+	c := intake.Claim{Token: "old", Fingerprint: o.Fingerprint(), Order: o, OrderID: "order-x", AcceptedAt: acceptedAt,
+		Lease: config.DefaultPendingTTL, KeepUntil: acceptedAt.Add(keepWindow)}
+	if _, err := oldStore.Begin(ctx, key("k"), c); err != nil {
+		t.Fatal(err)
+	}
+	c.Sent, c.Attempts, c.Unresolved = true, 7, true
+	if err := oldStore.Release(ctx, key("k"), c); err != nil {
+		t.Fatal(err)
+	}
+	_, _, mem := migrating(t)
+	g := &scriptedGateway{clock: clock}
+	svc := intake.New(mem, intake.Options{ResultTTL: config.DefaultResultTTL, PendingTTL: config.DefaultPendingTTL, Gateway: g,
+		Now: clock.Now, Fallback: oldStore, FallbackUntil: acceptedAt.Add(48 * time.Hour)})
+	admin := intake.NewAdmin(svc, mem)
+	if rec, err := admin.Inspect(ctx, key("k")); err != nil || !rec.Unresolved {
+		t.Fatalf("Inspect = %+v, %v; want the key unresolved, from KV", rec, err)
+	}
+	rec, err := admin.Resolve(ctx, key("k"), intake.Resolution{Status: order.StatusAccepted})
+	want := order.Receipt{OrderID: "order-x", Status: order.StatusAccepted, Order: o, AcceptedAt: acceptedAt}.JSON()
+	if err != nil || rec.State != intake.Stored || string(rec.Body) != string(want) {
+		t.Fatalf("Resolve = %v %s, %v; want %s stored", rec.State, rec.Body, err, want)
+	}
+	out, err := svc.Submit(ctx, key("k"), []byte(validBody), "")
+	if err != nil || !out.Replayed || string(out.Receipt) != string(want) {
+		t.Errorf("the client's retry = %s replayed %v, %v; want the resolved receipt", out.Receipt, out.Replayed, err)
+	}
+	if n := len(g.placements()); n != 0 {
+		t.Errorf("gateway calls = %d, want none: the operator answered", n)
+	}
+}
+
+// TestALookupDuringTheMigrationSaysWhenAReceiptStillInKVExpires: ledger
+// mode says when every outcome a lookup finds expires, a receipt still
+// held only in KV too: the lookup copies it into the ledger, as a retry
+// does, where it is kept RESULT_TTL from then, and says so.
+func TestALookupDuringTheMigrationSaysWhenAReceiptStillInKVExpires(t *testing.T) {
+	const old = `{"orderId":"r1","status":"accepted","symbol":"AAPL","side":"buy","quantity":10,"acceptedAt":"2024-01-02T03:04:05.678Z"}`
+	ctx := context.Background()
+	clock, oldKV, mem := migrating(t)
+	if err := oldKV.Put(ctx, "result:kept", kv.Entry{Value: old}, kv.PutOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	svc := intake.New(mem, intake.Options{ResultTTL: config.DefaultResultTTL, PendingTTL: config.DefaultPendingTTL,
+		Now: clock.Now, Fallback: kv.NewStore(oldKV, clock.Now), FallbackUntil: acceptedAt.Add(48 * time.Hour)})
+	out, err := svc.Lookup(ctx, key("kept"))
+	want := acceptedAt.Add(config.DefaultResultTTL)
+	if err != nil || string(out.Receipt) != old || !out.Expires.Equal(want) {
+		t.Fatalf("Lookup = %s expires %v, %v; want the old receipt, expiring %v", out.Receipt, out.Expires, err, want)
+	}
+	if rec, err := mem.Lookup(ctx, key("kept")); err != nil || rec.State != intake.Stored || string(rec.Body) != old {
+		t.Errorf("the ledger holds %v %s, %v; want the receipt copied", rec.State, rec.Body, err)
+	}
+}
+
+// hookedFallback is KV's store as a migration's Fallback, running a hook
+// once: after its first Lookup returns, or before its first Purge acts,
+// as another isolate's request would step in between.
+type hookedFallback struct {
+	*kv.Store
+	afterLookup, beforePurge func()
+}
+
+func (h *hookedFallback) Lookup(ctx context.Context, key intake.Key) (intake.Record, error) {
+	rec, err := h.Store.Lookup(ctx, key)
+	if f := h.afterLookup; f != nil {
+		h.afterLookup = nil
+		f()
+	}
+	return rec, err
+}
+
+func (h *hookedFallback) Purge(ctx context.Context, key intake.Key, orderID string) (intake.Record, error) {
+	if f := h.beforePurge; f != nil {
+		h.beforePurge = nil
+		f()
+	}
+	return h.Store.Purge(ctx, key, orderID)
+}
+
+// TestAnAdoptionRacingAPurgeLeavesTheKeyFree: the sweep's adoption read
+// KV's open claim, and an operator's purge in another isolate deleted it
+// and the ledger's receipt before the adoption's claim reached the
+// ledger. The adoption reads KV again once its claim holds the key, finds
+// the key free, and lets it go: the purged receipt is not stored again.
+func TestAnAdoptionRacingAPurgeLeavesTheKeyFree(t *testing.T) {
+	ctx := context.Background()
+	clock, old, mem := migrating(t)
+	g := &scriptedGateway{clock: clock}
+	opts := intake.Options{ResultTTL: config.DefaultResultTTL, PendingTTL: config.DefaultPendingTTL, Gateway: g,
+		Now: clock.Now, Fallback: kv.NewStore(old, clock.Now), FallbackUntil: acceptedAt.Add(48 * time.Hour)}
+	operator := intake.New(mem, opts)
+	if _, err := operator.Submit(ctx, key("k"), []byte(validBody), ""); err != nil {
+		t.Fatalf("the retry that settles the key in the ledger: %v", err)
+	}
+	hooked := &hookedFallback{Store: kv.NewStore(old, clock.Now)}
+	hooked.afterLookup = func() {
+		if _, err := intake.NewAdmin(operator, mem).Purge(ctx, key("k"), "order-x"); err != nil {
+			t.Errorf("the purge: %v", err)
+		}
+	}
+	opts.Fallback = hooked
+	sweep := intake.New(mem, opts)
+	if adopted, err := sweep.Adopt(ctx, key("k")); err != nil || adopted {
+		t.Errorf("Adopt = %v, %v; want the key left free", adopted, err)
+	}
+	if rec, err := mem.Lookup(ctx, key("k")); err != nil || rec.State != intake.Absent {
+		t.Errorf("the ledger holds %v, %v; want nothing", rec.State, err)
+	}
+	clock.Advance(time.Hour)
+	if keys := mem.DueKeys(10); len(keys) != 0 {
+		t.Errorf("keys due: %v, want none", keys)
+	}
+}
+
+// TestAPurgeRacingARetryThatCopiesFromKVLeavesNothing: during the
+// migration a receipt is held only in KV, and a retry in another isolate
+// copies it into the ledger while the purge runs. The purge deletes KV's
+// copy before the ledger's, so the retry either copied it before the
+// ledger's purge, which deletes the copy, or read KV after, and found
+// nothing: the purged receipt is kept nowhere.
+func TestAPurgeRacingARetryThatCopiesFromKVLeavesNothing(t *testing.T) {
+	const receipt = `{"orderId":"r1","status":"accepted","symbol":"AAPL","side":"buy","quantity":10,"acceptedAt":"2024-01-02T03:04:05.678Z"}`
+	ctx := context.Background()
+	clock, old, mem := migrating(t)
+	if err := old.Put(ctx, "result:kept", kv.Entry{Value: receipt}, kv.PutOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	opts := intake.Options{ResultTTL: config.DefaultResultTTL, PendingTTL: config.DefaultPendingTTL,
+		Now: clock.Now, Fallback: kv.NewStore(old, clock.Now), FallbackUntil: acceptedAt.Add(48 * time.Hour)}
+	retrying := intake.New(mem, opts)
+	hooked := &hookedFallback{Store: kv.NewStore(old, clock.Now)}
+	hooked.beforePurge = func() {
+		if out, err := retrying.Submit(ctx, key("kept"), []byte(validBody), ""); err != nil || !out.Replayed {
+			t.Errorf("the retry meanwhile = replayed %v, %v; want KV's receipt copied", out.Replayed, err)
+		}
+	}
+	opts.Fallback = hooked
+	operator := intake.New(mem, opts)
+	if rec, err := intake.NewAdmin(operator, mem).Purge(ctx, key("kept"), ""); err != nil || string(rec.Body) != receipt {
+		t.Fatalf("Purge = %s, %v; want the receipt purged", rec.Body, err)
+	}
+	if rec, err := mem.Lookup(ctx, key("kept")); err != nil || rec.State != intake.Absent {
+		t.Errorf("the ledger holds %v %s, %v; want nothing", rec.State, rec.Body, err)
+	}
+	if _, err := old.Get(ctx, "result:kept"); !errors.Is(err, kv.ErrNotFound) {
+		t.Errorf("KV's receipt: %v, want deleted", err)
+	}
+}

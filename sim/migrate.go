@@ -1,0 +1,428 @@
+package sim
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/edge-orders/edge-orders/intake"
+	"github.com/edge-orders/edge-orders/kv"
+	"github.com/edge-orders/edge-orders/order"
+)
+
+// A migration mid-run: the history starts in KV mode, with its settle
+// queue and Cron sweep, and at a step the driver draws the Worker is
+// deployed in ledger mode with the KV namespace as its fallback
+// (KV_FALLBACK_UNTIL) and the route moved: every isolate starts over in
+// ledger mode (the old ones die with what they were doing), the KV-mode
+// Worker's sweep and settle queue stop, and the ledger's alarm and the
+// adoption sweep start. From then on an operator purges and resolves keys
+// through the admin API, as the runbook has them do (docs/operating.md).
+//
+// What it checks, beside every other invariant:
+//   - every key KV left open at the switch is in the ledger, final in KV,
+//     purged or expired within adoptionBound of the history's quiet time,
+//     and settled or reported unresolved by its end (checkSettled);
+//   - a purged receipt is never stored again, nor replayed past the
+//     receipt cache's minute, unless a KV read that missed the purge's
+//     delete (a named stale read) brought it back;
+//   - no order is placed twice across the switch (checkOrderIDs).
+
+// migration is a history's switch from KV mode to ledger mode.
+type migration struct {
+	step int       // the driver's step at which the route moves
+	at   time.Time // when it moved; zero before
+	// leftOpen are the keys KV held open or claimed, with an order id,
+	// at the switch; pending is how many pending:<key> names KV held
+	// then: the adoption's walk covers them all within pending/sweepLimit
+	// runs plus one.
+	leftOpen []keyName
+	pending  int
+	bounded  bool // adoptionBound checked
+	purges   map[keyName][]purge
+	// resolvers are the operators' resolves, each its actor's.
+	resolvers map[*actor]bool
+	// outageUntil ends an OMS outage that began just before the switch,
+	// with a burst of new keys: KV mode leaves them all open, more than
+	// one adoption run takes.
+	outageUntil time.Time
+}
+
+// purge is an operator's purge that erased body.
+type purge struct {
+	start, end time.Time
+	body       []byte
+	by         *actor
+}
+
+// receiptCacheTTL is how long another isolate may replay a purged
+// receipt from memory (intake.Admin.Purge): the receipt cache's minute,
+// rounded up to KV's seconds.
+const receiptCacheTTL = 61 * time.Second
+
+// drawMigration draws, for a history that migrates from KV, whether it
+// runs in KV mode first and moves mid-run.
+func (w *world) drawMigration() {
+	if !w.migrating || w.choose(2, "migration mid-run") == 0 {
+		return
+	}
+	w.mig = &migration{step: -1, purges: make(map[keyName][]purge), resolvers: make(map[*actor]bool)}
+	w.mode = KVMode
+	w.count("history migrating mid-run")
+}
+
+// planSwitch draws the step of steps at which the route moves.
+func (w *world) planSwitch(steps int) {
+	if w.mig != nil {
+		w.mig.step = w.choose(steps, "switch step")
+	}
+}
+
+// migrationStep runs the migration's part of the driver's step i: the
+// switch at its step, and after it, now and then, an operator's action
+// on k's key instead of the step's own. It reports whether it took the
+// step.
+func (w *world) migrationStep(i int, k *clientKey) bool {
+	m := w.mig
+	switch {
+	case m == nil:
+		return false
+	case i == m.step:
+		w.switchToLedger()
+		return false
+	case w.choose(4, "operator acts") != 0:
+		return false
+	}
+	inst := w.instances[w.choose(len(w.instances), "operator isolate")]
+	switch {
+	case m.at.IsZero():
+		// KV mode: the runbook's resolve, on a key a client may retry.
+		w.operatorResolve(inst, k)
+	case w.choose(2, "operator action") == 0:
+		w.operatorPurge(inst, k)
+	default:
+		w.operatorResolve(inst, k)
+	}
+	return true
+}
+
+// adminStore is the store an operator's admin API lists and purges: KV's
+// before the switch, the ledger's after.
+func (w *world) adminStore() intake.AdminStore {
+	if w.mode == KVMode {
+		return w.kvStore
+	}
+	return w.ledger
+}
+
+// switchToLedger moves the route to the ledger-mode Worker, in half the
+// histories in the middle of an OMS outage.
+func (w *world) switchToLedger() {
+	m := w.mig
+	if w.choose(2, "OMS outage across the switch") == 1 {
+		w.count("OMS outage across the switch")
+		m.outageUntil = w.now().Add([]time.Duration{time.Minute, 10 * time.Minute, time.Hour}[w.choose(3, "OMS outage")])
+		w.logf("the OMS is down until %s", m.outageUntil.Format("15:04:05.000"))
+		w.burst(w.instances[0], 3*sweepLimit/2)
+		w.sched.sleep(10 * time.Second) // the burst's requests end
+	}
+	w.count("route moved to the ledger")
+	w.logf("the route moves to the ledger-mode Worker")
+	was := w.direct
+	w.direct = true
+	for _, k := range w.keys {
+		rec, _ := w.kvStore.Lookup(context.Background(), k.key)
+		if (rec.State == intake.Open || rec.State == intake.Held) && rec.OrderID != "" {
+			m.leftOpen = append(m.leftOpen, k.key.String())
+		}
+	}
+	for name := range w.ns.keys {
+		if strings.HasPrefix(name, "pending:") && w.ns.latest(name) != nil {
+			m.pending++
+		}
+	}
+	w.direct = was
+	w.mode, m.at = LedgerMode, w.now()
+	for _, inst := range w.instances {
+		w.kill(inst) // a new isolate, in ledger mode
+	}
+	w.sched.spawn(&actor{name: "alarms", kind: daemonActor}, w.alarms)
+	w.sched.spawn(&actor{name: "cron", kind: daemonActor}, w.cron("adoption sweep", w.adopt))
+}
+
+// operator is an admin API request's actor on inst, about k's key.
+func (w *world) operator(inst *instance, k *clientKey, what string) *actor {
+	return &actor{name: fmt.Sprintf("operator %s %s #%d @%d", what, k.key, len(w.answers), inst.id), inst: inst, gen: inst.gen,
+		inv: &invocation{kind: "request"}, key: k.key.String(), kind: requestActor}
+}
+
+// operatorPurge purges k's key, as an operator does on a client's erasure
+// request, and records what it erased. A purge is recorded as it starts:
+// one that fails may have taken effect.
+func (w *world) operatorPurge(inst *instance, k *clientKey) {
+	w.count("operator purge")
+	a := w.operator(inst, k, "purge")
+	name := k.key.String()
+	w.mig.purges[name] = append(w.mig.purges[name], purge{start: w.now(), by: a})
+	i := len(w.mig.purges[name]) - 1
+	w.sched.spawn(a, func() {
+		// As the ops page does: the detail first, then the purge of the
+		// order it showed.
+		admin := intake.NewAdmin(inst.svc, w.adminStore())
+		seen, err := admin.Inspect(context.Background(), k.key)
+		if err != nil {
+			return
+		}
+		rec, err := admin.Purge(context.Background(), k.key, intake.OrderIDOf(seen))
+		w.logf("%s: %v %v", a.name, rec.State, err)
+		if err != nil {
+			return
+		}
+		w.count("key purged")
+		p := &w.mig.purges[name][i]
+		p.end, p.body = w.now(), rec.Body
+		delete(w.receipts, name) // no longer stored
+	})
+}
+
+// operatorResolve resolves k's key if it is open, with what the OMS did
+// with its order id, as the runbook has an operator look it up there.
+func (w *world) operatorResolve(inst *instance, k *clientKey) {
+	w.count("operator resolve")
+	a := w.operator(inst, k, "resolve")
+	w.mig.resolvers[a] = true
+	w.sched.spawn(a, func() {
+		ctx := context.Background()
+		admin := intake.NewAdmin(inst.svc, w.adminStore())
+		// As the runbook has it: a key from the attention list, if any.
+		page, _ := admin.List(ctx, intake.ListQuery{Clients: []string{"desk-a", "desk-b", ""}, States: intake.Unknown | intake.Unresolved, Limit: 10})
+		if n := len(page.Keys); n > 0 {
+			k = &clientKey{key: page.Keys[w.choose(n, "operator picks")].Key}
+			a.key = k.key.String()
+		}
+		rec, err := admin.Inspect(ctx, k.key)
+		if err != nil || rec.State != intake.Open {
+			return
+		}
+		got, ok := w.oms.orders[rec.OrderID]
+		if !ok {
+			return // the OMS never saw it: the operator waits for the settler
+		}
+		res := intake.Resolution{Status: order.StatusAccepted, OrderID: rec.OrderID}
+		if !got.accepted {
+			res = intake.Resolution{Status: order.StatusRejected, Reason: "rejected by the simulated OMS", OrderID: rec.OrderID}
+		}
+		rec, err = admin.Resolve(ctx, k.key, res)
+		w.logf("%s: %s %v %v", a.name, res.Status, rec.State, err)
+		event, stale := w.ownKVEvent(k.key.String(), a)
+		switch {
+		case err == nil:
+			w.count("key resolved")
+		case errors.Is(err, intake.ErrNotFound) && stale:
+			// Its detail and its claim read the key apart, one of them
+			// stale.
+			w.allowBy("a resolve of a key a stale read showed open", event)
+		case !errors.Is(err, intake.ErrInProgress) && !errors.Is(err, intake.ErrOutcomeFinal) && !errors.Is(err, intake.ErrStorageUnavailable) &&
+			!errors.Is(err, intake.ErrPrecondition):
+			w.violate("%s: resolving an open key failed: %v", a.name, err)
+		}
+	})
+}
+
+// purgedBetween reports whether a purge of key started from from on, at
+// to at the latest.
+func (w *world) purgedBetween(key keyName, from, to time.Time) bool {
+	if w.mig == nil {
+		return false
+	}
+	for _, p := range w.mig.purges[key] {
+		if !p.start.Before(from) && !p.start.After(to) {
+			return true
+		}
+	}
+	return false
+}
+
+// checkNotPurged: a receipt a purge erased is never stored again, nor
+// told to a client past the receipt cache's minute, unless a KV read made
+// after the purge missed its delete (KV's documented staleness): allowed,
+// naming that read.
+func (w *world) checkNotPurged(key keyName, body []byte, what string) {
+	if w.mig == nil || body == nil {
+		return
+	}
+	for _, p := range w.mig.purges[key] {
+		if p.body == nil || !bytes.Equal(p.body, body) || !w.now().After(p.end) {
+			continue
+		}
+		if event, ok := w.missedPurge(key, p); ok {
+			w.allowBy("a purged receipt brought back by a read that missed the purge", event)
+			continue
+		}
+		w.violate("%s: the receipt purged at %s was %s %s later: %s", key, p.end.Format("15:04:05.000"), what, w.now().Sub(p.end), body)
+	}
+}
+
+// checkAnswerNotPurged is checkNotPurged for what a client was told: a
+// replay from another isolate's memory is allowed for the receipt
+// cache's minute after the purge.
+func (w *world) checkAnswerNotPurged(ans *answer) {
+	if w.mig == nil || ans.body == nil {
+		return
+	}
+	for _, p := range w.mig.purges[ans.key] {
+		if p.body != nil && bytes.Equal(p.body, ans.body) && ans.start.After(p.end) && !ans.start.Before(p.end.Add(receiptCacheTTL)) {
+			w.checkNotPurged(ans.key, ans.body, "told to a client")
+			return
+		}
+	}
+}
+
+// missedPurge is a KV read of key's entries, made after p began, that
+// missed a delete p made, as the stale read it is.
+func (w *world) missedPurge(key keyName, p purge) (*event, bool) {
+	for _, kvKey := range []string{"pending:" + key, "result:" + key} {
+		for _, m := range w.misses[kvKey] {
+			if m.at.Before(p.start) {
+				continue
+			}
+			for _, v := range m.missed {
+				if v.entry == nil && v.by == p.by {
+					return w.ck.newEvent(staleRead, "%s read %s at %s, missing its delete by %s at %s", actorName(m.reader), kvKey,
+						m.at.Format("15:04:05.000"), actorName(p.by), v.at.Format("15:04:05.000")), true
+				}
+			}
+		}
+	}
+	return nil, false
+}
+
+// adoptionBound is how long after the history quiets down every key KV
+// left open is in the ledger, final, purged or expired: KV's staleness
+// (the list and the reads may show a key as it was), then a Cron run for
+// every sweepLimit names the walk lists, one more for the run that
+// finds the walk's end, and one for the Cron's phase.
+func (m *migration) adoptionBound() time.Duration {
+	return staleMost + time.Duration(m.pending/sweepLimit+3)*sweepEvery
+}
+
+// checkAdoptionBound: adoptionBound after quiet, every key KV left open
+// at the switch is held by the ledger, final in KV, purged or gone.
+func (w *world) checkAdoptionBound(quiet time.Time) {
+	m := w.mig
+	if m == nil || m.at.IsZero() || m.bounded || w.now().Before(quiet.Add(m.adoptionBound())) {
+		return
+	}
+	m.bounded = true
+	was := w.direct
+	w.direct = true
+	defer func() { w.direct = was }()
+	for _, key := range m.leftOpen {
+		k := w.keyOf(key)
+		rec, _ := w.ledger.Lookup(context.Background(), k)
+		old, _ := w.kvStore.Lookup(context.Background(), k)
+		if rec.State != intake.Absent || old.State == intake.Stored || old.State == intake.Absent || len(m.purges[key]) > 0 {
+			continue
+		}
+		w.violate("%s, left open in KV at the switch, is not in the ledger %s after the history quieted (state in KV %d, %d names to walk)",
+			key, m.adoptionBound(), old.State, m.pending)
+	}
+}
+
+// legacyIDMissed reports whether c's order id, the Worker's own, follows
+// first, an order id the old version minted (which the Worker keeps while
+// it finds it), after a KV read that missed the key's writes, during a
+// migration mid-run: KV's documented staleness, which it allows, naming
+// the read. The Worker's own order ids derive from the key and the order,
+// so only an old version's can be missed so.
+func (w *world) legacyIDMissed(c *gatewayCall, first string) bool {
+	if w.mig == nil || !strings.HasPrefix(first, "legacy-") {
+		return false
+	}
+	event := w.missBy(c.by, c.key)
+	if mint := w.mintOf(c.key, c.orderID, c.acceptedAt); event == nil && mint != nil {
+		event = mint.cause
+	}
+	if event != nil {
+		w.allowBy("a second order id after a read that missed an old version's", event)
+	}
+	return event != nil
+}
+
+// omsDown reports whether the OMS is down: an outage across the switch,
+// which ends with the faults at the latest.
+func (w *world) omsDown() bool {
+	return w.mig != nil && w.faults() && w.now().Before(w.mig.outageUntil)
+}
+
+// outageAnswer is the gateway's answer during an outage: the OMS acted or
+// not, and its answer was lost.
+func (w *world) outageAnswer(key keyName, p intake.Placement) error {
+	w.count("OMS call in an outage")
+	if w.choose(2, "OMS acted in an outage") == 1 {
+		w.oms.act(key, p)
+	}
+	return errOMSUnavailable
+}
+
+// checkResolveOverwrite: in KV mode, a receipt an operator's resolve
+// stored is never overwritten by a different one, nor does a resolve
+// overwrite a different receipt, unless the writer's own read of the key
+// missed the other's write, or its claim was written over another's
+// (KV's documented limits: nothing fences a claim). Allowed, naming the
+// event; docs/operating.md says so.
+func (w *world) checkResolveOverwrite(kvKey string, e *kv.Entry) {
+	name, ok := strings.CutPrefix(kvKey, "result:")
+	if w.mig == nil || w.mode != KVMode || !ok || e == nil {
+		return
+	}
+	vs := w.ns.keys[kvKey]
+	if len(vs) < 2 {
+		return
+	}
+	prev, writer := vs[len(vs)-2], w.sched.running
+	old := prev.live(w.now())
+	if old == nil || old.Value == e.Value || prev.by == writer || (!w.mig.resolvers[prev.by] && !w.mig.resolvers[writer]) {
+		return
+	}
+	if event, ok := w.ownKVEvent(name, writer); ok {
+		w.allowBy("a resolve's receipt and a retry's overwrote one another", event)
+		return
+	}
+	w.violate("%s: %s overwrote the receipt %s stored with another: %s, then %s", name, actorName(writer), actorName(prev.by), old.Value, e.Value)
+}
+
+// ownKVEvent is a KV event of key's that writer itself met: its read of
+// the key that missed a write, or its claim written over another's.
+func (w *world) ownKVEvent(key keyName, writer *actor) (*event, bool) {
+	if e := w.missBy(writer, key); e != nil {
+		return e, true
+	}
+	if cw := w.ck.lastClaim[writer][key]; cw != nil && cw.cause != nil {
+		return cw.cause, true
+	}
+	return nil, false
+}
+
+// missBy is a's read of key's KV entries that missed a write, as the
+// stale read it is; nil if a read none so.
+func (w *world) missBy(a *actor, key keyName) *event {
+	for _, kvKey := range []string{"pending:" + key, "result:" + key} {
+		for _, m := range w.misses[kvKey] {
+			if a != nil && m.reader == a && len(m.missed) > 0 {
+				last := m.missed[len(m.missed)-1]
+				return w.ck.newEvent(staleRead, "%s read %s at %s, missing %s's write at %s", actorName(a), kvKey,
+					m.at.Format("15:04:05.000"), actorName(last.by), last.at.Format("15:04:05.000"))
+			}
+		}
+	}
+	return nil
+}
+
+// ranKV reports whether the history ran in KV mode, all of it or until a
+// migration mid-run: the end's checks then allow what KV's events caused,
+// each naming its event.
+func (w *world) ranKV() bool { return w.mode == KVMode || w.mig != nil }
