@@ -156,12 +156,14 @@ func (t sqlTable) create() {
 	// The operator's listing: the rows without an outcome, in key order,
 	// so that a listing reads what it lists, not every receipt.
 	t.query(`CREATE INDEX IF NOT EXISTS entries_open ON entries (key) WHERE receipt IS NULL`)
-	// Purges' tombstones (admin.go), each kept for its window.
+	// Purges' tombstones (admin.go), each kept for its window; the sweep's
+	// cursor; the alarm's time. One call for the three: each statement is
+	// a crossing of the bridge on every new object.
 	t.query(`CREATE TABLE IF NOT EXISTS purges (
-		key TEXT PRIMARY KEY, token TEXT NOT NULL, record TEXT NOT NULL, until INTEGER NOT NULL) WITHOUT ROWID`)
-	t.query(`CREATE TABLE IF NOT EXISTS sweep (
-		id INTEGER PRIMARY KEY CHECK (id = 1), next INTEGER NOT NULL)`)
-	t.query(`CREATE TABLE IF NOT EXISTS alarm (
+		key TEXT PRIMARY KEY, token TEXT NOT NULL, record TEXT NOT NULL, until INTEGER NOT NULL) WITHOUT ROWID;
+	CREATE TABLE IF NOT EXISTS sweep (
+		id INTEGER PRIMARY KEY CHECK (id = 1), next INTEGER NOT NULL);
+	CREATE TABLE IF NOT EXISTS alarm (
 		id INTEGER PRIMARY KEY CHECK (id = 1), at INTEGER NOT NULL)`)
 }
 
