@@ -504,7 +504,13 @@ func (w *world) checkOrderIDs() {
 		check(perOrder, c.key+" "+c.fp, "one key and order ("+c.key+")", c)
 		if f, ok := perKey[c.key]; ok && f.orderID != c.orderID && c.start.Before(f.acceptedAt.Add(w.resultTTL)) && w.ranKV() {
 			fc := firstCall[c.key]
-			if e := causeBetween(w.mintOf(fc.key, fc.orderID, fc.acceptedAt), w.mintOf(c.key, c.orderID, c.acceptedAt)); e != nil {
+			e := causeBetween(w.mintOf(fc.key, fc.orderID, fc.acceptedAt), w.mintOf(c.key, c.orderID, c.acceptedAt))
+			if e == nil && w.mig != nil {
+				// During a migration the ledger claims first and reads
+				// KV's fallback after: no KV claim minted the second.
+				e = w.fallbackMissed(c, fc.orderID)
+			}
+			if e != nil {
 				// Another order under the key, claimed after its writer's
 				// read missed the first's claim, or at once with it.
 				w.allowBy("a second order id for one key", e)

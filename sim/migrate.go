@@ -426,3 +426,26 @@ func (w *world) missBy(a *actor, key keyName) *event {
 // migration mid-run: the end's checks then allow what KV's events caused,
 // each naming its event.
 func (w *world) ranKV() bool { return w.mode == KVMode || w.mig != nil }
+
+// fallbackMissed is the stale read that let c, a gateway call of the
+// ledger-mode Worker during a migration, place another order under its
+// key than first, KV's: its own request's read of KV's fallback, before
+// the call and within staleMost, that missed a write of KV's claim or
+// receipt naming first. Nil if there is none: no other read excuses it.
+func (w *world) fallbackMissed(c *gatewayCall, first string) *event {
+	reader := c.by.origin()
+	for _, kvKey := range []string{"pending:" + c.key, "result:" + c.key} {
+		for _, m := range w.misses[kvKey] {
+			if m.reader.origin() != reader || m.at.After(c.start) || c.start.Sub(m.at) > staleMost {
+				continue
+			}
+			for _, v := range m.missed {
+				if v.entry != nil && (strings.Contains(string(v.entry.Metadata), first) || strings.Contains(v.entry.Value, first)) {
+					return w.ck.newEvent(staleRead, "%s read %s at %s, missing %s's write of %s at %s", actorName(m.reader), kvKey,
+						m.at.Format("15:04:05.000"), actorName(v.by), first, v.at.Format("15:04:05.000"))
+				}
+			}
+		}
+	}
+	return nil
+}
