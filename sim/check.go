@@ -434,10 +434,22 @@ func (w *world) finalRetryCause(a, fin *answer) *event {
 		if id != a.orderID {
 			return nil
 		}
-		theirs := w.mintOf(fin.key, id, order.ReceiptAcceptedAt(fin.body))
+		at := order.ReceiptAcceptedAt(fin.body)
+		theirs := w.mintOf(fin.key, id, at)
 		for _, m := range mine {
 			if e := causeBetween(m, theirs); e != nil {
 				return e
+			}
+		}
+		if w.mig != nil {
+			// The ledger-mode Worker minted the other acceptedAt: its
+			// request's own read of KV's fallback missed a's.
+			for _, d := range w.oms.calls {
+				if d.key == fin.key && d.orderID == id && d.acceptedAt.Equal(at) {
+					if e := w.fallbackMissed(d, a.orderID); e != nil {
+						return e
+					}
+				}
 			}
 		}
 	case fin.kind == reused:
@@ -447,6 +459,11 @@ func (w *world) finalRetryCause(a, fin *answer) *event {
 			}
 			for _, m := range mine {
 				if e := causeBetween(m, w.mintOf(d.key, d.orderID, d.acceptedAt)); e != nil {
+					return e
+				}
+			}
+			if w.mig != nil {
+				if e := w.fallbackMissed(d, a.orderID); e != nil {
 					return e
 				}
 			}
