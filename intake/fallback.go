@@ -109,8 +109,13 @@ func (s *Service) adoptOpen(ctx context.Context, key Key, due time.Time) (bool, 
 	case old.State != Open || !old.HasOrder || old.Fingerprint == "":
 		return false, nil
 	}
+	// Kept a RESULT_TTL from now at least: KV mode keeps a key it gave up
+	// on that long past its give-up, beyond its acceptance's KeepUntil,
+	// which may have passed; a row kept only until then would expire at
+	// once and strand the key in KV.
 	claim := Claim{Token: s.opts.NewID(), Fingerprint: old.Fingerprint, Order: old.Order, OrderID: old.OrderID,
-		AcceptedAt: old.AcceptedAt, Lease: s.opts.PendingTTL, KeepUntil: s.keepUntil(old.AcceptedAt)}
+		AcceptedAt: old.AcceptedAt, Lease: s.opts.PendingTTL,
+		KeepUntil: later(s.keepUntil(old.AcceptedAt), s.opts.Now().Add(s.opts.ResultTTL))}
 	rec, err := s.store.Begin(ctx, key, claim)
 	switch {
 	case err != nil:

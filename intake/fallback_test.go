@@ -370,3 +370,70 @@ func TestAKeyLeftOpenInKVIsAdoptedAndSettled(t *testing.T) {
 		t.Errorf("the old namespace was written: %v", w[writes:])
 	}
 }
+
+// TestAKeyKVGaveUpOnLongAgoIsAdoptedNotDropped: KV mode keeps a key it
+// gave up on for RESULT_TTL past the give-up, beyond its acceptance's
+// SETTLE_MAX_AGE + RESULT_TTL. Adopted after that, the key stays in the
+// ledger, open and due: a row kept only until its acceptance's KeepUntil
+// would expire at once, and the key would be stranded in KV, adopted and
+// dropped by every sweep (found by a long simulation, seed
+// 7786317966684427475, ledger mode, migrating).
+func TestAKeyKVGaveUpOnLongAgoIsAdoptedNotDropped(t *testing.T) {
+	ctx := context.Background()
+	clock := &fakeClock{now: acceptedAt}
+	oldMem := kv.NewMemoryNamespace()
+	oldMem.Now = clock.Now
+	g := &scriptedGateway{clock: clock}
+	const maxAge = time.Hour
+	opts := intake.Options{ResultTTL: config.DefaultResultTTL, PendingTTL: config.DefaultPendingTTL, SettleMaxAge: maxAge, Gateway: g, Now: clock.Now}
+
+	before := intake.New(kv.NewStore(oldMem, clock.Now), opts)
+	g.answer(errLost)
+	if _, err := before.Submit(ctx, deskKey, []byte(validBody), ""); !errors.Is(err, intake.ErrOutcomeUnknown) {
+		t.Fatalf("KV mode's Submit = %v, want ErrOutcomeUnknown", err)
+	}
+	clock.Advance(maxAge)
+	gaveUp := false
+	for range 10 {
+		g.answer(errLost)
+		st, err := before.Settle(ctx, deskKey)
+		if err != nil {
+			t.Fatalf("KV mode's Settle = %v", err)
+		}
+		if st.Final && st.Unresolved {
+			gaveUp = true
+			break
+		}
+		clock.Advance(3 * time.Minute)
+	}
+	if !gaveUp {
+		t.Fatal("KV mode's settler never gave up")
+	}
+	// Past the acceptance's KeepUntil, within the give-up's.
+	clock.Advance(config.DefaultResultTTL - 2*time.Minute)
+	if !clock.Now().After(acceptedAt.Add(maxAge + config.DefaultResultTTL)) {
+		t.Fatal("the test's clock is not past the acceptance's KeepUntil")
+	}
+
+	ledgerStore := ledger.NewMemoryStore()
+	ledgerStore.Now = clock.Now
+	opts.Fallback, opts.FallbackUntil = kv.NewStore(oldMem, clock.Now), clock.Now().Add(48*time.Hour)
+	after := intake.New(ledgerStore, opts)
+	adopted, err := after.Adopt(ctx, deskKey)
+	if err != nil || !adopted {
+		t.Fatalf("Adopt = %v, %v; want the key adopted", adopted, err)
+	}
+	if rec, err := ledgerStore.Lookup(ctx, deskKey); err != nil || rec.State != intake.Open {
+		t.Fatalf("the ledger's record = %+v, %v; want the key open, kept", rec, err)
+	}
+	if keys := ledgerStore.DueKeys(10); len(keys) != 1 || keys[0] != deskKey {
+		t.Errorf("due keys = %v, want the adopted key", keys)
+	}
+	// The ledger's alarm comes a while later: past the adopting claim's
+	// lease, when a row kept only until a KeepUntil gone by has expired.
+	clock.Advance(config.DefaultPendingTTL + time.Second)
+	g.answer(nil)
+	if st, err := after.Settle(ctx, deskKey); err != nil || st.Result != intake.SettleAccepted {
+		t.Errorf("the ledger's settler = %+v, %v; want the OMS asked and the receipt stored", st, err)
+	}
+}
