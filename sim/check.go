@@ -431,10 +431,22 @@ func (w *world) finalRetryCause(a, fin *answer) *event {
 	switch {
 	case fin.kind == created || fin.kind == replayed:
 		id, _, _ := order.ReceiptFields(fin.body)
+		at := order.ReceiptAcceptedAt(fin.body)
 		if id != a.orderID {
+			// Only an old version's order id can give way to another,
+			// after the read that missed it (legacyIDMissed).
+			if w.mig == nil || !strings.HasPrefix(a.orderID, "legacy-") {
+				return nil
+			}
+			for _, d := range w.oms.calls {
+				if d.key == fin.key && d.orderID == id && d.acceptedAt.Equal(at) {
+					if e := w.fallbackMissed(d, a.orderID); e != nil {
+						return e
+					}
+				}
+			}
 			return nil
 		}
-		at := order.ReceiptAcceptedAt(fin.body)
 		theirs := w.mintOf(fin.key, id, at)
 		for _, m := range mine {
 			if e := causeBetween(m, theirs); e != nil {
