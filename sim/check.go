@@ -432,36 +432,24 @@ func (w *world) finalRetryCause(a, fin *answer) *event {
 	case fin.kind == created || fin.kind == replayed:
 		id, _, _ := order.ReceiptFields(fin.body)
 		at := order.ReceiptAcceptedAt(fin.body)
-		if id != a.orderID {
+		if id == a.orderID {
+			theirs := w.mintOf(fin.key, id, at)
+			for _, m := range mine {
+				if e := causeBetween(m, theirs); e != nil {
+					return e
+				}
+			}
+		} else if !strings.HasPrefix(a.orderID, "legacy-") {
 			// Only an old version's order id can give way to another,
 			// after the read that missed it (legacyIDMissed).
-			if w.mig == nil || !strings.HasPrefix(a.orderID, "legacy-") {
-				return nil
-			}
-			for _, d := range w.oms.calls {
-				if d.key == fin.key && d.orderID == id && d.acceptedAt.Equal(at) {
-					if e := w.fallbackMissed(d, a.orderID); e != nil {
-						return e
-					}
-				}
-			}
 			return nil
 		}
-		theirs := w.mintOf(fin.key, id, at)
-		for _, m := range mine {
-			if e := causeBetween(m, theirs); e != nil {
-				return e
-			}
-		}
 		if w.mig != nil {
-			// The ledger-mode Worker minted the other acceptedAt: its
-			// request's own read of KV's fallback missed a's.
-			for _, d := range w.oms.calls {
-				if d.key == fin.key && d.orderID == id && d.acceptedAt.Equal(at) {
-					if e := w.fallbackMissed(d, a.orderID); e != nil {
-						return e
-					}
-				}
+			// The ledger-mode Worker minted the other acceptedAt, or the
+			// other order id: its request's own read of KV's fallback
+			// missed a's.
+			if e := w.fallbackMissedBy(fin.key, id, at, a.orderID); e != nil {
+				return e
 			}
 		}
 	case fin.kind == reused:

@@ -449,3 +449,16 @@ func (w *world) fallbackMissed(c *gatewayCall, first string) *event {
 	}
 	return nil
 }
+
+// fallbackMissedBy is fallbackMissed of the gateway call that minted order
+// id and acceptedAt at under key.
+func (w *world) fallbackMissedBy(key keyName, id string, at time.Time, first string) *event {
+	for _, d := range w.oms.calls {
+		if d.key == key && d.orderID == id && d.acceptedAt.Equal(at) {
+			if e := w.fallbackMissed(d, first); e != nil {
+				return e
+			}
+		}
+	}
+	return nil
+}
