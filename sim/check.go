@@ -424,8 +424,10 @@ func (w *world) checkFinalRetries() {
 }
 
 // finalRetryCause is the event that lets fin, a final retry, get another
-// outcome than a's: the order's receipt under another acceptedAt, or 422
-// key reused beside a rival order.
+// outcome than a's: the order's receipt under another acceptedAt, 422 key
+// reused beside a rival order, or, during a migration, the outcome of the
+// order placed again under the Worker's own id after its request's read
+// of KV's fallback missed the old version's id.
 func (w *world) finalRetryCause(a, fin *answer) *event {
 	mine := w.answerMints(a)
 	switch {
@@ -450,6 +452,17 @@ func (w *world) finalRetryCause(a, fin *answer) *event {
 			// missed a's.
 			if e := w.fallbackMissedBy(fin.key, id, at, a.orderID); e != nil {
 				return e
+			}
+		}
+	case fin.kind == rejected && fin.orderID != a.orderID && strings.HasPrefix(a.orderID, "legacy-") && w.mig != nil:
+		// The other order, under the Worker's own id, was placed and
+		// rejected after its request's read of KV's fallback missed the
+		// old version's (legacyIDMissed).
+		for _, d := range w.oms.calls {
+			if d.key == fin.key && d.orderID == fin.orderID {
+				if e := w.fallbackMissed(d, a.orderID); e != nil {
+					return e
+				}
 			}
 		}
 	case fin.kind == reused:
@@ -595,7 +608,7 @@ func (w *world) checkReplaysIdentical() {
 			e = w.otherReceiptCause(a.key, id, prev.bodies, a.body)
 		}
 		if e == nil && within && !same && w.mig != nil {
-			e = w.missBy(a.by, a.key) // its own read of KV, the ledger's fallback
+			e = w.fallbackMintCause(a.key, id, append(slices.Clone(prev.bodies), a.body))
 		}
 		switch {
 		case a.kind == created && e != nil:
@@ -611,6 +624,18 @@ func (w *world) checkReplaysIdentical() {
 			w.violate("a replay for %s (%s) differs from the receipt created:\n  %s\n  %s", a.key, id, prev.bodies[0], a.body)
 		}
 	}
+}
+
+// fallbackMintCause is the read of KV's fallback that let the ledger-mode
+// Worker mint one of bodies, receipts of orderID under key, afresh: its
+// own request's read, which missed a write of KV's naming the order id.
+func (w *world) fallbackMintCause(key keyName, orderID string, bodies [][]byte) *event {
+	for _, b := range bodies {
+		if e := w.fallbackMissedBy(key, orderID, order.ReceiptAcceptedAt(b), orderID); e != nil {
+			return e
+		}
+	}
+	return nil
 }
 
 // otherReceiptCause is the event that let body, a receipt of orderID under

@@ -342,7 +342,7 @@ func (w *world) legacyIDMissed(c *gatewayCall, first string) bool {
 	if w.mig == nil || !strings.HasPrefix(first, "legacy-") {
 		return false
 	}
-	event := w.missBy(c.by, c.key)
+	event := w.fallbackMissed(c, first)
 	if mint := w.mintOf(c.key, c.orderID, c.acceptedAt); event == nil && mint != nil {
 		event = mint.cause
 	}
