@@ -273,14 +273,15 @@ func New(env Env) *Worker {
 
 // Settler is a Service over store (a ledger object's own rows) with the
 // Worker's options, for the object's alarm; it caches no receipts, since
-// it never replays. Nil when the Worker is misconfigured: the alarm then
+// it never replays, and during a migration reads KV's fallback only
+// before it gives up on a key (Service.Settle). Nil when the Worker is misconfigured: the alarm then
 // settles nothing.
 func (w *Worker) Settler(store intake.Store) *intake.Service {
 	if w.Service == nil {
 		return nil
 	}
 	opts := w.opts
-	opts.CachedReceipts, opts.Fallback, opts.Limit = -1, nil, nil
+	opts.CachedReceipts, opts.Limit = -1, nil
 	if opts.ReportUnresolved != nil {
 		// A Settler serves one alarm: its pages share one budget.
 		budget := alert.NewBudget(PagesPerRun)

@@ -437,3 +437,61 @@ func TestAKeyKVGaveUpOnLongAgoIsAdoptedNotDropped(t *testing.T) {
 		t.Errorf("the ledger's settler = %+v, %v; want the OMS asked and the receipt stored", st, err)
 	}
 }
+
+// TestTheSettlerGivesUpOnNoOrderKVKnowsWasAccepted: during a migration a
+// request whose read of KV lagged behind KV mode's receipt places the
+// order again in the ledger, under the same order id, and the OMS is down
+// until past SETTLE_MAX_AGE. The ledger's settler, before it gives up,
+// finds KV's receipt for that order id and stores it, byte for byte,
+// instead of paging an operator about an accepted order (found by a long
+// simulation, seed 4871404537638538006, ledger mode, migrating).
+func TestTheSettlerGivesUpOnNoOrderKVKnowsWasAccepted(t *testing.T) {
+	ctx := context.Background()
+	clock := &fakeClock{now: acceptedAt}
+	oldMem := kv.NewMemoryNamespace()
+	oldMem.Now = clock.Now
+	g := &scriptedGateway{clock: clock}
+	const maxAge = time.Hour
+	reports := 0
+	opts := intake.Options{ResultTTL: config.DefaultResultTTL, PendingTTL: config.DefaultPendingTTL, SettleMaxAge: maxAge, Gateway: g, Now: clock.Now,
+		ReportUnresolved: func(context.Context, intake.Key, intake.Placement, int) error { reports++; return nil }}
+	ledgerStore := ledger.NewMemoryStore()
+	ledgerStore.Now = clock.Now
+	migrating := opts
+	migrating.Fallback, migrating.FallbackUntil = kv.NewStore(oldMem, clock.Now), clock.Now().Add(48*time.Hour)
+	after := intake.New(ledgerStore, migrating)
+
+	// The ledger-mode request, whose read of KV missed the receipt below.
+	g.answer(errLost)
+	if _, err := after.Submit(ctx, deskKey, []byte(validBody), ""); !errors.Is(err, intake.ErrOutcomeUnknown) {
+		t.Fatalf("the ledger's Submit = %v, want ErrOutcomeUnknown", err)
+	}
+	g.answer(nil)
+	kvMode := intake.New(kv.NewStore(oldMem, clock.Now), opts)
+	if _, err := kvMode.Submit(ctx, deskKey, []byte(validBody), ""); err != nil {
+		t.Fatalf("KV mode's Submit = %v", err)
+	}
+	stored, err := kv.NewStore(oldMem, clock.Now).Lookup(ctx, deskKey)
+	if err != nil || stored.State != intake.Stored {
+		t.Fatalf("KV's record = %+v, %v; want its receipt", stored, err)
+	}
+	wantSamePlacement(t, g.placements())
+
+	clock.Advance(maxAge + time.Minute)
+	calls := len(g.placements())
+	g.answer(errLost)
+	st, err := after.Settle(ctx, deskKey)
+	if err != nil || !st.Final || st.Unresolved || st.Result != intake.SettleAccepted {
+		t.Fatalf("the ledger's settler = %+v, %v; want KV's receipt stored", st, err)
+	}
+	if reports != 0 {
+		t.Errorf("%d pages for an order KV holds the receipt of", reports)
+	}
+	if n := len(g.placements()); n != calls {
+		t.Errorf("the settler called the gateway %d more times, want none: KV had the outcome", n-calls)
+	}
+	rec, err := ledgerStore.Lookup(ctx, deskKey)
+	if err != nil || rec.State != intake.Stored || string(rec.Body) != string(stored.Body) {
+		t.Errorf("the ledger's record = %+v, %v; want KV's receipt %s", rec, err, stored.Body)
+	}
+}

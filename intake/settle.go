@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"time"
+
+	"github.com/edge-orders/edge-orders/order"
 )
 
 // The settler's backoff: capped and exponential, from the first attempt
@@ -162,6 +164,9 @@ func (s *Service) settle(ctx context.Context, key Key) (Settlement, error) {
 	by := bySettler
 	if !now.Before(claim.AcceptedAt.Add(s.opts.SettleMaxAge)) {
 		by = bySettlerLastTime
+		if st, done, err := s.settleFromFallback(ctx, key, claim); done {
+			return st, err
+		}
 	}
 	_, err = s.place(ctx, key, claim, by)
 	var open *Unsettled
@@ -181,4 +186,43 @@ func (s *Service) settle(ctx context.Context, key Key) (Settlement, error) {
 		return Settlement{Final: true, Attempts: claim.Attempts, Result: SettleRejected, AcceptedAt: claim.AcceptedAt}, nil
 	}
 	return Settlement{Final: true, Attempts: claim.Attempts, Result: SettleAccepted, AcceptedAt: claim.AcceptedAt}, nil
+}
+
+// settleFromFallback, before the settler's last call during a migration,
+// stores what the Fallback (KV) holds for claim's order id as the key's
+// outcome: a request whose read of KV lagged behind KV mode's receipt
+// placed the order again here, under the same order id, and KV's outcome
+// is the one its client was given. Without this the settler would report
+// unresolved an order KV knows was accepted, whenever the OMS is still
+// down at the give-up. done is false when the Fallback holds no outcome
+// of that order id, or is not consulted: the settler goes on.
+func (s *Service) settleFromFallback(ctx context.Context, key Key, claim Claim) (Settlement, bool, error) {
+	if !s.fallback() {
+		return Settlement{}, false, nil
+	}
+	old, err := s.opts.Fallback.Lookup(ctx, key)
+	switch {
+	case err != nil:
+		// The key stays due, as it was: the give-up waits for the check.
+		s.release(ctx, key, claim)
+		return Settlement{}, true, storageUnavailable(err)
+	case old.State != Stored || (old.Fingerprint != "" && old.Fingerprint != claim.Fingerprint):
+		return Settlement{}, false, nil
+	}
+	if id, _, _ := order.ReceiptFields(old.Body); id != claim.OrderID {
+		return Settlement{}, false, nil
+	}
+	result := Result{Body: old.Body, Rejected: old.Rejected, Fingerprint: claim.Fingerprint, TTL: s.opts.ResultTTL}
+	if err := s.commit(ctx, key, claim, result, s.opts.Now(), false); err != nil {
+		if !errors.Is(err, ErrInProgress) {
+			s.release(ctx, key, claim)
+			return Settlement{}, true, err
+		}
+		return Settlement{NextAttempt: s.opts.Now().Add(s.opts.PendingTTL), Attempts: claim.Attempts, Result: SettleBusy, AcceptedAt: claim.AcceptedAt}, true, nil
+	}
+	r := SettleAccepted
+	if old.Rejected {
+		r = SettleRejected
+	}
+	return Settlement{Final: true, Attempts: claim.Attempts, Result: r, AcceptedAt: claim.AcceptedAt}, true, nil
 }

@@ -624,12 +624,16 @@ func (w *world) alarms() {
 
 // alarm is the ledger's alarm handler (ledger/object_js.go): it settles
 // the due keys with a Service over the object's own rows, which caches
-// nothing, consults no fallback and asks no rate limit.
+// nothing, asks no rate limit, and during a migration reads KV's fallback
+// only before it gives up on a key.
 func (w *world) alarm() {
 	w.count("alarm")
 	keys := w.ledger.DueKeys(alarmBatch)
 	opts := w.options(gateway{w: w, inst: -1})
 	opts.CachedReceipts = -1
+	if w.migrating {
+		opts.Fallback, opts.FallbackUntil = w.kvStore, w.now().Add(7*24*time.Hour)
+	}
 	svc := intake.New(w.ledger, opts)
 	for _, key := range keys {
 		w.sched.running.key = key.String()
