@@ -319,6 +319,7 @@ func TestGatewayChaos(t *testing.T) {
 			var mu sync.Mutex
 			failures := map[string]int{}
 			callsPerKey := map[int]int{} // gateway calls a key needed → keys
+			var settleTimes []time.Duration // how long each given-up key took to settle
 			var symbols []string
 			for k := range keys {
 				wg.Add(1)
@@ -339,7 +340,11 @@ func TestGatewayChaos(t *testing.T) {
 							if len(g.oms.orderIDs(symbol)) == 0 {
 								return // the order never reached the gateway
 							}
+							since := time.Now()
 							got, err := settled(t, w, key, givenUpPatience)
+							mu.Lock()
+							settleTimes = append(settleTimes, time.Since(since).Round(time.Second))
+							mu.Unlock()
 							if err != nil {
 								t.Errorf("key %d, given up: %v; its log lines:\n%s", k, err, linesWith(w.Logs(), key))
 								return
@@ -393,8 +398,8 @@ func TestGatewayChaos(t *testing.T) {
 			for _, symbol := range symbols {
 				gatewayFaults += g.oms.faults(symbol)
 			}
-			t.Logf("%s: %d keys, storage fault rate %v, gateway chaos 0.3: failures seen %v; %d storage calls, %d failed; %d gateway calls failed; keys by gateway calls (all with one order id): %v",
-				w.mode, keys, rate, failures, calls, faults, gatewayFaults, callsPerKey)
+			t.Logf("%s: %d keys, storage fault rate %v, gateway chaos 0.3: failures seen %v; %d storage calls, %d failed; %d gateway calls failed; keys by gateway calls (all with one order id): %v; given-up keys settled after %v",
+				w.mode, keys, rate, failures, calls, faults, gatewayFaults, callsPerKey, settleTimes)
 			if gatewayFaults == 0 || faults == 0 {
 				t.Errorf("%d gateway faults and %d storage faults: the run needs both kinds to show anything", gatewayFaults, faults)
 			}
