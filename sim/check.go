@@ -603,7 +603,8 @@ func (w *world) checkReplaysIdentical() {
 		id, _, _ := order.ReceiptFields(a.body)
 		group := a.key + " " + id
 		prev, ok := anchors[group]
-		within := ok && a.start.Before(prev.end.Add(w.resultTTL)) && !w.purgedBetween(a.key, prev.end, a.start)
+		// A request that began before a purge may claim the key it freed.
+		within := ok && a.start.Before(prev.end.Add(w.resultTTL)) && !w.purgedBetween(a.key, prev.end, a.end)
 		same := within && slices.ContainsFunc(prev.bodies, func(b []byte) bool { return bytes.Equal(b, a.body) })
 		var e *event
 		if within && !same && w.ranKV() {

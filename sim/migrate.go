@@ -56,6 +56,9 @@ type purge struct {
 	start, end time.Time
 	body       []byte
 	by         *actor
+	// erased is true once the purge took effect: it succeeded, or its
+	// answer was lost after the key's outcome was gone.
+	erased bool
 }
 
 // receiptCacheTTL is how long another isolate may replay a purged
@@ -179,12 +182,14 @@ func (w *world) operatorPurge(inst *instance, k *clientKey) {
 		rec, err := admin.Purge(context.Background(), k.key, intake.OrderIDOf(seen))
 		w.logf("%s: %v %v", a.name, rec.State, err)
 		p := &w.mig.purges[name][i]
-		p.end = w.now() // it may have taken effect, even if it failed
+		p.end = w.now()
 		if err != nil {
+			// Its answer may have been lost after it took effect.
+			p.erased = seen.State == intake.Stored && !bytes.Equal(w.peek(name).Body, seen.Body)
 			return
 		}
 		w.count("key purged")
-		p.body = rec.Body
+		p.body, p.erased = rec.Body, true
 		delete(w.receipts, name) // no longer stored
 	})
 }
@@ -234,13 +239,13 @@ func (w *world) operatorResolve(inst *instance, k *clientKey) {
 }
 
 // purgedBetween reports whether a purge of key started from from on, at
-// to at the latest.
+// to at the latest, and took effect or is still running.
 func (w *world) purgedBetween(key keyName, from, to time.Time) bool {
 	if w.mig == nil {
 		return false
 	}
 	for _, p := range w.mig.purges[key] {
-		if !p.start.Before(from) && !p.start.After(to) {
+		if (p.erased || p.end.IsZero()) && !p.start.Before(from) && !p.start.After(to) {
 			return true
 		}
 	}
@@ -291,7 +296,7 @@ func (w *world) replayOfPurged(a *answer) bool {
 		return false
 	}
 	for _, p := range w.mig.purges[a.key] {
-		if p.end.IsZero() || !a.start.After(p.start) || !a.start.Before(p.end.Add(receiptCacheTTL)) {
+		if !p.erased || !a.start.After(p.start) || !a.start.Before(p.end.Add(receiptCacheTTL)) {
 			continue
 		}
 		for _, b := range w.answers {
