@@ -109,6 +109,14 @@ func (s *Service) adoptOpen(ctx context.Context, key Key, due time.Time) (bool, 
 	case old.State != Open || !old.HasOrder || old.Fingerprint == "":
 		return false, nil
 	}
+	// A key the Store has seen is its own, adopted or retried: the sweep,
+	// which lists it again until KV's claim expires, must not claim it
+	// each time, holding it from its clients and its settler meanwhile.
+	if cur, err := s.store.Lookup(ctx, key); err != nil {
+		return false, storageUnavailable(err)
+	} else if cur.State != Absent {
+		return false, nil
+	}
 	// Kept a RESULT_TTL from now at least: KV mode keeps a key it gave up
 	// on that long past its give-up, beyond its acceptance's KeepUntil,
 	// which may have passed; a row kept only until then would expire at

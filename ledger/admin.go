@@ -142,7 +142,7 @@ func (m *MemoryStore) List(ctx context.Context, q intake.ListQuery) (intake.List
 
 // Purge implements intake.AdminStore.
 func (m *MemoryStore) Purge(ctx context.Context, key intake.Key, orderID string) (rec intake.Record, err error) {
-	err = m.do(ctx, "purge", func() { rec = m.obj.Purge(key, "", orderID) })
+	err = m.do(ctx, "purge", m.watched(key, "purge", func() { rec = m.obj.Purge(key, "", orderID) }))
 	return rec, err
 }
 

@@ -30,6 +30,22 @@ type MemoryStore struct {
 	// lost). Fault injection and the simulator set it; nil runs apply
 	// after letting other goroutines run, as a round trip would.
 	RoundTrip func(ctx context.Context, method string, apply func()) error
+	// Watch, if set, is told of every call that may change a key: what
+	// Lookup would have said of it just before and just after, inside the
+	// call (the simulator checks each change against intake.Transitions).
+	Watch func(key intake.Key, method string, before, after intake.Record)
+}
+
+// watched runs f, a call that may change key, telling Watch.
+func (m *MemoryStore) watched(key intake.Key, method string, f func()) func() {
+	if m.Watch == nil {
+		return f
+	}
+	return func() {
+		before := m.obj.Lookup(key)
+		f()
+		m.Watch(key, method, before, m.obj.Lookup(key))
+	}
 }
 
 // NewMemoryStore returns an empty ledger on the wall clock.
@@ -63,19 +79,19 @@ func (m *MemoryStore) do(ctx context.Context, method string, f func()) error {
 }
 
 func (m *MemoryStore) claim(ctx context.Context, key intake.Key, c intake.Claim) (rec intake.Record, err error) {
-	err = m.do(ctx, "claim", func() { rec = m.obj.Claim(key, c) })
+	err = m.do(ctx, "claim", m.watched(key, "claim", func() { rec = m.obj.Claim(key, c) }))
 	return rec, err
 }
 
 func (m *MemoryStore) commit(ctx context.Context, key intake.Key, c intake.Claim, r intake.Result) (err error) {
-	if derr := m.do(ctx, "commit", func() { err = m.obj.Commit(key, c, r) }); derr != nil {
+	if derr := m.do(ctx, "commit", m.watched(key, "commit", func() { err = m.obj.Commit(key, c, r) })); derr != nil {
 		return derr
 	}
 	return err
 }
 
 func (m *MemoryStore) release(ctx context.Context, key intake.Key, c intake.Claim) error {
-	return m.do(ctx, "release", func() { m.obj.Release(key, c) })
+	return m.do(ctx, "release", m.watched(key, "release", func() { m.obj.Release(key, c) }))
 }
 
 func (m *MemoryStore) lookup(ctx context.Context, key intake.Key) (rec intake.Record, err error) {

@@ -325,6 +325,16 @@ func (n *namespace) call(ctx context.Context, op, key string, write bool, apply 
 // its own, which serves what it had cached meanwhile.
 func (n *namespace) write(key string, e *kv.Entry, ttl time.Duration) {
 	w := n.w
+	if name, ok := keyNameOf(key); ok && !w.direct {
+		from := w.kvPhase(name)
+		defer func() {
+			op := "kv put " + key
+			if e == nil {
+				op = "kv delete " + key
+			}
+			w.checkRefines(name, from, w.kvPhase(name), op)
+		}()
+	}
 	v := version{entry: e, at: w.now(), by: w.sched.running, seq: n.writes}
 	v.visible = v.at
 	n.writes++

@@ -209,6 +209,9 @@ func run(mode Mode, choose func(n int, label string) int) *world {
 		w.ledger = ledger.NewMemoryStore()
 		w.ledger.Now = w.now
 		w.ledger.RoundTrip = w.ledgerCall
+		w.ledger.Watch = func(key intake.Key, method string, before, after intake.Record) {
+			w.checkRefines(key.String(), intake.PhaseOf(before), intake.PhaseOf(after), "ledger "+method)
+		}
 		w.migrating = w.uniform(3, "migrating") == 2
 		w.drawMigration()
 	}

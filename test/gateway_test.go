@@ -318,7 +318,7 @@ func TestGatewayChaos(t *testing.T) {
 			var wg sync.WaitGroup
 			var mu sync.Mutex
 			failures := map[string]int{}
-			callsPerKey := map[int]int{} // gateway calls a key needed → keys
+			callsPerKey := map[int]int{}    // gateway calls a key needed → keys
 			var settleTimes []time.Duration // how long each given-up key took to settle
 			var symbols []string
 			for k := range keys {
