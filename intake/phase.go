@@ -91,12 +91,40 @@ func (r Role) String() string {
 	return "roles"
 }
 
+// Event is what a writer does to a key, or what time does to it.
+type Event uint8
+
+const (
+	EventClaim          Event = iota // a new claim of a free key
+	EventTakeOver                    // a claim of a key open with its order id
+	EventCommit                      // the outcome stored
+	EventReleaseOpen                 // released without an outcome, its order id kept
+	EventCheck                       // released awaiting the give-up's check
+	EventGiveUp                      // released given up on, after the page
+	EventReleaseUnsent               // released as if never claimed: its order never reached the gateway
+	EventPurge                       // erased by an operator
+	EventLapse                       // a claim's lease ended with its holder gone
+	EventLapseTentative              // a tentative claim's lease ended with its holder gone
+	EventExpire                      // a record's time is over
+)
+
+var eventNames = []string{"claim", "take over", "commit", "release open", "release for the check", "give up", "release unsent", "purge", "lease ends", "tentative lease ends", "expire"}
+
+func (e Event) String() string {
+	if int(e) < len(eventNames) {
+		return eventNames[e]
+	}
+	return "event?"
+}
+
 // Transition is one row of the table: By may move a key From one phase To
-// another, for the reason Why.
+// another by Event, for the reason Why.
 type Transition struct {
-	From, To Phase
-	By       Role
-	Why      string
+	From  Phase
+	Event Event
+	To    Phase
+	By    Role
+	Why   string
 }
 
 // Transitions is the lifecycle's table. A write that leaves a key's phase
@@ -104,40 +132,53 @@ type Transition struct {
 // longer holds the key, a leftover claim deleted beside a stored outcome)
 // is no transition and needs no row.
 var Transitions = []Transition{
-	{PhaseAbsent, PhaseHeld, RoleClient | RoleAdopter | RoleResolver,
-		"a new claim: a client's new order, a KV key's adoption, or a resolve of a key only KV holds"},
-	{PhaseOpen, PhaseHeld, writers,
-		"a takeover, keeping the key's order id, order and attempts (the settler's only once due)"},
-	{PhaseChecking, PhaseHeld, RoleClient | RoleSettler | RoleResolver,
-		"a takeover: a client's retry, the give-up's check, or a resolve"},
-	{PhaseUnresolved, PhaseHeld, RoleClient | RoleResolver | RoleAdopter,
-		"a takeover of a key the settler gave up on: a client's retry, or a resolve (an adoption's claim of a key the Store took meanwhile gives it back)"},
-	{PhaseHeld, PhaseStored, RoleClient | RoleSettler | RoleResolver,
-		"a commit: the OMS answered for good, or an operator resolved the key"},
-	{PhaseOpen, PhaseStored, RoleClient | RoleSettler | RoleResolver,
-		"a commit after the claim's lease ended, by a holder no other claim displaced"},
-	{PhaseHeld, PhaseOpen, writers,
-		"a release after a call without an answer stored: due for the settler after the backoff"},
-	{PhaseHeld, PhaseChecking, RoleClient | RoleSettler | RoleResolver,
+	{PhaseAbsent, EventClaim, PhaseHeld, RoleClient | RoleAdopter | RoleResolver,
+		"a client's new order, a KV key's adoption, or a resolve of a key only KV holds"},
+	{PhaseOpen, EventTakeOver, PhaseHeld, writers,
+		"keeping the key's order id, order and attempts (the settler's only once due)"},
+	{PhaseChecking, EventTakeOver, PhaseHeld, RoleClient | RoleSettler | RoleResolver,
+		"a client's retry, the give-up's check, or a resolve"},
+	{PhaseUnresolved, EventTakeOver, PhaseHeld, RoleClient | RoleResolver | RoleAdopter,
+		"a client's retry, or a resolve (an adoption's claim of a key the Store took meanwhile gives it back)"},
+	{PhaseHeld, EventCommit, PhaseStored, RoleClient | RoleSettler | RoleResolver,
+		"the OMS answered for good, or an operator resolved the key"},
+	{PhaseOpen, EventCommit, PhaseStored, RoleClient | RoleSettler | RoleResolver,
+		"after the claim's lease ended, by a holder no other claim displaced"},
+	{PhaseHeld, EventReleaseOpen, PhaseOpen, writers,
+		"a call without an answer stored: due for the settler after the backoff"},
+	{PhaseAbsent, EventReleaseOpen, PhaseOpen, RoleClient,
+		"a claim whose write failed (KV): it may have landed, and the read that found the key free may have been stale"},
+	{PhaseHeld, EventCheck, PhaseChecking, RoleClient | RoleSettler | RoleResolver,
 		"the settler's last call failed over reads that lag, or a retry of a key awaiting that check failed"},
-	{PhaseHeld, PhaseUnresolved, RoleClient | RoleSettler | RoleResolver | RoleAdopter,
+	{PhaseHeld, EventGiveUp, PhaseUnresolved, RoleClient | RoleSettler | RoleResolver | RoleAdopter,
 		"the settler gives up (after its page), or a retry of a key given up on failed (or is given back)"},
-	{PhaseHeld, PhaseAbsent, RoleClient | RoleAdopter | RoleResolver,
-		"a release of a claim whose order never reached the gateway"},
-	{PhaseOpen, PhaseAbsent, RoleClient | RoleAdopter | RoleResolver,
-		"the same release, after the claim's lease ended (KV: an unsent claim shows open once its lease is over)"},
-	{PhaseAbsent, PhaseOpen, RoleClient,
-		"a claim whose write failed, released open (KV): it may have landed, and the read that found the key free may have been stale"},
-	{PhaseStored, PhaseAbsent, RolePurger | RoleTime,
-		"a purge (an erasure request), or the outcome's expiry"},
-	{PhaseOpen, PhaseAbsent, RolePurger,
-		"a purge during a migration deletes KV's open claim of a key whose outcome the ledger stores"},
-	{PhaseHeld, PhaseOpen, RoleTime,
-		"a firm claim's lease ends: its order may have reached the gateway"},
-	{PhaseHeld, PhaseAbsent, RoleTime,
-		"a tentative claim's lease ends, or a claim kept no longer than its lease"},
-	{PhaseUnresolved, PhaseAbsent, RoleTime,
-		"a key given up on expires RESULT_TTL after the give-up"},
+	{PhaseHeld, EventReleaseUnsent, PhaseAbsent, RoleClient | RoleAdopter | RoleResolver,
+		"an invalid body, a refusal, a tentative claim given up on"},
+	{PhaseOpen, EventReleaseUnsent, PhaseAbsent, RoleClient | RoleAdopter | RoleResolver,
+		"the same, after the claim's lease ended (KV: a claim shows open once its lease is over)"},
+	{PhaseStored, EventPurge, PhaseAbsent, RolePurger,
+		"an erasure request"},
+	{PhaseOpen, EventPurge, PhaseAbsent, RolePurger,
+		"during a migration, KV's open claim of a key whose outcome the ledger stores"},
+	{PhaseHeld, EventLapse, PhaseOpen, RoleTime,
+		"a firm claim: its order may have reached the gateway"},
+	{PhaseHeld, EventLapseTentative, PhaseAbsent, RoleTime,
+		"its order never reached the gateway under it (the ledger, during a migration)"},
+	{PhaseStored, EventExpire, PhaseAbsent, RoleTime,
+		"RESULT_TTL after the commit, and no sooner than the claim's KeepUntil"},
+	{PhaseUnresolved, EventExpire, PhaseAbsent, RoleTime,
+		"RESULT_TTL after the give-up"},
+}
+
+// Next is the phase event by by moves a key in from to; false if no row
+// allows it.
+func Next(from Phase, event Event, by Role) (Phase, bool) {
+	for _, t := range Transitions {
+		if t.From == from && t.Event == event && t.By&by != 0 {
+			return t.To, true
+		}
+	}
+	return from, false
 }
 
 // Allowed reports whether by may move a key from one phase to another: a
