@@ -1,7 +1,8 @@
 // Package docs_test keeps the docs true: every setting the Worker reads has
 // a row in deploy.md's table, metrics.md's tables are the data points'
-// columns and outcomes, every Go name the docs quote exists, and every
-// relative link leads to a file.
+// columns and outcomes, architecture.md's lifecycle table is intake's,
+// every Go name the docs quote exists, and every relative link leads to a
+// file.
 package docs_test
 
 import (
@@ -19,6 +20,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/edge-orders/edge-orders/intake"
 	"github.com/edge-orders/edge-orders/metrics"
 )
 
@@ -411,4 +413,21 @@ func lines(t *testing.T, file string) []string {
 		t.Fatal(err)
 	}
 	return out
+}
+
+// TestLifecycleTableIsIntakes fails unless architecture.md holds the
+// lifecycle's table (intake.Transitions), row for row.
+func TestLifecycleTableIsIntakes(t *testing.T) {
+	doc, err := os.ReadFile(filepath.Join(root, "docs/architecture.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want strings.Builder
+	want.WriteString("| from | event | to | by | why |\n|---|---|---|---|---|\n")
+	for _, r := range intake.Transitions {
+		want.WriteString("| " + r.From.String() + " | " + r.Event.String() + " | " + r.To.String() + " | " + r.By.String() + " | " + r.Why + " |\n")
+	}
+	if !strings.Contains(string(doc), want.String()) {
+		t.Errorf("docs/architecture.md lacks the lifecycle's table as intake.Transitions has it; put this in its place:\n%s", want.String())
+	}
 }

@@ -1,11 +1,13 @@
 package intake
 
+import "strings"
+
 // The lifecycle as one table: the phases a key passes through, as a Store
 // holds it, and every change of phase a writer may make. Stores and the
 // Service decide with their own flags today; the table is what they must
 // agree with. The simulator checks every write it sees against it
-// (sim/refine.go), and TestTheTableKeepsTheInvariants walks every
-// interleaving of a small world through it. docs/architecture.md draws it.
+// (sim/refine.go), and TestTheTableKeepsTheInvariants visits every state
+// of a small world driven by it. docs/architecture.md shows it.
 
 // Phase is where a key stands, as Lookup's Record says at one moment.
 type Phase uint8
@@ -82,13 +84,15 @@ const (
 
 var roleNames = []string{"client", "settler", "resolver", "purger", "adopter", "time"}
 
+// String names the roles in r, comma-separated.
 func (r Role) String() string {
+	var names []string
 	for i, name := range roleNames {
-		if r == 1<<i {
-			return name
+		if r&(1<<i) != 0 {
+			names = append(names, name)
 		}
 	}
-	return "roles"
+	return strings.Join(names, ", ")
 }
 
 // Event is what a writer does to a key, or what time does to it.

@@ -78,6 +78,14 @@ var mutants = []mutant{
 	{"a failed claim write is not remembered in the opened set", "intake/submit.go",
 		"\t\t\ts.opened.put(cacheKey, claim, now)\n\t\t}\n\t\treturn Outcome{}, storageUnavailable(err)",
 		"\t\t}\n\t\treturn Outcome{}, storageUnavailable(err)"},
+	// The lifecycle's table (intake/phase.go), which the model check
+	// (intake/phase_model_test.go) walks.
+	{"the table: a claim whose lease ends leaves its key absent", "intake/phase.go",
+		"{PhaseHeld, EventLapse, PhaseOpen, RoleTime,",
+		"{PhaseHeld, EventLapse, PhaseAbsent, RoleTime,"},
+	{"the table: a new claim may take a held key", "intake/phase.go",
+		"\t{PhaseOpen, EventTakeOver, PhaseHeld, writers,",
+		"\t{PhaseHeld, EventClaim, PhaseHeld, RoleClient, \"planted\"},\n\t{PhaseOpen, EventTakeOver, PhaseHeld, writers,"},
 }
 
 // simOnly are the defences KV's limits make necessary, each removed; the

@@ -1,0 +1,524 @@
+package intake_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/edge-orders/edge-orders/intake"
+)
+
+// TestTheTableKeepsTheInvariants visits every state a small world can
+// reach through the lifecycle's table (intake.Transitions), breadth first,
+// and checks the simulator's invariants in each: two clients in two
+// isolates retrying one order, and a settler; an OMS that dedupes by
+// order id; writes and calls that fail, before they land or after; an
+// isolate that dies at any step; over KV, a read that returns the version
+// before the last write, and writes that land blind. Every change of
+// phase is the table's: an actor asks it what it may do with the phase it
+// read (intake.Next), and the key moves as the row says. Once faults
+// stop, every state must end with the receipt every client was given.
+func TestTheTableKeepsTheInvariants(t *testing.T) {
+	for _, kv := range []bool{true, false} {
+		name := map[bool]string{true: "kv", false: "ledger"}[kv]
+		t.Run(name, func(t *testing.T) {
+			states, depth, err := explore(kv)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("%s: all %d reachable states (the longest path %d steps) keep the invariants and settle once faults stop", name, states, depth)
+		})
+	}
+}
+
+// The search's bounds: failures and deaths in one history, and the most
+// states it may visit (it visits every reachable one, far fewer).
+const (
+	modelFaults    = 4
+	modelDeaths    = 2
+	modelMaxStates = 2_000_000
+)
+
+// The world. A stamp stands for an acceptedAt: the key's one order id is
+// derived from the key and the order, so what can differ between two
+// receipts is when each claim says the order was accepted.
+type (
+	stamp uint8
+
+	// version is what the store holds for the key.
+	version struct {
+		phase  intake.Phase
+		stamp  stamp // the key's order id's acceptedAt; 0 while absent
+		body   stamp // the stored receipt's, while stored
+		holder uint8 // which actor's claim holds it (1 + index), while held
+		blind  bool  // stamp was minted by a claim after a stale read
+	}
+
+	// mactor is a client request or the settler, at one point of its run.
+	mactor struct {
+		pc    pc
+		stamp stamp // its claim's
+		blind bool  // its claim followed a stale read
+		last  bool  // the settler's last call, past SETTLE_MAX_AGE
+		check bool  // the settler's give-up check: it took over a key awaiting it
+		stale bool  // its last read was stale
+	}
+
+	// mstate is the world, comparable so that states dedupe.
+	mstate struct {
+		kv        bool // over KV; otherwise the ledger
+		cur, prev version
+		staleOK   bool  // a read may still return prev (KV)
+		placed    stamp // the acceptedAt the OMS has the order under; 0: none
+		act       [3]mactor
+		cache     [2]stamp // each isolate's receipt cache
+		opened    [2]stamp // each isolate's opened set
+		answered  uint8    // a bit per stamp some client was given a 2xx of
+		blindAns  bool     // one of them was minted blind
+		next      stamp
+		faults    uint8 // failures still to come
+		deaths    uint8
+		paged     bool
+		// pagedStored: the settler paged while a receipt was stored, and
+		// its read was not stale.
+		pagedStored bool
+	}
+
+	pc uint8
+)
+
+const (
+	pcStart pc = iota
+	pcHolding
+	pcAnswered // the OMS answered: commit next
+	pcDone
+	pcDead
+)
+
+const settler = 2 // the settler's index in act; clients run in isolates 0 and 1
+
+func (s *mstate) role(i int) intake.Role {
+	if i == settler {
+		return intake.RoleSettler
+	}
+	return intake.RoleClient
+}
+
+// explore visits every state the world can reach, breadth first, and
+// returns how many there are and the longest path's length, or the first
+// broken invariant with the path to it.
+func explore(kv bool) (states, depth int, err error) {
+	start := mstate{kv: kv, next: 1, faults: modelFaults, deaths: modelDeaths}
+	type node struct {
+		s    mstate
+		path []string
+	}
+	seen := map[mstate]bool{start: true}
+	frontier := []node{{s: start}}
+	for ; len(frontier) > 0; depth++ {
+		var next []node
+		for _, n := range frontier {
+			if err := n.s.check(kv); err != nil {
+				return len(seen), depth, fmt.Errorf("%v, after:\n  %s", err, strings.Join(n.path, "\n  "))
+			}
+			if err := n.s.settles(kv); err != nil {
+				return len(seen), depth, fmt.Errorf("once faults stop: %v, after:\n  %s", err, strings.Join(n.path, "\n  "))
+			}
+			for _, m := range n.s.moves(kv, true) {
+				if seen[m.s] {
+					continue
+				}
+				if len(seen) == modelMaxStates {
+					return len(seen), depth, fmt.Errorf("more than %d states: the world is not bounded", modelMaxStates)
+				}
+				seen[m.s] = true
+				next = append(next, node{s: m.s, path: append(append([]string(nil), n.path...), m.what)})
+			}
+		}
+		frontier = next
+	}
+	return len(seen), depth - 1, nil
+}
+
+type move struct {
+	s    mstate
+	what string
+}
+
+// moves are every step the world may take from s; with chaos, faults,
+// deaths and stale reads among them.
+func (s mstate) moves(kv, chaos bool) []move {
+	var out []move
+	for i := range s.act {
+		out = append(out, s.actorMoves(i, kv, chaos)...)
+	}
+	if h := s.cur.holder; s.cur.phase == intake.PhaseHeld && (h != settler+1 || s.act[settler].pc == pcStart) {
+		// The holder's lease ends: it died, or left its claim, or is a
+		// client too slow. The settler's own calls end within its lease
+		// (OMS_TIMEOUT_MS, at most 20 s, against PENDING_TTL_SECONDS, at
+		// least 60).
+		n := s
+		n.write(intake.EventLapse, intake.RoleTime, n.cur.stamp, false)
+		out = append(out, move{n, "a claim's lease ends"})
+	}
+	if chaos && s.deaths > 0 {
+		for iso := range 2 {
+			if s.act[iso].pc == pcDone || s.act[iso].pc == pcDead {
+				continue
+			}
+			n := s
+			n.deaths--
+			n.act[iso].pc, n.cache[iso], n.opened[iso] = pcDead, 0, 0
+			out = append(out, move{n, fmt.Sprintf("isolate %d dies", iso)})
+		}
+		if s.act[settler].pc != pcStart {
+			n := s
+			n.deaths--
+			n.act[settler] = mactor{}
+			out = append(out, move{n, "the settler's invocation dies"})
+		}
+	}
+	if s.staleOK {
+		n := s
+		n.staleOK = false
+		out = append(out, move{n, "reads catch up"})
+	}
+	return out
+}
+
+// actorMoves are actor i's possible next steps.
+func (s mstate) actorMoves(i int, kv, chaos bool) []move {
+	a := s.act[i]
+	if a.pc == pcDone || a.pc == pcDead {
+		return nil
+	}
+	who := fmt.Sprintf("actor %d", i)
+	if i == settler {
+		who = "the settler"
+	}
+	var out []move
+	switch a.pc {
+	case pcStart:
+		reads := []version{s.cur}
+		if kv && chaos && s.staleOK && s.prev != s.cur {
+			reads = append(reads, s.prev)
+		}
+		for _, read := range reads {
+			stale := read != s.cur
+			out = append(out, s.start(i, read, stale, kv, chaos, who)...)
+		}
+	case pcHolding:
+		// The gateway call: answered, or not (failed before it reached
+		// the OMS, or after it acted).
+		n := s
+		if n.placed == 0 {
+			n.placed = a.stamp
+		}
+		n.act[i].pc = pcAnswered
+		out = append(out, move{n, who + ": the OMS accepts"})
+		if chaos && s.faults > 0 {
+			for _, acted := range []bool{false, true} {
+				n := s
+				n.faults--
+				if acted && n.placed == 0 {
+					n.placed = a.stamp
+				}
+				out = append(out, n.unknown(i, kv, chaos, who+fmt.Sprintf(": the call fails (the OMS acted: %v)", acted))...)
+			}
+		}
+	case pcAnswered:
+		out = append(out, s.commit(i, kv, chaos, who)...)
+	}
+	return out
+}
+
+// start is actor i's first step: it reads the key (read, stale or not)
+// and asks the table what it may do.
+func (s mstate) start(i int, read version, stale, kv, chaos bool, who string) []move {
+	n := s
+	a := &n.act[i]
+	a.stale = stale
+	role := s.role(i)
+	what := fmt.Sprintf("%s reads %s", who, read.phase)
+	if stale {
+		what += " (stale)"
+	}
+	if i != settler {
+		if c := n.cache[i]; c != 0 {
+			n.answer(i, c, false)
+			a.pc = pcDone
+			return []move{{n, what + ", replays from memory"}}
+		}
+		if read.phase == intake.PhaseStored {
+			n.answer(i, read.body, read.blind)
+			n.cache[i] = read.body
+			a.pc = pcDone
+			return []move{{n, what + ", replays"}}
+		}
+	}
+	for _, ev := range []intake.Event{intake.EventClaim, intake.EventTakeOver} {
+		if _, ok := intake.Next(read.phase, ev, role); !ok {
+			continue
+		}
+		st, blind := read.stamp, read.blind || stale
+		if ev == intake.EventClaim {
+			st = n.next
+			if i != settler && n.opened[i] != 0 {
+				st = n.opened[i]
+			}
+		}
+		what += ", " + ev.String()
+		a.stamp, a.blind, a.last = st, blind, false
+		a.check = i == settler && read.phase == intake.PhaseChecking
+		var out []move
+		lasts := []bool{false}
+		// The last call comes SETTLE_MAX_AGE after the order was
+		// accepted: no client's request of then is still running.
+		if i == settler && chaos && !a.check && !n.clientMidCall() {
+			lasts = append(lasts, true)
+		}
+		for _, last := range lasts {
+			m := n
+			m.act[i].last = last
+			if ev == intake.EventClaim && st == m.next {
+				m.next++
+			}
+			out = append(out, m.written(i, ev, kv, chaos, what+map[bool]string{true: " (its last call)"}[last], func(m *mstate) {
+				// The write failed: KV releases a claim that may have
+				// landed open (the table's row for it), and the isolate
+				// remembers its order's acceptedAt.
+				if kv && ev == intake.EventClaim && i != settler {
+					m.write(intake.EventReleaseOpen, role, st, blind)
+					m.opened[i] = st
+				}
+				m.finish(i, kv)
+			}, func(m *mstate) { m.act[i].pc = pcHolding })...)
+		}
+		return out
+	}
+	// Held, or nothing the table lets it do: 409, or the settler has
+	// nothing to settle.
+	a.pc = pcDone
+	if i == settler {
+		a.pc = pcStart
+		if n == s {
+			return nil
+		}
+	}
+	return []move{{n, what + ", waits"}}
+}
+
+// written is actor i's write of ev: landed, or, with chaos, failed before
+// it landed or after; failed runs after a failure, ok after success.
+func (s mstate) written(i int, ev intake.Event, kv, chaos bool, what string, failed, ok func(*mstate)) []move {
+	a := s.act[i]
+	n := s
+	n.write(ev, s.role(i), a.stamp, a.blind)
+	n.holds(i, ev)
+	ok(&n)
+	out := []move{{n, what}}
+	if chaos && s.faults > 0 {
+		before := s
+		before.faults--
+		failed(&before)
+		after := s
+		after.faults--
+		after.write(ev, s.role(i), a.stamp, a.blind)
+		after.holds(i, ev)
+		failed(&after)
+		out = append(out, move{before, what + ": fails before it lands"}, move{after, what + ": lands, but fails"})
+	}
+	return out
+}
+
+// holds makes actor i the holder of the key its claim (ev) left held.
+func (s *mstate) holds(i int, ev intake.Event) {
+	if (ev == intake.EventClaim || ev == intake.EventTakeOver) && s.cur.phase == intake.PhaseHeld {
+		s.cur.holder = uint8(i + 1)
+	}
+}
+
+// write moves the key by ev as the table says. KV has no compare-and-swap:
+// a write the table has no row for, from the phase the key is really in
+// (its writer read it stale), lands blind: a claim over a live claim
+// replaces it, and a receipt over a stored one replaces it; anything
+// else beside a stored outcome is a leftover the outcome wins over. The
+// ledger refuses such a write.
+func (s *mstate) write(ev intake.Event, by intake.Role, st stamp, blind bool) {
+	prev := s.cur
+	to, ok := intake.Next(s.cur.phase, ev, by)
+	switch {
+	case ok:
+		s.cur.phase = to
+		switch to {
+		case intake.PhaseAbsent:
+			s.cur = version{}
+		case intake.PhaseStored:
+			s.cur.body, s.cur.blind = st, blind
+		default:
+			if s.cur.stamp == 0 || ev == intake.EventClaim {
+				s.cur.stamp, s.cur.blind = st, blind
+			}
+		}
+		if to != intake.PhaseHeld {
+			s.cur.holder = 0
+		}
+	case !s.kv:
+		return
+	case ev == intake.EventCommit && s.cur.phase == intake.PhaseStored:
+		s.cur.body, s.cur.blind = st, blind
+	case (ev == intake.EventClaim || ev == intake.EventTakeOver) && s.cur.phase == intake.PhaseHeld:
+		// A claim over another's live claim: the key keeps the one
+		// written last, with the acceptedAt its writer chose.
+		s.cur.stamp, s.cur.blind = st, blind
+	default:
+		return
+	}
+	if s.cur != prev {
+		s.prev, s.staleOK = prev, true
+	}
+}
+
+// unknown ends actor i's call without an answer: released open; the
+// settler's last call is, over KV, checked once reads have caught up,
+// and that check's call, or the ledger's last, gives up and pages.
+func (s mstate) unknown(i int, kv, chaos bool, what string) []move {
+	a := s.act[i]
+	ev := intake.EventReleaseOpen
+	switch {
+	case i == settler && a.check:
+		ev = intake.EventGiveUp
+	case i == settler && a.last && kv:
+		ev = intake.EventCheck
+	case i == settler && a.last:
+		ev = intake.EventGiveUp
+	}
+	return s.written(i, ev, kv, chaos, what+", "+ev.String(), func(m *mstate) {
+		m.finish(i, kv)
+	}, func(m *mstate) {
+		if ev == intake.EventGiveUp {
+			m.paged = true
+			// Over KV a claim written blind beside the settler's may
+			// have stored it meanwhile (the simulator's allowance).
+			m.pagedStored = m.pagedStored || (m.cur.phase == intake.PhaseStored && !a.stale && !m.cur.blind)
+		}
+		m.finish(i, kv)
+	})
+}
+
+// finish ends actor i's run: a client answers 503 and its isolate
+// remembers the key it left open; the settler starts over.
+func (s *mstate) finish(i int, kv bool) {
+	if i == settler {
+		s.act[i] = mactor{}
+		return
+	}
+	if s.act[i].pc == pcHolding || s.act[i].pc == pcAnswered {
+		s.opened[i] = s.act[i].stamp
+	}
+	s.act[i].pc = pcDone
+}
+
+// commit stores actor i's outcome, the OMS's answer: a client is answered
+// first over the ledger (the commit follows the response), after it over
+// KV.
+func (s mstate) commit(i int, kv, chaos bool, who string) []move {
+	a := s.act[i]
+	n := s
+	if i != settler && !kv {
+		n.answer(i, a.stamp, a.blind)
+		n.cache[i] = a.stamp
+	}
+	return n.written(i, intake.EventCommit, kv, chaos, who+" commits", func(m *mstate) {
+		m.write(intake.EventReleaseOpen, m.role(i), a.stamp, a.blind)
+		if i != settler && !kv {
+			m.cache[i] = 0 // the commit failed: no longer replayed from memory
+		}
+		m.finish(i, kv)
+	}, func(m *mstate) {
+		if i != settler && kv {
+			m.answer(i, a.stamp, a.blind)
+			m.cache[i] = a.stamp
+		}
+		if i == settler {
+			m.act[i] = mactor{}
+			return
+		}
+		m.act[i].pc = pcDone
+	})
+}
+
+// clientMidCall reports whether a client holds a claim it may still
+// call the gateway or commit under.
+func (s mstate) clientMidCall() bool {
+	for i := range settler {
+		if pc := s.act[i].pc; pc == pcHolding || pc == pcAnswered {
+			return true
+		}
+	}
+	return false
+}
+
+// answer records a 2xx of stamp st given to client i.
+func (s *mstate) answer(i int, st stamp, blind bool) {
+	s.answered |= 1 << st
+	s.blindAns = s.blindAns || blind
+}
+
+// check is the invariants that hold in every state.
+func (s mstate) check(kv bool) error {
+	switch {
+	case s.placed != 0 && s.cur.phase == intake.PhaseAbsent:
+		return fmt.Errorf("the OMS has the order, but the key is absent: a retry places it again under another acceptedAt")
+	case s.cur.phase == intake.PhaseStored && s.placed == 0:
+		return fmt.Errorf("a receipt is stored for an order the OMS never saw")
+	case s.answered&(s.answered-1) != 0 && !s.blindAns:
+		return fmt.Errorf("clients were given receipts of two acceptedAts (%08b), neither minted after a stale read", s.answered)
+	case s.pagedStored:
+		return fmt.Errorf("the settler paged an order whose receipt was stored, by a read that was not stale")
+	}
+	return nil
+}
+
+// settles runs s on with no more faults, deaths or stale reads, each
+// actor's first step first: every actor must finish, and a fresh retry
+// must get the receipt every client was given.
+func (s mstate) settles(kv bool) error {
+	s.faults, s.deaths, s.staleOK = 0, 0, false
+	for steps := 0; ; steps++ {
+		if steps > 60 {
+			return fmt.Errorf("no end after 60 steps: %+v", s)
+		}
+		if err := s.check(kv); err != nil {
+			return err
+		}
+		moves := s.moves(kv, false)
+		if len(moves) == 0 {
+			break
+		}
+		s = moves[0].s
+	}
+	// A fresh retry replays what is stored, or takes the key over and
+	// stores a receipt under the acceptedAt it keeps (the OMS answers its
+	// order id again).
+	final, blind := s.cur.stamp, s.cur.blind
+	switch s.cur.phase {
+	case intake.PhaseStored:
+		final = s.cur.body
+	case intake.PhaseOpen, intake.PhaseChecking, intake.PhaseUnresolved:
+		if _, ok := intake.Next(s.cur.phase, intake.EventTakeOver, intake.RoleClient); !ok {
+			return fmt.Errorf("a client's retry cannot take over a key left %s", s.cur.phase)
+		}
+	case intake.PhaseAbsent:
+		if s.answered != 0 || s.placed != 0 {
+			return fmt.Errorf("the key ends absent, with an order at the OMS or a client told it was accepted")
+		}
+		return nil
+	default:
+		return fmt.Errorf("the key ends %s", s.cur.phase)
+	}
+	if s.answered != 0 && s.answered != 1<<final && !s.blindAns && !blind {
+		return fmt.Errorf("a fresh retry gets the receipt of acceptedAt %d, but clients were given %08b", final, s.answered)
+	}
+	return nil
+}
