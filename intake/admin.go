@@ -347,15 +347,19 @@ func (a *Admin) Purge(ctx context.Context, key Key, orderID string) (Record, err
 	return rec, nil
 }
 
-// purgeFallback purges the Fallback's receipt for key, and with final
-// (the Store holds the key's final outcome) its claim too.
+// purgeFallback purges the Fallback's receipt for key, with its claim;
+// with final (the Store holds the key's final outcome) the claim goes even
+// where the Fallback holds no outcome. Each KV key is written once: a
+// second delete within the second would be refused (429).
 func purgeFallback(ctx context.Context, old FallbackAdmin, key Key, orderID string, final bool) (Record, error) {
-	if final {
-		if err := old.DropClaim(ctx, key); err != nil {
-			return Record{}, err
-		}
+	rec, err := old.Purge(ctx, key, orderID)
+	if err == nil && final && rec.State != Stored {
+		err = old.DropClaim(ctx, key)
 	}
-	return old.Purge(ctx, key, orderID)
+	if err != nil {
+		return Record{}, err
+	}
+	return rec, nil
 }
 
 // mismatched reports whether rec is a stored outcome of another order id

@@ -215,3 +215,46 @@ func TestAPurgeRacingARetryThatCopiesFromKVLeavesNothing(t *testing.T) {
 		t.Errorf("KV's receipt: %v, want deleted", err)
 	}
 }
+
+// TestAPurgeDeletesKVsClaimAndReceiptWithOneWriteEach: KV holds the key's
+// receipt with its claim left beside it, and a retry copied the receipt
+// into the ledger. The purge deletes each KV key once: deleting the claim
+// and then purging KV's copy, which deletes the claim again within the
+// second, was refused by KV's write limit (429), so every such purge
+// failed after erasing the ledger's copy and left KV's for a retry to
+// bring back (found by a long simulation, seed 10659389805588351042,
+// ledger mode, migrating).
+func TestAPurgeDeletesKVsClaimAndReceiptWithOneWriteEach(t *testing.T) {
+	ctx := context.Background()
+	clock, old, mem := migrating(t)
+	receipt := order.Receipt{OrderID: "order-x", Status: order.StatusAccepted, AcceptedAt: acceptedAt}
+	if o, err := order.Parse([]byte(validBody)); err == nil {
+		receipt.Order = o
+	}
+	if err := old.Put(ctx, "result:k", kv.Entry{Value: string(receipt.JSON())}, kv.PutOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	clock.Advance(2 * time.Second) // past KV's write limit for the set-up
+	old.LimitWrites = true
+	svc := intake.New(mem, intake.Options{ResultTTL: config.DefaultResultTTL, PendingTTL: config.DefaultPendingTTL,
+		Now: clock.Now, Fallback: kv.NewStore(old, clock.Now), FallbackUntil: acceptedAt.Add(48 * time.Hour)})
+	if out, err := svc.Submit(ctx, key("k"), []byte(validBody), ""); err != nil || out.OrderID != "order-x" {
+		t.Fatalf("the retry against the ledger = %q, %v; want KV's receipt", out.OrderID, err)
+	}
+	if rec, err := mem.Lookup(ctx, key("k")); err != nil || rec.State != intake.Stored {
+		t.Fatalf("the ledger's record = %v, %v; want KV's receipt copied", rec.State, err)
+	}
+	clock.Advance(2 * time.Second)
+	admin := intake.NewAdmin(svc, mem)
+	if rec, err := admin.Purge(ctx, key("k"), "order-x"); err != nil || rec.State != intake.Stored {
+		t.Fatalf("Purge = %v, %v; want the receipt purged", rec.State, err)
+	}
+	for _, k := range []string{"pending:k", "result:k"} {
+		if _, err := old.Get(ctx, k); !errors.Is(err, kv.ErrNotFound) {
+			t.Errorf("KV's %s after the purge: %v, want it deleted", k, err)
+		}
+	}
+	if rec, err := mem.Lookup(ctx, key("k")); err != nil || rec.State != intake.Absent {
+		t.Errorf("the ledger's record after the purge = %v, %v; want absent", rec.State, err)
+	}
+}

@@ -56,8 +56,8 @@ type purge struct {
 	start, end time.Time
 	body       []byte
 	by         *actor
-	// erased is true once the purge took effect: it succeeded, or its
-	// answer was lost after the key's outcome was gone.
+	// erased is true once the purge took effect: it deleted a stored
+	// outcome, in either store, whatever it answered.
 	erased bool
 }
 
@@ -184,9 +184,7 @@ func (w *world) operatorPurge(inst *instance, k *clientKey) {
 		p := &w.mig.purges[name][i]
 		p.end = w.now()
 		if err != nil {
-			// Its answer may have been lost after it took effect.
-			p.erased = seen.State == intake.Stored && !bytes.Equal(w.peek(name).Body, seen.Body)
-			return
+			return // it may have taken effect all the same (checkRefines marks it)
 		}
 		w.count("key purged")
 		p.body, p.erased = rec.Body, true
@@ -236,6 +234,19 @@ func (w *world) operatorResolve(inst *instance, k *clientKey) {
 			w.violate("%s: resolving an open key failed: %v", a.name, err)
 		}
 	})
+}
+
+// markErased records that a, an operator's purge, deleted key's stored
+// outcome in one store.
+func (w *world) markErased(key keyName, a *actor) {
+	if w.mig == nil {
+		return
+	}
+	for i, p := range w.mig.purges[key] {
+		if p.by == a {
+			w.mig.purges[key][i].erased = true
+		}
+	}
 }
 
 // purgedBetween reports whether a purge of key started from from on, at

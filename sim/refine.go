@@ -11,7 +11,10 @@ import (
 // ledger, moves its key along a row of the lifecycle's table
 // (intake.Transitions) for its writer's role, or leaves its phase as it
 // was. Phases are read exactly, as the write left them: the table is about
-// what the stores hold, not what a stale read shows.
+// what the stores hold. Over KV, which has no compare-and-swap, a write
+// may land over another phase than its writer read: allowed when a row
+// allows the move from the phase it read, naming its stale read or the
+// other writer's write after it (blindWrite).
 
 // roleOf is a's role in the table; false for the driver and the checks'
 // own writes, which set the world up.
@@ -49,10 +52,18 @@ func (w *world) checkRefines(key keyName, from, to intake.Phase, where string) {
 		return
 	}
 	w.count("table row: " + from.String() + " → " + to.String() + " by " + role.String())
-	if !intake.Allowed(from, to, role) {
-		w.violate("%s: %s moved %s from %s to %s (%s), which no row of the lifecycle's table allows",
-			key, actorName(a), key, from, to, where)
+	if role == intake.RolePurger && from == intake.PhaseStored {
+		w.markErased(key, a.origin())
 	}
+	if intake.Allowed(from, to, role) {
+		return
+	}
+	if e := w.blindWrite(a, key, to, role, where); e != nil {
+		w.allowBy("a write from the phase its writer read, landed blind", e)
+		return
+	}
+	w.violate("%s: %s moved %s from %s to %s (%s), which no row of the lifecycle's table allows",
+		key, actorName(a), key, from, to, where)
 }
 
 // kvPhase is key's phase in KV now, read exactly.
@@ -62,4 +73,50 @@ func (w *world) kvPhase(key keyName) intake.Phase {
 	defer func() { w.direct = was }()
 	rec, _ := w.kvStore.Lookup(context.Background(), w.keyOf(key))
 	return intake.PhaseOf(rec)
+}
+
+// blindWrite is the event that let a's KV write move key to to from
+// another phase than the table's rows allow from: KV has no
+// compare-and-swap, so a writer acts on the phase it read, and the write
+// lands over what is there. Allowed when a row allows the move from the
+// phase a read, and that read was stale (it missed a write), or another
+// writer's write landed after it (two claims at once); nil otherwise.
+func (w *world) blindWrite(a *actor, key keyName, to intake.Phase, role intake.Role, where string) *event {
+	if w.mode != KVMode || !strings.HasPrefix(where, "kv ") || a == nil {
+		return nil
+	}
+	reads := w.ck.reads[a]
+	claim, okc := reads["pending:"+key]
+	result, okr := reads["result:"+key]
+	if !okc && !okr {
+		return nil
+	}
+	seen := intake.PhaseAbsent
+	switch {
+	case result.entry != nil:
+		seen = intake.PhaseStored
+	case claim.entry != nil:
+		seen = intake.PhaseOf(w.decodeClaim(key, claim.entry, claim.at))
+	}
+	if !intake.Allowed(seen, to, role) {
+		return nil
+	}
+	for _, r := range []readSeen{claim, result} {
+		if r.stale != nil {
+			return r.stale
+		}
+	}
+	for _, kvKey := range []string{"pending:" + key, "result:" + key} {
+		since, ok := a.reads[kvKey]
+		if !ok {
+			continue
+		}
+		for _, v := range w.ns.keys[kvKey] {
+			if v.seq >= since && v.by != nil && v.by.origin() != a.origin() {
+				return w.ck.newEvent(claimsAtOnce, "%s wrote %s at %s, after %s read it, which saw it %s",
+					actorName(v.by), kvKey, v.at.Format("15:04:05.000"), actorName(a), seen)
+			}
+		}
+	}
+	return nil
 }
