@@ -380,12 +380,8 @@ func TestAKeyLeftOpenInKVIsAdoptedAndSettled(t *testing.T) {
 // 7786317966684427475, ledger mode, migrating).
 func TestAKeyKVGaveUpOnLongAgoIsAdoptedNotDropped(t *testing.T) {
 	ctx := context.Background()
-	clock := &fakeClock{now: acceptedAt}
-	oldMem := kv.NewMemoryNamespace()
-	oldMem.Now = clock.Now
-	g := &scriptedGateway{clock: clock}
 	const maxAge = time.Hour
-	opts := intake.Options{ResultTTL: config.DefaultResultTTL, PendingTTL: config.DefaultPendingTTL, SettleMaxAge: maxAge, Gateway: g, Now: clock.Now}
+	clock, oldMem, g, opts := settling(maxAge)
 
 	before := intake.New(kv.NewStore(oldMem, clock.Now), opts)
 	g.answer(errLost)
@@ -447,14 +443,10 @@ func TestAKeyKVGaveUpOnLongAgoIsAdoptedNotDropped(t *testing.T) {
 // simulation, seed 4871404537638538006, ledger mode, migrating).
 func TestTheSettlerGivesUpOnNoOrderKVKnowsWasAccepted(t *testing.T) {
 	ctx := context.Background()
-	clock := &fakeClock{now: acceptedAt}
-	oldMem := kv.NewMemoryNamespace()
-	oldMem.Now = clock.Now
-	g := &scriptedGateway{clock: clock}
 	const maxAge = time.Hour
+	clock, oldMem, g, opts := settling(maxAge)
 	reports := 0
-	opts := intake.Options{ResultTTL: config.DefaultResultTTL, PendingTTL: config.DefaultPendingTTL, SettleMaxAge: maxAge, Gateway: g, Now: clock.Now,
-		ReportUnresolved: func(context.Context, intake.Key, intake.Placement, int) error { reports++; return nil }}
+	opts.ReportUnresolved = func(context.Context, intake.Key, intake.Placement, int) error { reports++; return nil }
 	ledgerStore := ledger.NewMemoryStore()
 	ledgerStore.Now = clock.Now
 	migrating := opts
@@ -494,4 +486,14 @@ func TestTheSettlerGivesUpOnNoOrderKVKnowsWasAccepted(t *testing.T) {
 	if err != nil || rec.State != intake.Stored || string(rec.Body) != string(stored.Body) {
 		t.Errorf("the ledger's record = %+v, %v; want KV's receipt %s", rec, err, stored.Body)
 	}
+}
+
+// settling is a KV namespace on a test clock and the options of a Service
+// with a scripted gateway whose settler gives up after maxAge.
+func settling(maxAge time.Duration) (*fakeClock, *kv.MemoryNamespace, *scriptedGateway, intake.Options) {
+	clock := &fakeClock{now: acceptedAt}
+	mem := kv.NewMemoryNamespace()
+	mem.Now = clock.Now
+	g := &scriptedGateway{clock: clock}
+	return clock, mem, g, intake.Options{ResultTTL: config.DefaultResultTTL, PendingTTL: config.DefaultPendingTTL, SettleMaxAge: maxAge, Gateway: g, Now: clock.Now}
 }
