@@ -104,7 +104,7 @@ func (h *Handler) admin(ctx context.Context, r *workers.Request, line *eventlog.
 	}()
 	fail := func(err error) *workers.Response {
 		line.Error = err.Error()
-		resp, outcome, status := errorResponse(err, "", int(h.svc.RetryAfter().Seconds()))
+		resp, outcome, status := errorResponse(err, queryDetail(err), int(h.svc.RetryAfter().Seconds()))
 		line.Outcome, line.Status = outcome, status
 		return resp
 	}
@@ -216,7 +216,7 @@ func (h *Handler) adminRoute(method, path, query string) (adminRoute, error) {
 	}
 	for _, p := range pairs {
 		if p[0] != orderIDParam || route.orderID != "" || !preconditioned(route.action) {
-			return route, errs.Detail(errInvalidQuery, "a resolve or a purge takes orderId, once; nothing else takes a query")
+			return route, invalidQuery("a resolve or a purge takes orderId, once; nothing else takes a query")
 		}
 		route.orderID = p[1]
 	}
@@ -258,15 +258,15 @@ func (h *Handler) queryRoute(method, path, query string) (adminRoute, error) {
 		case name == orderIDParam && !hasOrderID && preconditioned(route.action):
 			id, ok := unescape(value)
 			if !ok {
-				return route, errs.Detail(errInvalidQuery, "the query is not percent-encoded")
+				return route, invalidQuery("the query is not percent-encoded")
 			}
 			route.orderID, hasOrderID = id, true
 		default:
-			return route, errs.Detail(errInvalidQuery, "the query takes client and key, once each, and for a resolve or a purge orderId")
+			return route, invalidQuery("the query takes client and key, once each, and for a resolve or a purge orderId")
 		}
 	}
 	if !hasClient || !hasKey {
-		return route, errs.Detail(errInvalidQuery, "the query takes client and key, once each, and for a resolve or a purge orderId")
+		return route, invalidQuery("the query takes client and key, once each, and for a resolve or a purge orderId")
 	}
 	return h.keyRoute(route, client, key)
 }
@@ -316,7 +316,7 @@ func queryPairs(query string) ([][2]string, error) {
 		name, nok := unescape(rawName)
 		value, vok := unescape(rawValue)
 		if !nok || !vok {
-			return nil, errs.Detail(errInvalidQuery, "the query is not percent-encoded")
+			return nil, invalidQuery("the query is not percent-encoded")
 		}
 		pairs = append(pairs, [2]string{name, value})
 	}
@@ -339,7 +339,7 @@ func (h *Handler) list(ctx context.Context, query string, line *eventlog.Line) (
 			for _, s := range strings.Split(value, ",") {
 				state, ok := stateNamed(s)
 				if !ok {
-					return nil, errs.Detail(errInvalidQuery, "state is a comma-separated list of in_progress, unknown and unresolved")
+					return nil, invalidQuery("state is a comma-separated list of in_progress, unknown and unresolved")
 				}
 				q.States |= state
 			}
@@ -350,11 +350,11 @@ func (h *Handler) list(ctx context.Context, query string, line *eventlog.Line) (
 		case "limit":
 			n, err := strconv.Atoi(value)
 			if err != nil || n < 1 || n > intake.MaxListLimit {
-				return nil, errs.Detail(errInvalidQuery, "limit is a whole number from 1 to "+strconv.Itoa(intake.MaxListLimit))
+				return nil, invalidQuery("limit is a whole number from 1 to " + strconv.Itoa(intake.MaxListLimit))
 			}
 			q.Limit = n
 		default:
-			return nil, errs.Detail(errInvalidQuery, "the query takes state, client, cursor and limit")
+			return nil, invalidQuery("the query takes state, client, cursor and limit")
 		}
 	}
 	switch {
@@ -586,4 +586,25 @@ func unescape(s string) (string, bool) {
 		}
 	}
 	return string(b), true
+}
+
+// queryError is an admin query's fault, told to the operator as its
+// detail: the rule the query broke, one of this package's own sentences,
+// never an error's text.
+type queryError struct{ rule string }
+
+func (e *queryError) Error() string { return errInvalidQuery.Error() + ": " + e.rule }
+func (e *queryError) Unwrap() error { return errInvalidQuery }
+
+// invalidQuery is errInvalidQuery, answered with rule as its detail.
+func invalidQuery(rule string) error { return &queryError{rule} }
+
+// queryDetail is err's rule, if err is an invalid query; "" otherwise,
+// for the problem table's own detail.
+func queryDetail(err error) string {
+	var q *queryError
+	if errors.As(err, &q) && q.rule != "" {
+		return strings.ToUpper(q.rule[:1]) + q.rule[1:] + "."
+	}
+	return ""
 }

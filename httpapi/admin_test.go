@@ -671,3 +671,23 @@ func TestAdminActionsTakeTheOrderIDTheOperatorSaw(t *testing.T) {
 		t.Errorf("the purge of its own order id answered %s, want the accepted receipt", got.State)
 	}
 }
+
+// TestAnInvalidQueryNamesItsPathsRule: a query an admin path does not
+// take is answered with that path's rule, not another path's.
+func TestAnInvalidQueryNamesItsPathsRule(t *testing.T) {
+	tests := []struct{ path, detail string }{
+		{"/admin/orders?sort=key", "The query takes state, client, cursor and limit."},
+		{"/admin/orders?limit=0", "Limit is a whole number from 1 to 1000."},
+		{"/admin/order?client=desk-a&key=k1&sort=key", "The query takes client and key, once each, and for a resolve or a purge orderId."},
+		{"/admin/deadletters?sort=key", "The dead letters' query takes cursor and limit."},
+		{"/admin/deadletter?client=desk-a&key=k1&sort=key", "The query takes client and key, and letterId to acknowledge one letter, once each."},
+	}
+	for _, tc := range tests {
+		e := newAdminEnv(t, false)
+		w := e.do("GET", tc.path, opsToken, "")
+		var p struct{ Error, Detail string }
+		if err := json.Unmarshal(w.Body.Bytes(), &p); err != nil || w.Code != 400 || p.Error != "invalid_query" || p.Detail != tc.detail {
+			t.Errorf("GET %s = %d %s, want 400 invalid_query with the detail %q", tc.path, w.Code, w.Body, tc.detail)
+		}
+	}
+}

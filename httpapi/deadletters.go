@@ -58,7 +58,7 @@ func (h *Handler) deadLetterRoute(method, path, query string) (adminRoute, error
 			return route, err, true
 		}
 		if pairs["client"] == nil || pairs["key"] == nil {
-			return route, errs.Detail(errInvalidQuery, deadLetterQueryRule), true
+			return route, invalidQuery(deadLetterQueryRule), true
 		}
 		route, err = deadLetterKeyRoute(route, *pairs["client"], *pairs["key"], h.opts.Clients)
 		return route, err, true
@@ -96,7 +96,7 @@ func rawQueryPairs(query string, names ...string) (map[string]*string, error) {
 			known = known || n == name
 		}
 		if !known || pairs[name] != nil {
-			return nil, errs.Detail(errInvalidQuery, deadLetterQueryRule)
+			return nil, invalidQuery(deadLetterQueryRule)
 		}
 		pairs[name] = &value
 	}
@@ -138,7 +138,7 @@ func letterOf(query string) (string, error) {
 	}
 	id := *pairs[letterParam]
 	if !ValidLetterID(id) {
-		return "", errs.Detail(errInvalidQuery, "a letterId is 1 to "+strconv.Itoa(MaxLetterIDBytes)+" letters, digits, '-' or '_'")
+		return "", invalidQuery("a letterId is 1 to "+strconv.Itoa(MaxLetterIDBytes)+" letters, digits, '-' or '_'")
 	}
 	return id, nil
 }
@@ -161,9 +161,6 @@ func ValidLetterID(id string) bool {
 
 // listDeadLetters answers GET /admin/deadletters.
 func (h *Handler) listDeadLetters(ctx context.Context, query string) ([]byte, error) {
-	if h.opts.DeadLetters == nil {
-		return []byte(`{"deadLetters":[]}`), nil
-	}
 	cursor, limit := "", intake.DefaultListLimit
 	pairs, err := queryPairs(query)
 	if err != nil {
@@ -177,12 +174,15 @@ func (h *Handler) listDeadLetters(ctx context.Context, query string) ([]byte, er
 		case "limit":
 			n, err := strconv.Atoi(value)
 			if err != nil || n < 1 || n > intake.MaxListLimit {
-				return nil, errs.Detail(errInvalidQuery, "limit is a whole number from 1 to "+strconv.Itoa(intake.MaxListLimit))
+				return nil, invalidQuery("limit is a whole number from 1 to "+strconv.Itoa(intake.MaxListLimit))
 			}
 			limit = n
 		default:
-			return nil, errs.Detail(errInvalidQuery, "the dead letters' query takes cursor and limit")
+			return nil, invalidQuery("the dead letters' query takes cursor and limit")
 		}
+	}
+	if h.opts.DeadLetters == nil {
+		return []byte(`{"deadLetters":[]}`), nil
 	}
 	letters, next, err := h.opts.DeadLetters.List(ctx, cursor, limit)
 	if err != nil {
@@ -203,7 +203,7 @@ func (h *Handler) listDeadLetters(ctx context.Context, query string) ([]byte, er
 func (h *Handler) inspectDeadLetters(ctx context.Context, key intake.Key, query string) ([]byte, error) {
 	if id, err := letterOf(query); err != nil || id != "" {
 		if err == nil {
-			err = errs.Detail(errInvalidQuery, "letterId names the letter a DELETE acknowledges")
+			err = invalidQuery("letterId names the letter a DELETE acknowledges")
 		}
 		return nil, err
 	}

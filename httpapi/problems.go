@@ -161,7 +161,7 @@ var problems = []struct {
 	{errUnknownClient, problem{statusNotFound, "unknown_client", "Unknown client",
 		"No client has this id; the open Worker's keys are under the client -.", "", metrics.Invalid, ""}},
 	{errInvalidQuery, problem{statusBadRequest, "invalid_query", "Invalid query",
-		"The query takes state (in_progress, unknown, unresolved, comma-separated), client, cursor and limit (1 to " + strconv.Itoa(intake.MaxListLimit) + ").", "", metrics.Invalid, ""}},
+		"This admin path does not take this query; docs/operating.md lists each path's parameters.", "", metrics.Invalid, ""}},
 	{intake.ErrBadCursor, problem{statusBadRequest, "invalid_cursor", "Invalid cursor",
 		"The cursor is not one a listing handed out; start again without one.", "", metrics.Invalid, ""}},
 	{intake.ErrOtherLetter, problem{statusConflict, "dead_letter_changed", "Another dead letter",
