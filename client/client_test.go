@@ -373,7 +373,13 @@ func TestConcurrentSubmitsPlaceOneOrder(t *testing.T) {
 		}
 		first <- res
 	}()
-	<-placing
+	select {
+	case <-placing:
+	case res := <-first:
+		// It never reached the gateway (a Worker that answers 500, say):
+		// nothing would ever release the wait.
+		t.Fatalf("the first submission ended before its order reached the gateway: %+v", res)
+	}
 	// The second submission meets the first's claim (409); its wait lets the
 	// first finish, and its retry replays the first's receipt.
 	var firstRes *client.Result
