@@ -78,7 +78,6 @@ type (
 		next      stamp
 		faults    uint8 // failures still to come
 		deaths    uint8
-		paged     bool
 		// pagedStored: the settler paged while a receipt was stored, and
 		// its read was not stale.
 		pagedStored bool
@@ -397,7 +396,6 @@ func (s mstate) unknown(i int, kv, chaos bool, what string) []move {
 		m.finish(i, kv)
 	}, func(m *mstate) {
 		if ev == intake.EventGiveUp {
-			m.paged = true
 			// Over KV a claim written blind beside the settler's may
 			// have stored it meanwhile (the simulator's allowance).
 			m.pagedStored = m.pagedStored || (m.cur.phase == intake.PhaseStored && !a.stale && !m.cur.blind)
