@@ -349,11 +349,12 @@ func (a *Admin) Purge(ctx context.Context, key Key, orderID string) (Record, err
 
 // purgeFallback purges the Fallback's receipt for key, with its claim;
 // with final (the Store holds the key's final outcome) the claim goes even
-// where the Fallback holds no outcome. Each KV key is written once: a
-// second delete within the second would be refused (429).
+// where the Fallback purged nothing: it holds no outcome, or another
+// order's. Each KV key is written once: a second delete within the second
+// would be refused (429).
 func purgeFallback(ctx context.Context, old FallbackAdmin, key Key, orderID string, final bool) (Record, error) {
 	rec, err := old.Purge(ctx, key, orderID)
-	if err == nil && final && rec.State != Stored {
+	if err == nil && final && (rec.State != Stored || mismatched(rec, orderID)) {
 		err = old.DropClaim(ctx, key)
 	}
 	if err != nil {

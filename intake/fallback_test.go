@@ -497,3 +497,46 @@ func settling(maxAge time.Duration) (*fakeClock, *kv.MemoryNamespace, *scriptedG
 	g := &scriptedGateway{clock: clock}
 	return clock, mem, g, intake.Options{ResultTTL: config.DefaultResultTTL, PendingTTL: config.DefaultPendingTTL, SettleMaxAge: maxAge, Gateway: g, Now: clock.Now}
 }
+
+// TestTheSettlersLastCallGoesOutWhileKVIsDown: during a migration, a key
+// past SETTLE_MAX_AGE, and KV's copy out of reach. The settler calls the
+// OMS all the same and, when that call fails too, holds the give-up back
+// until it has read KV: the key stays open, due after the backoff, and
+// nothing is paged. It neither gives up blind nor loops on KV every
+// second without asking the OMS.
+func TestTheSettlersLastCallGoesOutWhileKVIsDown(t *testing.T) {
+	ctx := context.Background()
+	const maxAge = time.Hour
+	clock, oldMem, g, opts := settling(maxAge)
+	reports := 0
+	opts.ReportUnresolved = func(context.Context, intake.Key, intake.Placement, int) error { reports++; return nil }
+	down := &kvtest.Faulty{Namespace: oldMem, Err: errStorage}
+	ledgerStore := ledger.NewMemoryStore()
+	ledgerStore.Now = clock.Now
+	opts.Fallback, opts.FallbackUntil = kv.NewStore(down, clock.Now), clock.Now().Add(48*time.Hour)
+	svc := intake.New(ledgerStore, opts)
+	g.answer(errLost)
+	if _, err := svc.Submit(ctx, deskKey, []byte(validBody), ""); !errors.Is(err, intake.ErrOutcomeUnknown) {
+		t.Fatalf("Submit = %v, want ErrOutcomeUnknown", err)
+	}
+	clock.Advance(maxAge + time.Minute)
+	down.Set(kvtest.Fault{Op: kvtest.OpGet})
+	calls := len(g.placements())
+	g.answer(errLost)
+	st, err := svc.Settle(ctx, deskKey)
+	if err != nil || st.Final || st.Unresolved || st.Result != intake.SettleUnknown || !st.NextAttempt.After(clock.Now()) {
+		t.Errorf("the settler = %+v, %v; want the call made, the key open and due after the backoff", st, err)
+	}
+	if n := len(g.placements()); n != calls+1 {
+		t.Errorf("the settler called the OMS %d times, want once", n-calls)
+	}
+	if reports != 0 {
+		t.Errorf("%d pages while KV could not be read, want none", reports)
+	}
+	down.Set()
+	clock.Advance(intake.MaxSettleDelay)
+	g.answer(nil)
+	if st, err := svc.Settle(ctx, deskKey); err != nil || st.Result != intake.SettleAccepted {
+		t.Errorf("the settler once KV is back = %+v, %v; want the receipt stored", st, err)
+	}
+}

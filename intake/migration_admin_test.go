@@ -258,3 +258,36 @@ func TestAPurgeDeletesKVsClaimAndReceiptWithOneWriteEach(t *testing.T) {
 		t.Errorf("the ledger's record after the purge = %v, %v; want absent", rec.State, err)
 	}
 }
+
+// TestAPurgeDeletesKVsClaimBesideAnotherOrdersReceipt: KV holds an old
+// version's receipt for another order id beside its open claim of this
+// one, which the ledger settled. The purge of this order leaves the other
+// receipt, and deletes the claim: left behind, it would outlive the other
+// receipt, and an adoption would take the key again and store the purged
+// receipt once more.
+func TestAPurgeDeletesKVsClaimBesideAnotherOrdersReceipt(t *testing.T) {
+	ctx := context.Background()
+	clock, old, mem := migrating(t)
+	g := &scriptedGateway{clock: clock}
+	svc := intake.New(mem, intake.Options{ResultTTL: config.DefaultResultTTL, PendingTTL: config.DefaultPendingTTL, Gateway: g,
+		Now: clock.Now, Fallback: kv.NewStore(old, clock.Now), FallbackUntil: acceptedAt.Add(48 * time.Hour)})
+	if out, err := svc.Submit(ctx, key("k"), []byte(validBody), ""); err != nil || out.OrderID != "order-x" {
+		t.Fatalf("the retry against the ledger = %q, %v; want order-x's receipt", out.OrderID, err)
+	}
+	other := order.Receipt{OrderID: "legacy-1", Status: order.StatusAccepted, AcceptedAt: acceptedAt}
+	if err := old.Put(ctx, "result:k", kv.Entry{Value: string(other.JSON())}, kv.PutOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	clock.Advance(2 * time.Second)
+	old.LimitWrites = true
+	admin := intake.NewAdmin(svc, mem)
+	if rec, err := admin.Purge(ctx, key("k"), "order-x"); err != nil || intake.OrderIDOf(rec) != "order-x" {
+		t.Fatalf("Purge = %+v, %v; want order-x's receipt purged", rec, err)
+	}
+	if _, err := old.Get(ctx, "pending:k"); !errors.Is(err, kv.ErrNotFound) {
+		t.Errorf("KV's claim after the purge: %v, want it deleted", err)
+	}
+	if e, err := old.Get(ctx, "result:k"); err != nil || e.Value != string(other.JSON()) {
+		t.Errorf("KV's other receipt after the purge = %q, %v; want it left", e.Value, err)
+	}
+}

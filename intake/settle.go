@@ -164,8 +164,13 @@ func (s *Service) settle(ctx context.Context, key Key) (Settlement, error) {
 	by := bySettler
 	if !now.Before(claim.AcceptedAt.Add(s.opts.SettleMaxAge)) {
 		by = bySettlerLastTime
-		if st, done, err := s.settleFromFallback(ctx, key, claim); done {
+		switch st, done, err := s.settleFromFallback(ctx, key, claim); {
+		case done:
 			return st, err
+		case err != nil:
+			// KV's copy is out of reach: the call goes out all the same,
+			// but the give-up waits for a read of KV, after the backoff.
+			by = bySettler
 		}
 	}
 	_, err = s.place(ctx, key, claim, by)
@@ -195,7 +200,8 @@ func (s *Service) settle(ctx context.Context, key Key) (Settlement, error) {
 // is the one its client was given. Without this the settler would report
 // unresolved an order KV knows was accepted, whenever the OMS is still
 // down at the give-up. done is false when the Fallback holds no outcome
-// of that order id, or is not consulted: the settler goes on.
+// of that order id, is not consulted, or cannot be read (err): the
+// settler goes on.
 func (s *Service) settleFromFallback(ctx context.Context, key Key, claim Claim) (Settlement, bool, error) {
 	if !s.fallback() {
 		return Settlement{}, false, nil
@@ -203,9 +209,7 @@ func (s *Service) settleFromFallback(ctx context.Context, key Key, claim Claim) 
 	old, err := s.opts.Fallback.Lookup(ctx, key)
 	switch {
 	case err != nil:
-		// The key stays due, as it was: the give-up waits for the check.
-		s.release(ctx, key, claim)
-		return Settlement{}, true, storageUnavailable(err)
+		return Settlement{}, false, storageUnavailable(err)
 	case old.State != Stored || (old.Fingerprint != "" && old.Fingerprint != claim.Fingerprint):
 		return Settlement{}, false, nil
 	}

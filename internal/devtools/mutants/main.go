@@ -73,7 +73,7 @@ var mutants = []mutant{
 		"return keys, k.saveWalkCursor(ctx, cursorKey, cursor, l.Name)",
 		"return keys, k.saveWalkCursor(ctx, cursorKey, cursor, \"\")"},
 	{"a purge during a migration leaves KV's claim", "intake/admin.go",
-		"if err == nil && final && rec.State != Stored {",
+		"if err == nil && final && (rec.State != Stored || mismatched(rec, orderID)) {",
 		"if err == nil && false {"},
 	{"a failed claim write is not remembered in the opened set", "intake/submit.go",
 		"\t\t\ts.opened.put(cacheKey, claim, now)\n\t\t}\n\t\treturn Outcome{}, storageUnavailable(err)",
@@ -124,7 +124,7 @@ var simOnly = []struct {
 		"return keys, k.saveWalkCursor(ctx, cursorKey, cursor, l.Name)",
 		"return keys, k.saveWalkCursor(ctx, cursorKey, cursor, \"\")"}, "ledger", 300},
 	{mutant{"a purge during a migration leaves KV's claim (simulator alone)", "intake/admin.go",
-		"if err == nil && final && rec.State != Stored {", "if err == nil && false {"}, "ledger", 2000},
+		"if err == nil && final && (rec.State != Stored || mismatched(rec, orderID)) {", "if err == nil && false {"}, "ledger", 2000},
 }
 
 // caughtAfter reads how many histories rapid ran to the first failure.
