@@ -108,11 +108,13 @@ const (
 	EventReleaseUnsent               // released as if never claimed: its order never reached the gateway
 	EventPurge                       // erased by an operator
 	EventLapse                       // a claim's lease ended with its holder gone
+	EventLapseGivenUp                // the same, of a claim on a key given up on
+	EventLapseChecking               // the same, of a claim on a key awaiting the give-up's check
 	EventLapseTentative              // a tentative claim's lease ended with its holder gone
 	EventExpire                      // a record's time is over
 )
 
-var eventNames = []string{"claim", "take over", "commit", "release open", "release for the check", "give up", "release unsent", "purge", "lease ends", "tentative lease ends", "expire"}
+var eventNames = []string{"claim", "take over", "commit", "release open", "release for the check", "give up", "release unsent", "purge", "lease ends", "lease on a given-up key ends", "lease on a checked key ends", "tentative lease ends", "expire"}
 
 func (e Event) String() string {
 	if int(e) < len(eventNames) {
@@ -148,6 +150,10 @@ var Transitions = []Transition{
 		"the OMS answered for good, or an operator resolved the key"},
 	{PhaseOpen, EventCommit, PhaseStored, RoleClient | RoleSettler | RoleResolver,
 		"after the claim's lease ended, by a holder no other claim displaced"},
+	{PhaseChecking, EventCommit, PhaseStored, RoleClient | RoleSettler | RoleResolver,
+		"the same, of a claim on a key awaiting the give-up's check"},
+	{PhaseUnresolved, EventCommit, PhaseStored, RoleClient | RoleSettler | RoleResolver,
+		"the same, of a claim on a key given up on"},
 	{PhaseHeld, EventReleaseOpen, PhaseOpen, writers,
 		"a call without an answer stored: due for the settler after the backoff"},
 	{PhaseAbsent, EventReleaseOpen, PhaseOpen, RoleClient,
@@ -164,10 +170,22 @@ var Transitions = []Transition{
 		"an erasure request"},
 	{PhaseOpen, EventPurge, PhaseAbsent, RolePurger,
 		"during a migration, KV's open claim of a key whose outcome the ledger stores"},
+	{PhaseChecking, EventPurge, PhaseAbsent, RolePurger,
+		"the same, of a claim awaiting the give-up's check"},
+	{PhaseUnresolved, EventPurge, PhaseAbsent, RolePurger,
+		"the same, of a claim given up on"},
+	{PhaseHeld, EventPurge, PhaseAbsent, RolePurger,
+		"the same, of a claim still held"},
 	{PhaseHeld, EventLapse, PhaseOpen, RoleTime,
 		"a firm claim: its order may have reached the gateway"},
+	{PhaseHeld, EventLapseGivenUp, PhaseUnresolved, RoleTime,
+		"a claim on a key given up on: the key stays so"},
+	{PhaseHeld, EventLapseChecking, PhaseChecking, RoleTime,
+		"a claim on a key awaiting the give-up's check: the check stays due"},
 	{PhaseHeld, EventLapseTentative, PhaseAbsent, RoleTime,
 		"its order never reached the gateway under it (the ledger, during a migration)"},
+	{PhaseOpen, EventExpire, PhaseAbsent, RoleTime,
+		"past its KeepUntil, and at once for an older version's open key without its order, kept only its lease"},
 	{PhaseStored, EventExpire, PhaseAbsent, RoleTime,
 		"RESULT_TTL after the commit, and no sooner than the claim's KeepUntil"},
 	{PhaseUnresolved, EventExpire, PhaseAbsent, RoleTime,

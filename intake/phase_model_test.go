@@ -18,6 +18,7 @@ import (
 // phase is the table's: an actor asks it what it may do with the phase it
 // read (intake.Next), and the key moves as the row says. Once faults
 // stop, every state must end with the receipt every client was given.
+// Purges, expiry, adoption and resolves are left to the simulator.
 func TestTheTableKeepsTheInvariants(t *testing.T) {
 	for _, kv := range []bool{true, false} {
 		name := map[bool]string{true: "kv", false: "ledger"}[kv]
@@ -52,16 +53,23 @@ type (
 		body   stamp // the stored receipt's, while stored
 		holder uint8 // which actor's claim holds it (1 + index), while held
 		blind  bool  // stamp was minted by a claim after a stale read
+		// from is, while held, the phase the claim took the key in: a
+		// claim on a key given up on, or awaiting the check, keeps it so.
+		from intake.Phase
+		// contested: a claim landed blind over another's live claim
+		// (KV), so two holders may call and store at once from then on,
+		// and so may whoever takes the key over after them.
+		contested bool
 	}
 
 	// mactor is a client request or the settler, at one point of its run.
 	mactor struct {
 		pc    pc
-		stamp stamp // its claim's
-		blind bool  // its claim followed a stale read
-		last  bool  // the settler's last call, past SETTLE_MAX_AGE
-		check bool  // the settler's give-up check: it took over a key awaiting it
-		stale bool  // its last read was stale
+		stamp stamp        // its claim's
+		blind bool         // its claim followed a stale read
+		last  bool         // the settler's last call, past SETTLE_MAX_AGE
+		from  intake.Phase // the phase its claim took the key in
+		stale bool         // its last read was stale
 	}
 
 	// mstate is the world, comparable so that states dedupe.
@@ -151,13 +159,14 @@ func (s mstate) moves(kv, chaos bool) []move {
 	for i := range s.act {
 		out = append(out, s.actorMoves(i, kv, chaos)...)
 	}
-	if h := s.cur.holder; s.cur.phase == intake.PhaseHeld && (h != settler+1 || s.act[settler].pc == pcStart) {
-		// The holder's lease ends: it died, or left its claim, or is a
-		// client too slow. The settler's own calls end within its lease
-		// (OMS_TIMEOUT_MS, at most 20 s, against PENDING_TTL_SECONDS, at
-		// least 60).
+	if h := s.cur.holder; s.cur.phase == intake.PhaseHeld && (h == 0 || !s.act[h-1].midRun()) {
+		// The holder's lease ends: it died, or left its claim (its release
+		// failed). A live holder finishes within its lease: a gateway call
+		// within OMS_TIMEOUT_MS (at most 20 s) and a commit after the
+		// response within waitUntil's 30 s, against PENDING_TTL_SECONDS of
+		// at least 60.
 		n := s
-		n.write(intake.EventLapse, intake.RoleTime, n.cur.stamp, false)
+		n.write(lapseOf(s.cur.from), intake.RoleTime, n.cur.stamp, n.cur.blind)
 		out = append(out, move{n, "a claim's lease ends"})
 	}
 	if chaos && s.deaths > 0 {
@@ -267,13 +276,12 @@ func (s mstate) start(i int, read version, stale, kv, chaos bool, who string) []
 			}
 		}
 		what += ", " + ev.String()
-		a.stamp, a.blind, a.last = st, blind, false
-		a.check = i == settler && read.phase == intake.PhaseChecking
+		a.stamp, a.blind, a.last, a.from = st, blind, false, read.phase
 		var out []move
 		lasts := []bool{false}
 		// The last call comes SETTLE_MAX_AGE after the order was
 		// accepted: no client's request of then is still running.
-		if i == settler && chaos && !a.check && !n.clientMidCall() {
+		if i == settler && chaos && a.from == intake.PhaseOpen && !n.clientMidCall() {
 			lasts = append(lasts, true)
 		}
 		for _, last := range lasts {
@@ -333,8 +341,20 @@ func (s mstate) written(i int, ev intake.Event, kv, chaos bool, what string, fai
 // holds makes actor i the holder of the key its claim (ev) left held.
 func (s *mstate) holds(i int, ev intake.Event) {
 	if (ev == intake.EventClaim || ev == intake.EventTakeOver) && s.cur.phase == intake.PhaseHeld {
-		s.cur.holder = uint8(i + 1)
+		s.cur.holder, s.cur.from = uint8(i+1), s.act[i].from
 	}
+}
+
+// lapseOf is the event of the lease's end of a claim that took its key in
+// phase from.
+func lapseOf(from intake.Phase) intake.Event {
+	switch from {
+	case intake.PhaseUnresolved:
+		return intake.EventLapseGivenUp
+	case intake.PhaseChecking:
+		return intake.EventLapseChecking
+	}
+	return intake.EventLapse
 }
 
 // write moves the key by ev as the table says. KV has no compare-and-swap:
@@ -351,7 +371,7 @@ func (s *mstate) write(ev intake.Event, by intake.Role, st stamp, blind bool) {
 		s.cur.phase = to
 		switch to {
 		case intake.PhaseAbsent:
-			s.cur = version{}
+			s.cur = version{contested: s.cur.contested}
 		case intake.PhaseStored:
 			s.cur.body, s.cur.blind = st, blind
 		default:
@@ -360,16 +380,17 @@ func (s *mstate) write(ev intake.Event, by intake.Role, st stamp, blind bool) {
 			}
 		}
 		if to != intake.PhaseHeld {
-			s.cur.holder = 0
+			s.cur.holder, s.cur.from = 0, 0
 		}
 	case !s.kv:
 		return
-	case ev == intake.EventCommit && s.cur.phase == intake.PhaseStored:
-		s.cur.body, s.cur.blind = st, blind
+	case ev == intake.EventCommit:
+		// KV writes result: whatever the key holds.
+		s.cur = version{phase: intake.PhaseStored, stamp: s.cur.stamp, body: st, blind: blind, contested: s.cur.contested}
 	case (ev == intake.EventClaim || ev == intake.EventTakeOver) && s.cur.phase == intake.PhaseHeld:
 		// A claim over another's live claim: the key keeps the one
 		// written last, with the acceptedAt its writer chose.
-		s.cur.stamp, s.cur.blind = st, blind
+		s.cur.stamp, s.cur.blind, s.cur.contested = st, blind, true
 	default:
 		return
 	}
@@ -385,8 +406,12 @@ func (s mstate) unknown(i int, kv, chaos bool, what string) []move {
 	a := s.act[i]
 	ev := intake.EventReleaseOpen
 	switch {
-	case i == settler && a.check:
-		ev = intake.EventGiveUp
+	case a.from == intake.PhaseUnresolved:
+		ev = intake.EventGiveUp // a retry's claim leaves the key given up on
+	case a.from == intake.PhaseChecking && i != settler:
+		ev = intake.EventCheck // and the check due
+	case i == settler && a.from == intake.PhaseChecking:
+		ev = intake.EventGiveUp // the check's call failed too
 	case i == settler && a.last && kv:
 		ev = intake.EventCheck
 	case i == settler && a.last:
@@ -395,10 +420,11 @@ func (s mstate) unknown(i int, kv, chaos bool, what string) []move {
 	return s.written(i, ev, kv, chaos, what+", "+ev.String(), func(m *mstate) {
 		m.finish(i, kv)
 	}, func(m *mstate) {
-		if ev == intake.EventGiveUp {
-			// Over KV a claim written blind beside the settler's may
-			// have stored it meanwhile (the simulator's allowance).
-			m.pagedStored = m.pagedStored || (m.cur.phase == intake.PhaseStored && !a.stale && !m.cur.blind)
+		if ev == intake.EventGiveUp && i == settler {
+			// Over KV a claim written blind beside the settler's, or
+			// one its blind claim displaced, may have stored it meanwhile
+			// (the simulator's allowance).
+			m.pagedStored = m.pagedStored || (m.cur.phase == intake.PhaseStored && !a.stale && !m.cur.blind && !m.cur.contested)
 		}
 		m.finish(i, kv)
 	})
@@ -446,11 +472,15 @@ func (s mstate) commit(i int, kv, chaos bool, who string) []move {
 	})
 }
 
+// midRun reports whether a holds a claim it may still call the gateway
+// or commit under.
+func (a mactor) midRun() bool { return a.pc == pcHolding || a.pc == pcAnswered }
+
 // clientMidCall reports whether a client holds a claim it may still
 // call the gateway or commit under.
 func (s mstate) clientMidCall() bool {
 	for i := range settler {
-		if pc := s.act[i].pc; pc == pcHolding || pc == pcAnswered {
+		if s.act[i].midRun() {
 			return true
 		}
 	}
