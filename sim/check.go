@@ -315,7 +315,7 @@ func (w *world) keyOf(name keyName) intake.Key {
 func (w *world) checkKept() {
 	now := w.now()
 	for key, c := range w.oms.last {
-		if w.absentSeen[c] || w.purgedBetween(key, c.start, now) || !w.isAbsent(key) {
+		if w.absentSeen[c] || w.purgeTouchedBetween(key, c.start, now) || !w.isAbsent(key) {
 			continue
 		}
 		var until time.Time
@@ -460,9 +460,7 @@ func (w *world) finalRetryCause(a, fin *answer) *event {
 		// old version's (legacyIDMissed).
 		for _, d := range w.oms.calls {
 			if d.key == fin.key && d.orderID == fin.orderID {
-				if e := w.fallbackMissed(d, a.orderID); e != nil {
-					return e
-				}
+				return w.fallbackMissed(d, a.orderID) // the first call minted it
 			}
 		}
 	case fin.kind == reused:
@@ -604,14 +602,15 @@ func (w *world) checkReplaysIdentical() {
 		group := a.key + " " + id
 		prev, ok := anchors[group]
 		// A request that began before a purge may claim the key it freed.
-		within := ok && a.start.Before(prev.end.Add(w.resultTTL)) && !w.purgedBetween(a.key, prev.end, a.end)
+		end := a.start
+		if a.kind == created {
+			end = a.end
+		}
+		within := ok && a.start.Before(prev.end.Add(w.resultTTL)) && !w.purgedBetween(a.key, prev.end, end)
 		same := within && slices.ContainsFunc(prev.bodies, func(b []byte) bool { return bytes.Equal(b, a.body) })
 		var e *event
 		if within && !same && w.ranKV() {
 			e = w.otherReceiptCause(a.key, id, prev.bodies, a.body)
-		}
-		if e == nil && within && !same && w.mig != nil {
-			e = w.fallbackMintCause(a.key, id, append(slices.Clone(prev.bodies), a.body))
 		}
 		switch {
 		case a.kind == created && e != nil:
@@ -631,28 +630,39 @@ func (w *world) checkReplaysIdentical() {
 }
 
 // fallbackMintCause is the read of KV's fallback that let the ledger-mode
-// Worker mint one of bodies, receipts of orderID under key, afresh: its
-// own request's read, which missed a write of KV's naming the order id.
-func (w *world) fallbackMintCause(key keyName, orderID string, bodies [][]byte) *event {
-	for _, b := range bodies {
-		if e := w.fallbackMissedBy(key, orderID, order.ReceiptAcceptedAt(b), orderID); e != nil {
-			return e
-		}
+// Worker mint body, a receipt of orderID under key, afresh: its minting
+// request's own read, which missed a write of KV's naming the order id.
+func (w *world) fallbackMintCause(key keyName, orderID string, body []byte) *event {
+	if w.mig == nil {
+		return nil
 	}
-	return nil
+	return w.fallbackMissedBy(key, orderID, order.ReceiptAcceptedAt(body), orderID)
 }
 
-// otherReceiptCause is the event that let body, a receipt of orderID under
-// key, carry another acceptedAt than one of bodies: one of the two claims
-// that minted them was written blind.
+// otherReceiptCause is the event that let body, a receipt of orderID
+// under key, carry another acceptedAt than each of bodies: for each, one of
+// the two claims that minted them was written blind, or, during a
+// migration, one of the two was minted by a ledger-mode request whose read
+// of KV's fallback missed the other. Nil unless every pair has one.
 func (w *world) otherReceiptCause(key keyName, orderID string, bodies [][]byte, body []byte) *event {
 	theirs := w.mintOf(key, orderID, order.ReceiptAcceptedAt(body))
+	var first *event
 	for _, b := range bodies {
-		if e := causeBetween(w.mintOf(key, orderID, order.ReceiptAcceptedAt(b)), theirs); e != nil {
-			return e
+		e := causeBetween(w.mintOf(key, orderID, order.ReceiptAcceptedAt(b)), theirs)
+		if e == nil {
+			e = w.fallbackMintCause(key, orderID, body)
+		}
+		if e == nil {
+			e = w.fallbackMintCause(key, orderID, b)
+		}
+		if e == nil {
+			return nil
+		}
+		if first == nil {
+			first = e
 		}
 	}
-	return nil
+	return first
 }
 
 // checkSettled: once faults stop and time passes the backoff, every key

@@ -124,6 +124,8 @@ type miss struct {
 	readSeq int
 	got     int
 	cached  bool
+	// entry is what the read returned; nil for none.
+	entry *kv.Entry
 }
 
 func newNamespace(w *world) *namespace {
@@ -235,7 +237,7 @@ func (n *namespace) read(key string) *kv.Entry {
 func (n *namespace) missed(key string, vs []version, i, loc int, hit bool, got *kv.Entry) {
 	w := n.w
 	now := w.now()
-	m := miss{at: now, reader: w.sched.running, missed: slices.Clone(vs[i+1:]), loc: loc, readSeq: n.writes, got: -1, cached: hit}
+	m := miss{at: now, reader: w.sched.running, missed: slices.Clone(vs[i+1:]), loc: loc, readSeq: n.writes, got: -1, cached: hit, entry: got}
 	if i >= 0 {
 		m.got = vs[i].seq
 	}

@@ -56,9 +56,12 @@ type purge struct {
 	start, end time.Time
 	body       []byte
 	by         *actor
-	// erased is true once the purge took effect: it deleted a stored
-	// outcome, in either store, whatever it answered.
-	erased bool
+	// seen is the receipt the operator's detail showed, which the purge
+	// names; touched is true once the purge deleted a copy of it in
+	// either store, and erased once the key no longer serves it,
+	// whatever the purge answered.
+	seen            []byte
+	touched, erased bool
 }
 
 // receiptCacheTTL is how long another isolate may replay a purged
@@ -172,6 +175,16 @@ func (w *world) operatorPurge(inst *instance, k *clientKey) {
 	w.mig.purges[name] = append(w.mig.purges[name], purge{start: w.now(), by: a})
 	i := len(w.mig.purges[name]) - 1
 	w.sched.spawn(a, func() {
+		p := &w.mig.purges[name][i]
+		// It ends however its actor does: a purge never done is not one
+		// still running. It erased the receipt if it deleted a copy and
+		// the key no longer serves it, whatever it answered.
+		defer func() {
+			p.end = w.now()
+			if rec := w.peek(name); p.touched && (rec.State != intake.Stored || !bytes.Equal(rec.Body, p.seen)) {
+				p.erased = true
+			}
+		}()
 		// As the ops page does: the detail first, then the purge of the
 		// order it showed.
 		admin := intake.NewAdmin(inst.svc, w.adminStore())
@@ -179,15 +192,16 @@ func (w *world) operatorPurge(inst *instance, k *clientKey) {
 		if err != nil {
 			return
 		}
+		if seen.State == intake.Stored {
+			p.seen = seen.Body
+		}
 		rec, err := admin.Purge(context.Background(), k.key, intake.OrderIDOf(seen))
 		w.logf("%s: %v %v", a.name, rec.State, err)
-		p := &w.mig.purges[name][i]
-		p.end = w.now()
 		if err != nil {
 			return // it may have taken effect all the same (checkRefines marks it)
 		}
 		w.count("key purged")
-		p.body, p.erased = rec.Body, true
+		p.body, p.erased, p.touched = rec.Body, true, true
 		delete(w.receipts, name) // no longer stored
 	})
 }
@@ -237,26 +251,39 @@ func (w *world) operatorResolve(inst *instance, k *clientKey) {
 }
 
 // markErased records that a, an operator's purge, deleted key's stored
-// outcome in one store.
+// outcome in one store (it runs inside the store's call: it reads
+// nothing).
 func (w *world) markErased(key keyName, a *actor) {
 	if w.mig == nil {
 		return
 	}
 	for i, p := range w.mig.purges[key] {
 		if p.by == a {
-			w.mig.purges[key][i].erased = true
+			w.mig.purges[key][i].touched = true
 		}
 	}
 }
 
 // purgedBetween reports whether a purge of key started from from on, at
-// to at the latest, and took effect or is still running.
+// to at the latest, and erased the receipt the key served, or is still
+// running.
 func (w *world) purgedBetween(key keyName, from, to time.Time) bool {
+	return w.purgeBetween(key, from, to, func(p purge) bool { return p.erased })
+}
+
+// purgeTouchedBetween is purgedBetween of a purge that deleted a copy of
+// the receipt in either store: the key may then be gone before the other
+// copy's time.
+func (w *world) purgeTouchedBetween(key keyName, from, to time.Time) bool {
+	return w.purgeBetween(key, from, to, func(p purge) bool { return p.touched })
+}
+
+func (w *world) purgeBetween(key keyName, from, to time.Time, took func(purge) bool) bool {
 	if w.mig == nil {
 		return false
 	}
 	for _, p := range w.mig.purges[key] {
-		if (p.erased || p.end.IsZero()) && !p.start.Before(from) && !p.start.After(to) {
+		if (took(p) || p.end.IsZero()) && !p.start.Before(from) && !p.start.After(to) {
 			return true
 		}
 	}
@@ -307,15 +334,13 @@ func (w *world) replayOfPurged(a *answer) bool {
 		return false
 	}
 	for _, p := range w.mig.purges[a.key] {
-		if !p.erased || !a.start.After(p.start) || !a.start.Before(p.end.Add(receiptCacheTTL)) {
+		// The purge's own isolate forgets the receipt at once.
+		if !p.erased || !bytes.Equal(p.seen, a.body) || a.by.inst == p.by.inst ||
+			!a.start.After(p.start) || !a.start.Before(p.end.Add(receiptCacheTTL)) {
 			continue
 		}
-		for _, b := range w.answers {
-			if b.key == a.key && b.body != nil && !b.end.After(p.start) && bytes.Equal(b.body, a.body) {
-				w.count("a purged receipt replayed from memory within the cache's minute")
-				return true
-			}
-		}
+		w.count("a purged receipt replayed from memory within the cache's minute")
+		return true
 	}
 	return false
 }
@@ -473,13 +498,17 @@ func (w *world) ranKV() bool { return w.mode == KVMode || w.mig != nil }
 // receipt naming first. Nil if there is none: no other read excuses it.
 func (w *world) fallbackMissed(c *gatewayCall, first string) *event {
 	reader := c.by.origin()
+	names := func(e *kv.Entry) bool {
+		return e != nil && (strings.Contains(string(e.Metadata), first) || strings.Contains(e.Value, first))
+	}
 	for _, kvKey := range []string{"pending:" + c.key, "result:" + c.key} {
 		for _, m := range w.misses[kvKey] {
-			if m.reader.origin() != reader || m.at.After(c.start) || c.start.Sub(m.at) > staleMost {
+			// A read that returned a version naming first did not hide it.
+			if m.reader.origin() != reader || m.at.After(c.start) || c.start.Sub(m.at) > staleMost || names(m.entry) {
 				continue
 			}
 			for _, v := range m.missed {
-				if v.entry != nil && (strings.Contains(string(v.entry.Metadata), first) || strings.Contains(v.entry.Value, first)) {
+				if names(v.entry) {
 					return w.ck.newEvent(staleRead, "%s read %s at %s, missing %s's write of %s at %s", actorName(m.reader), kvKey,
 						m.at.Format("15:04:05.000"), actorName(v.by), first, v.at.Format("15:04:05.000"))
 				}
@@ -490,13 +519,12 @@ func (w *world) fallbackMissed(c *gatewayCall, first string) *event {
 }
 
 // fallbackMissedBy is fallbackMissed of the gateway call that minted order
-// id and acceptedAt at under key.
+// id and acceptedAt at under key: the first call with them (later ones
+// took the key over).
 func (w *world) fallbackMissedBy(key keyName, id string, at time.Time, first string) *event {
 	for _, d := range w.oms.calls {
 		if d.key == key && d.orderID == id && d.acceptedAt.Equal(at) {
-			if e := w.fallbackMissed(d, first); e != nil {
-				return e
-			}
+			return w.fallbackMissed(d, first)
 		}
 	}
 	return nil
