@@ -42,7 +42,7 @@ type migration struct {
 	leftOpen []keyName
 	pending  int
 	bounded  bool // adoptionBound checked
-	purges   map[keyName][]purge
+	purges   map[keyName][]*purge
 	// resolvers are the operators' resolves, each its actor's.
 	resolvers map[*actor]bool
 	// outageUntil ends an OMS outage that began just before the switch,
@@ -75,7 +75,7 @@ func (w *world) drawMigration() {
 	if !w.migrating || w.choose(2, "migration mid-run") == 0 {
 		return
 	}
-	w.mig = &migration{step: -1, purges: make(map[keyName][]purge), resolvers: make(map[*actor]bool)}
+	w.mig = &migration{step: -1, purges: make(map[keyName][]*purge), resolvers: make(map[*actor]bool)}
 	w.mode = KVMode
 	w.count("history migrating mid-run")
 }
@@ -172,10 +172,9 @@ func (w *world) operatorPurge(inst *instance, k *clientKey) {
 	w.count("operator purge")
 	a := w.operator(inst, k, "purge")
 	name := k.key.String()
-	w.mig.purges[name] = append(w.mig.purges[name], purge{start: w.now(), by: a})
-	i := len(w.mig.purges[name]) - 1
+	p := &purge{start: w.now(), by: a}
+	w.mig.purges[name] = append(w.mig.purges[name], p)
 	w.sched.spawn(a, func() {
-		p := &w.mig.purges[name][i]
 		// It ends however its actor does: a purge never done is not one
 		// still running. It erased the receipt if it deleted a copy and
 		// the key no longer serves it, whatever it answered.
@@ -257,9 +256,9 @@ func (w *world) markErased(key keyName, a *actor) {
 	if w.mig == nil {
 		return
 	}
-	for i, p := range w.mig.purges[key] {
+	for _, p := range w.mig.purges[key] {
 		if p.by == a {
-			w.mig.purges[key][i].touched = true
+			p.touched = true
 		}
 	}
 }
@@ -268,17 +267,17 @@ func (w *world) markErased(key keyName, a *actor) {
 // to at the latest, and erased the receipt the key served, or is still
 // running.
 func (w *world) purgedBetween(key keyName, from, to time.Time) bool {
-	return w.purgeBetween(key, from, to, func(p purge) bool { return p.erased })
+	return w.purgeBetween(key, from, to, func(p *purge) bool { return p.erased })
 }
 
 // purgeTouchedBetween is purgedBetween of a purge that deleted a copy of
 // the receipt in either store: the key may then be gone before the other
 // copy's time.
 func (w *world) purgeTouchedBetween(key keyName, from, to time.Time) bool {
-	return w.purgeBetween(key, from, to, func(p purge) bool { return p.touched })
+	return w.purgeBetween(key, from, to, func(p *purge) bool { return p.touched })
 }
 
-func (w *world) purgeBetween(key keyName, from, to time.Time, took func(purge) bool) bool {
+func (w *world) purgeBetween(key keyName, from, to time.Time, took func(*purge) bool) bool {
 	if w.mig == nil {
 		return false
 	}
@@ -299,15 +298,20 @@ func (w *world) checkNotPurged(key keyName, body []byte, what string) {
 		return
 	}
 	for _, p := range w.mig.purges[key] {
-		if p.body == nil || !bytes.Equal(p.body, body) || !w.now().After(p.end) {
-			continue
-		}
-		if event, ok := w.missedPurge(key, p); ok {
-			w.allowBy("a purged receipt brought back by a read that missed the purge", event)
-			continue
-		}
-		w.violate("%s: the receipt purged at %s was %s %s later: %s", key, p.end.Format("15:04:05.000"), what, w.now().Sub(p.end), body)
+		w.checkPurged(key, body, what, p)
 	}
+}
+
+// checkPurged is checkNotPurged of one purge, p.
+func (w *world) checkPurged(key keyName, body []byte, what string, p *purge) {
+	if p.body == nil || !bytes.Equal(p.body, body) || !w.now().After(p.end) {
+		return
+	}
+	if event, ok := w.missedPurge(key, p); ok {
+		w.allowBy("a purged receipt brought back by a read that missed the purge", event)
+		return
+	}
+	w.violate("%s: the receipt purged at %s was %s %s later: %s", key, p.end.Format("15:04:05.000"), what, w.now().Sub(p.end), body)
 }
 
 // checkAnswerNotPurged is checkNotPurged for what a client was told: a
@@ -318,9 +322,10 @@ func (w *world) checkAnswerNotPurged(ans *answer) {
 		return
 	}
 	for _, p := range w.mig.purges[ans.key] {
+		// Each purge whose minute is over: another isolate may tell a
+		// receipt a later one purged from memory meanwhile.
 		if p.body != nil && bytes.Equal(p.body, ans.body) && ans.start.After(p.end) && !ans.start.Before(p.end.Add(receiptCacheTTL)) {
-			w.checkNotPurged(ans.key, ans.body, "told to a client")
-			return
+			w.checkPurged(ans.key, ans.body, "told to a client", p)
 		}
 	}
 }
@@ -347,7 +352,7 @@ func (w *world) replayOfPurged(a *answer) bool {
 
 // missedPurge is a KV read of key's entries, made after p began, that
 // missed a delete p made, as the stale read it is.
-func (w *world) missedPurge(key keyName, p purge) (*event, bool) {
+func (w *world) missedPurge(key keyName, p *purge) (*event, bool) {
 	for _, kvKey := range []string{"pending:" + key, "result:" + key} {
 		for _, m := range w.misses[kvKey] {
 			if m.at.Before(p.start) {
