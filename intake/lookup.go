@@ -1,6 +1,7 @@
 package intake
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"time"
@@ -66,7 +67,9 @@ func (s *Service) lookedUp(rec Record) (Outcome, error) {
 // on it is kept RESULT_TTL and the Store says until when, so that a
 // lookup of it says when it expires as every other does. The copy is the
 // same receipt; if it cannot be made (another request holds the key, or
-// storage fails) rec is answered as it was found, without its expiry.
+// storage fails) rec is answered as it was found, without its expiry; if
+// the Fallback no longer holds it once the claim does (a purge came
+// between), what it holds now is.
 func (s *Service) copyFromFallback(ctx context.Context, key Key, rec Record, now time.Time) Record {
 	if !s.life.TellsExpiry {
 		return rec
@@ -78,6 +81,16 @@ func (s *Service) copyFromFallback(ctx context.Context, key Key, rec Record, now
 			s.release(ctx, key, takenOver(claim, got))
 		}
 		return rec
+	}
+	// Read again, now that the claim holds the key: an operator's purge
+	// since the first read erased the receipt, which must not come back.
+	// A purge from now on finds the claim and waits.
+	if again, err := s.opts.Fallback.Lookup(ctx, key); err != nil || again.State != Stored || !bytes.Equal(again.Body, rec.Body) {
+		s.release(ctx, key, claim)
+		if err != nil {
+			return rec
+		}
+		return again
 	}
 	result := Result{Body: rec.Body, Rejected: rec.Rejected, Fingerprint: rec.Fingerprint, TTL: s.opts.ResultTTL}
 	if err := s.commit(ctx, key, claim, result, now, false); err != nil {

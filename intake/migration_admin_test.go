@@ -9,6 +9,7 @@ import (
 	"github.com/edge-orders/edge-orders/config"
 	"github.com/edge-orders/edge-orders/intake"
 	"github.com/edge-orders/edge-orders/kv"
+	"github.com/edge-orders/edge-orders/ledger"
 	"github.com/edge-orders/edge-orders/order"
 )
 
@@ -289,5 +290,50 @@ func TestAPurgeDeletesKVsClaimBesideAnotherOrdersReceipt(t *testing.T) {
 	}
 	if e, err := old.Get(ctx, "result:k"); err != nil || e.Value != string(other.JSON()) {
 		t.Errorf("KV's other receipt after the purge = %q, %v; want it left", e.Value, err)
+	}
+}
+
+// erasedAfterRead is a Fallback whose receipt is erased right after its
+// first read, as an operator's purge between a lookup's read of KV and
+// its claim would.
+type erasedAfterRead struct {
+	intake.Fallback
+	erase func()
+	done  bool
+}
+
+func (e *erasedAfterRead) Lookup(ctx context.Context, key intake.Key) (intake.Record, error) {
+	rec, err := e.Fallback.Lookup(ctx, key)
+	if !e.done {
+		e.done = true
+		e.erase()
+	}
+	return rec, err
+}
+
+// TestALookupRacingAPurgeCopiesNothingBack: a lookup read KV's receipt,
+// and an operator's purge erased it before the lookup's claim. The
+// lookup must not copy it into the ledger: it reads KV again once its
+// claim holds the key, and answers what it finds (found by a long
+// simulation, seed 8931700042542389514, ledger mode, migrating).
+func TestALookupRacingAPurgeCopiesNothingBack(t *testing.T) {
+	ctx := context.Background()
+	clock := &fakeClock{now: acceptedAt}
+	old := kv.NewMemoryNamespace()
+	old.Now = clock.Now
+	receipt := order.Receipt{OrderID: "legacy-1", Status: order.StatusAccepted, AcceptedAt: acceptedAt}
+	if err := old.Put(ctx, "result:k", kv.Entry{Value: string(receipt.JSON())}, kv.PutOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	mem := ledger.NewMemoryStore()
+	mem.Now = clock.Now
+	fallback := &erasedAfterRead{Fallback: kv.NewStore(old, clock.Now), erase: func() { old.Delete(ctx, "result:k") }}
+	svc := intake.New(mem, intake.Options{ResultTTL: config.DefaultResultTTL, PendingTTL: config.DefaultPendingTTL,
+		Now: clock.Now, Fallback: fallback, FallbackUntil: acceptedAt.Add(48 * time.Hour)})
+	if out, err := svc.Lookup(ctx, key("k")); !errors.Is(err, intake.ErrNotFound) {
+		t.Errorf("Lookup = %q, %v; want ErrNotFound: the receipt was purged", out.Receipt, err)
+	}
+	if rec, err := mem.Lookup(ctx, key("k")); err != nil || rec.State != intake.Absent {
+		t.Errorf("the ledger's record = %v, %v; want the purged receipt not copied back", rec.State, err)
 	}
 }

@@ -351,7 +351,8 @@ func (w *world) replayOfPurged(a *answer) bool {
 }
 
 // missedPurge is a KV read of key's entries, made after p began, that
-// missed a delete p made, as the stale read it is.
+// missed a delete p made, or p's own read that missed the write of the
+// receipt it purged, as the stale read it is.
 func (w *world) missedPurge(key keyName, p *purge) (*event, bool) {
 	for _, kvKey := range []string{"pending:" + key, "result:" + key} {
 		for _, m := range w.misses[kvKey] {
@@ -362,6 +363,12 @@ func (w *world) missedPurge(key keyName, p *purge) (*event, bool) {
 				if v.entry == nil && v.by == p.by {
 					return w.ck.newEvent(staleRead, "%s read %s at %s, missing its delete by %s at %s", actorName(m.reader), kvKey,
 						m.at.Format("15:04:05.000"), actorName(p.by), v.at.Format("15:04:05.000")), true
+				}
+				// The purge's own read missed the receipt's write: it left
+				// the receipt there.
+				if m.reader.origin() == p.by && v.entry != nil && p.body != nil && v.entry.Value == string(p.body) {
+					return w.ck.newEvent(staleRead, "%s read %s at %s, missing the receipt's write by %s at %s, and left it", actorName(p.by), kvKey,
+						m.at.Format("15:04:05.000"), actorName(v.by), v.at.Format("15:04:05.000")), true
 				}
 			}
 		}
