@@ -83,8 +83,10 @@ type causality struct {
 	written map[keyName][]*claimWrite
 	// answered is when each request was answered.
 	answered map[*actor]time.Time
-	// claimWriters is who wrote each claim entry, by key and bytes.
+	// claimWriters is who wrote each claim entry, by key and bytes, and
+	// claimWrites the write itself, for those with an order id.
 	claimWriters map[string]*actor
+	claimWrites  map[string]*claimWrite
 }
 
 type resultWrite struct {
@@ -94,7 +96,7 @@ type resultWrite struct {
 
 func newCausality() *causality {
 	return &causality{reads: make(map[*actor]map[string]readSeen), lastClaim: make(map[*actor]map[keyName]*claimWrite),
-		mints: make(map[string]*claimWrite), unresolvedMarks: make(map[string]time.Time), resultWriters: make(map[keyName][]resultWrite), claimWriters: make(map[string]*actor), answered: make(map[*actor]time.Time),
+		mints: make(map[string]*claimWrite), unresolvedMarks: make(map[string]time.Time), resultWriters: make(map[keyName][]resultWrite), claimWriters: make(map[string]*actor), claimWrites: make(map[string]*claimWrite), answered: make(map[*actor]time.Time),
 		claims: make(map[keyName][]*claimWrite), written: make(map[keyName][]*claimWrite)}
 }
 
@@ -228,13 +230,17 @@ func (w *world) observeClaim(key keyName, e *kv.Entry) {
 		}
 	}
 	if r, ok := w.ck.reads[a]["pending:"+key]; ok && cw.cause == nil && r.writer != nil && r.writer != a {
-		// It took over what a blind claim's holder released: that claim's
+		// It took over what a blind claim's holder released, or a release
+		// that itself landed blind (one after a failed claim write): that
 		// event caused it too.
-		if prev := w.ck.lastClaim[r.writer][key]; prev != nil {
+		if read := w.ck.claimWrites[entryID("pending:"+key, r.entry)]; read != nil && read.cause != nil {
+			cw.cause = read.cause
+		} else if prev := w.ck.lastClaim[r.writer][key]; prev != nil {
 			cw.cause = prev.cause
 		}
 	}
 	w.ck.written[key] = append(w.ck.written[key], cw)
+	w.ck.claimWrites[entryID("pending:"+key, e)] = cw
 	id := claimID(key, rec.OrderID, rec.AcceptedAt)
 	if _, minted := w.ck.mints[id]; !minted {
 		w.ck.mints[id] = cw
