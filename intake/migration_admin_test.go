@@ -21,10 +21,7 @@ import (
 // erased receipt is never stored again.
 func TestAPurgeDuringTheMigrationDeletesKVsClaimOnceTheLedgerHoldsTheOutcome(t *testing.T) {
 	ctx := context.Background()
-	clock, old, mem := migrating(t)
-	g := &scriptedGateway{clock: clock}
-	svc := intake.New(mem, intake.Options{ResultTTL: config.DefaultResultTTL, PendingTTL: config.DefaultPendingTTL, Gateway: g,
-		Now: clock.Now, Fallback: kv.NewStore(old, clock.Now), FallbackUntil: acceptedAt.Add(48 * time.Hour)})
+	clock, old, mem, g, svc := migratingService(t)
 	out, err := svc.Submit(ctx, key("k"), []byte(validBody), "")
 	if err != nil || out.OrderID != "order-x" {
 		t.Fatalf("the retry against the ledger = %q, %v; want order-x's receipt", out.OrderID, err)
@@ -268,10 +265,7 @@ func TestAPurgeDeletesKVsClaimAndReceiptWithOneWriteEach(t *testing.T) {
 // receipt once more.
 func TestAPurgeDeletesKVsClaimBesideAnotherOrdersReceipt(t *testing.T) {
 	ctx := context.Background()
-	clock, old, mem := migrating(t)
-	g := &scriptedGateway{clock: clock}
-	svc := intake.New(mem, intake.Options{ResultTTL: config.DefaultResultTTL, PendingTTL: config.DefaultPendingTTL, Gateway: g,
-		Now: clock.Now, Fallback: kv.NewStore(old, clock.Now), FallbackUntil: acceptedAt.Add(48 * time.Hour)})
+	clock, old, mem, _, svc := migratingService(t)
 	if out, err := svc.Submit(ctx, key("k"), []byte(validBody), ""); err != nil || out.OrderID != "order-x" {
 		t.Fatalf("the retry against the ledger = %q, %v; want order-x's receipt", out.OrderID, err)
 	}
@@ -336,4 +330,14 @@ func TestALookupRacingAPurgeCopiesNothingBack(t *testing.T) {
 	if rec, err := mem.Lookup(ctx, key("k")); err != nil || rec.State != intake.Absent {
 		t.Errorf("the ledger's record = %v, %v; want the purged receipt not copied back", rec.State, err)
 	}
+}
+
+// migratingService is migrating's world with the ledger-mode Service over
+// it, KV its Fallback, and a scripted gateway.
+func migratingService(t *testing.T) (*fakeClock, *kv.MemoryNamespace, *ledger.MemoryStore, *scriptedGateway, *intake.Service) {
+	clock, old, mem := migrating(t)
+	g := &scriptedGateway{clock: clock}
+	svc := intake.New(mem, intake.Options{ResultTTL: config.DefaultResultTTL, PendingTTL: config.DefaultPendingTTL, Gateway: g,
+		Now: clock.Now, Fallback: kv.NewStore(old, clock.Now), FallbackUntil: acceptedAt.Add(48 * time.Hour)})
+	return clock, old, mem, g, svc
 }
