@@ -474,6 +474,7 @@ func (w *world) checkResolveOverwrite(kvKey string, e *kv.Entry) {
 // ownKVEvent is a KV event of key's that writer itself met: its read of
 // the key that missed a write, or its claim written over another's.
 func (w *world) ownKVEvent(key keyName, writer *actor) (*event, bool) {
+	writer = writer.origin() // work after its response is its request's
 	if e := w.missBy(writer, key); e != nil {
 		return e, true
 	}
@@ -488,7 +489,7 @@ func (w *world) ownKVEvent(key keyName, writer *actor) (*event, bool) {
 func (w *world) missBy(a *actor, key keyName) *event {
 	for _, kvKey := range []string{"pending:" + key, "result:" + key} {
 		for _, m := range w.misses[kvKey] {
-			if a != nil && m.reader == a && len(m.missed) > 0 {
+			if a != nil && m.reader.origin() == a.origin() && len(m.missed) > 0 {
 				last := m.missed[len(m.missed)-1]
 				return w.ck.newEvent(staleRead, "%s read %s at %s, missing %s's write at %s", actorName(a), kvKey,
 					m.at.Format("15:04:05.000"), actorName(last.by), last.at.Format("15:04:05.000"))
