@@ -121,8 +121,13 @@ func (s *Service) adoptOpen(ctx context.Context, key Key, due time.Time) (bool, 
 	// on that long past its give-up, beyond its acceptance's KeepUntil,
 	// which may have passed; a row kept only until then would expire at
 	// once and strand the key in KV.
+	// Tentative until it is released open: a claim left behind (its
+	// release failed, or its invocation died) frees the key at its
+	// lease's end instead of leaving it due for the settler, which would
+	// place an order a purge meanwhile erased. KV keeps its own claim, and
+	// the next sweep adopts the key again.
 	claim := Claim{Token: s.opts.NewID(), Fingerprint: old.Fingerprint, Order: old.Order, OrderID: old.OrderID,
-		AcceptedAt: old.AcceptedAt, Lease: s.opts.PendingTTL,
+		AcceptedAt: old.AcceptedAt, Lease: s.opts.PendingTTL, Tentative: s.life.Tentative,
 		KeepUntil: later(s.keepUntil(old.AcceptedAt), s.opts.Now().Add(s.opts.ResultTTL))}
 	rec, err := s.store.Begin(ctx, key, claim)
 	switch {
