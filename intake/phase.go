@@ -164,6 +164,8 @@ var Transitions = []Transition{
 		"the same, released after the claim's lease ended"},
 	{PhaseOpen, EventGiveUp, PhaseUnresolved, RoleClient | RoleSettler | RoleResolver,
 		"the settler gives up, released after its claim's lease ended"},
+	{PhaseChecking, EventGiveUp, PhaseUnresolved, RoleClient | RoleSettler | RoleResolver,
+		"the give-up's check gives up, released after its claim's lease ended"},
 	{PhaseHeld, EventGiveUp, PhaseUnresolved, RoleClient | RoleSettler | RoleResolver | RoleAdopter,
 		"the settler gives up (after its page), or a retry of a key given up on failed (or is given back)"},
 	{PhaseHeld, EventReleaseUnsent, PhaseAbsent, RoleClient | RoleAdopter | RoleResolver,
