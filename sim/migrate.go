@@ -511,6 +511,9 @@ func (w *world) ranKV() bool { return w.mode == KVMode || w.mig != nil }
 // receipt naming first. Nil if there is none: no other read excuses it.
 func (w *world) fallbackMissed(c *gatewayCall, first string) *event {
 	reader := c.by.origin()
+	if m := w.ledgerMints[ledgerMintID(c.key, c.orderID, c.acceptedAt)]; m != nil {
+		reader = m // the request whose claim minted it, if another calls
+	}
 	names := func(e *kv.Entry) bool {
 		return e != nil && (strings.Contains(string(e.Metadata), first) || strings.Contains(e.Value, first))
 	}
@@ -541,4 +544,23 @@ func (w *world) fallbackMissedBy(key keyName, id string, at time.Time, first str
 		}
 	}
 	return nil
+}
+
+// observeLedgerMint records the request whose ledger claim first held key
+// with an order id and time: a fallback read that let it claim is its
+// own, whoever calls the gateway under the claim later (the alarm, once
+// its holder died).
+func (w *world) observeLedgerMint(key keyName, method string, after intake.Record) {
+	a := w.sched.running
+	if w.direct || a == nil || method != "claim" || after.State != intake.Held || after.OrderID == "" {
+		return
+	}
+	id := ledgerMintID(key, after.OrderID, after.AcceptedAt)
+	if _, ok := w.ledgerMints[id]; !ok {
+		w.ledgerMints[id] = a.origin()
+	}
+}
+
+func ledgerMintID(key keyName, orderID string, at time.Time) string {
+	return key + " " + orderID + " " + at.UTC().Format(time.RFC3339Nano)
 }

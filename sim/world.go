@@ -62,11 +62,14 @@ type keyName = string
 // world is one history: the isolates, the stores, the OMS, the clients'
 // submissions and what every part saw, driven by one stream of choices.
 type world struct {
-	mode    Mode
-	sched   *scheduler
-	choices func(n int, label string) int
-	log     []string
-	counts  map[string]int
+	// ledgerMints is, per key, order id and time, the request whose ledger
+	// claim first held the key with them (observeLedgerMint).
+	ledgerMints map[string]*actor
+	mode        Mode
+	sched       *scheduler
+	choices     func(n int, label string) int
+	log         []string
+	counts      map[string]int
 
 	// knobs, drawn per history
 	resultTTL, settleMaxAge time.Duration
@@ -207,10 +210,12 @@ func run(mode Mode, choose func(n int, label string) int) *world {
 	w.faultsOn = w.densities != [parts]density{}
 	if mode == LedgerMode {
 		w.ledger = ledger.NewMemoryStore()
+		w.ledgerMints = make(map[string]*actor)
 		w.ledger.Now = w.now
 		w.ledger.RoundTrip = w.ledgerCall
 		w.ledger.Watch = func(key intake.Key, method string, before, after intake.Record) {
 			w.checkRefines(key.String(), intake.PhaseOf(before), intake.PhaseOf(after), "ledger "+method)
+			w.observeLedgerMint(key.String(), method, after)
 		}
 		w.migrating = w.uniform(3, "migrating") == 2
 		w.drawMigration()
