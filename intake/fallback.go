@@ -121,6 +121,7 @@ func (s *Service) adoptOpen(ctx context.Context, key Key, due time.Time) (bool, 
 	// on that long past its give-up, beyond its acceptance's KeepUntil,
 	// which may have passed; a row kept only until then would expire at
 	// once and strand the key in KV.
+	//
 	// Tentative until it is released open: a claim left behind (its
 	// release failed, or its invocation died) frees the key at its
 	// lease's end instead of leaving it due for the settler, which would

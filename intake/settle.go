@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"time"
-
-	"github.com/edge-orders/edge-orders/order"
 )
 
 // The settler's backoff: capped and exponential, from the first attempt
@@ -213,7 +211,7 @@ func (s *Service) settleFromFallback(ctx context.Context, key Key, claim Claim) 
 	case old.State != Stored || (old.Fingerprint != "" && old.Fingerprint != claim.Fingerprint):
 		return Settlement{}, false, nil
 	}
-	if id, _, _ := order.ReceiptFields(old.Body); id != claim.OrderID {
+	if OrderIDOf(old) != claim.OrderID {
 		return Settlement{}, false, nil
 	}
 	result := Result{Body: old.Body, Rejected: old.Rejected, Fingerprint: claim.Fingerprint, TTL: s.opts.ResultTTL}

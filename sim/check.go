@@ -265,16 +265,22 @@ func (w *world) peek(key keyName) intake.Record {
 	was := w.direct
 	w.direct = true
 	defer func() { w.direct = was }()
-	k := w.keyOf(key)
-	var rec intake.Record
 	if w.mode == KVMode {
-		rec, _ = w.kvStore.Lookup(context.Background(), k)
-	} else {
-		rec, _ = w.ledger.Lookup(context.Background(), k)
-		if rec.State == intake.Absent && w.migrating {
-			rec, _ = w.kvStore.Lookup(context.Background(), k)
-		}
+		return w.peekKV(key)
 	}
+	rec, _ := w.ledger.Lookup(context.Background(), w.keyOf(key))
+	if rec.State == intake.Absent && w.migrating {
+		return w.peekKV(key)
+	}
+	return rec
+}
+
+// peekKV reads what KV holds for key now, as peek does.
+func (w *world) peekKV(key keyName) intake.Record {
+	was := w.direct
+	w.direct = true
+	defer func() { w.direct = was }()
+	rec, _ := w.kvStore.Lookup(context.Background(), w.keyOf(key))
 	return rec
 }
 

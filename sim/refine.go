@@ -1,7 +1,6 @@
 package sim
 
 import (
-	"context"
 	"strings"
 
 	"github.com/edge-orders/edge-orders/intake"
@@ -58,7 +57,7 @@ func (w *world) checkRefines(key keyName, from, to intake.Phase, where string) {
 	if intake.Allowed(from, to, role) {
 		return
 	}
-	if e := w.blindWrite(a, key, to, role, where); e != nil {
+	if e := w.blindWrite(a, key, to, role); e != nil {
 		w.allowBy("a write from the phase its writer read, landed blind", e)
 		return
 	}
@@ -67,13 +66,7 @@ func (w *world) checkRefines(key keyName, from, to intake.Phase, where string) {
 }
 
 // kvPhase is key's phase in KV now, read exactly.
-func (w *world) kvPhase(key keyName) intake.Phase {
-	was := w.direct
-	w.direct = true
-	defer func() { w.direct = was }()
-	rec, _ := w.kvStore.Lookup(context.Background(), w.keyOf(key))
-	return intake.PhaseOf(rec)
-}
+func (w *world) kvPhase(key keyName) intake.Phase { return intake.PhaseOf(w.peekKV(key)) }
 
 // blindWrite is the event that let a's KV write move key to to from
 // another phase than the table's rows allow from: KV has no
@@ -81,8 +74,8 @@ func (w *world) kvPhase(key keyName) intake.Phase {
 // lands over what is there. Allowed when a row allows the move from the
 // phase a read, and that read was stale (it missed a write), or another
 // writer's write landed after it (two claims at once); nil otherwise.
-func (w *world) blindWrite(a *actor, key keyName, to intake.Phase, role intake.Role, where string) *event {
-	if w.mode != KVMode || !strings.HasPrefix(where, "kv ") || a == nil {
+func (w *world) blindWrite(a *actor, key keyName, to intake.Phase, role intake.Role) *event {
+	if w.mode != KVMode || a == nil { // in KV mode every write is KV's
 		return nil
 	}
 	reads := w.ck.reads[a]
