@@ -528,6 +528,8 @@ func (w *world) checkOrderIDs() {
 			m[group] = first{c.orderID, c.acceptedAt}
 		case f.orderID != c.orderID && w.legacyIDMissed(c, f.orderID):
 			m[group] = first{c.orderID, c.acceptedAt}
+		case f.orderID != c.orderID && w.legacyIDResumed(c, f.orderID, f.acceptedAt):
+			m[group] = first{c.orderID, c.acceptedAt}
 		case f.orderID != c.orderID:
 			w.violate("the OMS saw a second order id for %s: %s, then %s", what, f.orderID, c.orderID)
 			m[group] = first{c.orderID, c.acceptedAt}

@@ -428,6 +428,23 @@ func (w *world) legacyIDMissed(c *gatewayCall, first string) bool {
 	return event != nil
 }
 
+// legacyIDResumed reports whether c's order id, an old version's, follows
+// the Worker's own (firstID, minted at firstAt), which a claim minted blind over the key the
+// old version held: that claim's own stale read, or claims at once, which
+// it allows naming the event. A settler that read the old version's
+// claim then calls under its id again.
+func (w *world) legacyIDResumed(c *gatewayCall, firstID string, firstAt time.Time) bool {
+	if !strings.HasPrefix(c.orderID, "legacy-") || strings.HasPrefix(firstID, "legacy-") {
+		return false
+	}
+	mint := w.mintOf(c.key, firstID, firstAt)
+	if mint == nil || mint.cause == nil {
+		return false
+	}
+	w.allowBy("an old version's order id after the Worker's own, minted blind", mint.cause)
+	return true
+}
+
 // omsDown reports whether the OMS is down: an outage across the switch,
 // which ends with the faults at the latest.
 func (w *world) omsDown() bool {
