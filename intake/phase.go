@@ -1,6 +1,9 @@
 package intake
 
-import "strings"
+import (
+	"fmt"
+	"strings"
+)
 
 // The lifecycle as one table: the phases a key passes through, as a Store
 // holds it, and every change of phase a writer may make. Stores and the
@@ -40,6 +43,35 @@ func (p Phase) String() string {
 		return phaseNames[p]
 	}
 	return "phase?"
+}
+
+// ParsePhase is the phase named name (Phase.String), as a Store writes it;
+// false for any other name.
+func ParsePhase(name string) (Phase, bool) {
+	for p, n := range phaseNames {
+		if n == name {
+			return Phase(p), true
+		}
+	}
+	return PhaseAbsent, false
+}
+
+// CheckWrittenPhase reports, as an error, a record whose WrittenPhase, the
+// phase its Store wrote beside the flags, disagrees with the phase the
+// flags say (PhaseOf): they must be the same, or the clock alone moved the
+// key on since the write, along one of the table's rows for time (a lease
+// that ended). A record that carries no written phase agrees. Tests check
+// every record they read with it, so that the stores can come to decide by
+// the written phase alone.
+func CheckWrittenPhase(rec Record) error {
+	if rec.WrittenPhase == PhaseAbsent {
+		return nil
+	}
+	now := PhaseOf(rec)
+	if Allowed(rec.WrittenPhase, now, RoleTime) {
+		return nil
+	}
+	return fmt.Errorf("intake: a record written %s whose flags say %s, which no row for time allows", rec.WrittenPhase, now)
 }
 
 // PhaseOf is rec's phase.

@@ -78,6 +78,13 @@ type Record struct {
 	Attempts    int
 	NextAttempt time.Time
 	Unresolved  bool
+	// WrittenPhase is the key's phase as its Store last wrote it, beside
+	// the flags above, before the clock moved it on (a lease that ended);
+	// PhaseAbsent where the record does not say: a record written before
+	// phases were, a claim in the reference's layout, a receipt in KV
+	// (whose key says it is stored), a record Begin made (Claimed).
+	// CheckWrittenPhase tells whether it agrees with the flags.
+	WrittenPhase Phase
 }
 
 // Claim is a request's claim on a key, or the settler's.

@@ -162,15 +162,20 @@ func (k *Store) readBoth(ctx context.Context, key intake.Key) (stored, pending *
 // gateway, have no metadata: they hold the key until they expire. The
 // claim's order is in its metadata, or in its value where it did not fit.
 func (k *Store) claimRecord(e Entry) intake.Record {
-	m := decodeMetadata(e.Metadata)
+	return claimRecordAt(decodeMetadata(e.Metadata), e.Value, k.now())
+}
+
+// claimRecordAt is the claim with metadata m and value value at now.
+func claimRecordAt(m metadata, value string, now time.Time) intake.Record {
 	rec := intake.Record{State: intake.Held, Fingerprint: m.fingerprint, OrderID: m.orderID, AcceptedAt: m.acceptedAt,
-		Order: m.order, HasOrder: m.hasOrder, Attempts: m.attempts, NextAttempt: m.due, Unresolved: m.unresolved}
-	if !rec.HasOrder && e.Value != pendingValue {
-		if o, err := order.Parse([]byte(e.Value)); err == nil {
+		Order: m.order, HasOrder: m.hasOrder, Attempts: m.attempts, NextAttempt: m.due, Unresolved: m.unresolved,
+		WrittenPhase: m.phase}
+	if !rec.HasOrder && value != pendingValue {
+		if o, err := order.Parse([]byte(value)); err == nil {
 			rec.Order, rec.HasOrder = o, true
 		}
 	}
-	if m.orderID != "" && (m.open || !k.now().Before(m.leaseUntil)) {
+	if m.orderID != "" && (m.open || !now.Before(m.leaseUntil)) {
 		rec.State = intake.Open
 	}
 	return rec
@@ -276,7 +281,7 @@ func (k *Store) takeOver(ctx context.Context, key intake.Key, c intake.Claim, op
 		}
 		return intake.Record{}, err
 	}
-	open.State = intake.Claimed
+	open.State, open.WrittenPhase = intake.Claimed, intake.PhaseAbsent // what was there, not what this claim wrote
 	return open, nil
 }
 
@@ -321,6 +326,7 @@ func (k *Store) putClaim(ctx context.Context, key intake.Key, c intake.Claim, op
 	default:
 		m.due = m.leaseUntil
 	}
+	m.phase = intake.PhaseOf(claimRecordAt(m, e.Value, now))
 	e.Metadata = m.encode()
 	if len(e.Metadata) > MaxMetadataBytes {
 		// A long symbol: the order goes in the value instead.
@@ -432,6 +438,9 @@ type metadata struct {
 	attempts   int
 	due        time.Time
 	unresolved bool
+	// phase is the key's phase as this write leaves it (intake.Phase),
+	// beside the flags it follows from; written with an order id only.
+	phase intake.Phase
 }
 
 // Metadata members, and the values that stand for true.
@@ -448,6 +457,7 @@ const (
 	stateMember       = "state"
 	attemptsMember    = "attempts"
 	dueMember         = "due"
+	phaseMember       = "phase"
 	rejectedValue     = "rejected"
 	openValue         = "open"
 	unresolvedValue   = "unresolved" // open, and given up on
@@ -496,6 +506,9 @@ func (m metadata) encode() []byte {
 		if !m.due.IsZero() {
 			millis(dueMember, m.due)
 		}
+		if m.phase != intake.PhaseAbsent {
+			str(phaseMember, m.phase.String())
+		}
 	}
 	if m.hasOrder {
 		str(symbolMember, m.order.Symbol)
@@ -525,7 +538,7 @@ func decodeMetadata(b []byte) metadata {
 		return metadata{}
 	}
 	doc, err := jsjson.Parse(b, fingerprintMember, outcomeMember, orderIDMember, acceptedAtMember, clientMember,
-		symbolMember, sideMember, quantityMember, leaseUntilMember, stateMember, attemptsMember, dueMember)
+		symbolMember, sideMember, quantityMember, leaseUntilMember, stateMember, attemptsMember, dueMember, phaseMember)
 	if err != nil {
 		return metadata{}
 	}
@@ -559,6 +572,7 @@ func decodeMetadata(b []byte) metadata {
 		attempts:    int(num(attemptsMember)),
 		due:         ms(dueMember),
 	}
+	m.phase, _ = intake.ParsePhase(str(phaseMember))
 	o := order.Order{Symbol: str(symbolMember), Side: order.Side(str(sideMember)), Quantity: num(quantityMember)}
 	if o.Symbol != "" && (o.Side == order.Buy || o.Side == order.Sell) && o.Quantity > 0 {
 		m.order, m.hasOrder = o, true

@@ -312,8 +312,8 @@ func TestAHeldClaimOnAnUnresolvedKeyHoldsIt(t *testing.T) {
 		t.Fatal(err)
 	}
 	rec, err := store.Lookup(ctx, key)
-	if err != nil || rec.State != intake.Held || !rec.Unresolved || rec.OrderID != "o" {
-		t.Fatalf("a live claim on an unresolved key = %+v, %v; want Held, unresolved, order o", rec, err)
+	if err != nil || rec.State != intake.Held || !rec.Unresolved || rec.OrderID != "o" || rec.WrittenPhase != intake.PhaseAbsent {
+		t.Fatalf("a live claim on an unresolved key = %+v, %v; want Held, unresolved, order o, no phase written", rec, err)
 	}
 	claim := intake.Claim{Token: "t", Fingerprint: fingerprint(t, validBody), OrderID: "other", AcceptedAt: now, Lease: time.Minute, KeepUntil: now.Add(time.Hour)}
 	if rec, err := store.Begin(ctx, key, claim); err != nil || rec.State != intake.Held {
@@ -322,5 +322,42 @@ func TestAHeldClaimOnAnUnresolvedKeyHoldsIt(t *testing.T) {
 	now = now.Add(time.Minute)
 	if rec, err := store.Lookup(ctx, key); err != nil || rec.State != intake.Open || !rec.Unresolved {
 		t.Errorf("once its lease ended = %+v, %v; want Open, unresolved", rec, err)
+	}
+}
+
+// TestClaimsWriteTheirPhase: a claim made with a gateway writes its key's
+// phase in its metadata by name, beside the flags it follows from, and a
+// release writes the phase it leaves: what a later version decides by.
+func TestClaimsWriteTheirPhase(t *testing.T) {
+	ctx := context.Background()
+	now := time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
+	mem := kv.NewMemoryNamespace()
+	mem.Now = func() time.Time { return now }
+	store := kv.NewStore(mem, mem.Now)
+	key := intake.Key{Client: "desk-a", ID: "k"}
+	phase := func() string {
+		t.Helper()
+		e, err := mem.Get(ctx, "pending:desk-a:k")
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, after, _ := strings.Cut(string(e.Metadata), `"phase":"`)
+		name, _, _ := strings.Cut(after, `"`)
+		return name
+	}
+	claim := intake.Claim{Token: "t", Fingerprint: fingerprint(t, validBody), OrderID: "o", AcceptedAt: now, Lease: time.Minute, KeepUntil: now.Add(time.Hour)}
+	if _, err := store.Begin(ctx, key, claim); err != nil {
+		t.Fatal(err)
+	}
+	if got := phase(); got != "held" {
+		t.Errorf("a claim's phase = %q, want held", got)
+	}
+	now = now.Add(time.Second)
+	claim.Sent, claim.Attempts, claim.Unresolved = true, 5, true
+	if err := store.Release(ctx, key, claim); err != nil {
+		t.Fatal(err)
+	}
+	if got := phase(); got != "unresolved" {
+		t.Errorf("the phase of a key released given up on = %q, want unresolved", got)
 	}
 }

@@ -56,6 +56,10 @@ type row struct {
 	// it open instead of deleting it.
 	sent    bool
 	expires time.Time
+	// phase is the key's phase as the row's last write left it, beside
+	// the flags it follows from (put); zero in rows written before
+	// phases were.
+	phase intake.Phase
 }
 
 // holds reports whether r is a claim that holds its key at now.
@@ -72,12 +76,14 @@ func (r row) holds(now time.Time) bool {
 // record is r as intake sees it at now.
 func (r row) record(now time.Time) intake.Record {
 	rec := intake.Record{Fingerprint: r.fingerprint, OrderID: r.orderID, AcceptedAt: r.acceptedAt,
-		Order: r.order, HasOrder: r.hasOrder, Attempts: r.attempts, NextAttempt: r.due, Unresolved: r.unresolved}
+		Order: r.order, HasOrder: r.hasOrder, Attempts: r.attempts, NextAttempt: r.due, Unresolved: r.unresolved,
+		WrittenPhase: r.phase}
 	switch {
 	case !now.Before(r.expires):
 		return intake.Record{State: intake.Absent}
 	case r.receipt != nil:
-		return intake.Record{State: intake.Stored, Body: r.receipt, Rejected: r.rejected, Fingerprint: r.fingerprint, Expires: r.expires}
+		return intake.Record{State: intake.Stored, Body: r.receipt, Rejected: r.rejected, Fingerprint: r.fingerprint, Expires: r.expires,
+			WrittenPhase: r.phase}
 	case r.holds(now):
 		rec.State = intake.Held
 	case r.tentative:
@@ -195,7 +201,7 @@ func (o *Object) Claim(key intake.Key, c intake.Claim) intake.Record {
 		// the settler if this claim's holder never comes back.
 		r.due = r.leaseUntil
 	}
-	o.rows.put(r)
+	o.put(r, now)
 	o.scheduleSweep(now)
 	o.scheduleAlarm(r.due)
 	claimed := intake.Record{State: intake.Claimed, Fingerprint: r.fingerprint}
@@ -224,8 +230,9 @@ func (o *Object) Commit(key intake.Key, c intake.Claim, r intake.Result) error {
 	// The outcome is kept its TTL, and at least as long as the claim
 	// kept the key: a Fallback's record of the key, which this row's
 	// adoption kept the claim for, must not outlive it.
-	cur.leaseUntil, cur.due, cur.expires = time.Time{}, time.Time{}, latest(o.now().Add(r.TTL), c.KeepUntil)
-	o.rows.put(cur)
+	now := o.now()
+	cur.leaseUntil, cur.due, cur.expires = time.Time{}, time.Time{}, latest(now.Add(r.TTL), c.KeepUntil)
+	o.put(cur, now)
 	return nil
 }
 
@@ -258,14 +265,21 @@ func (o *Object) Release(key intake.Key, c intake.Claim) {
 		cur.unresolved = cur.unresolved || c.Unresolved
 		cur.expires = latest(cur.expires, c.KeepUntil)
 		cur.due = time.Time{}
+		now := o.now()
 		if cur.hasOrder && !cur.unresolved {
-			cur.due = latest(c.NextAttempt, o.now())
+			cur.due = latest(c.NextAttempt, now)
 		}
-		o.rows.put(cur)
+		o.put(cur, now)
 		o.scheduleAlarm(cur.due)
 	default:
 		o.rows.delete(key.String())
 	}
+}
+
+// put writes r at now, with the phase it leaves its key in.
+func (o *Object) put(r row, now time.Time) {
+	r.phase = intake.PhaseOf(r.record(now))
+	o.rows.put(r)
 }
 
 // Lookup returns what is live under key, changing nothing.

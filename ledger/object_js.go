@@ -180,6 +180,17 @@ var addedColumns = []struct{ name, decl string }{
 	{"unresolved", "INTEGER NOT NULL DEFAULT 0"},
 	{"tentative", "INTEGER NOT NULL DEFAULT 0"},
 	{"sent", "INTEGER NOT NULL DEFAULT 0"},
+	// The key's phase as the row's last write left it, by name
+	// (intake.Phase); '' in rows written before it was.
+	{"phase", "TEXT NOT NULL DEFAULT ''"},
+}
+
+// phaseName is p as the phase column holds it: '' for none.
+func phaseName(p intake.Phase) string {
+	if p == intake.PhaseAbsent {
+		return ""
+	}
+	return p.String()
 }
 
 // millis reads a time column; 0 is the zero time.
@@ -192,7 +203,7 @@ func millis(v workers.SQLValue) time.Time {
 
 // rowColumns are the columns a row is read from (rowAt).
 const rowColumns = `client, token, fingerprint, order_id, accepted_at, order_json, receipt, rejected,
-		lease_until, attempts, due, unresolved, tentative, sent, expires`
+		lease_until, attempts, due, unresolved, tentative, sent, expires, phase`
 
 func (t sqlTable) get(key string) (row, bool) {
 	rows := t.query(`SELECT `+rowColumns+` FROM entries WHERE key = ?`, key)
@@ -210,6 +221,7 @@ func rowAt(rows workers.Rows, i int, key string) row {
 		leaseUntil: millis(v("lease_until")), attempts: int(v("attempts").Num), due: millis(v("due")),
 		unresolved: v("unresolved").Num != 0, tentative: v("tentative").Num != 0, sent: v("sent").Num != 0,
 		expires: millis(v("expires"))}
+	r.phase, _ = intake.ParsePhase(v("phase").Str)
 	if o, err := order.Parse([]byte(v("order_json").Str)); err == nil {
 		r.order, r.hasOrder = o, true
 	}
@@ -242,9 +254,10 @@ func (t sqlTable) put(r row) {
 	}
 	t.query(`INSERT OR REPLACE INTO entries
 		(key, client, token, fingerprint, order_id, accepted_at, order_json, receipt, rejected, lease_until,
-		 attempts, due, unresolved, tentative, sent, expires) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		 attempts, due, unresolved, tentative, sent, expires, phase) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		r.key, r.client, r.token, r.fingerprint, r.orderID, ms(r.acceptedAt), orderJSON, receipt, flag(r.rejected),
-		ms(r.leaseUntil), r.attempts, ms(r.due), flag(r.unresolved), flag(r.tentative), flag(r.sent), r.expires.UnixMilli())
+		ms(r.leaseUntil), r.attempts, ms(r.due), flag(r.unresolved), flag(r.tentative), flag(r.sent), r.expires.UnixMilli(),
+		phaseName(r.phase))
 }
 
 // dueRows returns the due rows with their key and client only: all the

@@ -47,12 +47,13 @@ const (
 	mExpires     = "expires"
 	mCommitted   = "committed"
 	mLost        = "lost"
+	mPhase       = "phase"
 )
 
 // wireNames is every member a document may have: a reader keeps them all.
 var wireNames = []string{mClient, mID, mToken, mFingerprint, mSymbol, mSide, mQuantity, mOrderID, mAcceptedAt,
 	mLease, mKeepUntil, mSettling, mResolving, mSent, mAttempts, mNextAttempt, mUnresolved, mTentative, mReceipt, mRejected, mTTL,
-	mState, mExpires, mCommitted, mLost}
+	mState, mExpires, mCommitted, mLost, mPhase}
 
 // doc writes one JSON object, leaving out members that are zero.
 type doc struct{ b []byte }
@@ -293,6 +294,9 @@ func encodeRecord(rec intake.Record) []byte {
 	d.int(mAttempts, int64(rec.Attempts))
 	d.time(mNextAttempt, rec.NextAttempt)
 	d.flag(mUnresolved, rec.Unresolved)
+	if rec.WrittenPhase != intake.PhaseAbsent {
+		d.str(mPhase, rec.WrittenPhase.String())
+	}
 	return d.bytes()
 }
 
@@ -307,6 +311,7 @@ func decodeRecord(b []byte) (intake.Record, error) {
 	rec := intake.Record{State: intake.State(r.num(mState)), Fingerprint: r.str(mFingerprint),
 		Expires: r.time(mExpires), OrderID: r.str(mOrderID), AcceptedAt: r.time(mAcceptedAt),
 		Attempts: int(r.num(mAttempts)), NextAttempt: r.time(mNextAttempt), Unresolved: r.flag(mUnresolved)}
+	rec.WrittenPhase, _ = intake.ParsePhase(r.str(mPhase))
 	if v := r.o.Get(mReceipt); v.Kind == jsjson.String {
 		rec.Body, rec.Rejected = []byte(v.Str), r.flag(mRejected)
 	}

@@ -106,6 +106,9 @@ func TestRecordRoundTrips(t *testing.T) {
 		{"open, being settled", intake.Record{State: intake.Open, Fingerprint: "fp", OrderID: "order-3", AcceptedAt: ms(50),
 			Order: o, HasOrder: true, Attempts: 4, NextAttempt: ms(60)}},
 		{"open, unresolved", intake.Record{State: intake.Open, OrderID: "order-4", AcceptedAt: ms(50), Attempts: 9, Unresolved: true}},
+		{"with its written phase", intake.Record{State: intake.Open, OrderID: "order-5", AcceptedAt: ms(50),
+			Unresolved: true, WrittenPhase: intake.PhaseUnresolved}},
+		{"a receipt with its written phase", intake.Record{State: intake.Stored, Body: receipt, Expires: ms(30), WrittenPhase: intake.PhaseStored}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

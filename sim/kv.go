@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/edge-orders/edge-orders/intake"
 	"github.com/edge-orders/edge-orders/kv"
 )
 
@@ -225,10 +226,23 @@ func (n *namespace) read(key string) *kv.Entry {
 	if i >= 0 {
 		got = vs[i].live(now)
 	}
+	w.checkWrittenPhase(key, got, now)
 	if i < len(vs)-1 {
 		n.missed(key, vs, i, loc, hit, got)
 	}
 	return got
+}
+
+// checkWrittenPhase checks a claim a Worker read from KV at now: the
+// phase written beside its flags agrees with them (intake.CheckWrittenPhase).
+func (w *world) checkWrittenPhase(kvKey string, e *kv.Entry, now time.Time) {
+	name, ok := strings.CutPrefix(kvKey, "pending:")
+	if !ok || e == nil {
+		return
+	}
+	if err := intake.CheckWrittenPhase(w.decodeClaim(name, e, now)); err != nil {
+		w.violate("%s, read by %s: %v", kvKey, actorName(w.sched.running), err)
+	}
 }
 
 // missed records a read in loc of key that returned vs[i] (none, -1), not

@@ -214,6 +214,11 @@ func run(mode Mode, choose func(n int, label string) int) *world {
 		w.ledger.Now = w.now
 		w.ledger.RoundTrip = w.ledgerCall
 		w.ledger.Watch = func(key intake.Key, method string, before, after intake.Record) {
+			for _, rec := range []intake.Record{before, after} {
+				if err := intake.CheckWrittenPhase(rec); err != nil {
+					w.violate("%s, by the ledger's %s: %v", key, method, err)
+				}
+			}
 			w.checkRefines(key.String(), intake.PhaseOf(before), intake.PhaseOf(after), "ledger "+method)
 			w.observeLedgerMint(key.String(), method, after)
 		}

@@ -1,7 +1,8 @@
 // Package storetest checks that an intake.Store keeps the promises the
 // lifecycle relies on: outcomes returned byte for byte, claims that hold
 // their key for their lease, order ids kept once an order may have reached
-// the gateway, and outcomes that expire and are then never served. Every
+// the gateway, outcomes that expire and are then never served, and the
+// key's phase written beside the flags it follows from. Every
 // Store runs it: the ledger in memory and in workerd, KV's in memory.
 // Stores that can do more say so in Options and are checked for it too:
 // claims fenced by their token, and claims granted atomically.
@@ -44,4 +45,5 @@ func Run(t *testing.T, s intake.Store, prefix string, opts Options) {
 	su.releases(t)
 	su.open(t)
 	su.expiry(t)
+	su.phases(t)
 }

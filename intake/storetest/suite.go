@@ -89,6 +89,7 @@ func (s *suite) mustBegin(t *testing.T, key intake.Key, c intake.Claim, want int
 	if rec.State != want {
 		t.Fatalf("Begin(%s) state = %v, want %v", c.Token, rec.State, want)
 	}
+	checkPhase(t, rec)
 	return rec
 }
 
@@ -101,6 +102,7 @@ func (s *suite) mustLookup(t *testing.T, key intake.Key, want intake.State) inta
 	if rec.State != want {
 		t.Fatalf("Lookup state = %v, want %v", rec.State, want)
 	}
+	checkPhase(t, rec)
 	return rec
 }
 

@@ -78,6 +78,13 @@ var mutants = []mutant{
 	{"a failed claim write is not remembered in the opened set", "intake/submit.go",
 		"\t\t\ts.opened.put(cacheKey, claim, now)\n\t\t}\n\t\treturn Outcome{}, storageUnavailable(err)",
 		"\t\t}\n\t\treturn Outcome{}, storageUnavailable(err)"},
+	// The phase the stores write beside the flags, which every read in
+	// the tests and the simulator compares with them.
+	{"a claim on a key given up on is written open", "kv/store.go",
+		"\tm.phase = intake.PhaseOf(claimRecordAt(m, e.Value, now))\n",
+		"\tm.phase = intake.PhaseOf(claimRecordAt(m, e.Value, now))\n\tif m.unresolved && !open {\n\t\tm.phase = intake.PhaseOpen\n\t}\n"},
+	{"a ledger row keeps the phase it had before the write", "ledger/object.go",
+		"\tr.phase = intake.PhaseOf(r.record(now))\n", ""},
 	// The lifecycle's table (intake/phase.go), which the model check
 	// (intake/phase_model_test.go) walks.
 	{"the table: a claim whose lease ends leaves its key absent", "intake/phase.go",
