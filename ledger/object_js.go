@@ -185,7 +185,7 @@ var addedColumns = []struct{ name, decl string }{
 	{"phase", "TEXT NOT NULL DEFAULT ''"},
 }
 
-// phaseName is p as the phase column holds it: '' for none.
+// phaseName is p as the phase column holds it: empty for none.
 func phaseName(p intake.Phase) string {
 	if p == intake.PhaseAbsent {
 		return ""
