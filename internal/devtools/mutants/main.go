@@ -130,6 +130,9 @@ var simOnly = []struct {
 	{mutant{"the sweep's cursor stays at the start of its page (simulator alone)", "kv/store.go",
 		"return keys, k.saveWalkCursor(ctx, cursorKey, cursor, l.Name)",
 		"return keys, k.saveWalkCursor(ctx, cursorKey, cursor, \"\")"}, "ledger", 300},
+	{mutant{"a key awaiting the give-up's check is written unresolved (simulator alone)", "kv/store.go",
+		"\tm.phase = intake.PhaseOf(claimRecordAt(m, e.Value, now))\n",
+		"\tm.phase = intake.PhaseOf(claimRecordAt(m, e.Value, now))\n\tif m.phase == intake.PhaseChecking {\n\t\tm.phase = intake.PhaseUnresolved\n\t}\n"}, "kv", 200},
 	{mutant{"a purge during a migration leaves KV's claim (simulator alone)", "intake/admin.go",
 		"if err == nil && final && (rec.State != Stored || mismatched(rec, orderID)) {", "if err == nil && false {"}, "ledger", 2000},
 }
