@@ -88,8 +88,9 @@ func (s *Service) adoptOrderID(ctx context.Context, sub *submission, claim *Clai
 // order, and released open, due at once, for the Store's own settler (the
 // ledger's alarm). It returns whether it adopted the key; a key the Store
 // has already, or that the Fallback holds no open order for, is left
-// alone. The Fallback is read, never written: a key it keeps open is
-// adopted once, and found in the Store from then on.
+// alone. The Fallback is read, and written only to delete a claim left
+// beside an outcome it stores: a key it keeps open is adopted once, and
+// found in the Store from then on.
 //
 // It returns an error wrapping ErrStorageUnavailable when storage fails.
 func (s *Service) Adopt(ctx context.Context, key Key) (bool, error) {
@@ -99,6 +100,19 @@ func (s *Service) Adopt(ctx context.Context, key Key) (bool, error) {
 	return s.adoptOpen(ctx, key, s.opts.Now())
 }
 
+// dropClaimBesideOutcome deletes the Fallback's claim on key, whose
+// outcome the Fallback stores: a claim left beside it (its delete failed,
+// or a settler's stale read wrote it again after the commit) may outlive
+// the outcome, and would open the key again once the outcome expires, for
+// the next sweep to adopt and settle a second time. KV mode's settler
+// deletes such a claim (kv.Store.Begin); during a migration the adoption
+// sweep stands in for it. A failed delete is left to the next sweep.
+func (s *Service) dropClaimBesideOutcome(ctx context.Context, key Key) {
+	if old, ok := s.opts.Fallback.(FallbackAdmin); ok {
+		_ = old.DropClaim(ctx, key)
+	}
+}
+
 // adoptOpen adopts key as Adopt does, leaving it open in the Store due at
 // due.
 func (s *Service) adoptOpen(ctx context.Context, key Key, due time.Time) (bool, error) {
@@ -106,6 +120,9 @@ func (s *Service) adoptOpen(ctx context.Context, key Key, due time.Time) (bool, 
 	switch {
 	case err != nil:
 		return false, storageUnavailable(err)
+	case old.State == Stored:
+		s.dropClaimBesideOutcome(ctx, key)
+		return false, nil
 	case old.State != Open || !old.HasOrder || old.Fingerprint == "":
 		return false, nil
 	}

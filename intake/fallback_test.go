@@ -573,3 +573,36 @@ func TestAnAdoptionWhoseReleaseFailsLeavesNothingDue(t *testing.T) {
 		t.Errorf("the next Adopt = %v, %v; want the key adopted", adopted, err)
 	}
 }
+
+// TestAnAdoptionDeletesAClaimLeftBesideKVsOutcome: a claim KV keeps beside
+// the outcome it stores (a settler's stale read wrote it again after the
+// commit, and it may outlive the outcome) is deleted by the adoption
+// sweep, as KV mode's settler would: once the outcome expired it would
+// open the key again, and the ledger would adopt and settle an order
+// whose outcome was told long before (invariant: a key whose outcome is
+// stored never opens again; seed 1297596009150718410, ledger, migrating).
+func TestAnAdoptionDeletesAClaimLeftBesideKVsOutcome(t *testing.T) {
+	ctx := context.Background()
+	clock, old, mem := migrating(t)
+	fallback := kv.NewStore(old, clock.Now)
+	receipt := []byte(`{"orderId":"order-x","status":"accepted"}`)
+	clock.Advance(time.Second)
+	if err := fallback.Commit(ctx, key("k"), intake.Claim{}, intake.Result{Body: receipt, TTL: time.Hour}); err != nil {
+		t.Fatal(err)
+	}
+	svc := intake.New(mem, intake.Options{ResultTTL: config.DefaultResultTTL, PendingTTL: config.DefaultPendingTTL,
+		Gateway: &scriptedGateway{clock: clock}, Now: clock.Now, Fallback: fallback, FallbackUntil: acceptedAt.Add(48 * time.Hour)})
+	if adopted, err := svc.Adopt(ctx, key("k")); err != nil || adopted {
+		t.Fatalf("Adopt = %v, %v; want nothing adopted", adopted, err)
+	}
+	if _, err := old.Get(ctx, "pending:k"); !errors.Is(err, kv.ErrNotFound) {
+		t.Errorf("KV's claim beside its outcome: %v; want it deleted", err)
+	}
+	if rec, err := mem.Lookup(ctx, key("k")); err != nil || rec.State != intake.Absent {
+		t.Errorf("the ledger's record = %v, %v; want nothing: KV's outcome is served from KV", rec.State, err)
+	}
+	clock.Advance(2 * time.Hour)
+	if rec, err := fallback.Lookup(ctx, key("k")); err != nil || rec.State != intake.Absent {
+		t.Errorf("KV once its outcome expired = %v, %v; want the key free, not open again", rec.State, err)
+	}
+}
