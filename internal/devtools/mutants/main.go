@@ -75,6 +75,8 @@ var mutants = []mutant{
 	{"a purge during a migration leaves KV's claim", "intake/admin.go",
 		"if err == nil && final && (rec.State != Stored || mismatched(rec, orderID)) {",
 		"if err == nil && false {"},
+	{"the adoption leaves KV's claim beside its outcome", "intake/fallback.go",
+		"\tcase old.State == Stored:\n\t\ts.dropClaimBesideOutcome(ctx, key)\n", "\tcase old.State == Stored:\n"},
 	{"a failed claim write is not remembered in the opened set", "intake/submit.go",
 		"\t\t\ts.opened.put(cacheKey, claim, now)\n\t\t}\n\t\treturn Outcome{}, storageUnavailable(err)",
 		"\t\t}\n\t\treturn Outcome{}, storageUnavailable(err)"},
