@@ -372,3 +372,42 @@ func TestResolveAndPurgeRefuseAKeyThatHoldsAnotherOrder(t *testing.T) {
 		}
 	})
 }
+
+// TestARetryFromMemoryAfterAPurgeIsANewOrder: over the ledger, whose reads
+// are exact, an instance that left the key open moments before a purge
+// does not mint its retry's claim from its memory of that key: the
+// receipt the purge erased, the same bytes, would be stored again
+// (invariant: a purged receipt is never stored again; found by a long
+// run, seed 13223690485473522922, ledger, migrating). Over KV the memory
+// stands, against reads that miss the key's writes (operating.md says
+// when a purge there is final).
+func TestARetryFromMemoryAfterAPurgeIsANewOrder(t *testing.T) {
+	ctx := context.Background()
+	clock := &fakeClock{now: acceptedAt}
+	store := ledger.NewMemoryStore()
+	store.Now = clock.Now
+	e := &settleEnv{clock: clock, store: store, g: &scriptedGateway{clock: clock}}
+	e.opts = intake.Options{ResultTTL: config.DefaultResultTTL, PendingTTL: config.DefaultPendingTTL, Gateway: e.g, Now: clock.Now}
+	e.g.answer(errLost)
+	first := e.service()
+	if _, err := first.Submit(ctx, deskKey, []byte(validBody), ""); err == nil {
+		t.Fatal("the first attempt's lost answer = nil, want an unknown outcome")
+	}
+	clock.Advance(time.Second)
+	out, err := e.service().Submit(ctx, deskKey, []byte(validBody), "")
+	if err != nil {
+		t.Fatalf("the retry in another instance: %v", err)
+	}
+	admin, _ := e.admin(t)
+	if _, err := admin.Purge(ctx, deskKey, ""); err != nil {
+		t.Fatalf("Purge: %v", err)
+	}
+	clock.Advance(time.Second)
+	again, err := first.Submit(ctx, deskKey, []byte(validBody), "")
+	if err != nil {
+		t.Fatalf("a retry after the purge in the first instance: %v", err)
+	}
+	if string(again.Receipt) == string(out.Receipt) {
+		t.Errorf("the retry after the purge stored the purged receipt again: %s", again.Receipt)
+	}
+}
