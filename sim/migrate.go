@@ -566,14 +566,17 @@ func (w *world) fallbackMissedBy(key keyName, id string, at time.Time, first str
 // observeLedgerMint records the request whose ledger claim first held key
 // with an order id and time: a fallback read that let it claim is its
 // own, whoever calls the gateway under the claim later (the alarm, once
-// its holder died).
-func (w *world) observeLedgerMint(key keyName, method string, after intake.Record) {
+// its holder died). A claim of a free key mints them afresh, even where
+// an earlier claim, since released unsent or lapsed, held the same ones:
+// order ids derive from the key and the order, and two requests in the
+// same millisecond mint the same time.
+func (w *world) observeLedgerMint(key keyName, method string, before, after intake.Record) {
 	a := w.sched.running
 	if w.direct || a == nil || method != "claim" || after.State != intake.Held || after.OrderID == "" {
 		return
 	}
 	id := ledgerMintID(key, after.OrderID, after.AcceptedAt)
-	if _, ok := w.ledgerMints[id]; !ok {
+	if _, ok := w.ledgerMints[id]; !ok || before.State == intake.Absent {
 		w.ledgerMints[id] = a.origin()
 	}
 }

@@ -220,7 +220,7 @@ func run(mode Mode, choose func(n int, label string) int) *world {
 				}
 			}
 			w.checkRefines(key.String(), intake.PhaseOf(before), intake.PhaseOf(after), "ledger "+method)
-			w.observeLedgerMint(key.String(), method, after)
+			w.observeLedgerMint(key.String(), method, before, after)
 		}
 		w.migrating = w.uniform(3, "migrating") == 2
 		w.drawMigration()
