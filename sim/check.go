@@ -335,7 +335,10 @@ func (w *world) checkKept() {
 		}
 		if now.Before(until) {
 			w.absentSeen[c] = true // once for this call; a later call is checked anew
-			if w.mode == KVMode {
+			// Over KV, in KV mode or before a migration's switch: whoever
+			// then drops the claim left beside the outcome, KV mode's
+			// settler or the ledger's adoption.
+			if w.ranKV() {
 				if e := w.rivalCause(c, func(d *gatewayCall) bool { return d.fp != c.fp }); e != nil {
 					// The order was placed beside another under the same
 					// key: the key ends with the other's outcome, and a
