@@ -304,6 +304,7 @@ func (a *Admin) Purge(ctx context.Context, key Key, orderID string) (Record, err
 	migrating = migrating && s.fallback()
 	var oldRec Record
 	oldLeft := migrating // the Fallback's copy is still to purge
+	claimLeft := false   // the Fallback's claim, left as the key was not final here
 	if migrating {
 		cur, err := s.store.Lookup(ctx, key)
 		switch {
@@ -318,6 +319,7 @@ func (a *Admin) Purge(ctx context.Context, key Key, orderID string) (Record, err
 				return Record{}, storageUnavailable(err)
 			}
 			oldLeft = false
+			claimLeft = cur.State == Absent && (oldRec.State != Stored || mismatched(oldRec, orderID))
 		}
 	}
 	rec, err := a.store.Purge(ctx, key, orderID)
@@ -327,6 +329,12 @@ func (a *Admin) Purge(ctx context.Context, key Key, orderID string) (Record, err
 		// A request held the key as the purge began, and stored the
 		// outcome since: the Fallback's copy goes too.
 		oldRec, err = purgeFallback(ctx, old, key, orderID, true)
+	case claimLeft && rec.State == Stored && !mismatched(rec, orderID):
+		// The Store had nothing as the purge began, and a request (a
+		// resolve, a retry) adopted the key and stored its outcome since:
+		// the Fallback's claim goes now, or the next adoption would
+		// store the erased outcome again.
+		err = old.DropClaim(ctx, key)
 	case migrating && rec.State == Absent:
 		rec = oldRec
 	}

@@ -341,3 +341,36 @@ func migratingService(t *testing.T) (*fakeClock, *kv.MemoryNamespace, *ledger.Me
 		Now: clock.Now, Fallback: kv.NewStore(old, clock.Now), FallbackUntil: acceptedAt.Add(48 * time.Hour)})
 	return clock, old, mem, g, svc
 }
+
+// TestAPurgeThatFoundTheKeyOnlyInKVDeletesKVsClaimOnceARetryStoredIt: the
+// purge began while the ledger had nothing, and its pass over KV found
+// only KV mode's open claim, which it left: the key was not final. A retry
+// then adopted the key and stored its receipt in the ledger, which the
+// purge erased. KV's claim goes too, or the next adoption would store the
+// erased receipt again (invariant: a purged receipt is never stored
+// again; found by a long run, seed 8042151180799246591, ledger,
+// migrating, a resolve racing the purge).
+func TestAPurgeThatFoundTheKeyOnlyInKVDeletesKVsClaimOnceARetryStoredIt(t *testing.T) {
+	ctx := context.Background()
+	clock, old, mem, _, svc := migratingService(t)
+	hooked := &hookedFallback{Store: kv.NewStore(old, clock.Now)}
+	hooked.beforePurge = func() {
+		if out, err := svc.Submit(ctx, key("k"), []byte(validBody), ""); err != nil || out.OrderID != "order-x" {
+			t.Errorf("the retry that adopts the key = %q, %v; want order-x's receipt", out.OrderID, err)
+		}
+	}
+	operator := intake.New(mem, intake.Options{ResultTTL: config.DefaultResultTTL, PendingTTL: config.DefaultPendingTTL,
+		Now: clock.Now, Fallback: hooked, FallbackUntil: acceptedAt.Add(48 * time.Hour)})
+	if rec, err := intake.NewAdmin(operator, mem).Purge(ctx, key("k"), "order-x"); err != nil || rec.State != intake.Stored {
+		t.Fatalf("Purge = %v, %v; want the retry's receipt purged", rec.State, err)
+	}
+	if _, err := old.Get(ctx, "pending:k"); !errors.Is(err, kv.ErrNotFound) {
+		t.Errorf("KV's claim after the purge: %v, want it deleted", err)
+	}
+	if adopted, err := svc.Adopt(ctx, key("k")); err != nil || adopted {
+		t.Errorf("Adopt after the purge = %v, %v; want nothing to adopt", adopted, err)
+	}
+	if rec, err := mem.Lookup(ctx, key("k")); err != nil || rec.State != intake.Absent {
+		t.Errorf("the ledger after the purge holds %v, %v; want nothing", rec.State, err)
+	}
+}
