@@ -142,7 +142,11 @@ type Service struct {
 	// receipts holds recent outcomes for replays without a round trip.
 	receipts *receiptCache
 	// opened remembers the order ids this instance sent to the gateway
-	// without an answer, so that a stale read never mints a second one.
+	// without an answer, so that a stale read never mints a second one;
+	// nil over a Store whose reads are exact (the ledger), where memory
+	// must never override what it says: a key it holds as absent was
+	// purged, and a claim minted from memory would store the erased
+	// receipt again.
 	opened *openedOrders
 	// settles is false for the stand-in, whose outcomes are never unknown.
 	settles bool
@@ -186,13 +190,17 @@ func New(store Store, opts Options) *Service {
 	// An operator's answer takes the gateway's place (Admin.Resolve).
 	opts.Gateway = answering{opts.Gateway}
 	life := store.Lifecycle()
+	var opened *openedOrders
+	if life.ReadsLag > 0 {
+		opened = newOpenedOrders()
+	}
 	return &Service{
 		store:                store,
 		opts:                 opts,
 		life:                 life,
 		inFlight:             keySet{keys: make(map[string]inFlightEntry)},
 		receipts:             newReceiptCache(max(opts.CachedReceipts, 0)),
-		opened:               newOpenedOrders(),
+		opened:               opened,
 		settles:              settles,
 		settledWithoutClient: settles || life.SettlesItself,
 	}

@@ -34,8 +34,12 @@ func newOpenedOrders() *openedOrders {
 	return &openedOrders{entries: make(map[string]openedOrder)}
 }
 
-// get returns the claim key was left open with, if remembered at now.
+// get returns the claim key was left open with, if remembered at now. A
+// nil set remembers nothing, and put and forget do nothing to it.
 func (o *openedOrders) get(key string, now time.Time) (Claim, bool) {
+	if o == nil {
+		return Claim{}, false
+	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	e, ok := o.entries[key]
@@ -47,6 +51,9 @@ func (o *openedOrders) get(key string, now time.Time) (Claim, bool) {
 
 // put remembers c, left open under key at now.
 func (o *openedOrders) put(key string, c Claim, now time.Time) {
+	if o == nil {
+		return
+	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if _, ok := o.entries[key]; !ok {
@@ -66,6 +73,9 @@ func (o *openedOrders) put(key string, c Claim, now time.Time) {
 
 // forget drops key once its outcome is stored.
 func (o *openedOrders) forget(key string) {
+	if o == nil {
+		return
+	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if e, ok := o.entries[key]; ok {

@@ -250,9 +250,8 @@ func (s *Service) firm(ctx context.Context, key Key, claim *Claim) error {
 // the key carries them. If this instance left the key open moments ago,
 // the claim keeps that claim's time and attempts too, whatever a stale
 // read of the Store says, and another order under the key is
-// ErrKeyReused. Over a Store whose reads are exact (the ledger) memory
-// never overrides what it says: a key it holds as absent was purged, and
-// a claim minted from memory would store the erased receipt again.
+// ErrKeyReused. Over a Store whose reads are exact (the ledger) the
+// instance keeps no such memory (Service.opened).
 func (s *Service) newClaim(sub *submission, now time.Time) (Claim, error) {
 	claim := Claim{Token: s.opts.NewID(), AcceptedAt: now, Lease: s.opts.PendingTTL, KeepUntil: s.keepUntil(now)}
 	if sub.parsed {
@@ -260,7 +259,7 @@ func (s *Service) newClaim(sub *submission, now time.Time) (Claim, error) {
 	} else {
 		claim.OrderID = s.opts.NewID() // never sent: the body is not an order
 	}
-	if opened, ok := s.opened.get(sub.key.String(), now); ok && s.life.ReadsLag > 0 {
+	if opened, ok := s.opened.get(sub.key.String(), now); ok {
 		if sub.parsed && opened.Fingerprint != "" && opened.Fingerprint != sub.fp {
 			return Claim{}, ErrKeyReused
 		}
