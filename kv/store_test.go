@@ -302,9 +302,7 @@ func TestAClaimRefusedByTheWriteLimitLeavesTheKeyAlone(t *testing.T) {
 func TestAHeldClaimOnAnUnresolvedKeyHoldsIt(t *testing.T) {
 	ctx := context.Background()
 	now := time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
-	mem := kv.NewMemoryNamespace()
-	mem.Now = func() time.Time { return now }
-	store := kv.NewStore(mem, mem.Now)
+	mem, store := storeAt(&now)
 	key := intake.Key{Client: "desk-a", ID: "k"}
 	meta := `{"orderId":"o","acceptedAt":` + fmt.Sprint(now.Add(-time.Hour).UnixMilli()) + `,"leaseUntil":` +
 		fmt.Sprint(now.Add(time.Minute).UnixMilli()) + `,"client":"desk-a","attempts":3,"symbol":"AAPL","side":"buy","quantity":10,"state":"unresolved-held"}`
@@ -331,9 +329,7 @@ func TestAHeldClaimOnAnUnresolvedKeyHoldsIt(t *testing.T) {
 func TestClaimsWriteTheirPhase(t *testing.T) {
 	ctx := context.Background()
 	now := time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
-	mem := kv.NewMemoryNamespace()
-	mem.Now = func() time.Time { return now }
-	store := kv.NewStore(mem, mem.Now)
+	mem, store := storeAt(&now)
 	key := intake.Key{Client: "desk-a", ID: "k"}
 	phase := func() string {
 		t.Helper()
@@ -360,4 +356,12 @@ func TestClaimsWriteTheirPhase(t *testing.T) {
 	if got := phase(); got != "unresolved" {
 		t.Errorf("the phase of a key released given up on = %q, want unresolved", got)
 	}
+}
+
+// storeAt is a Store over a memory namespace whose clock, and the
+// Store's, read *now.
+func storeAt(now *time.Time) (*kv.MemoryNamespace, *kv.Store) {
+	mem := kv.NewMemoryNamespace()
+	mem.Now = func() time.Time { return *now }
+	return mem, kv.NewStore(mem, mem.Now)
 }
