@@ -247,7 +247,7 @@ func (a *Admin) Resolve(ctx context.Context, key Key, res Resolution) (Record, e
 		// key for an operator (an older ledger object).
 		return Record{}, ErrInProgress
 	}
-	claim = takenOver(claim, rec)
+	claim = TakeOver(claim, rec)
 	mismatch := res.OrderID != "" && rec.OrderID != res.OrderID
 	if mismatch || !rec.HasOrder || claim.Fingerprint == "" {
 		claim.NextAttempt = rec.NextAttempt

@@ -56,9 +56,8 @@ func (s *Service) adopt(ctx context.Context, sub *submission, claim *Claim) (out
 // a request that died after the gateway call would leave the Store's own,
 // different order id for the next one.
 func (s *Service) adoptOrderID(ctx context.Context, sub *submission, claim *Claim, open Record) (Outcome, bool, error) {
-	adopted := takenOver(*claim, Record{OrderID: open.OrderID, AcceptedAt: open.AcceptedAt, Attempts: open.Attempts})
+	adopted := TakeOver(*claim, Record{OrderID: open.OrderID, AcceptedAt: open.AcceptedAt, Attempts: open.Attempts})
 	adopted.KeepUntil = later(claim.KeepUntil, s.keepUntil(open.AcceptedAt))
-	adopted.NextAttempt = s.opts.Now() // due for the settler if this request ends here
 	if err := ReleaseTwice(ctx, s.store, sub.key, adopted); err != nil {
 		// The claim may still hold the key, with the Store's own order id,
 		// which never reached the gateway: release it as it was.
@@ -74,11 +73,11 @@ func (s *Service) adoptOrderID(ctx context.Context, sub *submission, claim *Clai
 		// Another request took the key over in between, with this order
 		// id: it is in progress.
 		if rec.State == Claimed {
-			s.release(ctx, sub.key, takenOver(adopted, rec))
+			s.release(ctx, sub.key, TakeOver(adopted, rec))
 		}
 		return Outcome{}, true, ErrInProgress
 	}
-	*claim = takenOver(adopted, rec)
+	*claim = TakeOver(adopted, rec)
 	return Outcome{}, false, nil
 }
 
@@ -156,7 +155,7 @@ func (s *Service) adoptOpen(ctx context.Context, key Key, due time.Time) (bool, 
 	case rec.OrderID != "":
 		// The Store had the key open already (adopted before, or by a
 		// client's retry): its settler's, as it was.
-		s.release(ctx, key, takenOver(claim, rec))
+		s.release(ctx, key, TakeOver(claim, rec))
 		return false, nil
 	}
 	// Read again, now that the claim holds the key: an operator's purge

@@ -280,12 +280,8 @@ func (s *Service) keepUntil(acceptedAt time.Time) time.Time {
 
 // release ends claim through ReleaseTwice, reporting a failure to
 // OnReleaseError. A claim that may have reached the gateway leaves the key
-// Open, and due for the settler: at claim.NextAttempt, or at once if no
-// attempt set it.
+// Open, and due for the settler when the Store says (DueAt).
 func (s *Service) release(ctx context.Context, key Key, claim Claim) {
-	if claim.Sent && !claim.Unresolved && claim.NextAttempt.IsZero() && s.settles && claim.Fingerprint != "" {
-		claim.NextAttempt = s.opts.Now()
-	}
 	if err := ReleaseTwice(ctx, s.store, key, claim); err != nil {
 		s.opts.OnReleaseError(key, err)
 	}

@@ -78,7 +78,7 @@ func (s *Service) copyFromFallback(ctx context.Context, key Key, rec Record, now
 	got, err := s.store.Begin(ctx, key, claim)
 	if err != nil || got.State != Claimed || got.OrderID != "" {
 		if err == nil && got.State == Claimed {
-			s.release(ctx, key, takenOver(claim, got))
+			s.release(ctx, key, TakeOver(claim, got))
 		}
 		return rec
 	}

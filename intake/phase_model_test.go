@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/edge-orders/edge-orders/intake"
 )
@@ -264,10 +265,11 @@ func (s mstate) start(i int, read version, stale, kv, chaos bool, who string) []
 			return []move{{n, what + ", replays"}}
 		}
 	}
-	for _, ev := range []intake.Event{intake.EventClaim, intake.EventTakeOver} {
-		if _, ok := intake.Next(read.phase, ev, role); !ok {
-			continue
-		}
+	step, err := intake.Step(modelRecord(read.phase), intake.Claim{Fingerprint: modelOrder, Settling: i == settler}, modelNow)
+	if err != nil {
+		panic(fmt.Sprintf("%s: %v", what, err)) // a move Step makes and the table has no row for
+	}
+	if ev := step.Event; ev != intake.EventNone {
 		st, blind := read.stamp, read.blind || stale
 		if ev == intake.EventClaim {
 			st = n.next
@@ -313,6 +315,30 @@ func (s mstate) start(i int, read version, stale, kv, chaos bool, who string) []
 		}
 	}
 	return []move{{n, what + ", waits"}}
+}
+
+// What the world's actors hand intake.Step: every client's claim is for
+// one order, and the key, open or awaiting the give-up's check, is due.
+const modelOrder = "the order's fingerprint"
+
+var modelNow = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// modelRecord is a Store's record of a key in phase p.
+func modelRecord(p intake.Phase) intake.Record {
+	due := modelNow.Add(-time.Second)
+	switch p {
+	case intake.PhaseHeld:
+		return intake.Record{State: intake.Held, Fingerprint: modelOrder}
+	case intake.PhaseOpen:
+		return intake.Record{State: intake.Open, Fingerprint: modelOrder, HasOrder: true, NextAttempt: due}
+	case intake.PhaseChecking:
+		return intake.Record{State: intake.Open, Fingerprint: modelOrder, HasOrder: true, NextAttempt: due, Unresolved: true}
+	case intake.PhaseUnresolved:
+		return intake.Record{State: intake.Open, Fingerprint: modelOrder, HasOrder: true, Unresolved: true}
+	case intake.PhaseStored:
+		return intake.Record{State: intake.Stored}
+	}
+	return intake.Record{State: intake.Absent}
 }
 
 // written is actor i's write of ev: landed, or, with chaos, failed before

@@ -145,7 +145,7 @@ func (s *Service) settle(ctx context.Context, key Key) (Settlement, error) {
 	case rec.State != Claimed:
 		return Settlement{Final: true}, nil
 	}
-	claim = takenOver(claim, rec)
+	claim = TakeOver(claim, rec)
 	if !rec.HasOrder || claim.Fingerprint == "" {
 		// An Open key stored without its order, by an older version: only
 		// a client's retry, which brings the order, can settle it.

@@ -185,7 +185,7 @@ func (s *Service) attempt(ctx context.Context, sub *submission, now time.Time) (
 		// Begin took over an Open key: an earlier attempt may have reached
 		// the gateway, so its order id, and the order it is for, are the
 		// key's for good.
-		claim = takenOver(claim, rec)
+		claim = TakeOver(claim, rec)
 	}
 	if err := sub.parse(); err != nil {
 		s.release(ctx, sub.key, claim)
@@ -263,27 +263,10 @@ func (s *Service) newClaim(sub *submission, now time.Time) (Claim, error) {
 		if sub.parsed && opened.Fingerprint != "" && opened.Fingerprint != sub.fp {
 			return Claim{}, ErrKeyReused
 		}
-		claim = takenOver(claim, Record{OrderID: opened.OrderID, AcceptedAt: opened.AcceptedAt, Fingerprint: opened.Fingerprint,
+		claim = TakeOver(claim, Record{OrderID: opened.OrderID, AcceptedAt: opened.AcceptedAt, Fingerprint: opened.Fingerprint,
 			Order: opened.Order, HasOrder: opened.Fingerprint != "", Attempts: opened.Attempts, Unresolved: opened.Unresolved})
 	}
 	return claim, nil
-}
-
-// takenOver is claim once it holds an Open key rec: with the key's order
-// id, time, order and attempts, sent.
-func takenOver(claim Claim, rec Record) Claim {
-	claim.OrderID, claim.AcceptedAt, claim.Sent, claim.Tentative = rec.OrderID, rec.AcceptedAt, true, false
-	claim.Attempts, claim.Unresolved = rec.Attempts, rec.Unresolved
-	if rec.Unresolved {
-		claim.NextAttempt = rec.NextAttempt // a give-up's check, if due
-	}
-	if rec.Fingerprint != "" {
-		claim.Fingerprint = rec.Fingerprint
-	}
-	if rec.HasOrder {
-		claim.Order = rec.Order
-	}
-	return claim
 }
 
 // place passes the claimed order to the gateway and stores its outcome. An

@@ -79,11 +79,6 @@ func (k *Store) Lifecycle() intake.Lifecycle {
 // that made it: Cloudflare documents 60 seconds or more.
 const ReadsLag = 60 * time.Second
 
-// dueSlack is how early a settle message may come and still find its key
-// due: the clocks of the isolate that sent it and of the one that takes it
-// differ a little.
-const dueSlack = time.Second
-
 // Lookup implements intake.Store: it reads result:<key> and pending:<key>
 // at once, one round trip instead of two: in one call where the namespace
 // reads several keys at once (ManyGetter, as the binding does), else on
@@ -167,7 +162,7 @@ func (k *Store) claimRecord(e Entry) intake.Record {
 
 // claimRecordAt is the claim with metadata m and value value at now.
 func claimRecordAt(m metadata, value string, now time.Time) intake.Record {
-	rec := intake.Record{State: intake.Held, Fingerprint: m.fingerprint, OrderID: m.orderID, AcceptedAt: m.acceptedAt,
+	rec := intake.Record{Fingerprint: m.fingerprint, OrderID: m.orderID, AcceptedAt: m.acceptedAt,
 		Order: m.order, HasOrder: m.hasOrder, Attempts: m.attempts, NextAttempt: m.due, Unresolved: m.unresolved,
 		WrittenPhase: m.phase}
 	if !rec.HasOrder && value != pendingValue {
@@ -175,9 +170,9 @@ func claimRecordAt(m metadata, value string, now time.Time) intake.Record {
 			rec.Order, rec.HasOrder = o, true
 		}
 	}
-	if m.orderID != "" && (m.open || !now.Before(m.leaseUntil)) {
-		rec.State = intake.Open
-	}
+	// A claim without an order id (the reference's) has no lease in its
+	// metadata: it holds the key until KV lets it go.
+	rec.State = intake.ClaimState(m.open, m.leaseUntil, false, m.orderID, now)
 	return rec
 }
 
@@ -206,11 +201,14 @@ func (k *Store) Begin(ctx context.Context, key intake.Key, c intake.Claim) (inta
 		_ = k.ns.Delete(ctx, pendingPrefix+key.String())
 	}
 	rec := k.record(stored, pending)
+	move, err := intake.Step(rec, c, k.now())
 	switch {
-	case rec.State == intake.Open && !(c.Settling && !c.Resolving && !k.due(rec)):
-		return k.takeOver(ctx, key, c, rec)
-	case rec.State != intake.Absent || c.Settling:
+	case err != nil:
+		return intake.Record{}, err
+	case move.Event == intake.EventNone:
 		return rec, nil
+	case move.Event == intake.EventTakeOver:
+		return k.takeOver(ctx, key, move.Claim, rec)
 	}
 	if c.Admit != nil {
 		if err := c.Admit(ctx); err != nil {
@@ -239,37 +237,15 @@ func (k *Store) Begin(ctx context.Context, key intake.Key, c intake.Claim) (inta
 	return intake.Record{State: intake.Claimed}, nil
 }
 
-// due reports whether the settler may take over the Open key rec: it is
-// due now, and, if the settler gave up on it, due for the give-up's check.
-// A settle message that comes before its key is due was sent for an
-// earlier due time, by a chain another attempt has moved on.
-func (k *Store) due(rec intake.Record) bool {
-	if rec.Unresolved && rec.NextAttempt.IsZero() {
-		return false
-	}
-	return !k.now().Add(dueSlack).Before(rec.NextAttempt)
-}
-
-// takeOver claims an Open key for c with the order id, order and attempts
-// it keeps, unless it is another order's. A failed write may still have
-// landed and would hold the key for its lease: the key is written back
-// open, as it was, trying twice.
+// takeOver writes c, a claim Step made of the Open key open. A failed
+// write may still have landed and would hold the key for its lease: the
+// key is written back open, as it was, trying twice. A claim on an
+// unresolved key stays unresolved, as the ledger's row does: a holder
+// that dies leaves the key unresolved once its lease ends, due only for
+// the give-up's check if it awaited one, and never reported twice
+// (docs/operating.md). One left beside the outcome it stored
+// (ReleaseClaims false) is deleted by Commit.
 func (k *Store) takeOver(ctx context.Context, key intake.Key, c intake.Claim, open intake.Record) (intake.Record, error) {
-	if c.Fingerprint != "" && open.Fingerprint != "" && c.Fingerprint != open.Fingerprint {
-		return open, nil
-	}
-	// A claim on an unresolved key stays unresolved, as the ledger's row
-	// does: a holder that dies leaves the key unresolved once its lease
-	// ends, due only for the give-up's check if it awaited one, and never
-	// reported twice (docs/operating.md). One left beside the outcome it
-	// stored (ReleaseClaims false) is deleted by Commit.
-	c.OrderID, c.AcceptedAt, c.Attempts, c.Unresolved = open.OrderID, open.AcceptedAt, open.Attempts, open.Unresolved
-	if open.Unresolved {
-		c.NextAttempt = open.NextAttempt
-	}
-	if open.Fingerprint != "" || c.Fingerprint == "" {
-		c.Fingerprint, c.Order = open.Fingerprint, open.Order
-	}
 	if err := k.putClaim(ctx, key, c, false); err != nil {
 		if errors.Is(err, ErrRateLimited) {
 			return intake.Record{}, err // refused: the key is as it was
@@ -301,31 +277,7 @@ func (k *Store) putClaim(ctx context.Context, key intake.Key, c intake.Claim, op
 	m := metadata{fingerprint: c.Fingerprint, orderID: c.OrderID, acceptedAt: c.AcceptedAt, client: key.Client,
 		order: c.Order, hasOrder: c.Fingerprint != "", leaseUntil: now.Add(c.Lease), open: open,
 		attempts: c.Attempts, unresolved: c.Unresolved}
-	switch {
-	case !m.hasOrder:
-	case open && c.Unresolved:
-		// Given up on: due only for the give-up's check, if it awaits one.
-		m.due = c.NextAttempt
-	case c.Unresolved:
-		// Held on a key given up on: due, once its lease ends, only for the
-		// give-up's check it awaits, if any.
-		if !c.NextAttempt.IsZero() {
-			m.due = c.NextAttempt
-			if m.due.Before(m.leaseUntil) {
-				m.due = m.leaseUntil
-			}
-		}
-	case open:
-		// An open key with its order is always due: at once, if no
-		// attempt said when (a takeover written back after its put
-		// failed, from a read that did not say).
-		m.due = c.NextAttempt
-		if m.due.IsZero() {
-			m.due = now
-		}
-	default:
-		m.due = m.leaseUntil
-	}
+	m.due = intake.DueAt(c, open, m.leaseUntil, now)
 	m.phase = intake.PhaseOf(claimRecordAt(m, e.Value, now))
 	e.Metadata = m.encode()
 	if len(e.Metadata) > MaxMetadataBytes {

@@ -97,7 +97,7 @@ type local struct{ obj *Object }
 func NewLocal(obj *Object) intake.Store { return adapter{calls: local{obj}} }
 
 func (l local) claim(_ context.Context, key intake.Key, c intake.Claim) (intake.Record, error) {
-	return l.obj.Claim(key, c), nil
+	return l.obj.Claim(key, c)
 }
 
 func (l local) commit(_ context.Context, key intake.Key, c intake.Claim, r intake.Result) error {

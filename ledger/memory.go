@@ -79,8 +79,11 @@ func (m *MemoryStore) do(ctx context.Context, method string, f func()) error {
 }
 
 func (m *MemoryStore) claim(ctx context.Context, key intake.Key, c intake.Claim) (rec intake.Record, err error) {
-	err = m.do(ctx, "claim", m.watched(key, "claim", func() { rec = m.obj.Claim(key, c) }))
-	return rec, err
+	var stepErr error
+	if err = m.do(ctx, "claim", m.watched(key, "claim", func() { rec, stepErr = m.obj.Claim(key, c) })); err != nil {
+		return rec, err
+	}
+	return rec, stepErr
 }
 
 func (m *MemoryStore) commit(ctx context.Context, key intake.Key, c intake.Claim, r intake.Result) (err error) {

@@ -62,17 +62,6 @@ type row struct {
 	phase intake.Phase
 }
 
-// holds reports whether r is a claim that holds its key at now.
-func (r row) holds(now time.Time) bool {
-	if r.token == "" || r.receipt != nil {
-		return false
-	}
-	if r.leaseUntil.IsZero() {
-		return now.Before(r.expires)
-	}
-	return now.Before(r.leaseUntil)
-}
-
 // record is r as intake sees it at now.
 func (r row) record(now time.Time) intake.Record {
 	rec := intake.Record{Fingerprint: r.fingerprint, OrderID: r.orderID, AcceptedAt: r.acceptedAt,
@@ -84,13 +73,8 @@ func (r row) record(now time.Time) intake.Record {
 	case r.receipt != nil:
 		return intake.Record{State: intake.Stored, Body: r.receipt, Rejected: r.rejected, Fingerprint: r.fingerprint, Expires: r.expires,
 			WrittenPhase: r.phase}
-	case r.holds(now):
-		rec.State = intake.Held
-	case r.tentative:
-		return intake.Record{State: intake.Absent}
-	case r.orderID != "":
-		rec.State = intake.Open
-	default:
+	}
+	if rec.State = intake.ClaimState(r.token == "", r.leaseUntil, r.tentative, r.orderID, now); rec.State == intake.Absent {
 		return intake.Record{State: intake.Absent}
 	}
 	return rec
@@ -156,7 +140,7 @@ type Object struct {
 //
 // A row is kept at least until the claim's lease ends and c.KeepUntil,
 // and never less long than before: a takeover never outlives its row.
-func (o *Object) Claim(key intake.Key, c intake.Claim) intake.Record {
+func (o *Object) Claim(key intake.Key, c intake.Claim) (intake.Record, error) {
 	panichook.At(panichook.InObject, key.String())
 	now := o.now()
 	r, ok := o.rows.get(key.String())
@@ -165,42 +149,41 @@ func (o *Object) Claim(key intake.Key, c intake.Claim) intake.Record {
 		rec = r.record(now)
 	}
 	switch {
-	case rec.State == intake.Stored:
-		return rec
-	case rec.State == intake.Held && r.token != c.Token:
-		return rec
-	case c.Settling && (rec.State != intake.Open || (r.unresolved && !c.Resolving)):
-		return rec
-	case rec.State == intake.Absent:
-		r = row{key: key.String(), client: key.Client, fingerprint: c.Fingerprint, order: c.Order, hasOrder: c.Fingerprint != "",
-			orderID: c.OrderID, acceptedAt: c.AcceptedAt, tentative: c.Tentative}
-	case c.Fingerprint != "" && r.fingerprint != "" && c.Fingerprint != r.fingerprint:
-		return rec // open, and another order's
-	}
-	// Absent, open, or this token's own claim retried: (re)claim, keeping
-	// the order id the row has. An open row's order id may have reached
-	// the gateway (its last holder may have died mid-call): the row
-	// remembers it, so that this claim's release never deletes it.
-	if rec.State == intake.Open {
-		r.sent = true
+	case rec.State == intake.Held && r.token == c.Token:
+		// This claim's own, retried after its answer was lost: renewed,
+		// as it is. No move of the table's.
+	default:
+		move, err := intake.Step(rec, c, now)
+		switch {
+		case err != nil:
+			return intake.Record{}, err
+		case move.Event == intake.EventNone:
+			return rec, nil
+		case move.Event == intake.EventClaim:
+			r = row{key: key.String(), client: key.Client}
+		}
+		// An open row's order id may have reached the gateway (its last
+		// holder may have died mid-call): the row remembers it, so that
+		// this claim's release never deletes it.
+		c = move.Claim
+		// A row kept without its order, by an older version, takes none
+		// from the claim that takes it over.
+		r.fingerprint, r.hasOrder, r.order = c.Fingerprint, c.Fingerprint != "" && (rec.HasOrder || rec.Fingerprint == ""), order.Order{}
+		if r.hasOrder {
+			r.order = c.Order
+		}
+		r.orderID, r.acceptedAt, r.attempts, r.unresolved = c.OrderID, c.AcceptedAt, c.Attempts, c.Unresolved
+		r.sent, r.tentative = move.Event == intake.EventTakeOver, c.Tentative
 	}
 	r.token, r.leaseUntil = c.Token, now.Add(c.Lease)
-	if r.fingerprint == "" && c.Fingerprint != "" {
-		r.fingerprint, r.order, r.hasOrder = c.Fingerprint, c.Order, true
-	}
-	// A tentative claim is kept for its lease only, and is due never: its
-	// order id reaches the gateway only once the claim is made firm.
+	// A tentative claim is kept for its lease only: its order id reaches
+	// the gateway only once the claim is made firm.
 	r.tentative = r.tentative && c.Tentative
 	r.expires = latest(r.expires, r.leaseUntil)
 	if !r.tentative {
 		r.expires = latest(r.expires, c.KeepUntil)
 	}
-	r.due = time.Time{}
-	if r.hasOrder && !r.unresolved && !r.tentative && r.expires.After(r.leaseUntil) {
-		// Kept past the lease, so the order may reach the gateway: due for
-		// the settler if this claim's holder never comes back.
-		r.due = r.leaseUntil
-	}
+	r.due = intake.DueAt(r.claim(), false, r.leaseUntil, now)
 	o.put(r, now)
 	o.scheduleSweep(now)
 	o.scheduleAlarm(r.due)
@@ -209,7 +192,17 @@ func (o *Object) Claim(key intake.Key, c intake.Claim) intake.Record {
 		claimed.OrderID, claimed.AcceptedAt, claimed.Attempts, claimed.Unresolved = r.orderID, r.acceptedAt, r.attempts, r.unresolved
 		claimed.Order, claimed.HasOrder = r.order, r.hasOrder
 	}
-	return claimed
+	return claimed, nil
+}
+
+// claim is what r keeps of its claim, as intake.DueAt reads it: its
+// order, its give-up, and how long the row is kept.
+func (r row) claim() intake.Claim {
+	c := intake.Claim{Unresolved: r.unresolved, Tentative: r.tentative, KeepUntil: r.expires}
+	if r.hasOrder {
+		c.Fingerprint = r.fingerprint
+	}
+	return c
 }
 
 // Commit stores r under key if c's claim still holds it, even past its
@@ -264,11 +257,14 @@ func (o *Object) Release(key intake.Key, c intake.Claim) {
 		cur.attempts = max(cur.attempts, c.Attempts)
 		cur.unresolved = cur.unresolved || c.Unresolved
 		cur.expires = latest(cur.expires, c.KeepUntil)
-		cur.due = time.Time{}
 		now := o.now()
-		if cur.hasOrder && !cur.unresolved {
-			cur.due = latest(c.NextAttempt, now)
+		due := cur.claim()
+		if c.Unresolved || !cur.unresolved {
+			// A claim that did not learn the key was given up on awaits
+			// no check of it.
+			due.NextAttempt = c.NextAttempt
 		}
+		cur.due = intake.DueAt(due, true, time.Time{}, now)
 		o.put(cur, now)
 		o.scheduleAlarm(cur.due)
 	default:

@@ -81,7 +81,11 @@ func call(o *Object, method string, arg []byte) ([]byte, error) {
 		if err != nil {
 			return nil, err
 		}
-		return encodeRecord(o.Claim(key, c)), nil
+		rec, err := o.Claim(key, c)
+		if err != nil {
+			return nil, err
+		}
+		return encodeRecord(rec), nil
 	case "commit":
 		key, c, r, err := decodeCommit(arg)
 		if err != nil {

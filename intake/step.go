@@ -1,0 +1,151 @@
+package intake
+
+import (
+	"fmt"
+	"time"
+)
+
+// The stores' decisions, made once for both: whether a claim takes a key
+// and what it inherits (Step), when a claim stops holding its key
+// (ClaimState), and when the settler is due for a key (DueAt). KV runs
+// them in the isolate before its blind write; the ledger inside its
+// Durable Object, in the step that writes. The table (phase.go) is their
+// one authority: Step fails on a move it has no row for.
+
+// DueSlack is how early a settler's claim may come and still find its key
+// due: the clocks of the isolate that scheduled it and of the one that
+// takes it differ a little.
+const DueSlack = time.Second
+
+// Move is what a Store's Begin does, as Step decides it.
+type Move struct {
+	// Event is EventClaim (a free key), EventTakeOver (an open key), or
+	// EventNone: Begin writes nothing and returns the record it found.
+	Event Event
+	// To is the phase the write leaves the key in.
+	To Phase
+	// Claim is what the Store writes: the claim as it came, or, for a
+	// takeover, with what the open key hands on (TakeOver).
+	Claim Claim
+}
+
+// EventNone is no event: the key stays as it is.
+const EventNone Event = 255
+
+// Step decides what claim c, made at now, does to a key that shows rec:
+//   - a free key is claimed, except by the settler, which has no order of
+//     its own to place;
+//   - an open key is taken over with its order id, order and attempts,
+//     unless it is another order's, or the claim is the settler's and the
+//     key is not due (DueFor);
+//   - a stored outcome and another's live claim are left alone.
+//
+// It fails on a move the table has no row for: a bug, never a default.
+func Step(rec Record, c Claim, now time.Time) (Move, error) {
+	ev := EventNone
+	switch rec.State {
+	case Absent:
+		if !c.Settling {
+			ev = EventClaim
+		}
+	case Open:
+		switch {
+		case c.Fingerprint != "" && rec.Fingerprint != "" && c.Fingerprint != rec.Fingerprint:
+			// Another order's key: reused by mistake, it keeps its own.
+		case c.Settling && !c.Resolving && !DueFor(rec, now):
+		default:
+			ev, c = EventTakeOver, TakeOver(c, rec)
+		}
+	}
+	from := PhaseOf(rec)
+	if ev == EventNone {
+		return Move{Event: ev, To: from, Claim: c}, nil
+	}
+	to, ok := Next(from, ev, c.role())
+	if !ok {
+		return Move{}, fmt.Errorf("intake: no row of the table lets a %s %s a key %s", c.role(), ev, from)
+	}
+	return Move{Event: ev, To: to, Claim: c}, nil
+}
+
+// role is who makes c: the settler, an operator's resolve, or else a
+// client, an adoption or a resolve of a key only KV holds, which a Store
+// cannot tell apart.
+func (c Claim) role() Role {
+	switch {
+	case c.Resolving:
+		return RoleResolver
+	case c.Settling:
+		return RoleSettler
+	}
+	return RoleClient | RoleAdopter | RoleResolver
+}
+
+// DueFor reports whether the settler may take over the open key rec at
+// now: it is due, and, if the settler gave up on it, due for the
+// give-up's check. A settle message that comes before its key is due was
+// sent for an earlier due time, by a chain another attempt has moved on.
+func DueFor(rec Record, now time.Time) bool {
+	if rec.Unresolved && rec.NextAttempt.IsZero() {
+		return false
+	}
+	return !now.Add(DueSlack).Before(rec.NextAttempt)
+}
+
+// TakeOver is claim c once it holds the open key rec: with the key's
+// order id and time, which may have reached the gateway, its attempts, its
+// give-up and the check that awaits (a key given up on stays so), and its
+// order where the key keeps one. Stores write it; the Service carries it
+// on from what Begin returned.
+func TakeOver(c Claim, rec Record) Claim {
+	c.OrderID, c.AcceptedAt, c.Sent, c.Tentative = rec.OrderID, rec.AcceptedAt, true, false
+	c.Attempts, c.Unresolved = rec.Attempts, rec.Unresolved
+	if rec.Unresolved {
+		c.NextAttempt = rec.NextAttempt
+	}
+	if rec.Fingerprint != "" {
+		c.Fingerprint = rec.Fingerprint
+	}
+	if rec.HasOrder {
+		c.Order = rec.Order
+	}
+	return c
+}
+
+// ClaimState is what a claim its Store wrote is at now: Held until its
+// lease ends (a lease the Store cannot tell, zero, until the claim goes),
+// or once released; then Open with its order id, or Absent for a
+// tentative claim, whose order never reached the gateway under it, and
+// for one without an order id.
+func ClaimState(released bool, leaseUntil time.Time, tentative bool, orderID string, now time.Time) State {
+	switch {
+	case !released && (leaseUntil.IsZero() || now.Before(leaseUntil)):
+		return Held
+	case tentative || orderID == "":
+		return Absent
+	}
+	return Open
+}
+
+// DueAt is when the settler is due for a key written at now with claim c,
+// held until leaseUntil or released: never for a key without its order or
+// a tentative claim, or one not kept past its lease (c.KeepUntil), whose
+// order reaches nothing outside; for a key given up on, only for the
+// check it awaits, and not before the lease ends; for a held claim, when
+// its lease ends, since its holder may die; for a released one, at
+// c.NextAttempt, or at once if no attempt set it.
+func DueAt(c Claim, released bool, leaseUntil, now time.Time) time.Time {
+	switch {
+	case c.Fingerprint == "" || c.Tentative || !c.KeepUntil.After(leaseUntil) && !released:
+		return time.Time{}
+	case c.Unresolved && (released || c.NextAttempt.IsZero()):
+		return c.NextAttempt
+	case c.Unresolved:
+		return later(c.NextAttempt, leaseUntil)
+	case released && c.NextAttempt.IsZero():
+		return now
+	case released:
+		return c.NextAttempt
+	}
+	return leaseUntil
+}
