@@ -1,0 +1,186 @@
+package intake_test
+
+import (
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/edge-orders/edge-orders/intake"
+	"github.com/edge-orders/edge-orders/order"
+)
+
+var (
+	stepNow   = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	stepOrder = order.Order{Symbol: "AAPL", Side: order.Buy, Quantity: 10}
+)
+
+// openKey is a key left open by an earlier claim of stepOrder.
+func openKey(mod func(*intake.Record)) intake.Record {
+	rec := intake.Record{State: intake.Open, Fingerprint: "fp", Order: stepOrder, HasOrder: true,
+		OrderID: "the key's order id", AcceptedAt: stepNow.Add(-time.Hour), Attempts: 3, NextAttempt: stepNow.Add(-time.Second)}
+	if mod != nil {
+		mod(&rec)
+	}
+	return rec
+}
+
+// TestStepDecidesWhatAClaimDoesToTheKeyItFound: Step is both stores'
+// one decision in Begin; each row here is a case a Store once decided
+// on its own.
+func TestStepDecidesWhatAClaimDoesToTheKeyItFound(t *testing.T) {
+	client := intake.Claim{Token: "t", Fingerprint: "fp", Order: stepOrder, OrderID: "a new order id", AcceptedAt: stepNow}
+	settler := intake.Claim{Token: "s", Settling: true}
+	resolver := intake.Claim{Token: "r", Settling: true, Resolving: true}
+	unresolved := openKey(func(r *intake.Record) { r.Unresolved, r.NextAttempt = true, time.Time{} })
+	checking := openKey(func(r *intake.Record) { r.Unresolved = true })
+	for _, tc := range []struct {
+		name string
+		rec  intake.Record
+		c    intake.Claim
+		want intake.Event
+		to   intake.Phase
+	}{
+		{"a client claims a free key", intake.Record{State: intake.Absent}, client, intake.EventClaim, intake.PhaseHeld},
+		{"the settler has nothing to place for a free key", intake.Record{State: intake.Absent}, settler, intake.EventNone, intake.PhaseAbsent},
+		{"a live claim holds the key", intake.Record{State: intake.Held, OrderID: "x"}, client, intake.EventNone, intake.PhaseHeld},
+		{"nor does the settler take it", intake.Record{State: intake.Held, OrderID: "x"}, settler, intake.EventNone, intake.PhaseHeld},
+		{"a stored outcome stays", intake.Record{State: intake.Stored}, client, intake.EventNone, intake.PhaseStored},
+		{"a client takes over an open key", openKey(nil), client, intake.EventTakeOver, intake.PhaseHeld},
+		{"but not another order's", openKey(func(r *intake.Record) { r.Fingerprint = "another" }), client, intake.EventNone, intake.PhaseOpen},
+		{"the settler takes over a due key", openKey(nil), settler, intake.EventTakeOver, intake.PhaseHeld},
+		{"or one due within the clocks' slack", openKey(func(r *intake.Record) { r.NextAttempt = stepNow.Add(intake.DueSlack) }), settler, intake.EventTakeOver, intake.PhaseHeld},
+		{"but not one due later", openKey(func(r *intake.Record) { r.NextAttempt = stepNow.Add(intake.DueSlack + time.Millisecond) }), settler, intake.EventNone, intake.PhaseOpen},
+		{"a resolve takes it all the same", openKey(func(r *intake.Record) { r.NextAttempt = stepNow.Add(time.Hour) }), resolver, intake.EventTakeOver, intake.PhaseHeld},
+		{"the settler leaves a key it gave up on", unresolved, settler, intake.EventNone, intake.PhaseUnresolved},
+		{"a resolve takes it", unresolved, resolver, intake.EventTakeOver, intake.PhaseHeld},
+		{"and so does a client's retry", unresolved, client, intake.EventTakeOver, intake.PhaseHeld},
+		{"the give-up's check takes its key once due", checking, settler, intake.EventTakeOver, intake.PhaseHeld},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			move, err := intake.Step(tc.rec, tc.c, stepNow)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if move.Event != tc.want || move.To != tc.to {
+				t.Fatalf("Step = %s to %s, want %s to %s", move.Event, move.To, tc.want, tc.to)
+			}
+			want := tc.c
+			if tc.want == intake.EventTakeOver {
+				want = intake.TakeOver(tc.c, tc.rec)
+			}
+			if !claimsEqual(move.Claim, want) {
+				t.Fatalf("Step's claim = %+v, want %+v", move.Claim, want)
+			}
+		})
+	}
+}
+
+func claimsEqual(a, b intake.Claim) bool {
+	a.Admit, b.Admit = nil, nil
+	return reflect.DeepEqual(a, b)
+}
+
+// TestATakeoverInheritsTheKeysOrderAndGiveUp: what a takeover inherits
+// is decided once, for both stores and the Service.
+func TestATakeoverInheritsTheKeysOrderAndGiveUp(t *testing.T) {
+	c := intake.Claim{Token: "t", Fingerprint: "fp", Order: stepOrder, OrderID: "mine", AcceptedAt: stepNow, Tentative: true,
+		NextAttempt: stepNow.Add(time.Hour)}
+	got := intake.TakeOver(c, openKey(nil))
+	if got.OrderID != "the key's order id" || !got.AcceptedAt.Equal(stepNow.Add(-time.Hour)) || got.Attempts != 3 {
+		t.Errorf("the takeover's order id, time and attempts are %q, %v, %d: not the key's", got.OrderID, got.AcceptedAt, got.Attempts)
+	}
+	if !got.Sent || got.Tentative {
+		t.Errorf("a takeover is sent (%v) and firm (tentative %v): the key's order id may be at the OMS", got.Sent, got.Tentative)
+	}
+	if got.Unresolved || !got.NextAttempt.Equal(c.NextAttempt) {
+		t.Errorf("a takeover of a key not given up on keeps its own due time: %v, %v", got.Unresolved, got.NextAttempt)
+	}
+	checkAt := stepNow.Add(2 * time.Minute)
+	got = intake.TakeOver(intake.Claim{Token: "s", Settling: true}, openKey(func(r *intake.Record) { r.Unresolved, r.NextAttempt = true, checkAt }))
+	if !got.Unresolved || !got.NextAttempt.Equal(checkAt) {
+		t.Errorf("a takeover of a key awaiting the give-up's check keeps both: %v, %v", got.Unresolved, got.NextAttempt)
+	}
+	if got.Fingerprint != "fp" || got.Order != stepOrder {
+		t.Errorf("the settler's takeover carries the key's order: %q, %+v", got.Fingerprint, got.Order)
+	}
+	got = intake.TakeOver(c, openKey(func(r *intake.Record) { r.Fingerprint, r.Order, r.HasOrder = "", order.Order{}, false }))
+	if got.Fingerprint != "fp" || got.Order != stepOrder {
+		t.Errorf("a key kept without its order keeps the claim's: %q, %+v", got.Fingerprint, got.Order)
+	}
+}
+
+// TestStepFailsOnAMoveTheTableHasNoRowFor: Step reads the table, and a
+// move without a row is an error, never a silent default.
+func TestStepFailsOnAMoveTheTableHasNoRowFor(t *testing.T) {
+	saved := intake.Transitions
+	t.Cleanup(func() { intake.Transitions = saved })
+	intake.Transitions = slices.DeleteFunc(slices.Clone(saved), func(tr intake.Transition) bool {
+		return tr.From == intake.PhaseAbsent && tr.Event == intake.EventClaim
+	})
+	_, err := intake.Step(intake.Record{State: intake.Absent}, intake.Claim{Token: "t", Fingerprint: "fp"}, stepNow)
+	if err == nil || !strings.Contains(err.Error(), "no row") {
+		t.Fatalf("Step over a table without the claim of a free key = %v, want an error", err)
+	}
+}
+
+// TestAClaimHoldsItsKeyUntilItsLeaseEnds: ClaimState is when a claim
+// stops holding its key, in both stores.
+func TestAClaimHoldsItsKeyUntilItsLeaseEnds(t *testing.T) {
+	lease := stepNow.Add(time.Minute)
+	for _, tc := range []struct {
+		name      string
+		released  bool
+		lease     time.Time
+		tentative bool
+		orderID   string
+		now       time.Time
+		want      intake.State
+	}{
+		{"during its lease", false, lease, false, "id", stepNow, intake.Held},
+		{"once it ends, open with its order id", false, lease, false, "id", lease, intake.Open},
+		{"released, at once", true, lease, false, "id", stepNow, intake.Open},
+		{"a tentative claim's key is free", false, lease, true, "id", lease, intake.Absent},
+		{"so is one without an order id", false, lease, false, "", lease, intake.Absent},
+		{"a lease its store cannot tell holds until the claim goes", false, time.Time{}, false, "", stepNow.Add(time.Hour), intake.Held},
+	} {
+		if got := intake.ClaimState(tc.released, tc.lease, tc.tentative, tc.orderID, tc.now); got != tc.want {
+			t.Errorf("%s: ClaimState = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
+
+// TestTheSettlerIsDueWhenDueAtSays: DueAt is when the settler is due, in
+// both stores.
+func TestTheSettlerIsDueWhenDueAtSays(t *testing.T) {
+	lease, next := stepNow.Add(time.Minute), stepNow.Add(10*time.Second)
+	kept := stepNow.Add(24 * time.Hour)
+	c := intake.Claim{Fingerprint: "fp", KeepUntil: kept}
+	with := func(mod func(*intake.Claim)) intake.Claim {
+		d := c
+		mod(&d)
+		return d
+	}
+	for _, tc := range []struct {
+		name     string
+		c        intake.Claim
+		released bool
+		want     time.Time
+	}{
+		{"a held claim, when its lease ends", c, false, lease},
+		{"a released one, at once", c, true, stepNow},
+		{"or when its attempt said", with(func(d *intake.Claim) { d.NextAttempt = next }), true, next},
+		{"never without its order", with(func(d *intake.Claim) { d.Fingerprint = "" }), true, time.Time{}},
+		{"nor for a tentative claim", with(func(d *intake.Claim) { d.Tentative = true }), false, time.Time{}},
+		{"nor for a claim kept no longer than its lease", with(func(d *intake.Claim) { d.KeepUntil = lease }), false, time.Time{}},
+		{"a key given up on, never", with(func(d *intake.Claim) { d.Unresolved = true }), true, time.Time{}},
+		{"awaiting its check, when the check is due", with(func(d *intake.Claim) { d.Unresolved, d.NextAttempt = true, next }), true, next},
+		{"held awaiting it, no sooner than the lease ends", with(func(d *intake.Claim) { d.Unresolved, d.NextAttempt = true, next }), false, lease},
+		{"held on a key given up on, never", with(func(d *intake.Claim) { d.Unresolved = true }), false, time.Time{}},
+	} {
+		if got := intake.DueAt(tc.c, tc.released, lease, stepNow); !got.Equal(tc.want) {
+			t.Errorf("%s: DueAt = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
