@@ -68,6 +68,33 @@ func Step(rec Record, c Claim, now time.Time) (Move, error) {
 	return Move{Event: ev, To: to, Claim: c}, nil
 }
 
+// StepRelease decides how claim c's release leaves its key, which the
+// Store holds in phase from (KV, which cannot read it first: held, the
+// claim's own). A claim whose order may have reached the gateway under its
+// order id (c.Sent, or the Store kept the key's as sent: keptSent) leaves
+// it open, awaiting the give-up's check (c.Unresolved, c.NextAttempt set)
+// or given up on (c.Unresolved); any other goes, and the key is free. A
+// claim that keeps nothing past its lease (c.KeepUntil zero, the
+// reference's) goes whatever it sent: nothing settles it.
+//
+// It fails on a move the table has no row for.
+func StepRelease(c Claim, from Phase, keptSent bool) (Move, error) {
+	ev, to := EventReleaseUnsent, PhaseAbsent
+	switch {
+	case !(c.Sent || keptSent) || c.KeepUntil.IsZero():
+	case c.Unresolved && c.NextAttempt.IsZero():
+		ev, to = EventGiveUp, PhaseUnresolved
+	case c.Unresolved:
+		ev, to = EventCheck, PhaseChecking
+	default:
+		ev, to = EventReleaseOpen, PhaseOpen
+	}
+	if !Allowed(from, to, c.role()) {
+		return Move{}, fmt.Errorf("intake: no row of the table lets a %s %s a key %s", c.role(), ev, from)
+	}
+	return Move{Event: ev, To: to, Claim: c}, nil
+}
+
 // role is who makes c: the settler, an operator's resolve, or else a
 // client, an adoption or a resolve of a key only KV holds, which a Store
 // cannot tell apart.

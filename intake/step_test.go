@@ -184,3 +184,45 @@ func TestTheSettlerIsDueWhenDueAtSays(t *testing.T) {
 		}
 	}
 }
+
+// TestStepReleaseDecidesHowAReleaseLeavesItsKey: how a release leaves its
+// key is decided once, for both stores, and checked against the table.
+func TestStepReleaseDecidesHowAReleaseLeavesItsKey(t *testing.T) {
+	sent := intake.Claim{Token: "t", Fingerprint: "fp", Sent: true, KeepUntil: stepNow.Add(time.Hour)}
+	with := func(mod func(*intake.Claim)) intake.Claim {
+		c := sent
+		mod(&c)
+		return c
+	}
+	for _, tc := range []struct {
+		name     string
+		c        intake.Claim
+		from     intake.Phase
+		keptSent bool
+		want     intake.Event
+		to       intake.Phase
+	}{
+		{"a sent claim leaves its key open", sent, intake.PhaseHeld, false, intake.EventReleaseOpen, intake.PhaseOpen},
+		{"and so it does once its lease ended", sent, intake.PhaseOpen, false, intake.EventReleaseOpen, intake.PhaseOpen},
+		{"an unsent one goes", with(func(c *intake.Claim) { c.Sent = false }), intake.PhaseHeld, false, intake.EventReleaseUnsent, intake.PhaseAbsent},
+		{"unless the store kept the key as sent", with(func(c *intake.Claim) { c.Sent = false }), intake.PhaseHeld, true, intake.EventReleaseOpen, intake.PhaseOpen},
+		{"the reference's claim goes, whatever it sent", with(func(c *intake.Claim) { c.KeepUntil = time.Time{} }), intake.PhaseHeld, false, intake.EventReleaseUnsent, intake.PhaseAbsent},
+		{"a key given up on stays so", with(func(c *intake.Claim) { c.Unresolved = true }), intake.PhaseHeld, false, intake.EventGiveUp, intake.PhaseUnresolved},
+		{"one awaiting the check stays due for it", with(func(c *intake.Claim) { c.Unresolved, c.NextAttempt = true, stepNow }), intake.PhaseHeld, false, intake.EventCheck, intake.PhaseChecking},
+	} {
+		move, err := intake.StepRelease(tc.c, tc.from, tc.keptSent)
+		if err != nil {
+			t.Errorf("%s: %v", tc.name, err)
+			continue
+		}
+		if move.Event != tc.want || move.To != tc.to {
+			t.Errorf("%s: StepRelease = %s to %s, want %s to %s", tc.name, move.Event, move.To, tc.want, tc.to)
+		}
+	}
+	// The settler's claim never holds a key it found free: a release of
+	// one is a bug the table has no row for.
+	settler := with(func(c *intake.Claim) { c.Settling = true })
+	if _, err := intake.StepRelease(settler, intake.PhaseAbsent, false); err == nil {
+		t.Error("the settler's release of a free key left open: want an error")
+	}
+}

@@ -341,13 +341,17 @@ func claimTTL(c intake.Claim, now time.Time) time.Duration {
 // lease.
 func (k *Store) Release(ctx context.Context, key intake.Key, c intake.Claim) error {
 	ctx = context.WithoutCancel(ctx)
+	move, err := intake.StepRelease(c, intake.PhaseHeld, false)
+	if err != nil {
+		return err
+	}
 	write := func() error {
-		if c.Sent && !c.KeepUntil.IsZero() {
+		if move.Event != intake.EventReleaseUnsent {
 			return k.putClaim(ctx, key, c, true)
 		}
 		return k.ns.Delete(ctx, pendingPrefix+key.String())
 	}
-	err := write()
+	err = write()
 	if errors.Is(err, ErrRateLimited) && k.sleep(ctx, writeEvery) == nil {
 		err = write()
 	}

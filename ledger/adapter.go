@@ -105,8 +105,7 @@ func (l local) commit(_ context.Context, key intake.Key, c intake.Claim, r intak
 }
 
 func (l local) release(_ context.Context, key intake.Key, c intake.Claim) error {
-	l.obj.Release(key, c)
-	return nil
+	return l.obj.Release(key, c)
 }
 
 func (l local) lookup(_ context.Context, key intake.Key) (intake.Record, error) {

@@ -94,7 +94,11 @@ func (m *MemoryStore) commit(ctx context.Context, key intake.Key, c intake.Claim
 }
 
 func (m *MemoryStore) release(ctx context.Context, key intake.Key, c intake.Claim) error {
-	return m.do(ctx, "release", m.watched(key, "release", func() { m.obj.Release(key, c) }))
+	var stepErr error
+	if err := m.do(ctx, "release", m.watched(key, "release", func() { stepErr = m.obj.Release(key, c) })); err != nil {
+		return err
+	}
+	return stepErr
 }
 
 func (m *MemoryStore) lookup(ctx context.Context, key intake.Key) (rec intake.Record, err error) {

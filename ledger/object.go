@@ -234,42 +234,48 @@ func (o *Object) Commit(key intake.Key, c intake.Claim, r intake.Result) error {
 // gateway: c says so, or the row was open before c took it over (this
 // claim's answer may have been lost before the Worker learnt it), or it
 // kept another order id from an earlier claim. A row's order id and time,
-// once sent, never change.
-// An open key keeps its order, its attempts (c's, if more), and is due for
-// the settler at c.NextAttempt, or at once if c set none; an unresolved
-// one is due never. Otherwise the row goes.
-func (o *Object) Release(key intake.Key, c intake.Claim) {
+// once sent, never change, and what the row knows joins what c says: a
+// key given up on stays so, its attempts never fall, and it is kept no
+// less long. Otherwise the row goes. intake.StepRelease decides which.
+func (o *Object) Release(key intake.Key, c intake.Claim) error {
 	cur, ok := o.rows.get(key.String())
-	switch {
-	case !ok || cur.token != c.Token || cur.receipt != nil:
-		return
-	case c.Sent || cur.sent || cur.orderID != c.OrderID:
-		if c.Sent && !cur.sent {
-			// Until they are sent, the row's order id and time are this
-			// claim's own, and an adopted order id replaces them. Once
-			// sent, a client may have been answered with them: a claim
-			// that took the row over without learning them (its answer
-			// was lost) must not replace them with its own.
-			cur.orderID, cur.acceptedAt = c.OrderID, c.AcceptedAt
-		}
-		cur.sent = true
-		cur.token, cur.leaseUntil, cur.tentative = "", time.Time{}, false
-		cur.attempts = max(cur.attempts, c.Attempts)
-		cur.unresolved = cur.unresolved || c.Unresolved
-		cur.expires = latest(cur.expires, c.KeepUntil)
-		now := o.now()
-		due := cur.claim()
-		if c.Unresolved || !cur.unresolved {
-			// A claim that did not learn the key was given up on awaits
-			// no check of it.
-			due.NextAttempt = c.NextAttempt
-		}
-		cur.due = intake.DueAt(due, true, time.Time{}, now)
-		o.put(cur, now)
-		o.scheduleAlarm(cur.due)
-	default:
-		o.rows.delete(key.String())
+	if !ok || cur.token != c.Token || cur.receipt != nil {
+		return nil
 	}
+	now := o.now()
+	joined := c
+	joined.Attempts, joined.Unresolved = max(cur.attempts, c.Attempts), cur.unresolved || c.Unresolved
+	joined.KeepUntil = latest(cur.expires, c.KeepUntil)
+	if !c.Unresolved && cur.unresolved {
+		// A claim that did not learn the key was given up on awaits no
+		// check of it.
+		joined.NextAttempt = time.Time{}
+	}
+	move, err := intake.StepRelease(joined, intake.PhaseOf(cur.record(now)), cur.sent || cur.orderID != c.OrderID)
+	switch {
+	case err != nil:
+		return err
+	case move.Event == intake.EventReleaseUnsent:
+		o.rows.delete(key.String())
+		return nil
+	}
+	if c.Sent && !cur.sent {
+		// Until they are sent, the row's order id and time are this
+		// claim's own, and an adopted order id replaces them. Once
+		// sent, a client may have been answered with them: a claim
+		// that took the row over without learning them (its answer
+		// was lost) must not replace them with its own.
+		cur.orderID, cur.acceptedAt = c.OrderID, c.AcceptedAt
+	}
+	cur.sent = true
+	cur.token, cur.leaseUntil, cur.tentative = "", time.Time{}, false
+	cur.attempts, cur.unresolved, cur.expires = joined.Attempts, joined.Unresolved, joined.KeepUntil
+	due := cur.claim()
+	due.NextAttempt = joined.NextAttempt
+	cur.due = intake.DueAt(due, true, time.Time{}, now)
+	o.put(cur, now)
+	o.scheduleAlarm(cur.due)
+	return nil
 }
 
 // put writes r at now, with the phase it leaves its key in.

@@ -97,7 +97,9 @@ func call(o *Object, method string, arg []byte) ([]byte, error) {
 		if err != nil {
 			return nil, err
 		}
-		o.Release(key, c)
+		if err := o.Release(key, c); err != nil {
+			return nil, err
+		}
 		return []byte("{}"), nil
 	case "lookup":
 		key, err := decodeKey(arg)
