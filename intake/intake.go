@@ -3,10 +3,12 @@
 // original receipt, and every order whose outcome is unknown settled with
 // the gateway, with or without its client.
 //
-// The lifecycle lives in one file per concern: submit.go (a client's
-// submission), settle.go (the settler), lookup.go, fallback.go (the
-// migration fallback), admit.go (the rate limit), inflight.go and
-// opened.go (what an instance remembers), cache.go (recent receipts).
+// The lifecycle lives in one file per concern: phase.go (the table of
+// phases and who moves a key between them), step.go (the decisions both
+// stores and the Service take by it), submit.go (a client's submission,
+// the rate limit included), settle.go (the settler), lookup.go,
+// fallback.go (the migration fallback), inflight.go and opened.go (what
+// an instance remembers), cache.go (recent receipts).
 package intake
 
 import (
@@ -261,46 +263,6 @@ func (s *Service) Policy() Policy {
 		p.FallbackUntil = s.opts.FallbackUntil
 	}
 	return p
-}
-
-// keepUntil is how long a key whose order was accepted at acceptedAt keeps
-// its order id: for as long as the settler may call the gateway, and a
-// receipt's TTL after that. The stand-in's answer is never unknown: a key
-// keeps it as long as its receipt would be kept when the answer precedes
-// the commit, and for the claim's lease (zero) when it follows it.
-func (s *Service) keepUntil(acceptedAt time.Time) time.Time {
-	switch {
-	case s.settles:
-		return acceptedAt.Add(s.opts.SettleMaxAge + s.opts.ResultTTL)
-	case s.settledWithoutClient:
-		return acceptedAt.Add(s.opts.ResultTTL)
-	}
-	return time.Time{}
-}
-
-// release ends claim through ReleaseTwice, reporting a failure to
-// OnReleaseError. A claim that may have reached the gateway leaves the key
-// Open, and due for the settler when the Store says (DueAt).
-func (s *Service) release(ctx context.Context, key Key, claim Claim) {
-	if err := ReleaseTwice(ctx, s.store, key, claim); err != nil {
-		s.opts.OnReleaseError(key, err)
-	}
-}
-
-// ReleaseTwice calls store.Release, and once more if that fails: a claim
-// left behind blocks its key for the whole lease, and Release is idempotent
-// for its claim. It ignores ctx's cancellation, so that a request
-// abandoned midway still frees its key. Every Store and the Service
-// release through it.
-func ReleaseTwice(ctx context.Context, store interface {
-	Release(context.Context, Key, Claim) error
-}, key Key, claim Claim) error {
-	ctx = context.WithoutCancel(ctx)
-	err := store.Release(ctx, key, claim)
-	if err != nil {
-		err = store.Release(ctx, key, claim)
-	}
-	return err
 }
 
 // Sleep waits d on a Go timer, or until ctx is done: the default

@@ -6,28 +6,11 @@ import (
 	"time"
 )
 
-// The settler's backoff: capped and exponential, from the first attempt
-// that ended without an answer stored.
-const (
-	FirstSettleDelay = time.Second
-	MaxSettleDelay   = 5 * time.Minute
-)
-
 // ReportRetryDelay is how long after a report of an unresolved key failed
 // (Options.ReportUnresolved) the settler tries the key again: soon, since
 // someone is not being paged, but not in a loop against a pager that is
 // down.
 const ReportRetryDelay = 15 * time.Second
-
-// SettleBackoff is how long after its attempts-th unanswered gateway call
-// a key is due for the settler: 1 s, 2 s, 4 s … up to MaxSettleDelay.
-func SettleBackoff(attempts int) time.Duration {
-	d := FirstSettleDelay
-	for i := 1; i < attempts && d < MaxSettleDelay; i++ {
-		d *= 2
-	}
-	return min(d, MaxSettleDelay)
-}
 
 // Settlement is what one Settle did.
 type Settlement struct {

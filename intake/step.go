@@ -176,3 +176,60 @@ func DueAt(c Claim, released bool, leaseUntil, now time.Time) time.Time {
 	}
 	return leaseUntil
 }
+
+// Unanswered is how a gateway call that ended without an answer stored
+// leaves claim c's key, released at now (StepRelease then names the
+// move): open, with one more attempt, and
+//   - after the settler's last call (last), over a Store whose reads lag
+//     (readsLag), given up on but awaiting the check, due once reads have
+//     caught up: a read that lags may have missed another's outcome;
+//   - after the last call otherwise, or the check's, given up on, never due
+//     again and kept another resultTTL: giveUp says the caller reports it;
+//   - after a retry of a key given up on, as it was, its check due as
+//     before;
+//   - otherwise due after the backoff where a settler runs (settles), and
+//     due when the Store says where none does.
+//
+// Where nothing settles, the key keeps the order id and time the stand-in
+// answered with as long as the receipt would have been kept, for a retry
+// to store them.
+func Unanswered(c Claim, last, settles bool, readsLag, resultTTL time.Duration, now time.Time) (next Claim, giveUp bool) {
+	c.Attempts++
+	if !c.Unresolved {
+		c.NextAttempt = time.Time{}
+	}
+	if !settles {
+		c.KeepUntil = later(c.KeepUntil, c.AcceptedAt.Add(resultTTL))
+	}
+	switch {
+	case last && !c.Unresolved && readsLag > 0:
+		c.Unresolved = true
+		c.KeepUntil = later(c.KeepUntil, now.Add(resultTTL))
+		c.NextAttempt = now.Add(max(SettleBackoff(c.Attempts), 2*readsLag))
+	case last:
+		c.Unresolved, giveUp = true, true
+		c.KeepUntil = later(c.KeepUntil, now.Add(resultTTL))
+		c.NextAttempt = time.Time{}
+	case c.Unresolved:
+	case settles:
+		c.NextAttempt = now.Add(SettleBackoff(c.Attempts))
+	}
+	return c, giveUp
+}
+
+// The settler's backoff: capped and exponential, from the first attempt
+// that ended without an answer stored.
+const (
+	FirstSettleDelay = time.Second
+	MaxSettleDelay   = 5 * time.Minute
+)
+
+// SettleBackoff is how long after its attempts-th unanswered gateway call
+// a key is due for the settler: 1 s, 2 s, 4 s … up to MaxSettleDelay.
+func SettleBackoff(attempts int) time.Duration {
+	d := FirstSettleDelay
+	for i := 1; i < attempts && d < MaxSettleDelay; i++ {
+		d *= 2
+	}
+	return min(d, MaxSettleDelay)
+}

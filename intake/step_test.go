@@ -226,3 +226,51 @@ func TestStepReleaseDecidesHowAReleaseLeavesItsKey(t *testing.T) {
 		t.Error("the settler's release of a free key left open: want an error")
 	}
 }
+
+// TestUnansweredDecidesWhereACallWithoutAnAnswerLeavesItsKey: the
+// backoff, the give-up's check over reads that lag, and the give-up
+// itself are decided once.
+func TestUnansweredDecidesWhereACallWithoutAnAnswerLeavesItsKey(t *testing.T) {
+	const lag, ttl = time.Minute, 24 * time.Hour
+	c := intake.Claim{Fingerprint: "fp", Sent: true, Attempts: 2, AcceptedAt: stepNow.Add(-time.Hour), KeepUntil: stepNow.Add(time.Hour)}
+	with := func(mod func(*intake.Claim)) intake.Claim {
+		d := c
+		mod(&d)
+		return d
+	}
+	type want struct {
+		unresolved bool
+		next       time.Time
+		giveUp     bool
+	}
+	for _, tc := range []struct {
+		name    string
+		c       intake.Claim
+		last    bool
+		settles bool
+		lag     time.Duration
+		want    want
+	}{
+		{"a client's call is due again after the backoff", c, false, true, lag, want{false, stepNow.Add(intake.SettleBackoff(3)), false}},
+		{"where nothing settles, when the Store says", c, false, false, lag, want{false, time.Time{}, false}},
+		{"the last call over reads that lag awaits the check", c, true, true, lag, want{true, stepNow.Add(2 * lag), false}},
+		{"the last call over exact reads gives up", c, true, true, 0, want{true, time.Time{}, true}},
+		{"and so does the check's", with(func(d *intake.Claim) { d.Unresolved, d.NextAttempt = true, stepNow }), true, true, lag, want{true, time.Time{}, true}},
+		{"a retry of a key given up on leaves it so", with(func(d *intake.Claim) { d.Unresolved = true }), false, true, lag, want{true, time.Time{}, false}},
+		{"and its check due as it was", with(func(d *intake.Claim) { d.Unresolved, d.NextAttempt = true, stepNow.Add(time.Minute) }), false, true, lag, want{true, stepNow.Add(time.Minute), false}},
+	} {
+		got, giveUp := intake.Unanswered(tc.c, tc.last, tc.settles, tc.lag, ttl, stepNow)
+		if g := (want{got.Unresolved, got.NextAttempt, giveUp}); g != tc.want {
+			t.Errorf("%s: Unanswered = %+v, want %+v", tc.name, g, tc.want)
+		}
+		if got.Attempts != tc.c.Attempts+1 {
+			t.Errorf("%s: %d attempts, want one more than %d", tc.name, got.Attempts, tc.c.Attempts)
+		}
+		if tc.last && got.KeepUntil.Before(stepNow.Add(ttl)) {
+			t.Errorf("%s: a key given up on is kept until %v, not another RESULT_TTL", tc.name, got.KeepUntil)
+		}
+	}
+	if got, _ := intake.Unanswered(c, false, false, lag, ttl, stepNow); !got.KeepUntil.Equal(c.AcceptedAt.Add(ttl)) {
+		t.Errorf("where nothing settles the key is kept until %v, want as long as its receipt would be (%v)", got.KeepUntil, c.AcceptedAt.Add(ttl))
+	}
+}

@@ -352,43 +352,15 @@ func (s *Service) keep(ctx context.Context, key Key, claim Claim, result Result,
 // Options.Schedule the first time), and this instance remembers it.
 func (s *Service) leaveOpen(ctx context.Context, key Key, claim Claim, cause error, by placer) *Unsettled {
 	now := s.opts.Now()
-	claim.Attempts++
-	if !claim.Unresolved {
-		claim.NextAttempt = time.Time{}
-	}
-	if !s.settles {
-		// The stand-in's commit failed: the key keeps the order id and
-		// time it answered with, as long as the receipt would have been
-		// kept, for a retry to store them.
-		claim.KeepUntil = later(claim.KeepUntil, claim.AcceptedAt.Add(s.opts.ResultTTL))
-	}
-	report := false
-	switch {
-	case by == bySettlerLastTime && !claim.Unresolved && s.life.ReadsLag > 0:
-		// The settler's last call failed, but a read that lags may have
-		// missed an outcome another request stored: the key is Unresolved,
-		// and due once reads have caught up for the check that reports it.
-		claim.Unresolved = true
-		claim.KeepUntil = later(claim.KeepUntil, now.Add(s.opts.ResultTTL))
-		claim.NextAttempt = now.Add(max(SettleBackoff(claim.Attempts), 2*s.life.ReadsLag))
-	case by == bySettlerLastTime:
-		// The settler gives up: the key is kept for another ResultTTL,
-		// never due again, and reported. If the report failed, the key
-		// stays as it came, due again for the last call and the report.
-		checked := claim.Unresolved
-		claim.Unresolved, report = true, true
-		claim.KeepUntil = later(claim.KeepUntil, now.Add(s.opts.ResultTTL))
-		claim.NextAttempt = time.Time{}
-		if s.opts.ReportUnresolved != nil {
-			if err := s.opts.ReportUnresolved(ctx, key, claim.placement(key), claim.Attempts); err != nil {
-				claim.Unresolved, report = checked, false
-				claim.NextAttempt = s.opts.Now().Add(ReportRetryDelay)
-			}
+	checked := claim.Unresolved // awaiting the give-up's check, if the settler's last call
+	claim, report := Unanswered(claim, by == bySettlerLastTime, s.settles, s.life.ReadsLag, s.opts.ResultTTL, now)
+	if report && s.opts.ReportUnresolved != nil {
+		if err := s.opts.ReportUnresolved(ctx, key, claim.placement(key), claim.Attempts); err != nil {
+			// Not reported: the key stays as it came, due again soon for
+			// the last call and the report.
+			claim.Unresolved, report = checked, false
+			claim.NextAttempt = s.opts.Now().Add(ReportRetryDelay)
 		}
-	case claim.Unresolved:
-		// A client's retry keeps the give-up's check due as it was.
-	case s.settles:
-		claim.NextAttempt = now.Add(SettleBackoff(claim.Attempts))
 	}
 	// Remembered before the release, which awaits: a commit that failed
 	// has just dropped the answer from the receipt cache (keep), and a
@@ -479,6 +451,63 @@ func replayed(rec Record) (Outcome, error) {
 		return Outcome{}, &Rejection{Reason: reason, OrderID: id, Replayed: true, AcceptedAt: order.ReceiptAcceptedAt(rec.Body)}
 	}
 	return Outcome{Receipt: rec.Body, Replayed: true, OrderID: id}, nil
+}
+
+// keepUntil is how long a key whose order was accepted at acceptedAt keeps
+// its order id: for as long as the settler may call the gateway, and a
+// receipt's TTL after that. The stand-in's answer is never unknown: a key
+// keeps it as long as its receipt would be kept when the answer precedes
+// the commit, and for the claim's lease (zero) when it follows it.
+func (s *Service) keepUntil(acceptedAt time.Time) time.Time {
+	switch {
+	case s.settles:
+		return acceptedAt.Add(s.opts.SettleMaxAge + s.opts.ResultTTL)
+	case s.settledWithoutClient:
+		return acceptedAt.Add(s.opts.ResultTTL)
+	}
+	return time.Time{}
+}
+
+// release ends claim through ReleaseTwice, reporting a failure to
+// OnReleaseError. A claim that may have reached the gateway leaves the key
+// Open, and due for the settler when the Store says (DueAt).
+func (s *Service) release(ctx context.Context, key Key, claim Claim) {
+	if err := ReleaseTwice(ctx, s.store, key, claim); err != nil {
+		s.opts.OnReleaseError(key, err)
+	}
+}
+
+// ReleaseTwice calls store.Release, and once more if that fails: a claim
+// left behind blocks its key for the whole lease, and Release is idempotent
+// for its claim. It ignores ctx's cancellation, so that a request
+// abandoned midway still frees its key. Every Store and the Service
+// release through it.
+func ReleaseTwice(ctx context.Context, store interface {
+	Release(context.Context, Key, Claim) error
+}, key Key, claim Claim) error {
+	ctx = context.WithoutCancel(ctx)
+	err := store.Release(ctx, key, claim)
+	if err != nil {
+		err = store.Release(ctx, key, claim)
+	}
+	return err
+}
+
+// admit asks Options.Limit whether sub's client, or for the open Worker
+// its caller's address, may place a new order.
+func (s *Service) admit(ctx context.Context, sub *submission) error {
+	who := sub.key.Client
+	if who == "" {
+		who = "addr:" + sub.caller
+	}
+	ok, err := s.opts.Limit(ctx, who)
+	switch {
+	case err != nil:
+		return storageUnavailable(err)
+	case !ok:
+		return ErrRateLimited
+	}
+	return nil
 }
 
 // later is the later of a and b.
