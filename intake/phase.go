@@ -6,9 +6,9 @@ import (
 )
 
 // The lifecycle as one table: the phases a key passes through, as a Store
-// holds it, and every change of phase a writer may make. Stores and the
-// Service decide with their own flags today; the table is what they must
-// agree with. The simulator checks every write it sees against it
+// holds it, and every change of phase a writer may make. Both stores and
+// the Service decide by it through step.go, which fails on a move it has
+// no row for. The simulator checks every write it sees against it
 // (sim/refine.go), and TestTheTableKeepsTheInvariants visits every state
 // of a small world driven by it. docs/architecture.md shows it.
 
