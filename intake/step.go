@@ -1,6 +1,7 @@
 package intake
 
 import (
+	"errors"
 	"fmt"
 	"time"
 )
@@ -31,6 +32,10 @@ type Move struct {
 
 // EventNone is no event: the key stays as it is.
 const EventNone Event = 255
+
+// ErrNoRow is matched by the error Step and StepRelease return for a move
+// the table has no row for: a bug, which the simulator fails on.
+var ErrNoRow = errors.New("intake: no row of the table allows the move")
 
 // Step decides what claim c, made at now, does to a key that shows rec:
 //   - a free key is claimed, except by the settler, which has no order of
@@ -63,7 +68,7 @@ func Step(rec Record, c Claim, now time.Time) (Move, error) {
 	}
 	to, ok := Next(from, ev, c.role())
 	if !ok {
-		return Move{}, fmt.Errorf("intake: no row of the table lets a %s %s a key %s", c.role(), ev, from)
+		return Move{}, fmt.Errorf("%w: a %s's %s of a key %s", ErrNoRow, c.role(), ev, from)
 	}
 	return Move{Event: ev, To: to, Claim: c}, nil
 }
@@ -90,7 +95,7 @@ func StepRelease(c Claim, from Phase, keptSent bool) (Move, error) {
 		ev, to = EventReleaseOpen, PhaseOpen
 	}
 	if !Allowed(from, to, c.role()) {
-		return Move{}, fmt.Errorf("intake: no row of the table lets a %s %s a key %s", c.role(), ev, from)
+		return Move{}, fmt.Errorf("%w: a %s's %s of a key %s", ErrNoRow, c.role(), ev, from)
 	}
 	return Move{Event: ev, To: to, Claim: c}, nil
 }

@@ -1,9 +1,9 @@
 package intake_test
 
 import (
+	"errors"
 	"reflect"
 	"slices"
-	"strings"
 	"testing"
 	"time"
 
@@ -120,7 +120,7 @@ func TestStepFailsOnAMoveTheTableHasNoRowFor(t *testing.T) {
 		return tr.From == intake.PhaseAbsent && tr.Event == intake.EventClaim
 	})
 	_, err := intake.Step(intake.Record{State: intake.Absent}, intake.Claim{Token: "t", Fingerprint: "fp"}, stepNow)
-	if err == nil || !strings.Contains(err.Error(), "no row") {
+	if !errors.Is(err, intake.ErrNoRow) {
 		t.Fatalf("Step over a table without the claim of a free key = %v, want an error", err)
 	}
 }
@@ -222,7 +222,7 @@ func TestStepReleaseDecidesHowAReleaseLeavesItsKey(t *testing.T) {
 	// The settler's claim never holds a key it found free: a release of
 	// one is a bug the table has no row for.
 	settler := with(func(c *intake.Claim) { c.Settling = true })
-	if _, err := intake.StepRelease(settler, intake.PhaseAbsent, false); err == nil {
+	if _, err := intake.StepRelease(settler, intake.PhaseAbsent, false); !errors.Is(err, intake.ErrNoRow) {
 		t.Error("the settler's release of a free key left open: want an error")
 	}
 }

@@ -438,7 +438,12 @@ func (w *world) options(gw intake.Gateway) intake.Options {
 			w.sched.sleep(d)
 			return ctx.Err()
 		},
-		OnReleaseError: func(key intake.Key, err error) { w.count("claim not released") },
+		OnReleaseError: func(key intake.Key, err error) {
+			w.count("claim not released")
+			if errors.Is(err, intake.ErrNoRow) {
+				w.violate("a release of %s that the table has no row for: %v", key, err)
+			}
+		},
 		// The pager refuses a page in four in histories with faults of
 		// the other part, as one that is down does, even once the history
 		// is quiet (most give-ups come then, SETTLE_MAX_AGE after their
