@@ -13,6 +13,7 @@ import (
 	"io/fs"
 	"maps"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -429,5 +430,24 @@ func TestLifecycleTableIsIntakes(t *testing.T) {
 	}
 	if !strings.Contains(string(doc), want.String()) {
 		t.Errorf("docs/architecture.md lacks the lifecycle's table as intake.Transitions has it; put this in its place:\n%s", want.String())
+	}
+}
+
+// TestTheWorkerNeedsNeitherFmtNorEncodingJSON holds architecture.md's
+// Dependencies to the build: the packages it says the Worker does
+// without must not reach the wasm, where each adds its size.
+func TestTheWorkerNeedsNeitherFmtNorEncodingJSON(t *testing.T) {
+	cmd := exec.Command("go", "list", "-deps", ".")
+	cmd.Dir = root
+	cmd.Env = append(os.Environ(), "GOOS=js", "GOARCH=wasm")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list: %v\n%s", err, out)
+	}
+	deps := strings.Fields(string(out))
+	for _, pkg := range []string{"fmt", "encoding/json", "net/http", "crypto/sha256", "github.com/google/uuid"} {
+		if slices.Contains(deps, pkg) {
+			t.Errorf("the Worker's wasm imports %s, which docs/architecture.md says it does without (go list -deps shows who: -f '{{.ImportPath}}: {{.Imports}}')", pkg)
+		}
 	}
 }

@@ -1,7 +1,7 @@
 package intake
 
 import (
-	"fmt"
+	"errors"
 	"strings"
 )
 
@@ -71,7 +71,7 @@ func CheckWrittenPhase(rec Record) error {
 	if Allowed(rec.WrittenPhase, now, RoleTime) {
 		return nil
 	}
-	return fmt.Errorf("intake: a record written %s whose flags say %s, which no row for time allows", rec.WrittenPhase, now)
+	return errors.New("intake: a record written " + rec.WrittenPhase.String() + " whose flags say " + now.String() + ", which no row for time allows")
 }
 
 // PhaseOf is rec's phase.

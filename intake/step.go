@@ -2,8 +2,9 @@ package intake
 
 import (
 	"errors"
-	"fmt"
 	"time"
+
+	"github.com/edge-orders/edge-orders/internal/errs"
 )
 
 // The stores' decisions, made once for both: whether a claim takes a key
@@ -68,7 +69,7 @@ func Step(rec Record, c Claim, now time.Time) (Move, error) {
 	}
 	to, ok := Next(from, ev, c.role())
 	if !ok {
-		return Move{}, fmt.Errorf("%w: a %s's %s of a key %s", ErrNoRow, c.role(), ev, from)
+		return Move{}, noRow(c, ev, from)
 	}
 	return Move{Event: ev, To: to, Claim: c}, nil
 }
@@ -95,9 +96,14 @@ func StepRelease(c Claim, from Phase, keptSent bool) (Move, error) {
 		ev, to = EventReleaseOpen, PhaseOpen
 	}
 	if !Allowed(from, to, c.role()) {
-		return Move{}, fmt.Errorf("%w: a %s's %s of a key %s", ErrNoRow, c.role(), ev, from)
+		return Move{}, noRow(c, ev, from)
 	}
 	return Move{Event: ev, To: to, Claim: c}, nil
+}
+
+// noRow is ErrNoRow for c's ev of a key in phase from.
+func noRow(c Claim, ev Event, from Phase) error {
+	return errs.Detail(ErrNoRow, "a "+c.role().String()+"'s "+ev.String()+" of a key "+from.String())
 }
 
 // role is who makes c: the settler, an operator's resolve, or else a
