@@ -16,8 +16,10 @@ import (
 // order id; writes and calls that fail, before they land or after; an
 // isolate that dies at any step; over KV, a read that returns the version
 // before the last write, and writes that land blind. Every change of
-// phase is the table's: an actor asks it what it may do with the phase it
-// read (intake.Next), and the key moves as the row says. Once faults
+// phase is the table's: an actor decides as the Worker does, with the
+// phase it read (intake.Step; after a call without an answer,
+// intake.Unanswered and intake.StepRelease), and the key moves as the
+// table's row says (intake.Next). Once faults
 // stop, every state must end with the receipt every client was given.
 // Purges, expiry, adoption and resolves are left to the simulator.
 func TestTheTableKeepsTheInvariants(t *testing.T) {
@@ -430,19 +432,7 @@ func (s *mstate) write(ev intake.Event, by intake.Role, st stamp, blind bool) {
 // and that check's call, or the ledger's last, gives up and pages.
 func (s mstate) unknown(i int, kv, chaos bool, what string) []move {
 	a := s.act[i]
-	ev := intake.EventReleaseOpen
-	switch {
-	case a.from == intake.PhaseUnresolved:
-		ev = intake.EventGiveUp // a retry's claim leaves the key given up on
-	case a.from == intake.PhaseChecking && i != settler:
-		ev = intake.EventCheck // and the check due
-	case i == settler && a.from == intake.PhaseChecking:
-		ev = intake.EventGiveUp // the check's call failed too
-	case i == settler && a.last && kv:
-		ev = intake.EventCheck
-	case i == settler && a.last:
-		ev = intake.EventGiveUp
-	}
+	ev := releaseAfterUnknown(a.from, i == settler && (a.last || a.from == intake.PhaseChecking), kv)
 	return s.written(i, ev, kv, chaos, what+", "+ev.String(), func(m *mstate) {
 		m.finish(i, kv)
 	}, func(m *mstate) {
@@ -454,6 +444,24 @@ func (s mstate) unknown(i int, kv, chaos bool, what string) []move {
 		}
 		m.finish(i, kv)
 	})
+}
+
+// releaseAfterUnknown is the event a claim taken in phase from is released
+// by once its call ends without an answer, as the Service and the stores
+// decide it (intake.Unanswered, then intake.StepRelease): last is the
+// settler's last call, which the give-up's check always is.
+func releaseAfterUnknown(from intake.Phase, last, kv bool) intake.Event {
+	lag := time.Duration(0)
+	if kv {
+		lag = time.Minute
+	}
+	c := intake.TakeOver(intake.Claim{Token: "t", KeepUntil: modelNow.Add(time.Hour)}, modelRecord(from))
+	c, _ = intake.Unanswered(c, last, true, lag, time.Hour, modelNow)
+	move, err := intake.StepRelease(c, intake.PhaseHeld, false)
+	if err != nil {
+		panic(err)
+	}
+	return move.Event
 }
 
 // finish ends actor i's run: a client answers 503 and its isolate
