@@ -16,14 +16,19 @@ var (
 	stepOrder = order.Order{Symbol: "AAPL", Side: order.Buy, Quantity: 10}
 )
 
-// openKey is a key left open by an earlier claim of stepOrder.
+// openKey is a key left open by an earlier claim of stepOrder, changed
+// by mod.
 func openKey(mod func(*intake.Record)) intake.Record {
-	rec := intake.Record{State: intake.Open, Fingerprint: "fp", Order: stepOrder, HasOrder: true,
-		OrderID: "the key's order id", AcceptedAt: stepNow.Add(-time.Hour), Attempts: 3, NextAttempt: stepNow.Add(-time.Second)}
+	return modified(intake.Record{State: intake.Open, Fingerprint: "fp", Order: stepOrder, HasOrder: true,
+		OrderID: "the key's order id", AcceptedAt: stepNow.Add(-time.Hour), Attempts: 3, NextAttempt: stepNow.Add(-time.Second)}, mod)
+}
+
+// modified is v changed by mod, if any.
+func modified[T any](v T, mod func(*T)) T {
 	if mod != nil {
-		mod(&rec)
+		mod(&v)
 	}
-	return rec
+	return v
 }
 
 // TestStepDecidesWhatAClaimDoesToTheKeyItFound: Step is both stores'
@@ -157,11 +162,7 @@ func TestTheSettlerIsDueWhenDueAtSays(t *testing.T) {
 	lease, next := stepNow.Add(time.Minute), stepNow.Add(10*time.Second)
 	kept := stepNow.Add(24 * time.Hour)
 	c := intake.Claim{Fingerprint: "fp", KeepUntil: kept}
-	with := func(mod func(*intake.Claim)) intake.Claim {
-		d := c
-		mod(&d)
-		return d
-	}
+	with := func(mod func(*intake.Claim)) intake.Claim { return modified(c, mod) }
 	for _, tc := range []struct {
 		name     string
 		c        intake.Claim
@@ -189,11 +190,7 @@ func TestTheSettlerIsDueWhenDueAtSays(t *testing.T) {
 // key is decided once, for both stores, and checked against the table.
 func TestStepReleaseDecidesHowAReleaseLeavesItsKey(t *testing.T) {
 	sent := intake.Claim{Token: "t", Fingerprint: "fp", Sent: true, KeepUntil: stepNow.Add(time.Hour)}
-	with := func(mod func(*intake.Claim)) intake.Claim {
-		c := sent
-		mod(&c)
-		return c
-	}
+	with := func(mod func(*intake.Claim)) intake.Claim { return modified(sent, mod) }
 	for _, tc := range []struct {
 		name     string
 		c        intake.Claim
@@ -233,11 +230,7 @@ func TestStepReleaseDecidesHowAReleaseLeavesItsKey(t *testing.T) {
 func TestUnansweredDecidesWhereACallWithoutAnAnswerLeavesItsKey(t *testing.T) {
 	const lag, ttl = time.Minute, 24 * time.Hour
 	c := intake.Claim{Fingerprint: "fp", Sent: true, Attempts: 2, AcceptedAt: stepNow.Add(-time.Hour), KeepUntil: stepNow.Add(time.Hour)}
-	with := func(mod func(*intake.Claim)) intake.Claim {
-		d := c
-		mod(&d)
-		return d
-	}
+	with := func(mod func(*intake.Claim)) intake.Claim { return modified(c, mod) }
 	type want struct {
 		unresolved bool
 		next       time.Time
