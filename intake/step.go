@@ -76,17 +76,21 @@ func Step(rec Record, c Claim, now time.Time) (Move, error) {
 
 // StepRelease decides how claim c's release leaves its key, which the
 // Store holds in phase from (KV, which cannot read it first: held, the
-// claim's own). A claim whose order may have reached the gateway under its
-// order id (c.Sent, or the Store kept the key's as sent: keptSent) leaves
-// it open, awaiting the give-up's check (c.Unresolved, c.NextAttempt set)
-// or given up on (c.Unresolved); any other goes, and the key is free. A
-// claim that keeps nothing past its lease (c.KeepUntil zero, the
-// reference's) goes whatever it sent: nothing settles it.
+// claim's own). A claim released beside the outcome it stored (c.Stored)
+// goes, and the key stays stored. A claim whose order may have reached the
+// gateway under its order id (c.Sent, or the Store kept the key's as sent:
+// keptSent) leaves it open, awaiting the give-up's check (c.Unresolved,
+// c.NextAttempt set) or given up on (c.Unresolved); any other goes, and
+// the key is free. A claim that keeps nothing past its lease (c.KeepUntil
+// zero, the reference's) goes whatever it sent: nothing settles it.
 //
 // It fails on a move the table has no row for.
 func StepRelease(c Claim, from Phase, keptSent bool) (Move, error) {
 	ev, to := EventReleaseUnsent, PhaseAbsent
 	switch {
+	case c.Stored:
+		// Beside the outcome it stored: the claim goes, the key stays.
+		return Move{Event: EventNone, To: PhaseStored, Claim: c}, nil
 	case !(c.Sent || keptSent) || c.KeepUntil.IsZero():
 	case c.Unresolved && c.NextAttempt.IsZero():
 		ev, to = EventGiveUp, PhaseUnresolved

@@ -205,6 +205,7 @@ func TestStepReleaseDecidesHowAReleaseLeavesItsKey(t *testing.T) {
 		{"unless the store kept the key as sent", with(func(c *intake.Claim) { c.Sent = false }), intake.PhaseHeld, true, intake.EventReleaseOpen, intake.PhaseOpen},
 		{"the reference's claim goes, whatever it sent", with(func(c *intake.Claim) { c.KeepUntil = time.Time{} }), intake.PhaseHeld, false, intake.EventReleaseUnsent, intake.PhaseAbsent},
 		{"a key given up on stays so", with(func(c *intake.Claim) { c.Unresolved = true }), intake.PhaseHeld, false, intake.EventGiveUp, intake.PhaseUnresolved},
+		{"a claim beside the outcome it stored goes, the key stays stored", with(func(c *intake.Claim) { c.Stored, c.Settling = true, true }), intake.PhaseStored, false, intake.EventNone, intake.PhaseStored},
 		{"one awaiting the check stays due for it", with(func(c *intake.Claim) { c.Unresolved, c.NextAttempt = true, stepNow }), intake.PhaseHeld, false, intake.EventCheck, intake.PhaseChecking},
 	} {
 		move, err := intake.StepRelease(tc.c, tc.from, tc.keptSent)

@@ -131,6 +131,11 @@ type Claim struct {
 	// same token and Tentative false makes it firm; only the ledger, which
 	// has a Fallback, tells the two apart.
 	Tentative bool
+	// Stored marks a release after Commit stored the claim's outcome: the
+	// claim goes, and the key stays stored, which is no move of the
+	// table's (ReleaseAfterCommit; KV's Commit of a claim on a key given
+	// up on).
+	Stored bool
 	// Settling marks the settler's claim: Begin takes over an Open key that
 	// is not Unresolved, and otherwise returns what it found, claiming
 	// nothing (an Absent key stays absent).

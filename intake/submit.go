@@ -411,7 +411,7 @@ func (s *Service) commit(ctx context.Context, key Key, claim Claim, result Resul
 	}
 	s.receipts.put(key.String(), storedAs(result, claim, at), at)
 	if s.life.ReleaseAfterCommit {
-		claim.Sent = false // the outcome is stored: the claim goes
+		claim.Stored = true // the claim goes, beside its outcome
 		if afterResponse {
 			s.release(ctx, key, claim)
 		} else {

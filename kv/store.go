@@ -312,7 +312,7 @@ func (k *Store) Commit(ctx context.Context, key intake.Key, c intake.Claim, r in
 	if c.Unresolved && !k.ReleaseClaims {
 		// The outcome is stored: a failed delete leaves only a listing
 		// that the admin API's lookup corrects.
-		_ = k.Release(ctx, key, intake.Claim{})
+		_ = k.Release(ctx, key, intake.Claim{Stored: true})
 	}
 	return nil
 }
@@ -346,10 +346,10 @@ func (k *Store) Release(ctx context.Context, key intake.Key, c intake.Claim) err
 		return err
 	}
 	write := func() error {
-		if move.Event != intake.EventReleaseUnsent {
-			return k.putClaim(ctx, key, c, true)
+		if move.To == intake.PhaseAbsent || move.To == intake.PhaseStored {
+			return k.ns.Delete(ctx, pendingPrefix+key.String())
 		}
-		return k.ns.Delete(ctx, pendingPrefix+key.String())
+		return k.putClaim(ctx, key, c, true)
 	}
 	err = write()
 	if errors.Is(err, ErrRateLimited) && k.sleep(ctx, writeEvery) == nil {

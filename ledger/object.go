@@ -255,6 +255,10 @@ func (o *Object) Release(key intake.Key, c intake.Claim) error {
 	switch {
 	case err != nil:
 		return err
+	case move.To == intake.PhaseStored:
+		// A commit replaces the claim in its row: a claim whose row holds
+		// no outcome has none stored to stand beside.
+		return nil
 	case move.Event == intake.EventReleaseUnsent:
 		o.rows.delete(key.String())
 		return nil
