@@ -248,3 +248,11 @@ func SettleBackoff(attempts int) time.Duration {
 	}
 	return min(d, MaxSettleDelay)
 }
+
+// later is the later of a and b.
+func later(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
+}

@@ -510,14 +510,6 @@ func (s *Service) admit(ctx context.Context, sub *submission) error {
 	return nil
 }
 
-// later is the later of a and b.
-func later(a, b time.Time) time.Time {
-	if b.After(a) {
-		return b
-	}
-	return a
-}
-
 func storageUnavailable(err error) error {
 	return errs.Detail(ErrStorageUnavailable, err.Error())
 }
