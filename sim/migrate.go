@@ -234,6 +234,7 @@ func (w *world) operatorResolve(inst *instance, k *clientKey) {
 		}
 		rec, err = admin.Resolve(ctx, k.key, res)
 		w.logf("%s: %s %v %v", a.name, res.Status, rec.State, err)
+		w.checkNoRow(a.name, err)
 		event, stale := w.ownKVEvent(k.key.String(), a)
 		switch {
 		case err == nil:

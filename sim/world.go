@@ -291,6 +291,15 @@ func (w *world) violate(format string, args ...any) {
 	w.violations = append(w.violations, msg)
 }
 
+// checkNoRow fails the history on an error from a move the table has no
+// row for (intake.ErrNoRow), which the Service reports as storage
+// unavailable, with the Store's error as its text.
+func (w *world) checkNoRow(who string, err error) {
+	if err != nil && strings.Contains(err.Error(), intake.ErrNoRow.Error()) {
+		w.violate("%s: a move the table has no row for: %v", who, err)
+	}
+}
+
 // faults is true while the history injects faults.
 func (w *world) faults() bool { return w.faultsOn && !w.direct }
 
@@ -491,6 +500,7 @@ type settler struct {
 func (s settler) Settle(ctx context.Context, key intake.Key) (intake.Settlement, error) {
 	s.w.sched.running.key = key.String()
 	st, err := s.inst.svc.Settle(ctx, key)
+	s.w.checkNoRow(s.w.sched.running.name, err)
 	s.w.logf("%s: settled %s: %+v %v", s.w.sched.running.name, key, st, err)
 	return st, err
 }
@@ -587,6 +597,7 @@ func (w *world) adopt(inst *instance, a *actor) {
 	for _, key := range keys {
 		a.key = key.String()
 		adopted, aerr := inst.svc.Adopt(ctx, key)
+		w.checkNoRow(a.name, aerr)
 		if adopted {
 			w.count("key adopted from KV")
 		}
@@ -656,6 +667,7 @@ func (w *world) alarm() {
 	for _, key := range keys {
 		w.sched.running.key = key.String()
 		st, err := svc.Settle(context.Background(), key)
+		w.checkNoRow("alarm", err)
 		w.logf("alarm: settled %s: %+v %v", key, st, err)
 	}
 	w.ledger.AlarmDone(intake.FirstSettleDelay)
@@ -1005,6 +1017,7 @@ func (w *world) answered(a *actor, ans *answer, out intake.Outcome, err error) {
 		ans.kind = notFound
 	case errors.Is(err, intake.ErrStorageUnavailable):
 		ans.kind = storage
+		w.checkNoRow(a.name, err)
 	default:
 		w.violate("%s: an error that is none of intake's: %v", a.name, err)
 		return
