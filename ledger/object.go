@@ -135,8 +135,9 @@ type Object struct {
 // another order's: then it is returned as it is. A claim with c's own
 // token is Claimed again, its lease renewed, so a call retried after its
 // answer was lost does no harm. The settler's claim (c.Settling) takes
-// over an open key that is not unresolved (or is, with c.Resolving), and
-// nothing else.
+// over an open key once it is due, not one given up on (unless
+// c.Resolving), and nothing else. intake.Step decides which; it fails,
+// and Claim with it, on a move the table has no row for.
 //
 // A row is kept at least until the claim's lease ends and c.KeepUntil,
 // and never less long than before: a takeover never outlives its row.
@@ -162,17 +163,18 @@ func (o *Object) Claim(key intake.Key, c intake.Claim) (intake.Record, error) {
 		case move.Event == intake.EventClaim:
 			r = row{key: key.String(), client: key.Client}
 		}
-		// An open row's order id may have reached the gateway (its last
-		// holder may have died mid-call): the row remembers it, so that
-		// this claim's release never deletes it.
+		// The row is what Step made of the claim. A row kept without its
+		// order, by an older version, takes none from the claim that takes
+		// it over.
 		c = move.Claim
-		// A row kept without its order, by an older version, takes none
-		// from the claim that takes it over.
 		r.fingerprint, r.hasOrder, r.order = c.Fingerprint, c.Fingerprint != "" && (rec.HasOrder || rec.Fingerprint == ""), order.Order{}
 		if r.hasOrder {
 			r.order = c.Order
 		}
 		r.orderID, r.acceptedAt, r.attempts, r.unresolved = c.OrderID, c.AcceptedAt, c.Attempts, c.Unresolved
+		// An open row's order id may have reached the gateway (its last
+		// holder may have died mid-call): the row remembers it, so that
+		// this claim's release never deletes it.
 		r.sent, r.tentative = move.Event == intake.EventTakeOver, c.Tentative
 	}
 	r.token, r.leaseUntil = c.Token, now.Add(c.Lease)
