@@ -16,21 +16,39 @@ import (
 // order id; writes and calls that fail, before they land or after; an
 // isolate that dies at any step; over KV, a read that returns the version
 // before the last write, and writes that land blind. Every change of
-// phase is the table's: an actor decides as the Worker does, with the
-// phase it read (intake.Step; after a call without an answer,
-// intake.Unanswered and intake.StepRelease), and the key moves as the
-// table's row says (intake.Next). Once faults
-// stop, every state must end with the receipt every client was given.
-// Purges, expiry, adoption and resolves are left to the simulator.
+// phase is the table's: the key moves as its row says (intake.Next).
+// After a call without an answer an actor releases as the Worker does
+// (intake.Unanswered, then intake.StepRelease). Once faults stop, every
+// state must end with the receipt every client was given. Purges,
+// expiry, adoption and resolves are left to the simulator.
+//
+// The world is explored twice: with each claim deciding by the table
+// alone (the move a row allows for the phase it read), and through
+// intake.Step, as the Worker decides. Both must keep the invariants, and
+// reach the same states: Step makes the moves the table allows a claim,
+// and no other.
 func TestTheTableKeepsTheInvariants(t *testing.T) {
 	for _, kv := range []bool{true, false} {
 		name := map[bool]string{true: "kv", false: "ledger"}[kv]
 		t.Run(name, func(t *testing.T) {
-			states, depth, err := explore(kv)
+			byTable, depth, err := explore(kv, false)
 			if err != nil {
-				t.Fatal(err)
+				t.Fatalf("deciding by the table: %v", err)
 			}
-			t.Logf("%s: all %d reachable states (the longest path %d steps) keep the invariants and settle once faults stop", name, states, depth)
+			byStep, _, err := explore(kv, true)
+			if err != nil {
+				t.Fatalf("deciding through Step: %v", err)
+			}
+			for st := range byStep {
+				st.byStep = false
+				if !byTable[st] {
+					t.Fatalf("through Step the world reaches a state the table does not: %+v", st)
+				}
+			}
+			if len(byStep) != len(byTable) {
+				t.Fatalf("through Step the world reaches %d states, by the table %d", len(byStep), len(byTable))
+			}
+			t.Logf("%s: all %d reachable states (the longest path %d steps) keep the invariants and settle once faults stop, deciding by the table or through Step", name, len(byTable), depth)
 		})
 	}
 }
@@ -78,6 +96,7 @@ type (
 	// mstate is the world, comparable so that states dedupe.
 	mstate struct {
 		kv        bool // over KV; otherwise the ledger
+		byStep    bool // a claim decides through intake.Step; otherwise by the table alone
 		cur, prev version
 		staleOK   bool  // a read may still return prev (KV)
 		placed    stamp // the acceptedAt the OMS has the order under; 0: none
@@ -115,31 +134,31 @@ func (s *mstate) role(i int) intake.Role {
 }
 
 // explore visits every state the world can reach, breadth first, and
-// returns how many there are and the longest path's length, or the first
-// broken invariant with the path to it.
-func explore(kv bool) (states, depth int, err error) {
-	start := mstate{kv: kv, next: 1, faults: modelFaults, deaths: modelDeaths}
+// returns them and the longest path's length, or the first broken
+// invariant with the path to it.
+func explore(kv, byStep bool) (seen map[mstate]bool, depth int, err error) {
+	start := mstate{kv: kv, byStep: byStep, next: 1, faults: modelFaults, deaths: modelDeaths}
 	type node struct {
 		s    mstate
 		path []string
 	}
-	seen := map[mstate]bool{start: true}
+	seen = map[mstate]bool{start: true}
 	frontier := []node{{s: start}}
 	for ; len(frontier) > 0; depth++ {
 		var next []node
 		for _, n := range frontier {
 			if err := n.s.check(kv); err != nil {
-				return len(seen), depth, fmt.Errorf("%v, after:\n  %s", err, strings.Join(n.path, "\n  "))
+				return seen, depth, fmt.Errorf("%v, after:\n  %s", err, strings.Join(n.path, "\n  "))
 			}
 			if err := n.s.settles(kv); err != nil {
-				return len(seen), depth, fmt.Errorf("once faults stop: %v, after:\n  %s", err, strings.Join(n.path, "\n  "))
+				return seen, depth, fmt.Errorf("once faults stop: %v, after:\n  %s", err, strings.Join(n.path, "\n  "))
 			}
 			for _, m := range n.s.moves(kv, true) {
 				if seen[m.s] {
 					continue
 				}
 				if len(seen) == modelMaxStates {
-					return len(seen), depth, fmt.Errorf("more than %d states: the world is not bounded", modelMaxStates)
+					return seen, depth, fmt.Errorf("more than %d states: the world is not bounded", modelMaxStates)
 				}
 				seen[m.s] = true
 				next = append(next, node{s: m.s, path: append(append([]string(nil), n.path...), m.what)})
@@ -147,7 +166,7 @@ func explore(kv bool) (states, depth int, err error) {
 		}
 		frontier = next
 	}
-	return len(seen), depth - 1, nil
+	return seen, depth - 1, nil
 }
 
 type move struct {
@@ -267,11 +286,7 @@ func (s mstate) start(i int, read version, stale, kv, chaos bool, who string) []
 			return []move{{n, what + ", replays"}}
 		}
 	}
-	step, err := intake.Step(modelRecord(read.phase), intake.Claim{Fingerprint: modelOrder, Settling: i == settler}, modelNow)
-	if err != nil {
-		panic(fmt.Sprintf("%s: %v", what, err)) // a move Step makes and the table has no row for
-	}
-	if ev := step.Event; ev != intake.EventNone {
+	if ev := s.begins(i, read.phase, what); ev != intake.EventNone {
 		st, blind := read.stamp, read.blind || stale
 		if ev == intake.EventClaim {
 			st = n.next
@@ -317,6 +332,25 @@ func (s mstate) start(i int, read version, stale, kv, chaos bool, who string) []
 		}
 	}
 	return []move{{n, what + ", waits"}}
+}
+
+// begins is the event actor i's claim makes of a key it read in phase
+// read: the one intake.Step decides, or, deciding by the table alone, the
+// first the table allows, a claim of a free key or a takeover.
+func (s *mstate) begins(i int, read intake.Phase, what string) intake.Event {
+	if !s.byStep {
+		for _, ev := range []intake.Event{intake.EventClaim, intake.EventTakeOver} {
+			if _, ok := intake.Next(read, ev, s.role(i)); ok {
+				return ev
+			}
+		}
+		return intake.EventNone
+	}
+	step, err := intake.Step(modelRecord(read), intake.Claim{Fingerprint: modelOrder, Settling: i == settler}, modelNow)
+	if err != nil {
+		panic(fmt.Sprintf("%s: %v", what, err)) // a move Step makes and the table has no row for
+	}
+	return step.Event
 }
 
 // What the world's actors hand intake.Step: every client's claim is for
