@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -1124,5 +1125,68 @@ func TestAFailedReportLeavesTheKeyDueUntilReported(t *testing.T) {
 				}
 			})
 		})
+	}
+}
+
+// TestARetryFromMemoryKeepsTheGiveUpsCheckDue: over KV, an isolate whose
+// settler's last call failed remembers the key awaiting the give-up's
+// check; a retry there whose read of KV misses the key (a location's
+// cached "not found") claims it from that memory, and must keep the check
+// due, not write the key given up on, which no settler would ever check
+// or report (invariant: a key that ends unresolved was paged; found by a
+// long run, seed 8599829039174172512, KV, at 12,450 histories).
+func TestARetryFromMemoryKeepsTheGiveUpsCheckDue(t *testing.T) {
+	ctx := context.Background()
+	const maxAge = time.Hour
+	clock := &fakeClock{now: acceptedAt}
+	g := &scriptedGateway{clock: clock}
+	mem := kv.NewMemoryNamespace()
+	mem.Now = clock.Now
+	cached := &kvtest.Hooked{Namespace: mem}
+	store := kv.NewStore(cached, clock.Now)
+	var reported []intake.Key
+	svc := intake.New(store, intake.Options{ResultTTL: config.DefaultResultTTL, PendingTTL: config.DefaultPendingTTL,
+		SettleMaxAge: maxAge, Gateway: g, Now: clock.Now,
+		OnUnresolved: func(_ context.Context, key intake.Key, _ intake.Placement, _ int) { reported = append(reported, key) }})
+
+	g.answer(errLost)
+	if _, err := svc.Submit(ctx, deskKey, []byte(validBody), ""); !errors.Is(err, intake.ErrOutcomeUnknown) {
+		t.Fatalf("Submit = %v, want ErrOutcomeUnknown", err)
+	}
+	clock.Advance(maxAge)
+	g.answer(errLost)
+	if st, err := svc.Settle(ctx, deskKey); err != nil || st.Result != intake.SettleUnknown || !st.Unresolved {
+		t.Fatalf("the settler's last call = %+v, %v; want the key awaiting the give-up's check", st, err)
+	}
+	rec, err := store.Lookup(ctx, deskKey)
+	if err != nil || intake.PhaseOf(rec) != intake.PhaseChecking {
+		t.Fatalf("after the last call the key is %v, %v; want checking", intake.PhaseOf(rec), err)
+	}
+	check := rec.NextAttempt
+
+	clock.Advance(time.Second)
+	cached.Before = func(op kvtest.Op, key string) error {
+		if op == kvtest.OpGet && strings.HasPrefix(key, "pending:") {
+			return kv.ErrNotFound // the location's cached "not found"
+		}
+		return nil
+	}
+	g.answer(errLost)
+	if _, err := svc.Submit(ctx, deskKey, []byte(validBody), ""); err == nil {
+		t.Fatal("the retry's call failed, yet Submit succeeded")
+	}
+	cached.Before = nil
+	rec, err = store.Lookup(ctx, deskKey)
+	if err != nil || intake.PhaseOf(rec) != intake.PhaseChecking || !rec.NextAttempt.Equal(check) {
+		t.Fatalf("after the retry the key is %v due %v, %v; want checking, due for the check at %v", intake.PhaseOf(rec), rec.NextAttempt, err, check)
+	}
+
+	clock.Advance(check.Sub(clock.Now()))
+	g.answer(errLost)
+	if st, err := svc.Settle(ctx, deskKey); err != nil || st.Result != intake.SettleGaveUp {
+		t.Fatalf("the give-up's check = %+v, %v; want it to give up", st, err)
+	}
+	if len(reported) != 1 {
+		t.Fatalf("reported %v, want the key once", reported)
 	}
 }

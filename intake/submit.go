@@ -264,7 +264,8 @@ func (s *Service) newClaim(sub *submission, now time.Time) (Claim, error) {
 			return Claim{}, ErrKeyReused
 		}
 		claim = TakeOver(claim, Record{OrderID: opened.OrderID, AcceptedAt: opened.AcceptedAt, Fingerprint: opened.Fingerprint,
-			Order: opened.Order, HasOrder: opened.Fingerprint != "", Attempts: opened.Attempts, Unresolved: opened.Unresolved})
+			Order: opened.Order, HasOrder: opened.Fingerprint != "", Attempts: opened.Attempts, Unresolved: opened.Unresolved,
+			NextAttempt: opened.NextAttempt})
 	}
 	return claim, nil
 }

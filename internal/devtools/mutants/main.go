@@ -85,6 +85,9 @@ var mutants = []mutant{
 	{"a failed claim write is not remembered in the opened set", "intake/submit.go",
 		"\t\t\ts.opened.put(cacheKey, claim, now)\n\t\t}\n\t\treturn Outcome{}, storageUnavailable(err)",
 		"\t\t}\n\t\treturn Outcome{}, storageUnavailable(err)"},
+	{"a retry from memory forgets the give-up's check", "intake/submit.go",
+		"Unresolved: opened.Unresolved,\n\t\t\tNextAttempt: opened.NextAttempt})",
+		"Unresolved: opened.Unresolved})"},
 	// The phase the stores write beside the flags, which every read in
 	// the tests and the simulator compares with them.
 	{"a claim on a key given up on is written open", "kv/store.go",
