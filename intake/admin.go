@@ -303,8 +303,7 @@ func (a *Admin) Purge(ctx context.Context, key Key, orderID string) (Record, err
 	old, migrating := s.opts.Fallback.(FallbackAdmin)
 	migrating = migrating && s.fallback()
 	var oldRec Record
-	oldLeft := migrating // the Fallback's copy is still to purge
-	claimLeft := false   // the Fallback's claim, left as the key was not final here
+	claimLeft := false // the Fallback's claim, left as the key was not final here
 	if migrating {
 		cur, err := s.store.Lookup(ctx, key)
 		switch {
@@ -312,23 +311,24 @@ func (a *Admin) Purge(ctx context.Context, key Key, orderID string) (Record, err
 			return Record{}, storageUnavailable(err)
 		case mismatched(cur, orderID):
 			return cur, ErrPrecondition
-		case cur.State == Stored || cur.State == Absent:
-			// The Fallback first: a retry that reads it from now on finds
-			// nothing to copy back into the Store.
-			if oldRec, err = purgeFallback(ctx, old, key, orderID, cur.State == Stored); err != nil {
-				return Record{}, storageUnavailable(err)
-			}
-			oldLeft = false
-			claimLeft = cur.State == Absent && (oldRec.State != Stored || mismatched(oldRec, orderID))
+		case cur.State == Held:
+			// The Fallback must go first, and a request that holds the key
+			// may copy its outcome from there until it commits: the purge
+			// waits, and its retry finds the key final.
+			return cur, ErrInProgress
+		case cur.State == Open:
+			return cur, ErrOutcomeOpen
 		}
+		// The Fallback first: a retry that reads it from now on finds
+		// nothing to copy back into the Store.
+		if oldRec, err = purgeFallback(ctx, old, key, orderID, cur.State == Stored); err != nil {
+			return Record{}, storageUnavailable(err)
+		}
+		claimLeft = cur.State == Absent && (oldRec.State != Stored || mismatched(oldRec, orderID))
 	}
 	rec, err := a.store.Purge(ctx, key, orderID)
 	switch {
 	case err != nil:
-	case oldLeft && rec.State == Stored && !mismatched(rec, orderID):
-		// A request held the key as the purge began, and stored the
-		// outcome since: the Fallback's copy goes too.
-		oldRec, err = purgeFallback(ctx, old, key, orderID, true)
 	case claimLeft && rec.State == Stored && !mismatched(rec, orderID):
 		// The Store had nothing as the purge began, and a request (a
 		// resolve, a retry) adopted the key and stored its outcome since:
