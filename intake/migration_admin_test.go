@@ -378,8 +378,8 @@ func TestAPurgeThatFoundTheKeyOnlyInKVDeletesKVsClaimOnceARetryStoredIt(t *testi
 // TestAPurgeThatFindsTheKeyHeldDuringTheMigrationWaits: KV holds a
 // receipt, and a request holds the ledger's key, copying it in. The purge
 // must delete KV's copy before the ledger's, and cannot while the request
-// may still read KV: it says in progress and purges nothing, and its retry
-// purges both. It used to purge the ledger's copy, which the request had
+// may still read KV: it says in progress and changes nothing, and its
+// retry purges both. It used to purge the ledger's copy, which the request had
 // committed meanwhile, and only then KV's, between which a lookup copied
 // KV's back into the ledger: a purged receipt served again (invariant: a
 // purged receipt is never stored again; found by a long run, seed
@@ -399,6 +399,13 @@ func TestAPurgeThatFindsTheKeyHeldDuringTheMigrationWaits(t *testing.T) {
 	if rec, err := mem.Begin(ctx, key("kept"), copying); err != nil || rec.State != intake.Claimed {
 		t.Fatalf("the copying request's claim = %v, %v", rec.State, err)
 	}
+	admin := intake.NewAdmin(operator, mem)
+	if _, err := admin.Purge(ctx, key("kept"), ""); !errors.Is(err, intake.ErrInProgress) {
+		t.Fatalf("a purge while the request holds the key = %v, want ErrInProgress", err)
+	}
+	if _, err := old.Get(ctx, "result:kept"); err != nil {
+		t.Fatalf("a purge that answered in progress deleted KV's receipt (%v): it must change nothing", err)
+	}
 	// The request commits KV's receipt once the purge has looked at the
 	// key, and a lookup elsewhere runs once the ledger's copy is purged.
 	var looked, purged bool
@@ -416,10 +423,12 @@ func TestAPurgeThatFindsTheKeyHeldDuringTheMigrationWaits(t *testing.T) {
 		}
 		return nil
 	}
-	admin := intake.NewAdmin(operator, mem)
 	rec, err := admin.Purge(ctx, key("kept"), "")
 	switch {
 	case errors.Is(err, intake.ErrInProgress):
+		if _, err := old.Get(ctx, "result:kept"); err != nil {
+			t.Errorf("a purge that answered in progress deleted KV's receipt (%v): it must change nothing", err)
+		}
 		mem.RoundTrip = nil
 		if rec, err = admin.Purge(ctx, key("kept"), ""); err != nil || string(rec.Body) != receipt {
 			t.Fatalf("the purge's retry = %s, %v; want the receipt purged", rec.Body, err)

@@ -78,6 +78,8 @@ var mutants = []mutant{
 	{"a purge that found the key only in KV leaves KV's claim once a retry stored it", "intake/admin.go",
 		"\t\terr = old.DropClaim(ctx, key)\n\tcase migrating && rec.State == Absent:",
 		"\t\terr = nil\n\tcase migrating && rec.State == Absent:"},
+	{"a purge during a migration goes on past a request holding the key", "intake/admin.go",
+		"\t\tcase cur.State == Held:\n\t\t\t// The Fallback must go first,", "\t\tcase false:\n\t\t\t// The Fallback must go first,"},
 	{"the adoption leaves KV's claim beside its outcome", "intake/fallback.go",
 		"\tcase old.State == Stored:\n\t\ts.dropClaimBesideOutcome(ctx, key)\n", "\tcase old.State == Stored:\n"},
 	{"an isolate's memory of a key overrides the ledger's exact read", "intake/intake.go",
