@@ -179,6 +179,23 @@ func TestAnAdoptionRacingAPurgeLeavesTheKeyFree(t *testing.T) {
 	}
 }
 
+// keptReceipt is the receipt receiptOnlyInKV leaves in KV under "kept".
+const keptReceipt = `{"orderId":"r1","status":"accepted","symbol":"AAPL","side":"buy","quantity":10,"acceptedAt":"2024-01-02T03:04:05.678Z"}`
+
+// receiptOnlyInKV is migrating's world with keptReceipt stored in KV only,
+// under key "kept", and the ledger-mode Service's options over it, KV its
+// Fallback.
+func receiptOnlyInKV(t *testing.T) (*fakeClock, *kv.MemoryNamespace, *ledger.MemoryStore, intake.Options) {
+	t.Helper()
+	clock, old, mem := migrating(t)
+	if err := old.Put(context.Background(), "result:kept", kv.Entry{Value: keptReceipt}, kv.PutOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	opts := intake.Options{ResultTTL: config.DefaultResultTTL, PendingTTL: config.DefaultPendingTTL,
+		Now: clock.Now, Fallback: kv.NewStore(old, clock.Now), FallbackUntil: acceptedAt.Add(48 * time.Hour)}
+	return clock, old, mem, opts
+}
+
 // TestAPurgeRacingARetryThatCopiesFromKVLeavesNothing: during the
 // migration a receipt is held only in KV, and a retry in another isolate
 // copies it into the ledger while the purge runs. The purge deletes KV's
@@ -186,14 +203,8 @@ func TestAnAdoptionRacingAPurgeLeavesTheKeyFree(t *testing.T) {
 // ledger's purge, which deletes the copy, or read KV after, and found
 // nothing: the purged receipt is kept nowhere.
 func TestAPurgeRacingARetryThatCopiesFromKVLeavesNothing(t *testing.T) {
-	const receipt = `{"orderId":"r1","status":"accepted","symbol":"AAPL","side":"buy","quantity":10,"acceptedAt":"2024-01-02T03:04:05.678Z"}`
 	ctx := context.Background()
-	clock, old, mem := migrating(t)
-	if err := old.Put(ctx, "result:kept", kv.Entry{Value: receipt}, kv.PutOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	opts := intake.Options{ResultTTL: config.DefaultResultTTL, PendingTTL: config.DefaultPendingTTL,
-		Now: clock.Now, Fallback: kv.NewStore(old, clock.Now), FallbackUntil: acceptedAt.Add(48 * time.Hour)}
+	clock, old, mem, opts := receiptOnlyInKV(t)
 	retrying := intake.New(mem, opts)
 	hooked := &hookedFallback{Store: kv.NewStore(old, clock.Now)}
 	hooked.beforePurge = func() {
@@ -203,7 +214,7 @@ func TestAPurgeRacingARetryThatCopiesFromKVLeavesNothing(t *testing.T) {
 	}
 	opts.Fallback = hooked
 	operator := intake.New(mem, opts)
-	if rec, err := intake.NewAdmin(operator, mem).Purge(ctx, key("kept"), ""); err != nil || string(rec.Body) != receipt {
+	if rec, err := intake.NewAdmin(operator, mem).Purge(ctx, key("kept"), ""); err != nil || string(rec.Body) != keptReceipt {
 		t.Fatalf("Purge = %s, %v; want the receipt purged", rec.Body, err)
 	}
 	if rec, err := mem.Lookup(ctx, key("kept")); err != nil || rec.State != intake.Absent {
@@ -385,14 +396,8 @@ func TestAPurgeThatFoundTheKeyOnlyInKVDeletesKVsClaimOnceARetryStoredIt(t *testi
 // purged receipt is never stored again; found by a long run, seed
 // 3876053143621019001, ledger, migrating, at 133,234 histories).
 func TestAPurgeThatFindsTheKeyHeldDuringTheMigrationWaits(t *testing.T) {
-	const receipt = `{"orderId":"r1","status":"accepted","symbol":"AAPL","side":"buy","quantity":10,"acceptedAt":"2024-01-02T03:04:05.678Z"}`
 	ctx := context.Background()
-	clock, old, mem := migrating(t)
-	if err := old.Put(ctx, "result:kept", kv.Entry{Value: receipt}, kv.PutOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	opts := intake.Options{ResultTTL: config.DefaultResultTTL, PendingTTL: config.DefaultPendingTTL,
-		Now: clock.Now, Fallback: kv.NewStore(old, clock.Now), FallbackUntil: acceptedAt.Add(48 * time.Hour)}
+	_, old, mem, opts := receiptOnlyInKV(t)
 	looking := intake.New(mem, opts)
 	operator := intake.New(mem, opts)
 	copying := intake.Claim{Token: "copying", Lease: time.Minute}
@@ -414,7 +419,7 @@ func TestAPurgeThatFindsTheKeyHeldDuringTheMigrationWaits(t *testing.T) {
 		switch {
 		case method == "lookup" && !looked:
 			looked = true
-			if err := mem.Commit(ctx, key("kept"), copying, intake.Result{Body: []byte(receipt), TTL: time.Hour}); err != nil {
+			if err := mem.Commit(ctx, key("kept"), copying, intake.Result{Body: []byte(keptReceipt), TTL: time.Hour}); err != nil {
 				t.Errorf("the copying request's commit: %v", err)
 			}
 		case method == "purge" && !purged:
@@ -430,10 +435,10 @@ func TestAPurgeThatFindsTheKeyHeldDuringTheMigrationWaits(t *testing.T) {
 			t.Errorf("a purge that answered in progress deleted KV's receipt (%v): it must change nothing", err)
 		}
 		mem.RoundTrip = nil
-		if rec, err = admin.Purge(ctx, key("kept"), ""); err != nil || string(rec.Body) != receipt {
+		if rec, err = admin.Purge(ctx, key("kept"), ""); err != nil || string(rec.Body) != keptReceipt {
 			t.Fatalf("the purge's retry = %s, %v; want the receipt purged", rec.Body, err)
 		}
-	case err != nil || string(rec.Body) != receipt:
+	case err != nil || string(rec.Body) != keptReceipt:
 		t.Fatalf("Purge = %s, %v; want in progress, or the receipt purged", rec.Body, err)
 	}
 	if rec, err := mem.Lookup(ctx, key("kept")); err != nil || rec.State != intake.Absent {
