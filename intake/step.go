@@ -128,7 +128,7 @@ func (c Claim) role() Role {
 // give-up's check. A settle message that comes before its key is due was
 // sent for an earlier due time, by a chain another attempt has moved on.
 func DueFor(rec Record, now time.Time) bool {
-	if rec.Unresolved && rec.NextAttempt.IsZero() {
+	if PhaseOf(rec) == PhaseUnresolved {
 		return false
 	}
 	return !now.Add(DueSlack).Before(rec.NextAttempt)
