@@ -220,11 +220,12 @@ func (w *world) checkNotReceipted(key keyName, orderID, what string, reader *act
 	if !ok || !w.now().Before(until) {
 		return
 	}
+	if r, ok := w.ck.reads[reader]["result:"+key]; ok && r.stale != nil && r.entry == nil && w.ranKV() {
+		// Over KV, or the ledger-mode Worker's read of KV's fallback.
+		w.allowBy("unresolved beside a receipt the reporter's own read missed", r.stale)
+		return
+	}
 	if w.mode == KVMode {
-		if r, ok := w.ck.reads[reader]["result:"+key]; ok && r.stale != nil && r.entry == nil {
-			w.allowBy("unresolved beside a receipt the reporter's own read missed", r.stale)
-			return
-		}
 		if e := w.storedBesideReporter(key, reader); e != nil {
 			w.allowBy("unresolved beside a receipt another claim stored meanwhile", e)
 			return

@@ -101,8 +101,11 @@ type world struct {
 
 	ns      *namespace
 	kvStore *kv.Store
-	ledger  *ledger.MemoryStore
-	oms     *oms
+	// fallback is KV as the ledger-mode Worker reads it during a
+	// migration: each read is its reader's own, as a KV-mode isolate's.
+	fallback *kv.Store
+	ledger   *ledger.MemoryStore
+	oms      *oms
 
 	instances []*instance
 	keys      []*clientKey
@@ -197,6 +200,7 @@ func run(mode Mode, choose func(n int, label string) int) *world {
 	w.sched.stop = w.stopped
 	w.ns = newNamespace(w)
 	w.kvStore = kv.NewStore(w.ns, w.now)
+	w.fallback = kv.NewStore(watched{w.ns}, w.now)
 	w.oms = newOMS(w)
 
 	w.resultTTL = []time.Duration{24 * time.Hour, time.Hour}[choose(2, "RESULT_TTL")]
@@ -424,7 +428,7 @@ func (w *world) newService(inst *instance) *intake.Service {
 	} else {
 		store = w.ledger
 		if w.migrating {
-			opts.Fallback, opts.FallbackUntil = w.kvStore, w.now().Add(7*24*time.Hour)
+			opts.Fallback, opts.FallbackUntil = w.fallback, w.now().Add(7*24*time.Hour)
 		}
 	}
 	return intake.New(store, opts)
@@ -661,7 +665,7 @@ func (w *world) alarm() {
 	opts := w.options(gateway{w: w, inst: -1})
 	opts.CachedReceipts = -1
 	if w.migrating {
-		opts.Fallback, opts.FallbackUntil = w.kvStore, w.now().Add(7*24*time.Hour)
+		opts.Fallback, opts.FallbackUntil = w.fallback, w.now().Add(7*24*time.Hour)
 	}
 	svc := intake.New(w.ledger, opts)
 	for _, key := range keys {
