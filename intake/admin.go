@@ -222,7 +222,7 @@ func (a *Admin) Resolve(ctx context.Context, key Key, res Resolution) (Record, e
 	}
 	defer s.inFlight.remove(cacheKey, entry)
 
-	claim := Claim{Token: s.opts.NewID(), Lease: s.opts.PendingTTL, Settling: true, Resolving: true, KeepUntil: s.keepUntil(now)}
+	claim := Claim{Token: s.opts.NewID(), Lease: s.opts.PendingTTL, By: RoleResolver, KeepUntil: s.keepUntil(now)}
 	rec, err := s.store.Begin(ctx, key, claim)
 	if err == nil && rec.State == Absent && s.fallback() {
 		// During a migration a key KV mode left open, and the sweep has

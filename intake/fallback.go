@@ -144,7 +144,7 @@ func (s *Service) adoptOpen(ctx context.Context, key Key, due time.Time) (bool, 
 	// place an order a purge meanwhile erased. KV keeps its own claim, and
 	// the next sweep adopts the key again.
 	claim := Claim{Token: s.opts.NewID(), Fingerprint: old.Fingerprint, Order: old.Order, OrderID: old.OrderID,
-		AcceptedAt: old.AcceptedAt, Lease: s.opts.PendingTTL, Tentative: s.life.Tentative,
+		AcceptedAt: old.AcceptedAt, Lease: s.opts.PendingTTL, Tentative: s.life.Tentative, By: RoleAdopter,
 		KeepUntil: later(s.keepUntil(old.AcceptedAt), s.opts.Now().Add(s.opts.ResultTTL))}
 	rec, err := s.store.Begin(ctx, key, claim)
 	switch {

@@ -346,7 +346,7 @@ func (s *mstate) begins(i int, read intake.Phase, what string) intake.Event {
 		}
 		return intake.EventNone
 	}
-	step, err := intake.Step(modelRecord(read), intake.Claim{Fingerprint: modelOrder, Settling: i == settler}, modelNow)
+	step, err := intake.Step(modelRecord(read), intake.Claim{Fingerprint: modelOrder, By: s.role(i)}, modelNow)
 	if err != nil {
 		panic(fmt.Sprintf("%s: %v", what, err)) // a move Step makes and the table has no row for
 	}

@@ -109,7 +109,7 @@ func (s *Service) settle(ctx context.Context, key Key) (Settlement, error) {
 	// The claim keeps the key at least as long as any earlier claim could
 	// have (the key was accepted before now): a Store that cannot tell how
 	// long the key was kept (KV) must not write it back shorter.
-	claim := Claim{Token: s.opts.NewID(), Lease: s.opts.PendingTTL, Settling: true, KeepUntil: s.keepUntil(now)}
+	claim := Claim{Token: s.opts.NewID(), Lease: s.opts.PendingTTL, By: RoleSettler, KeepUntil: s.keepUntil(now)}
 	rec, err := s.store.Begin(ctx, key, claim)
 	switch {
 	case err != nil:

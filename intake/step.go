@@ -51,14 +51,14 @@ func Step(rec Record, c Claim, now time.Time) (Move, error) {
 	ev := EventNone
 	switch rec.State {
 	case Absent:
-		if !c.Settling {
+		if c.role() == RoleClient || c.role() == RoleAdopter {
 			ev = EventClaim
 		}
 	case Open:
 		switch {
 		case c.Fingerprint != "" && rec.Fingerprint != "" && c.Fingerprint != rec.Fingerprint:
 			// Another order's key: reused by mistake, it keeps its own.
-		case c.Settling && !c.Resolving && !DueFor(rec, now):
+		case c.role() == RoleSettler && !DueFor(rec, now):
 		default:
 			ev, c = EventTakeOver, TakeOver(c, rec)
 		}
@@ -110,17 +110,12 @@ func noRow(c Claim, ev Event, from Phase) error {
 	return errs.Detail(ErrNoRow, "a "+c.role().String()+"'s "+ev.String()+" of a key "+from.String())
 }
 
-// role is who makes c: the settler, an operator's resolve, or else a
-// client, an adoption or a resolve of a key only KV holds, which a Store
-// cannot tell apart.
+// role is who makes c: c.By, or a client, whose claim leaves it zero.
 func (c Claim) role() Role {
-	switch {
-	case c.Resolving:
-		return RoleResolver
-	case c.Settling:
-		return RoleSettler
+	if c.By == 0 {
+		return RoleClient
 	}
-	return RoleClient | RoleAdopter | RoleResolver
+	return c.By
 }
 
 // DueFor reports whether the settler may take over the open key rec at

@@ -36,8 +36,9 @@ func modified[T any](v T, mod func(*T)) T {
 // on its own.
 func TestStepDecidesWhatAClaimDoesToTheKeyItFound(t *testing.T) {
 	client := intake.Claim{Token: "t", Fingerprint: "fp", Order: stepOrder, OrderID: "a new order id", AcceptedAt: stepNow}
-	settler := intake.Claim{Token: "s", Settling: true}
-	resolver := intake.Claim{Token: "r", Settling: true, Resolving: true}
+	settler := intake.Claim{Token: "s", By: intake.RoleSettler}
+	resolver := intake.Claim{Token: "r", By: intake.RoleResolver}
+	adopter := intake.Claim{Token: "a", Fingerprint: "fp", Order: stepOrder, OrderID: "KV's order id", AcceptedAt: stepNow, Tentative: true, By: intake.RoleAdopter}
 	unresolved := openKey(func(r *intake.Record) { r.Unresolved, r.NextAttempt = true, time.Time{} })
 	checking := openKey(func(r *intake.Record) { r.Unresolved = true })
 	for _, tc := range []struct {
@@ -49,6 +50,8 @@ func TestStepDecidesWhatAClaimDoesToTheKeyItFound(t *testing.T) {
 	}{
 		{"a client claims a free key", intake.Record{State: intake.Absent}, client, intake.EventClaim, intake.PhaseHeld},
 		{"the settler has nothing to place for a free key", intake.Record{State: intake.Absent}, settler, intake.EventNone, intake.PhaseAbsent},
+		{"nor has an operator's resolve", intake.Record{State: intake.Absent}, resolver, intake.EventNone, intake.PhaseAbsent},
+		{"an adoption claims the key KV left open", intake.Record{State: intake.Absent}, adopter, intake.EventClaim, intake.PhaseHeld},
 		{"a live claim holds the key", intake.Record{State: intake.Held, OrderID: "x"}, client, intake.EventNone, intake.PhaseHeld},
 		{"nor does the settler take it", intake.Record{State: intake.Held, OrderID: "x"}, settler, intake.EventNone, intake.PhaseHeld},
 		{"a stored outcome stays", intake.Record{State: intake.Stored}, client, intake.EventNone, intake.PhaseStored},
@@ -103,7 +106,7 @@ func TestATakeoverInheritsTheKeysOrderAndGiveUp(t *testing.T) {
 		t.Errorf("a takeover of a key not given up on keeps its own due time: %v, %v", got.Unresolved, got.NextAttempt)
 	}
 	checkAt := stepNow.Add(2 * time.Minute)
-	got = intake.TakeOver(intake.Claim{Token: "s", Settling: true}, openKey(func(r *intake.Record) { r.Unresolved, r.NextAttempt = true, checkAt }))
+	got = intake.TakeOver(intake.Claim{Token: "s", By: intake.RoleSettler}, openKey(func(r *intake.Record) { r.Unresolved, r.NextAttempt = true, checkAt }))
 	if !got.Unresolved || !got.NextAttempt.Equal(checkAt) {
 		t.Errorf("a takeover of a key awaiting the give-up's check keeps both: %v, %v", got.Unresolved, got.NextAttempt)
 	}
@@ -205,7 +208,7 @@ func TestStepReleaseDecidesHowAReleaseLeavesItsKey(t *testing.T) {
 		{"unless the store kept the key as sent", with(func(c *intake.Claim) { c.Sent = false }), intake.PhaseHeld, true, intake.EventReleaseOpen, intake.PhaseOpen},
 		{"the reference's claim goes, whatever it sent", with(func(c *intake.Claim) { c.KeepUntil = time.Time{} }), intake.PhaseHeld, false, intake.EventReleaseUnsent, intake.PhaseAbsent},
 		{"a key given up on stays so", with(func(c *intake.Claim) { c.Unresolved = true }), intake.PhaseHeld, false, intake.EventGiveUp, intake.PhaseUnresolved},
-		{"a claim beside the outcome it stored goes, the key stays stored", with(func(c *intake.Claim) { c.Stored, c.Settling = true, true }), intake.PhaseStored, false, intake.EventNone, intake.PhaseStored},
+		{"a claim beside the outcome it stored goes, the key stays stored", with(func(c *intake.Claim) { c.Stored, c.By = true, intake.RoleSettler }), intake.PhaseStored, false, intake.EventNone, intake.PhaseStored},
 		{"one awaiting the check stays due for it", with(func(c *intake.Claim) { c.Unresolved, c.NextAttempt = true, stepNow }), intake.PhaseHeld, false, intake.EventCheck, intake.PhaseChecking},
 	} {
 		move, err := intake.StepRelease(tc.c, tc.from, tc.keptSent)
@@ -219,7 +222,7 @@ func TestStepReleaseDecidesHowAReleaseLeavesItsKey(t *testing.T) {
 	}
 	// The settler's claim never holds a key it found free: a release of
 	// one is a bug the table has no row for.
-	settler := with(func(c *intake.Claim) { c.Settling = true })
+	settler := with(func(c *intake.Claim) { c.By = intake.RoleSettler })
 	if _, err := intake.StepRelease(settler, intake.PhaseAbsent, false); !errors.Is(err, intake.ErrNoRow) {
 		t.Error("the settler's release of a free key left open: want an error")
 	}

@@ -136,13 +136,14 @@ type Claim struct {
 	// table's (ReleaseAfterCommit; KV's Commit of a claim on a key given
 	// up on).
 	Stored bool
-	// Settling marks the settler's claim: Begin takes over an Open key that
-	// is not Unresolved, and otherwise returns what it found, claiming
-	// nothing (an Absent key stays absent).
-	Settling bool
-	// Resolving marks an operator's claim (Admin.Resolve): a settler's
-	// claim that takes over an Unresolved key too.
-	Resolving bool
+	// By is who claims: zero for a client's submission; RoleSettler for
+	// the settler's claim, which takes over an Open key only once due
+	// (DueFor) and claims no free key; RoleResolver for an operator's
+	// (Admin.Resolve), which takes over any Open key and claims no free key
+	// either; RoleAdopter for a migration's adoption of a key only the
+	// Fallback holds. Step checks every move against the table's rows for
+	// By.
+	By Role
 	// Admit, if set, decides whether a new order may be placed (the rate
 	// limit); replays and takeovers of an Open key never reach it. Begin
 	// calls it once it knows the key is new: before writing anything where
@@ -182,9 +183,9 @@ type Store interface {
 	// taken over, keeping its order id, order and attempts (Claimed, with
 	// them set), unless both it and c have fingerprints and they differ:
 	// then it stays Open and Begin returns it. The settler's claim
-	// (c.Settling) takes over only an Open key that is due (DueFor): not
+	// (c.By) takes over only an Open key that is due (DueFor): not
 	// Unresolved, or whose give-up awaits its check (Unresolved with a
-	// NextAttempt); with c.Resolving, any Open key. Step decides. It
+	// NextAttempt); an operator's, any Open key. Step decides. It
 	// returns Claimed when c now holds the key.
 	Begin(ctx context.Context, key Key, c Claim) (Record, error)
 	// Commit stores r under key and ends c. It returns ErrLostClaim if c no

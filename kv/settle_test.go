@@ -217,7 +217,7 @@ func TestAClaimLeftBesideItsReceiptIsListedOnceAndDeleted(t *testing.T) {
 	if got, err := store.Overdue(ctx, c.now, 100); err != nil || len(got) != 1 {
 		t.Fatalf("Overdue = %v, %v; want the claim past its lease", got, err)
 	}
-	rec, err := store.Begin(ctx, k, intake.Claim{Token: "settler", Lease: time.Minute, Settling: true})
+	rec, err := store.Begin(ctx, k, intake.Claim{Token: "settler", Lease: time.Minute, By: intake.RoleSettler})
 	if err != nil || rec.State != intake.Stored {
 		t.Fatalf("the settler's Begin = %v, %v; want Stored", rec.State, err)
 	}

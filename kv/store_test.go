@@ -210,7 +210,7 @@ func TestASettlersBeginSeesTheReceiptWhoseClaimItCannotDelete(t *testing.T) {
 		t.Fatal(err)
 	}
 	faulty.Set(kvtest.Fault{Op: kvtest.OpDelete, Prefix: "pending:", Nth: 1})
-	rec, err := store.Begin(ctx, key, intake.Claim{Token: "t", Settling: true, Lease: time.Minute})
+	rec, err := store.Begin(ctx, key, intake.Claim{Token: "t", By: intake.RoleSettler, Lease: time.Minute})
 	if err != nil || rec.State != intake.Stored || string(rec.Body) != `{"orderId":"o"}` {
 		t.Errorf("Begin = %+v, %v; want Stored with the receipt", rec, err)
 	}

@@ -80,7 +80,7 @@ func TestAlarmReturnsDueKeys(t *testing.T) {
 	t.Run("once settled, the next alarm is for the next due key", func(t *testing.T) {
 		ctx := context.Background()
 		for _, key := range []intake.Key{desk, open} {
-			settler := intake.Claim{Token: "settler-" + key.String(), Lease: time.Minute, Settling: true}
+			settler := intake.Claim{Token: "settler-" + key.String(), Lease: time.Minute, By: intake.RoleSettler}
 			if rec, err := m.Begin(ctx, key, settler); err != nil || rec.State != intake.Claimed {
 				t.Fatalf("the settler's Begin(%v) = %+v, %v; want Claimed", key, rec, err)
 			}
@@ -137,7 +137,7 @@ func TestAlarmSkipsUnresolvedKeys(t *testing.T) {
 	m, c := newMemory()
 	key := intake.Key{ID: "k"}
 	claim := leaveOpen(t, m, c, key, c.now.Add(time.Second))
-	settler := intake.Claim{Token: "settler", Lease: time.Minute, Settling: true}
+	settler := intake.Claim{Token: "settler", Lease: time.Minute, By: intake.RoleSettler}
 	c.Advance(time.Second)
 	if rec, err := m.Begin(ctx, key, settler); err != nil || rec.State != intake.Claimed {
 		t.Fatalf("the settler's Begin = %+v, %v; want Claimed", rec, err)

@@ -134,9 +134,9 @@ type Object struct {
 // order and attempts it keeps (returned with Claimed), unless it is
 // another order's: then it is returned as it is. A claim with c's own
 // token is Claimed again, its lease renewed, so a call retried after its
-// answer was lost does no harm. The settler's claim (c.Settling) takes
-// over an open key once it is due, not one given up on (unless
-// c.Resolving), and nothing else. intake.Step decides which; it fails,
+// answer was lost does no harm. The settler's claim (c.By) takes over
+// an open key once it is due, not one given up on; an operator's, any
+// open key; neither claims a free key. intake.Step decides which; it fails,
 // and Claim with it, on a move the table has no row for.
 //
 // A row is kept at least until the claim's lease ends and c.KeepUntil,

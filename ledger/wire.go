@@ -35,6 +35,7 @@ const (
 	mKeepUntil   = "keepUntil"
 	mSettling    = "settling"
 	mResolving   = "resolving"
+	mAdopting    = "adopting"
 	mSent        = "sent"
 	mAttempts    = "attempts"
 	mNextAttempt = "nextAttempt"
@@ -52,7 +53,7 @@ const (
 
 // wireNames is every member a document may have: a reader keeps them all.
 var wireNames = []string{mClient, mID, mToken, mFingerprint, mSymbol, mSide, mQuantity, mOrderID, mAcceptedAt,
-	mLease, mKeepUntil, mSettling, mResolving, mSent, mAttempts, mNextAttempt, mUnresolved, mTentative, mReceipt, mRejected, mTTL,
+	mLease, mKeepUntil, mSettling, mResolving, mAdopting, mSent, mAttempts, mNextAttempt, mUnresolved, mTentative, mReceipt, mRejected, mTTL,
 	mState, mExpires, mCommitted, mLost, mPhase}
 
 // doc writes one JSON object, leaving out members that are zero.
@@ -175,14 +176,31 @@ func encodeClaim(key intake.Key, c intake.Claim) []byte {
 	d.time(mAcceptedAt, c.AcceptedAt)
 	d.int(mLease, c.Lease.Milliseconds())
 	d.time(mKeepUntil, c.KeepUntil)
-	d.flag(mSettling, c.Settling)
-	d.flag(mResolving, c.Resolving)
+	// Who claims, as flags an object of the version before reads too:
+	// an operator's claim is a settler's that also resolves.
+	d.flag(mSettling, c.By == intake.RoleSettler || c.By == intake.RoleResolver)
+	d.flag(mResolving, c.By == intake.RoleResolver)
+	d.flag(mAdopting, c.By == intake.RoleAdopter)
 	d.flag(mSent, c.Sent)
 	d.int(mAttempts, int64(c.Attempts))
 	d.time(mNextAttempt, c.NextAttempt)
 	d.flag(mUnresolved, c.Unresolved)
 	d.flag(mTentative, c.Tentative)
 	return d.bytes()
+}
+
+// claimedBy is who a claim's document says claims: none of the flags is a
+// client.
+func claimedBy(r reader) intake.Role {
+	switch {
+	case r.flag(mResolving):
+		return intake.RoleResolver
+	case r.flag(mSettling):
+		return intake.RoleSettler
+	case r.flag(mAdopting):
+		return intake.RoleAdopter
+	}
+	return 0
 }
 
 func decodeClaim(b []byte) (intake.Key, intake.Claim, error) {
@@ -192,7 +210,7 @@ func decodeClaim(b []byte) (intake.Key, intake.Claim, error) {
 	}
 	c := intake.Claim{Token: r.str(mToken), Fingerprint: r.str(mFingerprint), OrderID: r.str(mOrderID),
 		AcceptedAt: r.time(mAcceptedAt), Lease: r.millis(mLease), KeepUntil: r.time(mKeepUntil),
-		Settling: r.flag(mSettling), Resolving: r.flag(mResolving), Sent: r.flag(mSent), Attempts: int(r.num(mAttempts)),
+		By: claimedBy(r), Sent: r.flag(mSent), Attempts: int(r.num(mAttempts)),
 		NextAttempt: r.time(mNextAttempt), Unresolved: r.flag(mUnresolved), Tentative: r.flag(mTentative)}
 	if o, ok := r.order(); ok && c.Fingerprint != "" {
 		c.Order = o

@@ -46,7 +46,10 @@ func TestClaimRoundTrips(t *testing.T) {
 			Attempts: 7, NextAttempt: ms(3)}},
 		{"an unresolved release", intake.Key{ID: "k"}, intake.Claim{Token: "t3", OrderID: "order-3", Sent: true,
 			Attempts: 1 << 20, Unresolved: true}},
-		{"the settler's claim", intake.Key{Client: "c", ID: "k"}, intake.Claim{Token: "t4", Lease: time.Minute, Settling: true}},
+		{"the settler's claim", intake.Key{Client: "c", ID: "k"}, intake.Claim{Token: "t4", Lease: time.Minute, By: intake.RoleSettler}},
+		{"an operator's claim", intake.Key{Client: "c", ID: "k"}, intake.Claim{Token: "t5", Lease: time.Minute, By: intake.RoleResolver}},
+		{"an adoption's claim", intake.Key{Client: "c", ID: "k"}, intake.Claim{Token: "t6", Fingerprint: "fp",
+			Order: order.Order{Symbol: "AAPL", Side: order.Sell, Quantity: 2}, OrderID: "order-6", Tentative: true, By: intake.RoleAdopter}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -63,6 +66,13 @@ func TestClaimRoundTrips(t *testing.T) {
 			}
 		})
 	}
+	t.Run("an operator's claim reads as a settler's claim to an object of the version before", func(t *testing.T) {
+		// That version knew the settling and resolving flags alone.
+		r, err := read(encodeClaim(intake.Key{ID: "k"}, intake.Claim{Token: "t", By: intake.RoleResolver}))
+		if err != nil || !r.flag(mSettling) || !r.flag(mResolving) {
+			t.Errorf("settling, resolving = %v, %v (%v); want both", r.flag(mSettling), r.flag(mResolving), err)
+		}
+	})
 	t.Run("an order without a fingerprint does not travel", func(t *testing.T) {
 		// A claim for a body that is not an order has neither.
 		_, c, err := decodeClaim(encodeClaim(intake.Key{ID: "k"}, intake.Claim{Token: "t", Order: o}))

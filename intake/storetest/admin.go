@@ -21,7 +21,7 @@ type AdminStore interface {
 // RunAdmin checks s's AdminStore: a purge deletes a final outcome and
 // nothing else, a listing finds the keys that need attention, in their
 // states, page by page, and only the clients asked for; and an operator's
-// claim (Claim.Resolving) takes over an unresolved key that a settler's
+// claim (Claim.By) takes over an unresolved key that a settler's
 // leaves alone. Keys it uses start with prefix; its clients are its own,
 // new on every run, so a listing sees only this run's keys.
 func RunAdmin(t *testing.T, s AdminStore, prefix string, opts Options) {
@@ -251,11 +251,11 @@ func (a *adminSuite) lists(t *testing.T) {
 // which the settler's claim leaves alone, and claims nothing else.
 func (a *adminSuite) resolving(t *testing.T) {
 	settler := func(token string) intake.Claim {
-		return intake.Claim{Token: token, Lease: time.Minute, Settling: true, KeepUntil: a.now().Add(time.Hour)}
+		return intake.Claim{Token: token, Lease: time.Minute, By: intake.RoleSettler, KeepUntil: a.now().Add(time.Hour)}
 	}
 	operator := func(token string) intake.Claim {
 		c := settler(token)
-		c.Resolving = true
+		c.By = intake.RoleResolver
 		return c
 	}
 

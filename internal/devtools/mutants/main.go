@@ -104,7 +104,7 @@ var mutants = []mutant{
 		"{PhaseHeld, EventLapse, PhaseAbsent, RoleTime,"},
 	// Step (intake/step.go), the table's one reader, which both stores run.
 	{"Step: the settler claims a free key, a move the table has no row for", "intake/step.go",
-		"\t\tif !c.Settling {\n\t\t\tev = EventClaim", "\t\tif true {\n\t\t\tev = EventClaim"},
+		"\t\tif c.role() == RoleClient || c.role() == RoleAdopter {\n\t\t\tev = EventClaim", "\t\tif true {\n\t\t\tev = EventClaim"},
 	{"Step: a claim takes over another order's open key", "intake/step.go",
 		"case c.Fingerprint != \"\" && rec.Fingerprint != \"\" && c.Fingerprint != rec.Fingerprint:",
 		"case false:"},
@@ -133,7 +133,7 @@ var simOnly = []struct {
 		"return intake.Lifecycle{ReleaseAfterCommit: k.ReleaseClaims, ReadsLag: 0}"}, "kv", 200},
 	{mutant{"the settler takes over a live claim", "kv/store.go",
 		"\tmove, err := intake.Step(rec, c, k.now())\n",
-		"\tfound := rec\n\tif c.Settling && rec.State == intake.Held && rec.OrderID != \"\" {\n\t\tfound.State = intake.Open\n\t}\n\tmove, err := intake.Step(found, c, k.now())\n"}, "kv", 5000},
+		"\tfound := rec\n\tif c.By == intake.RoleSettler && rec.State == intake.Held && rec.OrderID != \"\" {\n\t\tfound.State = intake.Open\n\t}\n\tmove, err := intake.Step(found, c, k.now())\n"}, "kv", 5000},
 	{mutant{"a replay ignores the order's fingerprint (simulator alone)", "intake/submit.go",
 		"\t\tif sub.fp != rec.Fingerprint {\n", "\t\tif false {\n"}, "kv", 100},
 	{mutant{"a receipt kept shorter than its claim's KeepUntil (simulator alone)", "kv/store.go",
