@@ -105,6 +105,8 @@ var mutants = []mutant{
 	// Step (intake/step.go), the table's one reader, which both stores run.
 	{"Step: the settler claims a free key, a move the table has no row for", "intake/step.go",
 		"\t\tif c.role() == RoleClient || c.role() == RoleAdopter {\n\t\t\tev = EventClaim", "\t\tif true {\n\t\t\tev = EventClaim"},
+	{"a resolve claims as a client, and Step lets it claim a free key", "intake/admin.go",
+		"Lease: s.opts.PendingTTL, By: RoleResolver, KeepUntil", "Lease: s.opts.PendingTTL, KeepUntil"},
 	{"Step: a claim takes over another order's open key", "intake/step.go",
 		"case c.Fingerprint != \"\" && rec.Fingerprint != \"\" && c.Fingerprint != rec.Fingerprint:",
 		"case false:"},
