@@ -376,7 +376,7 @@ func (w *Worker) DeadLetterMessage(ctx context.Context, messageID string, body [
 	}
 	d := intake.DeadLetter{Key: key, ID: letterID(messageID), Received: w.now()}
 	if intake.AttentionOf(rec) != 0 {
-		d.OrderID, d.Attempts, d.Unresolved = rec.OrderID, rec.Attempts, rec.Unresolved
+		d.OrderID, d.Attempts, d.Unresolved = rec.OrderID, rec.Attempts, rec.GiveUp.Unresolved()
 	}
 	switch err := w.deadLetters.Record(ctx, d); {
 	case errors.Is(err, intake.ErrLetterAcknowledged):

@@ -551,7 +551,7 @@ func appendEntry(b []byte, key intake.Key, rec intake.Record, expires time.Time)
 		b = append(jsjson.AppendISOTime(append(b, `,"acceptedAt":"`...), acceptedAt), '"')
 	}
 	b = strconv.AppendInt(append(b, `,"attempts":`...), int64(rec.Attempts), 10)
-	if !rec.NextAttempt.IsZero() && rec.State != intake.Stored && !rec.Unresolved {
+	if !rec.NextAttempt.IsZero() && rec.State != intake.Stored && !rec.GiveUp.Unresolved() {
 		b = append(jsjson.AppendISOTime(append(b, `,"nextAttemptAt":"`...), rec.NextAttempt), '"')
 	}
 	if !expires.IsZero() {

@@ -203,7 +203,7 @@ func (h *Handler) serve(ctx context.Context, r *workers.Request, m *measure) (re
 		switch {
 		case open != nil && !h.settles:
 			detail = detailReceiptUnstored
-		case open != nil && !open.Unresolved && !h.settlerRuns:
+		case open != nil && !open.Unresolved() && !h.settlerRuns:
 			// Nothing will ask at NextAttempt: the body promises no
 			// attempt, and Retry-After keeps the backoff for the client.
 			detail = detailOutcomeUnknownNoSettler

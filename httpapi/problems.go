@@ -244,7 +244,7 @@ func errorResponse(err error, detail string, retryAfter int) (resp *workers.Resp
 	if open != nil {
 		b = jsjson.AppendString(append(b, `,"orderId":`...), open.OrderID)
 		b = strconv.AppendInt(append(b, `,"attempts":`...), int64(open.Attempts), 10)
-		if !open.Unresolved && !open.NextAttempt.IsZero() {
+		if !open.Unresolved() && !open.NextAttempt.IsZero() {
 			b = append(jsjson.AppendISOTime(append(b, `,"nextAttemptAt":"`...), open.NextAttempt), '"')
 		}
 	}
@@ -259,7 +259,7 @@ func errorResponse(err error, detail string, retryAfter int) (resp *workers.Resp
 		resp.Header = append(resp.Header, workers.Field{Name: "Retry-After", Value: strconv.Itoa(rateLimitRetryAfter)})
 	case p.status == statusServiceUnavailable:
 		seconds := 1
-		if open != nil && !open.Unresolved {
+		if open != nil && !open.Unresolved() {
 			seconds = max(retryAfter, 1)
 		}
 		resp.Header = append(resp.Header, workers.Field{Name: "Retry-After", Value: strconv.Itoa(seconds)})

@@ -29,7 +29,7 @@ func AttentionOf(rec Record) Attention {
 	switch {
 	case rec.State == Held:
 		return InProgress
-	case rec.State == Open && rec.Unresolved:
+	case rec.State == Open && rec.GiveUp.Unresolved():
 		return Unresolved
 	case rec.State == Open:
 		return Unknown

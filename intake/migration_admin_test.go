@@ -70,7 +70,7 @@ func TestResolveAdoptsAKeyKVModeGaveUpOn(t *testing.T) {
 	if _, err := oldStore.Begin(ctx, key("k"), c); err != nil {
 		t.Fatal(err)
 	}
-	c.Sent, c.Attempts, c.Unresolved = true, 7, true
+	c.Sent, c.Attempts, c.GiveUp = true, 7, intake.GivenUp
 	if err := oldStore.Release(ctx, key("k"), c); err != nil {
 		t.Fatal(err)
 	}
@@ -79,7 +79,7 @@ func TestResolveAdoptsAKeyKVModeGaveUpOn(t *testing.T) {
 	svc := intake.New(mem, intake.Options{ResultTTL: config.DefaultResultTTL, PendingTTL: config.DefaultPendingTTL, Gateway: g,
 		Now: clock.Now, Fallback: oldStore, FallbackUntil: acceptedAt.Add(48 * time.Hour)})
 	admin := intake.NewAdmin(svc, mem)
-	if rec, err := admin.Inspect(ctx, key("k")); err != nil || !rec.Unresolved {
+	if rec, err := admin.Inspect(ctx, key("k")); err != nil || rec.GiveUp != intake.GivenUp {
 		t.Fatalf("Inspect = %+v, %v; want the key unresolved, from KV", rec, err)
 	}
 	rec, err := admin.Resolve(ctx, key("k"), intake.Resolution{Status: order.StatusAccepted})

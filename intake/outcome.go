@@ -54,18 +54,23 @@ type Unsettled struct {
 	// Attempts is how many gateway calls ended without an answer stored.
 	Attempts int
 	// NextAttempt is when the settler calls again; zero when it is not
-	// known (a Store that does not say) or the key is Unresolved.
+	// known (a Store that does not say) or the settler gave up.
 	NextAttempt time.Time
-	// Unresolved is true once the settler gave up (Options.SettleMaxAge);
-	// a client's retry still calls the gateway with the same order id.
-	Unresolved bool
+	// GiveUp says whether the settler gave up (Options.SettleMaxAge), or
+	// awaits the give-up's check; a client's retry still calls the gateway
+	// with the same order id.
+	GiveUp GiveUp
 	// Cause is the gateway's failure, for logs; empty when looked up.
 	Cause string
 }
 
+// Unresolved reports whether the settler gave up on the key, or awaits
+// the give-up's check: a client is told unresolved either way.
+func (u *Unsettled) Unresolved() bool { return u.GiveUp.Unresolved() }
+
 func (u *Unsettled) Error() string {
 	msg := ErrOutcomeUnknown.Error()
-	if u.Unresolved {
+	if u.Unresolved() {
 		msg = ErrUnresolved.Error()
 	}
 	if u.Cause != "" {
@@ -77,12 +82,12 @@ func (u *Unsettled) Error() string {
 // Is makes every Unsettled match ErrOutcomeUnknown, and an unresolved one
 // ErrUnresolved.
 func (u *Unsettled) Is(target error) bool {
-	return target == ErrOutcomeUnknown || (u.Unresolved && target == ErrUnresolved)
+	return target == ErrOutcomeUnknown || (u.Unresolved() && target == ErrUnresolved)
 }
 
 // unsettled is rec's Unsettled, as a lookup tells it.
 func unsettled(rec Record) *Unsettled {
-	return &Unsettled{OrderID: rec.OrderID, Attempts: rec.Attempts, NextAttempt: rec.NextAttempt, Unresolved: rec.Unresolved}
+	return &Unsettled{OrderID: rec.OrderID, Attempts: rec.Attempts, NextAttempt: rec.NextAttempt, GiveUp: rec.GiveUp}
 }
 
 // randomID is a random version 4 UUID from math/rand/v2's ChaCha8, the

@@ -83,9 +83,9 @@ func PhaseOf(rec Record) Phase {
 		return PhaseStored
 	case Open:
 		switch {
-		case rec.Unresolved && rec.NextAttempt.IsZero():
+		case rec.GiveUp == GivenUp:
 			return PhaseUnresolved
-		case rec.Unresolved:
+		case rec.GiveUp == AwaitingCheck:
 			return PhaseChecking
 		}
 		return PhaseOpen

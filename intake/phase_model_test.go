@@ -368,9 +368,9 @@ func modelRecord(p intake.Phase) intake.Record {
 	case intake.PhaseOpen:
 		return intake.Record{State: intake.Open, Fingerprint: modelOrder, HasOrder: true, NextAttempt: due}
 	case intake.PhaseChecking:
-		return intake.Record{State: intake.Open, Fingerprint: modelOrder, HasOrder: true, NextAttempt: due, Unresolved: true}
+		return intake.Record{State: intake.Open, Fingerprint: modelOrder, HasOrder: true, NextAttempt: due, GiveUp: intake.AwaitingCheck}
 	case intake.PhaseUnresolved:
-		return intake.Record{State: intake.Open, Fingerprint: modelOrder, HasOrder: true, Unresolved: true}
+		return intake.Record{State: intake.Open, Fingerprint: modelOrder, HasOrder: true, GiveUp: intake.GivenUp}
 	case intake.PhaseStored:
 		return intake.Record{State: intake.Stored}
 	}

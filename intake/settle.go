@@ -124,7 +124,7 @@ func (s *Service) settle(ctx context.Context, key Key) (Settlement, error) {
 		}
 		return Settlement{NextAttempt: next, Attempts: rec.Attempts, Result: SettleBusy}, nil
 	case rec.State == Open:
-		return Settlement{Final: true, Unresolved: rec.Unresolved, Attempts: rec.Attempts}, nil
+		return Settlement{Final: true, Unresolved: rec.GiveUp.Unresolved(), Attempts: rec.Attempts}, nil
 	case rec.State != Claimed:
 		return Settlement{Final: true}, nil
 	}
@@ -158,10 +158,10 @@ func (s *Service) settle(ctx context.Context, key Key) (Settlement, error) {
 	var open *Unsettled
 	var rejection *Rejection
 	switch {
-	case errors.As(err, &open) && open.Unresolved && open.NextAttempt.IsZero():
+	case errors.As(err, &open) && open.GiveUp == GivenUp:
 		return Settlement{Final: true, Unresolved: true, Attempts: open.Attempts, Result: SettleGaveUp, AcceptedAt: claim.AcceptedAt}, nil
 	case errors.As(err, &open):
-		return Settlement{NextAttempt: open.NextAttempt, Attempts: open.Attempts, Unresolved: open.Unresolved, Result: SettleUnknown, AcceptedAt: claim.AcceptedAt}, nil
+		return Settlement{NextAttempt: open.NextAttempt, Attempts: open.Attempts, Unresolved: open.Unresolved(), Result: SettleUnknown, AcceptedAt: claim.AcceptedAt}, nil
 	case errors.Is(err, ErrInProgress):
 		// The claim's lease ran out during the call and a client took the
 		// key over: its outcome is the key's.

@@ -509,7 +509,7 @@ func TestSettleGivesUpAfterSettleMaxAge(t *testing.T) {
 		_, err := e.service().Lookup(ctx, deskKey)
 		var looked *intake.Unsettled
 		if !errors.As(err, &looked) || !errors.Is(err, intake.ErrUnresolved) || !errors.Is(err, intake.ErrOutcomeUnknown) ||
-			!looked.Unresolved || looked.OrderID != u.OrderID || !looked.NextAttempt.IsZero() {
+			!looked.Unresolved() || looked.OrderID != u.OrderID || !looked.NextAttempt.IsZero() {
 			t.Fatalf("Lookup of the unresolved key = %v (%+v), want an unresolved Unsettled for %s with no next attempt", err, looked, u.OrderID)
 		}
 

@@ -79,8 +79,8 @@ func Step(rec Record, c Claim, now time.Time) (Move, error) {
 // claim's own). A claim released beside the outcome it stored (c.Stored)
 // goes, and the key stays stored. A claim whose order may have reached the
 // gateway under its order id (c.Sent, or the Store kept the key's as sent:
-// keptSent) leaves it open, awaiting the give-up's check (c.Unresolved,
-// c.NextAttempt set) or given up on (c.Unresolved); any other goes, and
+// keptSent) leaves it open, awaiting the give-up's check or given up on
+// (c.GiveUp); any other goes, and
 // the key is free. A claim that keeps nothing past its lease (c.KeepUntil
 // zero, the reference's) goes whatever it sent: nothing settles it.
 //
@@ -92,9 +92,9 @@ func StepRelease(c Claim, from Phase, keptSent bool) (Move, error) {
 		// Beside the outcome it stored: the claim goes, the key stays.
 		return Move{Event: EventNone, To: PhaseStored, Claim: c}, nil
 	case !(c.Sent || keptSent) || c.KeepUntil.IsZero():
-	case c.Unresolved && c.NextAttempt.IsZero():
+	case c.GiveUp == GivenUp:
 		ev, to = EventGiveUp, PhaseUnresolved
-	case c.Unresolved:
+	case c.GiveUp == AwaitingCheck:
 		ev, to = EventCheck, PhaseChecking
 	default:
 		ev, to = EventReleaseOpen, PhaseOpen
@@ -136,8 +136,8 @@ func DueFor(rec Record, now time.Time) bool {
 // on from what Begin returned.
 func TakeOver(c Claim, rec Record) Claim {
 	c.OrderID, c.AcceptedAt, c.Sent, c.Tentative = rec.OrderID, rec.AcceptedAt, true, false
-	c.Attempts, c.Unresolved = rec.Attempts, rec.Unresolved
-	if rec.Unresolved {
+	c.Attempts, c.GiveUp = rec.Attempts, rec.GiveUp
+	if rec.GiveUp.Unresolved() {
 		c.NextAttempt = rec.NextAttempt
 	}
 	if rec.Fingerprint != "" {
@@ -175,9 +175,11 @@ func DueAt(c Claim, released bool, leaseUntil, now time.Time) time.Time {
 	switch {
 	case c.Fingerprint == "" || c.Tentative || !c.KeepUntil.After(leaseUntil) && !released:
 		return time.Time{}
-	case c.Unresolved && (released || c.NextAttempt.IsZero()):
+	case c.GiveUp == GivenUp:
+		return time.Time{}
+	case c.GiveUp == AwaitingCheck && released:
 		return c.NextAttempt
-	case c.Unresolved:
+	case c.GiveUp == AwaitingCheck:
 		return later(c.NextAttempt, leaseUntil)
 	case released && c.NextAttempt.IsZero():
 		return now
@@ -205,22 +207,22 @@ func DueAt(c Claim, released bool, leaseUntil, now time.Time) time.Time {
 // to store them.
 func Unanswered(c Claim, last, settles bool, readsLag, resultTTL time.Duration, now time.Time) (next Claim, giveUp bool) {
 	c.Attempts++
-	if !c.Unresolved {
+	if c.GiveUp == NotGivenUp {
 		c.NextAttempt = time.Time{}
 	}
 	if !settles {
 		c.KeepUntil = later(c.KeepUntil, c.AcceptedAt.Add(resultTTL))
 	}
 	switch {
-	case last && !c.Unresolved && readsLag > 0:
-		c.Unresolved = true
+	case last && c.GiveUp == NotGivenUp && readsLag > 0:
+		c.GiveUp = AwaitingCheck
 		c.KeepUntil = later(c.KeepUntil, now.Add(resultTTL))
 		c.NextAttempt = now.Add(max(SettleBackoff(c.Attempts), 2*readsLag))
 	case last:
-		c.Unresolved, giveUp = true, true
+		c.GiveUp, giveUp = GivenUp, true
 		c.KeepUntil = later(c.KeepUntil, now.Add(resultTTL))
 		c.NextAttempt = time.Time{}
-	case c.Unresolved:
+	case c.GiveUp.Unresolved():
 	case settles:
 		c.NextAttempt = now.Add(SettleBackoff(c.Attempts))
 	}

@@ -39,8 +39,8 @@ func TestStepDecidesWhatAClaimDoesToTheKeyItFound(t *testing.T) {
 	settler := intake.Claim{Token: "s", By: intake.RoleSettler}
 	resolver := intake.Claim{Token: "r", By: intake.RoleResolver}
 	adopter := intake.Claim{Token: "a", Fingerprint: "fp", Order: stepOrder, OrderID: "KV's order id", AcceptedAt: stepNow, Tentative: true, By: intake.RoleAdopter}
-	unresolved := openKey(func(r *intake.Record) { r.Unresolved, r.NextAttempt = true, time.Time{} })
-	checking := openKey(func(r *intake.Record) { r.Unresolved = true })
+	unresolved := openKey(func(r *intake.Record) { r.GiveUp, r.NextAttempt = intake.GivenUp, time.Time{} })
+	checking := openKey(func(r *intake.Record) { r.GiveUp = intake.AwaitingCheck })
 	for _, tc := range []struct {
 		name string
 		rec  intake.Record
@@ -102,13 +102,13 @@ func TestATakeoverInheritsTheKeysOrderAndGiveUp(t *testing.T) {
 	if !got.Sent || got.Tentative {
 		t.Errorf("a takeover is sent (%v) and firm (tentative %v): the key's order id may be at the OMS", got.Sent, got.Tentative)
 	}
-	if got.Unresolved || !got.NextAttempt.Equal(c.NextAttempt) {
-		t.Errorf("a takeover of a key not given up on keeps its own due time: %v, %v", got.Unresolved, got.NextAttempt)
+	if got.GiveUp != intake.NotGivenUp || !got.NextAttempt.Equal(c.NextAttempt) {
+		t.Errorf("a takeover of a key not given up on keeps its own due time: %d, %v", got.GiveUp, got.NextAttempt)
 	}
 	checkAt := stepNow.Add(2 * time.Minute)
-	got = intake.TakeOver(intake.Claim{Token: "s", By: intake.RoleSettler}, openKey(func(r *intake.Record) { r.Unresolved, r.NextAttempt = true, checkAt }))
-	if !got.Unresolved || !got.NextAttempt.Equal(checkAt) {
-		t.Errorf("a takeover of a key awaiting the give-up's check keeps both: %v, %v", got.Unresolved, got.NextAttempt)
+	got = intake.TakeOver(intake.Claim{Token: "s", By: intake.RoleSettler}, openKey(func(r *intake.Record) { r.GiveUp, r.NextAttempt = intake.AwaitingCheck, checkAt }))
+	if got.GiveUp != intake.AwaitingCheck || !got.NextAttempt.Equal(checkAt) {
+		t.Errorf("a takeover of a key awaiting the give-up's check keeps both: %d, %v", got.GiveUp, got.NextAttempt)
 	}
 	if got.Fingerprint != "fp" || got.Order != stepOrder {
 		t.Errorf("the settler's takeover carries the key's order: %q, %+v", got.Fingerprint, got.Order)
@@ -178,10 +178,10 @@ func TestTheSettlerIsDueWhenDueAtSays(t *testing.T) {
 		{"never without its order", with(func(d *intake.Claim) { d.Fingerprint = "" }), true, time.Time{}},
 		{"nor for a tentative claim", with(func(d *intake.Claim) { d.Tentative = true }), false, time.Time{}},
 		{"nor for a claim kept no longer than its lease", with(func(d *intake.Claim) { d.KeepUntil = lease }), false, time.Time{}},
-		{"a key given up on, never", with(func(d *intake.Claim) { d.Unresolved = true }), true, time.Time{}},
-		{"awaiting its check, when the check is due", with(func(d *intake.Claim) { d.Unresolved, d.NextAttempt = true, next }), true, next},
-		{"held awaiting it, no sooner than the lease ends", with(func(d *intake.Claim) { d.Unresolved, d.NextAttempt = true, next }), false, lease},
-		{"held on a key given up on, never", with(func(d *intake.Claim) { d.Unresolved = true }), false, time.Time{}},
+		{"a key given up on, never", with(func(d *intake.Claim) { d.GiveUp = intake.GivenUp }), true, time.Time{}},
+		{"awaiting its check, when the check is due", with(func(d *intake.Claim) { d.GiveUp, d.NextAttempt = intake.AwaitingCheck, next }), true, next},
+		{"held awaiting it, no sooner than the lease ends", with(func(d *intake.Claim) { d.GiveUp, d.NextAttempt = intake.AwaitingCheck, next }), false, lease},
+		{"held on a key given up on, never", with(func(d *intake.Claim) { d.GiveUp = intake.GivenUp }), false, time.Time{}},
 	} {
 		if got := intake.DueAt(tc.c, tc.released, lease, stepNow); !got.Equal(tc.want) {
 			t.Errorf("%s: DueAt = %v, want %v", tc.name, got, tc.want)
@@ -207,9 +207,9 @@ func TestStepReleaseDecidesHowAReleaseLeavesItsKey(t *testing.T) {
 		{"an unsent one goes", with(func(c *intake.Claim) { c.Sent = false }), intake.PhaseHeld, false, intake.EventReleaseUnsent, intake.PhaseAbsent},
 		{"unless the store kept the key as sent", with(func(c *intake.Claim) { c.Sent = false }), intake.PhaseHeld, true, intake.EventReleaseOpen, intake.PhaseOpen},
 		{"the reference's claim goes, whatever it sent", with(func(c *intake.Claim) { c.KeepUntil = time.Time{} }), intake.PhaseHeld, false, intake.EventReleaseUnsent, intake.PhaseAbsent},
-		{"a key given up on stays so", with(func(c *intake.Claim) { c.Unresolved = true }), intake.PhaseHeld, false, intake.EventGiveUp, intake.PhaseUnresolved},
+		{"a key given up on stays so", with(func(c *intake.Claim) { c.GiveUp = intake.GivenUp }), intake.PhaseHeld, false, intake.EventGiveUp, intake.PhaseUnresolved},
 		{"a claim beside the outcome it stored goes, the key stays stored", with(func(c *intake.Claim) { c.Stored, c.By = true, intake.RoleSettler }), intake.PhaseStored, false, intake.EventNone, intake.PhaseStored},
-		{"one awaiting the check stays due for it", with(func(c *intake.Claim) { c.Unresolved, c.NextAttempt = true, stepNow }), intake.PhaseHeld, false, intake.EventCheck, intake.PhaseChecking},
+		{"one awaiting the check stays due for it", with(func(c *intake.Claim) { c.GiveUp, c.NextAttempt = intake.AwaitingCheck, stepNow }), intake.PhaseHeld, false, intake.EventCheck, intake.PhaseChecking},
 	} {
 		move, err := intake.StepRelease(tc.c, tc.from, tc.keptSent)
 		if err != nil {
@@ -236,9 +236,9 @@ func TestUnansweredDecidesWhereACallWithoutAnAnswerLeavesItsKey(t *testing.T) {
 	c := intake.Claim{Fingerprint: "fp", Sent: true, Attempts: 2, AcceptedAt: stepNow.Add(-time.Hour), KeepUntil: stepNow.Add(time.Hour)}
 	with := func(mod func(*intake.Claim)) intake.Claim { return modified(c, mod) }
 	type want struct {
-		unresolved bool
-		next       time.Time
-		giveUp     bool
+		giveUp intake.GiveUp
+		next   time.Time
+		report bool
 	}
 	for _, tc := range []struct {
 		name    string
@@ -248,16 +248,16 @@ func TestUnansweredDecidesWhereACallWithoutAnAnswerLeavesItsKey(t *testing.T) {
 		lag     time.Duration
 		want    want
 	}{
-		{"a client's call is due again after the backoff", c, false, true, lag, want{false, stepNow.Add(intake.SettleBackoff(3)), false}},
-		{"where nothing settles, when the Store says", c, false, false, lag, want{false, time.Time{}, false}},
-		{"the last call over reads that lag awaits the check", c, true, true, lag, want{true, stepNow.Add(2 * lag), false}},
-		{"the last call over exact reads gives up", c, true, true, 0, want{true, time.Time{}, true}},
-		{"and so does the check's", with(func(d *intake.Claim) { d.Unresolved, d.NextAttempt = true, stepNow }), true, true, lag, want{true, time.Time{}, true}},
-		{"a retry of a key given up on leaves it so", with(func(d *intake.Claim) { d.Unresolved = true }), false, true, lag, want{true, time.Time{}, false}},
-		{"and its check due as it was", with(func(d *intake.Claim) { d.Unresolved, d.NextAttempt = true, stepNow.Add(time.Minute) }), false, true, lag, want{true, stepNow.Add(time.Minute), false}},
+		{"a client's call is due again after the backoff", c, false, true, lag, want{intake.NotGivenUp, stepNow.Add(intake.SettleBackoff(3)), false}},
+		{"where nothing settles, when the Store says", c, false, false, lag, want{intake.NotGivenUp, time.Time{}, false}},
+		{"the last call over reads that lag awaits the check", c, true, true, lag, want{intake.AwaitingCheck, stepNow.Add(2 * lag), false}},
+		{"the last call over exact reads gives up", c, true, true, 0, want{intake.GivenUp, time.Time{}, true}},
+		{"and so does the check's", with(func(d *intake.Claim) { d.GiveUp, d.NextAttempt = intake.AwaitingCheck, stepNow }), true, true, lag, want{intake.GivenUp, time.Time{}, true}},
+		{"a retry of a key given up on leaves it so", with(func(d *intake.Claim) { d.GiveUp = intake.GivenUp }), false, true, lag, want{intake.GivenUp, time.Time{}, false}},
+		{"and its check due as it was", with(func(d *intake.Claim) { d.GiveUp, d.NextAttempt = intake.AwaitingCheck, stepNow.Add(time.Minute) }), false, true, lag, want{intake.AwaitingCheck, stepNow.Add(time.Minute), false}},
 	} {
-		got, giveUp := intake.Unanswered(tc.c, tc.last, tc.settles, tc.lag, ttl, stepNow)
-		if g := (want{got.Unresolved, got.NextAttempt, giveUp}); g != tc.want {
+		got, report := intake.Unanswered(tc.c, tc.last, tc.settles, tc.lag, ttl, stepNow)
+		if g := (want{got.GiveUp, got.NextAttempt, report}); g != tc.want {
 			t.Errorf("%s: Unanswered = %+v, want %+v", tc.name, g, tc.want)
 		}
 		if got.Attempts != tc.c.Attempts+1 {
@@ -269,5 +269,28 @@ func TestUnansweredDecidesWhereACallWithoutAnAnswerLeavesItsKey(t *testing.T) {
 	}
 	if got, _ := intake.Unanswered(c, false, false, lag, ttl, stepNow); !got.KeepUntil.Equal(c.AcceptedAt.Add(ttl)) {
 		t.Errorf("where nothing settles the key is kept until %v, want as long as its receipt would be (%v)", got.KeepUntil, c.AcceptedAt.Add(ttl))
+	}
+}
+
+// TestAGiveUpReadsBackAsItWasWritten: the stores write a give-up as the
+// reference's layout has it, a flag and a due time, and read it back
+// through GiveUpOf, whatever due time a key given up on carried.
+func TestAGiveUpReadsBackAsItWasWritten(t *testing.T) {
+	next := stepNow.Add(time.Minute)
+	for _, tc := range []struct {
+		g    intake.GiveUp
+		next time.Time
+		due  time.Time
+	}{
+		{intake.NotGivenUp, next, next},
+		{intake.NotGivenUp, time.Time{}, time.Time{}},
+		{intake.AwaitingCheck, next, next},
+		{intake.GivenUp, time.Time{}, time.Time{}},
+		{intake.GivenUp, next, time.Time{}},
+	} {
+		unresolved, due := intake.WrittenGiveUp(tc.g, tc.next)
+		if got := intake.GiveUpOf(unresolved, due); got != tc.g || !due.Equal(tc.due) || unresolved != tc.g.Unresolved() {
+			t.Errorf("give-up %d due %v written as %v, %v reads back %d; want %d due %v", tc.g, tc.next, unresolved, due, got, tc.g, tc.due)
+		}
 	}
 }

@@ -73,11 +73,12 @@ type Record struct {
 	HasOrder bool
 	// Attempts counts the gateway calls for the key that ended without an
 	// answer stored; NextAttempt is when the settler is due to call again (zero
-	// when no call is due); Unresolved is true once the settler gave up
-	// (Options.SettleMaxAge). Set for Held, Open and a Claimed takeover.
+	// when no call is due); GiveUp says whether the settler gave up
+	// (Options.SettleMaxAge), or awaits the give-up's check at NextAttempt.
+	// Set for Held, Open and a Claimed takeover.
 	Attempts    int
 	NextAttempt time.Time
-	Unresolved  bool
+	GiveUp      GiveUp
 	// WrittenPhase is the key's phase as its Store last wrote it, beside
 	// the flags above, before the clock moved it on (a lease that ended);
 	// PhaseAbsent where the record does not say: a record written before
@@ -85,6 +86,46 @@ type Record struct {
 	// (whose key says it is stored), a record Begin made (Claimed).
 	// CheckWrittenPhase tells whether it agrees with the flags.
 	WrittenPhase Phase
+}
+
+// GiveUp is how far the settler has given up on a key.
+type GiveUp uint8
+
+const (
+	// NotGivenUp: the settler is due at NextAttempt.
+	NotGivenUp GiveUp = iota
+	// AwaitingCheck: the settler's last call failed over reads that lag
+	// (KV); the give-up's check at NextAttempt decides, once they have
+	// caught up. NextAttempt is never zero.
+	AwaitingCheck
+	// GivenUp: the settler gave up and paged; nothing is due again.
+	GivenUp
+)
+
+// Unresolved reports whether g is a give-up, final or awaiting its check:
+// what a client and an operator are told, and the flag the stores write.
+func (g GiveUp) Unresolved() bool { return g != NotGivenUp }
+
+// GiveUpOf is the give-up the stores' written form says: a flag, and a
+// due time while the check awaits. Every store decodes it here, records
+// written before GiveUp was too; WrittenGiveUp is its inverse.
+func GiveUpOf(unresolved bool, due time.Time) GiveUp {
+	switch {
+	case !unresolved:
+		return NotGivenUp
+	case due.IsZero():
+		return GivenUp
+	}
+	return AwaitingCheck
+}
+
+// WrittenGiveUp is g with due time next in the stores' written form,
+// which GiveUpOf reads back: a key given up on is due never.
+func WrittenGiveUp(g GiveUp, next time.Time) (unresolved bool, due time.Time) {
+	if g == GivenUp {
+		return true, time.Time{}
+	}
+	return g == AwaitingCheck, next
 }
 
 // Claim is a request's claim on a key, or the settler's.
@@ -117,12 +158,12 @@ type Claim struct {
 	// Sent is true once the order may have reached the gateway under
 	// OrderID: Release then keeps the order id and leaves the key Open.
 	Sent bool
-	// Attempts and NextAttempt are what Release stores with an Open key:
-	// the gateway calls that ended without an answer stored, and when the settler
-	// is due to call again. Unresolved marks a key the settler gave up on.
+	// Attempts, NextAttempt and GiveUp are what Release stores with an
+	// Open key: the gateway calls that ended without an answer stored, when
+	// the settler is due to call again, and whether it gave up on the key.
 	Attempts    int
 	NextAttempt time.Time
-	Unresolved  bool
+	GiveUp      GiveUp
 	// Tentative marks a claim whose order id is not yet the key's: one
 	// taken while a migration's Fallback may still hold the key's order id.
 	// If it ends without Commit or Release (its holder died, or its release

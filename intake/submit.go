@@ -264,7 +264,7 @@ func (s *Service) newClaim(sub *submission, now time.Time) (Claim, error) {
 			return Claim{}, ErrKeyReused
 		}
 		claim = TakeOver(claim, Record{OrderID: opened.OrderID, AcceptedAt: opened.AcceptedAt, Fingerprint: opened.Fingerprint,
-			Order: opened.Order, HasOrder: opened.Fingerprint != "", Attempts: opened.Attempts, Unresolved: opened.Unresolved,
+			Order: opened.Order, HasOrder: opened.Fingerprint != "", Attempts: opened.Attempts, GiveUp: opened.GiveUp,
 			NextAttempt: opened.NextAttempt})
 	}
 	return claim, nil
@@ -353,13 +353,13 @@ func (s *Service) keep(ctx context.Context, key Key, claim Claim, result Result,
 // Options.Schedule the first time), and this instance remembers it.
 func (s *Service) leaveOpen(ctx context.Context, key Key, claim Claim, cause error, by placer) *Unsettled {
 	now := s.opts.Now()
-	checked := claim.Unresolved // awaiting the give-up's check, if the settler's last call
+	was := claim.GiveUp // awaiting the give-up's check, if the settler's last call
 	claim, report := Unanswered(claim, by == bySettlerLastTime, s.settles, s.life.ReadsLag, s.opts.ResultTTL, now)
 	if report && s.opts.ReportUnresolved != nil {
 		if err := s.opts.ReportUnresolved(ctx, key, claim.placement(key), claim.Attempts); err != nil {
 			// Not reported: the key stays as it came, due again soon for
 			// the last call and the report.
-			claim.Unresolved, report = checked, false
+			claim.GiveUp, report = was, false
 			claim.NextAttempt = s.opts.Now().Add(ReportRetryDelay)
 		}
 	}
@@ -381,7 +381,7 @@ func (s *Service) leaveOpen(ctx context.Context, key Key, claim Claim, cause err
 	// message that comes before its key is due was sent for an earlier due
 	// time, and ends there (Settle), so one chain settles a key. A chain
 	// whose message is lost is found by the Store's due time.
-	if by == byClient && !claim.Unresolved && s.opts.Schedule != nil {
+	if by == byClient && claim.GiveUp == NotGivenUp && s.opts.Schedule != nil {
 		if err := s.opts.Schedule(context.WithoutCancel(ctx), key, claim.NextAttempt); err != nil {
 			// The Store's record says when the key is due; the sweep of
 			// overdue keys finds it (docs/operating.md, The settler).
@@ -389,7 +389,7 @@ func (s *Service) leaveOpen(ctx context.Context, key Key, claim Claim, cause err
 		}
 	}
 	return &Unsettled{OrderID: claim.OrderID, Attempts: claim.Attempts, NextAttempt: claim.NextAttempt,
-		Unresolved: claim.Unresolved, Cause: cause.Error()}
+		GiveUp: claim.GiveUp, Cause: cause.Error()}
 }
 
 // commit stores result under claim and caches it as stored no later than

@@ -117,7 +117,13 @@ func leaveOpen(t *testing.T, store *kv.Store, c *settleClock, k intake.Key, due 
 	if rec, err := store.Begin(ctx, k, cl); err != nil || rec.State != intake.Claimed {
 		t.Fatalf("Begin(%v) = %+v, %v; want Claimed", k, rec, err)
 	}
-	cl.Sent, cl.Attempts, cl.NextAttempt, cl.Unresolved = true, 1, due, unresolved
+	cl.Sent, cl.Attempts, cl.NextAttempt = true, 1, due
+	if unresolved {
+		cl.GiveUp = intake.AwaitingCheck
+		if due.IsZero() {
+			cl.GiveUp = intake.GivenUp
+		}
+	}
 	if err := store.Release(ctx, k, cl); err != nil {
 		t.Fatal(err)
 	}
@@ -299,20 +305,20 @@ func TestAHeldClaimOnAnUnresolvedKeyHolds(t *testing.T) {
 	if _, err := store.Begin(ctx, k, cl); err != nil {
 		t.Fatal(err)
 	}
-	cl.Sent, cl.Unresolved = true, true
+	cl.Sent, cl.GiveUp = true, intake.GivenUp
 	if err := store.Release(ctx, k, cl); err != nil {
 		t.Fatal(err)
 	}
 	retry := cl
-	retry.Token, retry.Sent, retry.Unresolved = "retry", false, false
-	if rec, err := store.Begin(ctx, k, retry); err != nil || rec.State != intake.Claimed || !rec.Unresolved {
+	retry.Token, retry.Sent, retry.GiveUp = "retry", false, intake.NotGivenUp
+	if rec, err := store.Begin(ctx, k, retry); err != nil || rec.State != intake.Claimed || rec.GiveUp != intake.GivenUp {
 		t.Fatalf("the retry's Begin = %+v, %v; want the unresolved key Claimed", rec, err)
 	}
 	if rec, err := store.Lookup(ctx, k); err != nil || rec.State != intake.Held {
 		t.Errorf("Lookup during the retry = %v, %v; want Held", rec.State, err)
 	}
 	other := cl
-	other.Token, other.Sent, other.Unresolved = "other", false, false
+	other.Token, other.Sent, other.GiveUp = "other", false, intake.NotGivenUp
 	if rec, err := store.Begin(ctx, k, other); err != nil || rec.State != intake.Held {
 		t.Errorf("another Begin during the retry = %v, %v; want Held, not a takeover", rec.State, err)
 	}
@@ -370,10 +376,10 @@ func TestAReceiptForAnUnresolvedKeyTakesItsClaimAlong(t *testing.T) {
 	c.now = c.now.Add(2 * time.Second)
 	retry := claimFor(c, "retry", order.Order{Symbol: "AAPL", Side: order.Buy, Quantity: 10})
 	rec, err := store.Begin(ctx, k, retry)
-	if err != nil || rec.State != intake.Claimed || !rec.Unresolved {
+	if err != nil || rec.State != intake.Claimed || rec.GiveUp != intake.GivenUp {
 		t.Fatalf("the retry's Begin = %+v, %v; want the unresolved key Claimed", rec, err)
 	}
-	retry.OrderID, retry.AcceptedAt, retry.Unresolved = rec.OrderID, rec.AcceptedAt, true
+	retry.OrderID, retry.AcceptedAt, retry.GiveUp = rec.OrderID, rec.AcceptedAt, intake.GivenUp
 	c.now = c.now.Add(2 * time.Second)
 	if err := store.Commit(ctx, k, retry, intake.Result{Body: []byte(`{"orderId":"order-desk-a:late"}`), Fingerprint: retry.Fingerprint, TTL: 24 * time.Hour}); err != nil {
 		t.Fatal(err)

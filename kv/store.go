@@ -163,7 +163,7 @@ func (k *Store) claimRecord(e Entry) intake.Record {
 // claimRecordAt is the claim with metadata m and value value at now.
 func claimRecordAt(m metadata, value string, now time.Time) intake.Record {
 	rec := intake.Record{Fingerprint: m.fingerprint, OrderID: m.orderID, AcceptedAt: m.acceptedAt,
-		Order: m.order, HasOrder: m.hasOrder, Attempts: m.attempts, NextAttempt: m.due, Unresolved: m.unresolved,
+		Order: m.order, HasOrder: m.hasOrder, Attempts: m.attempts, NextAttempt: m.due, GiveUp: intake.GiveUpOf(m.unresolved, m.due),
 		WrittenPhase: m.phase}
 	if !rec.HasOrder && value != pendingValue {
 		if o, err := order.Parse([]byte(value)); err == nil {
@@ -276,7 +276,7 @@ func (k *Store) putClaim(ctx context.Context, key intake.Key, c intake.Claim, op
 	ttl := claimTTL(c, now)
 	m := metadata{fingerprint: c.Fingerprint, orderID: c.OrderID, acceptedAt: c.AcceptedAt, client: key.Client,
 		order: c.Order, hasOrder: c.Fingerprint != "", leaseUntil: now.Add(c.Lease), open: open,
-		attempts: c.Attempts, unresolved: c.Unresolved}
+		attempts: c.Attempts, unresolved: c.GiveUp.Unresolved()}
 	m.due = intake.DueAt(c, open, m.leaseUntil, now)
 	m.phase = intake.PhaseOf(claimRecordAt(m, e.Value, now))
 	e.Metadata = m.encode()
@@ -309,7 +309,7 @@ func (k *Store) Commit(ctx context.Context, key intake.Key, c intake.Claim, r in
 	if err := k.ns.Put(ctx, resultPrefix+key.String(), entry, PutOptions{TTL: max(r.TTL, claimTTL(c, k.now()))}); err != nil {
 		return err
 	}
-	if c.Unresolved && !k.ReleaseClaims {
+	if c.GiveUp.Unresolved() && !k.ReleaseClaims {
 		// The outcome is stored: a failed delete leaves only a listing
 		// that the admin API's lookup corrects.
 		_ = k.Release(ctx, key, intake.Claim{Stored: true})

@@ -310,7 +310,7 @@ func TestAHeldClaimOnAnUnresolvedKeyHoldsIt(t *testing.T) {
 		t.Fatal(err)
 	}
 	rec, err := store.Lookup(ctx, key)
-	if err != nil || rec.State != intake.Held || !rec.Unresolved || rec.OrderID != "o" || rec.WrittenPhase != intake.PhaseAbsent {
+	if err != nil || rec.State != intake.Held || rec.GiveUp != intake.GivenUp || rec.OrderID != "o" || rec.WrittenPhase != intake.PhaseAbsent {
 		t.Fatalf("a live claim on an unresolved key = %+v, %v; want Held, unresolved, order o, no phase written", rec, err)
 	}
 	claim := intake.Claim{Token: "t", Fingerprint: fingerprint(t, validBody), OrderID: "other", AcceptedAt: now, Lease: time.Minute, KeepUntil: now.Add(time.Hour)}
@@ -318,7 +318,7 @@ func TestAHeldClaimOnAnUnresolvedKeyHoldsIt(t *testing.T) {
 		t.Errorf("Begin beside it = %+v, %v; want Held: the claim is live", rec, err)
 	}
 	now = now.Add(time.Minute)
-	if rec, err := store.Lookup(ctx, key); err != nil || rec.State != intake.Open || !rec.Unresolved {
+	if rec, err := store.Lookup(ctx, key); err != nil || rec.State != intake.Open || rec.GiveUp != intake.GivenUp {
 		t.Errorf("once its lease ended = %+v, %v; want Open, unresolved", rec, err)
 	}
 }
@@ -349,7 +349,7 @@ func TestClaimsWriteTheirPhase(t *testing.T) {
 		t.Errorf("a claim's phase = %q, want held", got)
 	}
 	now = now.Add(time.Second)
-	claim.Sent, claim.Attempts, claim.Unresolved = true, 5, true
+	claim.Sent, claim.Attempts, claim.GiveUp = true, 5, intake.GivenUp
 	if err := store.Release(ctx, key, claim); err != nil {
 		t.Fatal(err)
 	}

@@ -142,7 +142,7 @@ func TestAlarmSkipsUnresolvedKeys(t *testing.T) {
 	if rec, err := m.Begin(ctx, key, settler); err != nil || rec.State != intake.Claimed {
 		t.Fatalf("the settler's Begin = %+v, %v; want Claimed", rec, err)
 	}
-	settler.OrderID, settler.AcceptedAt, settler.Sent, settler.Unresolved = claim.OrderID, claim.AcceptedAt, true, true
+	settler.OrderID, settler.AcceptedAt, settler.Sent, settler.GiveUp = claim.OrderID, claim.AcceptedAt, true, intake.GivenUp
 	settler.KeepUntil = c.now.Add(24 * time.Hour)
 	if err := m.Release(ctx, key, settler); err != nil {
 		t.Fatal(err)
@@ -151,7 +151,7 @@ func TestAlarmSkipsUnresolvedKeys(t *testing.T) {
 	if keys := m.DueKeys(10); len(keys) != 0 {
 		t.Fatalf("DueKeys = %v, want none: the key is unresolved", keys)
 	}
-	if rec, err := m.Lookup(ctx, key); err != nil || rec.State != intake.Open || !rec.Unresolved || rec.OrderID != claim.OrderID {
+	if rec, err := m.Lookup(ctx, key); err != nil || rec.State != intake.Open || rec.GiveUp != intake.GivenUp || rec.OrderID != claim.OrderID {
 		t.Fatalf("Lookup = %+v, %v; want Open, unresolved, with %s", rec, err, claim.OrderID)
 	}
 }

@@ -44,9 +44,9 @@ type row struct {
 	// claim, whose holder may die, and the backoff's end for an open key.
 	// The row is the settler's outbox: written in the claim's own step,
 	// it cannot be lost however the request ends.
-	attempts   int
-	due        time.Time
-	unresolved bool
+	attempts int
+	due      time.Time
+	giveUp   intake.GiveUp
 	// tentative marks a claim that is not yet the key's (intake.Claim's
 	// Tentative): once its lease ends the key is absent, not open.
 	tentative bool
@@ -65,7 +65,7 @@ type row struct {
 // record is r as intake sees it at now.
 func (r row) record(now time.Time) intake.Record {
 	rec := intake.Record{Fingerprint: r.fingerprint, OrderID: r.orderID, AcceptedAt: r.acceptedAt,
-		Order: r.order, HasOrder: r.hasOrder, Attempts: r.attempts, NextAttempt: r.due, Unresolved: r.unresolved,
+		Order: r.order, HasOrder: r.hasOrder, Attempts: r.attempts, NextAttempt: r.due, GiveUp: r.giveUp,
 		WrittenPhase: r.phase}
 	switch {
 	case !now.Before(r.expires):
@@ -171,7 +171,7 @@ func (o *Object) Claim(key intake.Key, c intake.Claim) (intake.Record, error) {
 		if r.hasOrder {
 			r.order = c.Order
 		}
-		r.orderID, r.acceptedAt, r.attempts, r.unresolved = c.OrderID, c.AcceptedAt, c.Attempts, c.Unresolved
+		r.orderID, r.acceptedAt, r.attempts, r.giveUp = c.OrderID, c.AcceptedAt, c.Attempts, c.GiveUp
 		// An open row's order id may have reached the gateway (its last
 		// holder may have died mid-call): the row remembers it, so that
 		// this claim's release never deletes it.
@@ -191,16 +191,17 @@ func (o *Object) Claim(key intake.Key, c intake.Claim) (intake.Record, error) {
 	o.scheduleAlarm(r.due)
 	claimed := intake.Record{State: intake.Claimed, Fingerprint: r.fingerprint}
 	if rec.State == intake.Open || r.orderID != c.OrderID {
-		claimed.OrderID, claimed.AcceptedAt, claimed.Attempts, claimed.Unresolved = r.orderID, r.acceptedAt, r.attempts, r.unresolved
+		claimed.OrderID, claimed.AcceptedAt, claimed.Attempts, claimed.GiveUp = r.orderID, r.acceptedAt, r.attempts, r.giveUp
 		claimed.Order, claimed.HasOrder = r.order, r.hasOrder
 	}
 	return claimed, nil
 }
 
 // claim is what r keeps of its claim, as intake.DueAt reads it: its
-// order, its give-up, and how long the row is kept.
+// order, its give-up and the check it awaits, and how long the row is
+// kept.
 func (r row) claim() intake.Claim {
-	c := intake.Claim{Unresolved: r.unresolved, Tentative: r.tentative, KeepUntil: r.expires}
+	c := intake.Claim{GiveUp: r.giveUp, NextAttempt: r.due, Tentative: r.tentative, KeepUntil: r.expires}
 	if r.hasOrder {
 		c.Fingerprint = r.fingerprint
 	}
@@ -246,12 +247,12 @@ func (o *Object) Release(key intake.Key, c intake.Claim) error {
 	}
 	now := o.now()
 	joined := c
-	joined.Attempts, joined.Unresolved = max(cur.attempts, c.Attempts), cur.unresolved || c.Unresolved
+	joined.Attempts = max(cur.attempts, c.Attempts)
 	joined.KeepUntil = latest(cur.expires, c.KeepUntil)
-	if !c.Unresolved && cur.unresolved {
+	if c.GiveUp == intake.NotGivenUp && cur.giveUp.Unresolved() {
 		// A claim that did not learn the key was given up on awaits no
-		// check of it.
-		joined.NextAttempt = time.Time{}
+		// check of it: the key stays given up on.
+		joined.GiveUp, joined.NextAttempt = intake.GivenUp, time.Time{}
 	}
 	move, err := intake.StepRelease(joined, intake.PhaseOf(cur.record(now)), cur.sent || cur.orderID != c.OrderID)
 	switch {
@@ -275,7 +276,7 @@ func (o *Object) Release(key intake.Key, c intake.Claim) error {
 	}
 	cur.sent = true
 	cur.token, cur.leaseUntil, cur.tentative = "", time.Time{}, false
-	cur.attempts, cur.unresolved, cur.expires = joined.Attempts, joined.Unresolved, joined.KeepUntil
+	cur.attempts, cur.giveUp, cur.expires = joined.Attempts, joined.GiveUp, joined.KeepUntil
 	due := cur.claim()
 	due.NextAttempt = joined.NextAttempt
 	cur.due = intake.DueAt(due, true, time.Time{}, now)

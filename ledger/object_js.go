@@ -225,7 +225,7 @@ func rowAt(rows workers.Rows, i int, key string) row {
 	r := row{key: key, client: v("client").Str, token: v("token").Str, fingerprint: v("fingerprint").Str,
 		orderID: v("order_id").Str, acceptedAt: millis(v("accepted_at")), rejected: v("rejected").Num != 0,
 		leaseUntil: millis(v("lease_until")), attempts: int(v("attempts").Num), due: millis(v("due")),
-		unresolved: v("unresolved").Num != 0, tentative: v("tentative").Num != 0, sent: v("sent").Num != 0,
+		giveUp: intake.GiveUpOf(v("unresolved").Num != 0, millis(v("due"))), tentative: v("tentative").Num != 0, sent: v("sent").Num != 0,
 		expires: millis(v("expires"))}
 	r.phase, _ = intake.ParsePhase(v("phase").Str)
 	if o, err := order.Parse([]byte(v("order_json").Str)); err == nil {
@@ -262,7 +262,7 @@ func (t sqlTable) put(r row) {
 		(key, client, token, fingerprint, order_id, accepted_at, order_json, receipt, rejected, lease_until,
 		 attempts, due, unresolved, tentative, sent, expires, phase) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		r.key, r.client, r.token, r.fingerprint, r.orderID, ms(r.acceptedAt), orderJSON, receipt, flag(r.rejected),
-		ms(r.leaseUntil), r.attempts, ms(r.due), flag(r.unresolved), flag(r.tentative), flag(r.sent), r.expires.UnixMilli(),
+		ms(r.leaseUntil), r.attempts, ms(r.due), flag(r.giveUp.Unresolved()), flag(r.tentative), flag(r.sent), r.expires.UnixMilli(),
 		phaseName(r.phase))
 }
 

@@ -155,6 +155,12 @@ func (r reader) millis(name string) time.Duration {
 
 func (r reader) flag(name string) bool { return r.num(name) != 0 }
 
+// giveUp is the give-up doc's members say, as the stores write it
+// (intake.GiveUpOf).
+func (r reader) giveUp() intake.GiveUp {
+	return intake.GiveUpOf(r.flag(mUnresolved), r.time(mNextAttempt))
+}
+
 func (r reader) key() intake.Key { return intake.Key{Client: r.str(mClient), ID: r.str(mID)} }
 
 func (r reader) order() (order.Order, bool) {
@@ -163,6 +169,14 @@ func (r reader) order() (order.Order, bool) {
 		return order.Order{}, false
 	}
 	return o, true
+}
+
+// giveUp writes g with due time next as the stores do
+// (intake.WrittenGiveUp): the unresolved flag, and the due time.
+func (d *doc) giveUp(g intake.GiveUp, next time.Time) {
+	unresolved, due := intake.WrittenGiveUp(g, next)
+	d.time(mNextAttempt, due)
+	d.flag(mUnresolved, unresolved)
 }
 
 // encodeClaim is a claim, or a release, of key: the claim's own members.
@@ -183,8 +197,7 @@ func encodeClaim(key intake.Key, c intake.Claim) []byte {
 	d.flag(mAdopting, c.By == intake.RoleAdopter)
 	d.flag(mSent, c.Sent)
 	d.int(mAttempts, int64(c.Attempts))
-	d.time(mNextAttempt, c.NextAttempt)
-	d.flag(mUnresolved, c.Unresolved)
+	d.giveUp(c.GiveUp, c.NextAttempt)
 	d.flag(mTentative, c.Tentative)
 	return d.bytes()
 }
@@ -211,7 +224,7 @@ func decodeClaim(b []byte) (intake.Key, intake.Claim, error) {
 	c := intake.Claim{Token: r.str(mToken), Fingerprint: r.str(mFingerprint), OrderID: r.str(mOrderID),
 		AcceptedAt: r.time(mAcceptedAt), Lease: r.millis(mLease), KeepUntil: r.time(mKeepUntil),
 		By: claimedBy(r), Sent: r.flag(mSent), Attempts: int(r.num(mAttempts)),
-		NextAttempt: r.time(mNextAttempt), Unresolved: r.flag(mUnresolved), Tentative: r.flag(mTentative)}
+		NextAttempt: r.time(mNextAttempt), GiveUp: r.giveUp(), Tentative: r.flag(mTentative)}
 	if o, ok := r.order(); ok && c.Fingerprint != "" {
 		c.Order = o
 	}
@@ -310,8 +323,7 @@ func encodeRecord(rec intake.Record) []byte {
 	d.time(mAcceptedAt, rec.AcceptedAt)
 	d.order(rec.Order, rec.HasOrder)
 	d.int(mAttempts, int64(rec.Attempts))
-	d.time(mNextAttempt, rec.NextAttempt)
-	d.flag(mUnresolved, rec.Unresolved)
+	d.giveUp(rec.GiveUp, rec.NextAttempt)
 	if rec.WrittenPhase != intake.PhaseAbsent {
 		d.str(mPhase, rec.WrittenPhase.String())
 	}
@@ -328,7 +340,7 @@ func decodeRecord(b []byte) (intake.Record, error) {
 	}
 	rec := intake.Record{State: intake.State(r.num(mState)), Fingerprint: r.str(mFingerprint),
 		Expires: r.time(mExpires), OrderID: r.str(mOrderID), AcceptedAt: r.time(mAcceptedAt),
-		Attempts: int(r.num(mAttempts)), NextAttempt: r.time(mNextAttempt), Unresolved: r.flag(mUnresolved)}
+		Attempts: int(r.num(mAttempts)), NextAttempt: r.time(mNextAttempt), GiveUp: r.giveUp()}
 	rec.WrittenPhase, _ = intake.ParsePhase(r.str(mPhase))
 	if v := r.o.Get(mReceipt); v.Kind == jsjson.String {
 		rec.Body, rec.Rejected = []byte(v.Str), r.flag(mRejected)

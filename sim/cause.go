@@ -195,7 +195,7 @@ func (w *world) observeClaim(key keyName, e *kv.Entry) {
 	}
 	w.ck.claimWriters[entryID("pending:"+key, e)] = a
 	rec := w.decodeClaim(key, e, w.now())
-	if rec.Unresolved && rec.OrderID != "" {
+	if rec.GiveUp.Unresolved() && rec.OrderID != "" {
 		id := claimID(key, rec.OrderID, rec.AcceptedAt)
 		if _, ok := w.ck.unresolvedMarks[id]; !ok {
 			// Marked when its writer decided, as its last call returned:

@@ -85,7 +85,7 @@ func (w *world) checkHeld(call *gatewayCall) {
 		rec = w.peekClaim(call.key)
 	}
 	if rec.State != intake.Held {
-		w.violate("%s calls the gateway for %s, but its claim does not hold the key (state %d, unresolved %v)", call.by.name, call.key, rec.State, rec.Unresolved)
+		w.violate("%s calls the gateway for %s, but its claim does not hold the key (state %d, unresolved %v)", call.by.name, call.key, rec.State, rec.GiveUp.Unresolved())
 	}
 }
 
@@ -687,11 +687,11 @@ func (w *world) checkSettled() {
 		switch {
 		case rec.State == intake.Stored, rec.State == intake.Absent:
 			// Absent: checkKept says whether it was kept long enough.
-		case rec.State == intake.Open && rec.Unresolved:
+		case rec.State == intake.Open && rec.GiveUp.Unresolved():
 			if w.now().Before(c.acceptedAt.Add(w.settleMaxAge)) {
 				w.violate("%s is unresolved before SETTLE_MAX_AGE", key)
 			}
-			if _, ok := w.paged[key]; !ok && rec.NextAttempt.IsZero() {
+			if _, ok := w.paged[key]; !ok && rec.GiveUp == intake.GivenUp {
 				w.violate("%s ended unresolved, but no page for it reached the pager", key)
 			}
 		default:

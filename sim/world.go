@@ -1006,7 +1006,7 @@ func (w *world) answered(a *actor, ans *answer, out intake.Outcome, err error) {
 		ans.kind, ans.orderID, ans.replay = rejected, rej.OrderID, rej.Replayed
 	case errors.As(err, &open):
 		ans.kind, ans.orderID = unknown, open.OrderID
-		if open.Unresolved {
+		if open.Unresolved() {
 			ans.kind = unresolved
 		}
 	case errors.Is(err, intake.ErrKeyReused):

@@ -61,8 +61,10 @@ func (a *adminSuite) openKey(t *testing.T, key intake.Key, orderID string, unres
 	t.Helper()
 	c := a.placed("open-"+orderID, orderID)
 	a.mustBegin(t, key, c, intake.Claimed)
-	c.Sent, c.Attempts, c.Unresolved = true, 3, unresolved
-	if !unresolved {
+	c.Sent, c.Attempts = true, 3
+	if unresolved {
+		c.GiveUp = intake.GivenUp
+	} else {
 		c.NextAttempt = a.now().Add(time.Minute)
 	}
 	if err := a.store.Release(context.Background(), key, c); err != nil {
@@ -133,7 +135,7 @@ func (a *adminSuite) purges(t *testing.T) {
 		key := a.newKey()
 		a.openKey(t, key, "order-1", true)
 		a.mustPurge(t, key, intake.Open)
-		if rec := a.mustLookup(t, key, intake.Open); !rec.Unresolved {
+		if rec := a.mustLookup(t, key, intake.Open); rec.GiveUp != intake.GivenUp {
 			t.Errorf("after Purge the key is no longer unresolved")
 		}
 	})

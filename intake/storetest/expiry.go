@@ -33,7 +33,7 @@ func (s *suite) expiry(t *testing.T) {
 		s.leaveUnresolved(t, givenUp)
 		lapsed := s.sent("c", "fp", "order-2")
 		lapsed.Lease = s.opts.Short
-		if rec := s.mustBegin(t, givenUp, lapsed, intake.Claimed); !rec.Unresolved {
+		if rec := s.mustBegin(t, givenUp, lapsed, intake.Claimed); rec.GiveUp != intake.GivenUp {
 			t.Fatalf("a client's takeover of an unresolved key came back %+v, want it unresolved", rec)
 		}
 		s.opts.Advance(s.pastShort())
@@ -41,8 +41,8 @@ func (s *suite) expiry(t *testing.T) {
 		t.Run("a lapsed takeover of an unresolved key leaves it unresolved, due never", func(t *testing.T) {
 			rec := s.mustLookup(t, givenUp, intake.Open)
 			wantOrderID(t, rec, "order-1")
-			if !rec.Unresolved || !rec.NextAttempt.IsZero() {
-				t.Fatalf("after its taker's lease ended the key is unresolved %v, due %v; want unresolved, due never (not reported again)", rec.Unresolved, rec.NextAttempt)
+			if rec.GiveUp != intake.GivenUp || !rec.NextAttempt.IsZero() {
+				t.Fatalf("after its taker's lease ended the key's give-up is %d, due %v; want given up, due never (not reported again)", rec.GiveUp, rec.NextAttempt)
 			}
 		})
 
@@ -84,7 +84,7 @@ func (s *suite) leaveUnresolved(t *testing.T, key intake.Key) {
 	t.Helper()
 	c := s.sent("given-up", "fp", "order-1")
 	s.mustBegin(t, key, c, intake.Claimed)
-	c.Sent, c.Attempts, c.Unresolved = true, 5, true
+	c.Sent, c.Attempts, c.GiveUp = true, 5, intake.GivenUp
 	if err := s.store.Release(context.Background(), key, c); err != nil {
 		t.Fatalf("Release: %v", err)
 	}

@@ -34,7 +34,7 @@ func (s *suite) phases(t *testing.T) {
 		retry := s.sent("b", "fp", "order-2")
 		s.mustBegin(t, key, retry, intake.Claimed)
 		wantWritten(t, s.mustLookup(t, key, intake.Held), intake.PhaseHeld)
-		retry.Sent, retry.Unresolved = true, true
+		retry.Sent, retry.GiveUp = true, intake.GivenUp
 		release(t, key, retry)
 		wantWritten(t, s.mustLookup(t, key, intake.Open), intake.PhaseUnresolved)
 	})

@@ -58,7 +58,7 @@ var mutants = []mutant{
 		"open:        str(stateMember) == openValue || str(stateMember) == unresolvedValue,",
 		"open:        str(stateMember) == openValue || str(stateMember) == unresolvedValue || str(stateMember) == heldUnresolvedValue,"},
 	{"the settler gives up without the check once reads have caught up", "intake/step.go",
-		"case last && !c.Unresolved && readsLag > 0:",
+		"case last && c.GiveUp == NotGivenUp && readsLag > 0:",
 		"case false:"},
 	{"the settler ignores the receipt it stored a moment ago", "intake/settle.go",
 		"\tif _, ok := s.receipts.get(cacheKey, now, false); ok {",
@@ -88,8 +88,8 @@ var mutants = []mutant{
 		"\t\t\ts.opened.put(cacheKey, claim, now)\n\t\t}\n\t\treturn Outcome{}, storageUnavailable(err)",
 		"\t\t}\n\t\treturn Outcome{}, storageUnavailable(err)"},
 	{"a retry from memory forgets the give-up's check", "intake/submit.go",
-		"Unresolved: opened.Unresolved,\n\t\t\tNextAttempt: opened.NextAttempt})",
-		"Unresolved: opened.Unresolved})"},
+		"GiveUp: opened.GiveUp,\n\t\t\tNextAttempt: opened.NextAttempt})",
+		"GiveUp: opened.GiveUp})"},
 	// The phase the stores write beside the flags, which every read in
 	// the tests and the simulator compares with them.
 	{"a claim on a key given up on is written open", "kv/store.go",
