@@ -574,6 +574,42 @@ func TestAnAdoptionWhoseReleaseFailsLeavesNothingDue(t *testing.T) {
 	}
 }
 
+// TestAnAdoptionReleasedAfterItsLeaseEndedLeavesTheKeyFree: an adoption
+// whose release comes after its tentative claim's lease ended (a KV read
+// slower than the lease) holds nothing: the key was free again, and the
+// release leaves it so, rather than open and due for the settler, which
+// would place an order a purge may have erased meanwhile. Nor is it a move
+// the table lacks: the next sweep adopts the key again.
+func TestAnAdoptionReleasedAfterItsLeaseEndedLeavesTheKeyFree(t *testing.T) {
+	ctx := context.Background()
+	clock, old, mem := migrating(t)
+	mem.RoundTrip = func(ctx context.Context, method string, apply func()) error {
+		if method == "release" {
+			clock.Advance(config.DefaultPendingTTL + time.Second)
+		}
+		apply()
+		return nil
+	}
+	var releaseErrs []error
+	svc := intake.New(mem, intake.Options{ResultTTL: config.DefaultResultTTL, PendingTTL: config.DefaultPendingTTL,
+		Gateway: &scriptedGateway{clock: clock}, Now: clock.Now, Fallback: kv.NewStore(old, clock.Now), FallbackUntil: acceptedAt.Add(48 * time.Hour),
+		OnReleaseError: func(_ intake.Key, err error) { releaseErrs = append(releaseErrs, err) }})
+	svc.Adopt(ctx, key("k"))
+	if len(releaseErrs) != 0 {
+		t.Errorf("the late release failed: %v; want it to change nothing", releaseErrs)
+	}
+	if rec, err := mem.Lookup(ctx, key("k")); err != nil || rec.State != intake.Absent {
+		t.Errorf("the ledger's record = %v, %v; want the key free", rec.State, err)
+	}
+	if keys := mem.DueKeys(10); len(keys) != 0 {
+		t.Errorf("keys due after the late release: %v, want none", keys)
+	}
+	mem.RoundTrip = nil
+	if adopted, err := svc.Adopt(ctx, key("k")); err != nil || !adopted {
+		t.Errorf("the next Adopt = %v, %v; want the key adopted", adopted, err)
+	}
+}
+
 // TestAnAdoptionDeletesAClaimLeftBesideKVsOutcome: a claim KV keeps beside
 // the outcome it stores (a settler's stale read wrote it again after the
 // commit, and it may outlive the outcome) is deleted by the adoption

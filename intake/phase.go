@@ -171,7 +171,7 @@ type Transition struct {
 // is no transition and needs no row.
 var Transitions = []Transition{
 	{PhaseAbsent, EventClaim, PhaseHeld, RoleClient | RoleAdopter | RoleResolver,
-		"a client's new order, a KV key's adoption, or a resolve of a key only KV holds"},
+		"a client's new order, or a KV key's adoption: the sweep's, or a resolve's of a key only KV holds, which claims as an adopter (Step lets no resolve claim a free key; the simulator names the write by who acts)"},
 	{PhaseOpen, EventTakeOver, PhaseHeld, writers,
 		"keeping the key's order id, order and attempts (the settler's only once due)"},
 	{PhaseChecking, EventTakeOver, PhaseHeld, RoleClient | RoleSettler | RoleResolver,

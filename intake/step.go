@@ -77,7 +77,10 @@ func Step(rec Record, c Claim, now time.Time) (Move, error) {
 // StepRelease decides how claim c's release leaves its key, which the
 // Store holds in phase from (KV, which cannot read it first: held, the
 // claim's own). A claim released beside the outcome it stored (c.Stored)
-// goes, and the key stays stored. A claim whose order may have reached the
+// goes, and the key stays stored. A claim that no longer holds a key the
+// Store shows free (a tentative claim whose lease ended, which freed the
+// key) changes nothing: reopening the key would hand the settler an order
+// id a purge may have erased since. A claim whose order may have reached the
 // gateway under its order id (c.Sent, or the Store kept the key's as sent:
 // keptSent) leaves it open, awaiting the give-up's check or given up on
 // (c.GiveUp); any other goes, and
@@ -91,6 +94,8 @@ func StepRelease(c Claim, from Phase, keptSent bool) (Move, error) {
 	case c.Stored:
 		// Beside the outcome it stored: the claim goes, the key stays.
 		return Move{Event: EventNone, To: PhaseStored, Claim: c}, nil
+	case from == PhaseAbsent:
+		return Move{Event: EventNone, To: PhaseAbsent, Claim: c}, nil
 	case !(c.Sent || keptSent) || c.KeepUntil.IsZero():
 	case c.GiveUp == GivenUp:
 		ev, to = EventGiveUp, PhaseUnresolved
@@ -107,7 +112,7 @@ func StepRelease(c Claim, from Phase, keptSent bool) (Move, error) {
 
 // noRow is ErrNoRow for c's ev of a key in phase from.
 func noRow(c Claim, ev Event, from Phase) error {
-	return errs.Detail(ErrNoRow, "a "+c.role().String()+"'s "+ev.String()+" of a key "+from.String())
+	return errs.Detail(ErrNoRow, ev.String()+" by the "+c.role().String()+" of a key "+from.String())
 }
 
 // role is who makes c: c.By, or a client, whose claim leaves it zero.

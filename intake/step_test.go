@@ -220,11 +220,16 @@ func TestStepReleaseDecidesHowAReleaseLeavesItsKey(t *testing.T) {
 			t.Errorf("%s: StepRelease = %s to %s, want %s to %s", tc.name, move.Event, move.To, tc.want, tc.to)
 		}
 	}
-	// The settler's claim never holds a key it found free: a release of
-	// one is a bug the table has no row for.
+	// A claim that no longer holds a key the Store shows free (its
+	// tentative lease ended) changes nothing.
+	if move, err := intake.StepRelease(sent, intake.PhaseAbsent, true); err != nil || move.Event != intake.EventNone {
+		t.Errorf("a release of a key shown free = %s, %v; want no move", move.Event, err)
+	}
+	// Nor does a release ever open a stored outcome: a bug the table has
+	// no row for.
 	settler := with(func(c *intake.Claim) { c.By = intake.RoleSettler })
-	if _, err := intake.StepRelease(settler, intake.PhaseAbsent, false); !errors.Is(err, intake.ErrNoRow) {
-		t.Error("the settler's release of a free key left open: want an error")
+	if _, err := intake.StepRelease(settler, intake.PhaseStored, false); !errors.Is(err, intake.ErrNoRow) {
+		t.Error("the settler's release of a stored key left open: want an error")
 	}
 }
 

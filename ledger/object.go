@@ -258,9 +258,10 @@ func (o *Object) Release(key intake.Key, c intake.Claim) error {
 	switch {
 	case err != nil:
 		return err
-	case move.To == intake.PhaseStored:
+	case move.Event == intake.EventNone:
 		// A commit replaces the claim in its row: a claim whose row holds
-		// no outcome has none stored to stand beside.
+		// no outcome has none stored to stand beside. And a tentative
+		// claim whose lease ended freed the key: it holds nothing.
 		return nil
 	case move.Event == intake.EventReleaseUnsent:
 		o.rows.delete(key.String())

@@ -43,6 +43,8 @@ type readSeen struct {
 	at    time.Time
 	entry *kv.Entry
 	stale *event
+	// missed is every version the read missed that was not a delete.
+	missed []*kv.Entry
 	// writer is who wrote the version read, if a claim's.
 	writer *actor
 }
@@ -171,11 +173,14 @@ func (w *world) sawRead(a *actor, kvKey string, e *kv.Entry, since int) {
 			continue
 		}
 		for _, v := range m.missed {
-			if v.entry != nil {
+			if v.entry == nil {
+				continue
+			}
+			if seen.stale == nil {
 				seen.stale = w.ck.newEvent(staleRead, "%s read %s at %s and got an older version than %s's write at %s",
 					actorName(a), kvKey, m.at.Format("15:04:05.000"), actorName(v.by), v.at.Format("15:04:05.000"))
-				break
 			}
+			seen.missed = append(seen.missed, v.entry)
 		}
 		break
 	}

@@ -107,7 +107,7 @@ func (w *world) checkAnswer(ans *answer) {
 		}
 		w.checkAnswersItsOrder(ans, ans.orderID)
 	case unresolved:
-		w.checkNotReceipted(ans.key, ans.orderID, "was told unresolved to its client", ans.by)
+		w.checkNotReceipted(ans.key, ans.orderID, "was told unresolved to its client", ans.by, ans.ledgerStored)
 	}
 	w.checkAnswerNotPurged(ans)
 	if ans.lookup && ans.body != nil && !w.storedBodies[ans.key][string(ans.body)] {
@@ -215,14 +215,13 @@ func (w *world) stored(key keyName, receipt []byte, until time.Time) {
 // check: a stale read; or when another claim, held beside the reporter's
 // after a named event (one's stale read, or claims at once), stored it
 // during the reporter's call.
-func (w *world) checkNotReceipted(key keyName, orderID, what string, reader *actor) {
+func (w *world) checkNotReceipted(key keyName, orderID, what string, reader *actor, ledgerStored bool) {
 	until, ok := w.receipts[key][orderID]
 	if !ok || !w.now().Before(until) {
 		return
 	}
-	if r, ok := w.ck.reads[reader]["result:"+key]; ok && r.stale != nil && r.entry == nil && w.ranKV() {
-		// Over KV, or the ledger-mode Worker's read of KV's fallback.
-		w.allowBy("unresolved beside a receipt the reporter's own read missed", r.stale)
+	if e := w.missedReceipt(key, orderID, reader); e != nil && !ledgerStored {
+		w.allowBy("unresolved beside a receipt the reporter's own read missed", e)
 		return
 	}
 	if w.mode == KVMode {
@@ -232,6 +231,37 @@ func (w *world) checkNotReceipted(key keyName, orderID, what string, reader *act
 		}
 	}
 	w.violate("%s %s, but its accepted receipt for %s is stored", key, what, orderID)
+}
+
+// missedReceipt is reader's own read of KV's result:<key> that found
+// nothing and missed a write of orderID's receipt, as the stale read it
+// is: over KV, or the ledger-mode Worker's read of KV's fallback, made
+// only for a key the ledger did not store (the caller says whether it
+// did: ledgerStored). Nil if there is none.
+func (w *world) missedReceipt(key keyName, orderID string, reader *actor) *event {
+	r, ok := w.ck.reads[reader]["result:"+key]
+	if !ok || r.stale == nil || r.entry != nil || !w.ranKV() {
+		return nil
+	}
+	for _, e := range r.missed {
+		if id, _, _ := order.ReceiptFields([]byte(e.Value)); id == orderID {
+			return r.stale
+		}
+	}
+	return nil
+}
+
+// ledgerStores reports whether the ledger itself stores an outcome of key
+// now: never in KV mode.
+func (w *world) ledgerStores(key keyName) bool {
+	if w.mode == KVMode {
+		return false
+	}
+	was := w.direct
+	w.direct = true
+	defer func() { w.direct = was }()
+	rec, _ := w.ledger.Lookup(context.Background(), w.keyOf(key))
+	return rec.State == intake.Stored
 }
 
 // storedBesideReporter is the event that let another actor hold key beside

@@ -343,10 +343,10 @@ func (w *world) replayOfPurged(a *answer) bool {
 		// The purge's own isolate forgets the receipt at once. When the
 		// request began does not matter (it may have begun at the purge's
 		// instant, or waited in flight across it): its answer came after
-		// the purge began, from a memory at most a minute older than the
-		// purge's end.
+		// the purge began, and within the receipt cache's minute of the
+		// purge's end, from a memory of the receipt stored before it.
 		if !p.erased || !bytes.Equal(p.seen, a.body) || a.by.inst == p.by.inst ||
-			a.end.Before(p.start) || !a.start.Before(p.end.Add(receiptCacheTTL)) {
+			a.end.Before(p.start) || !a.end.Before(p.end.Add(receiptCacheTTL)) {
 			continue
 		}
 		w.count("a purged receipt replayed from memory within the cache's minute")

@@ -182,6 +182,10 @@ type answer struct {
 	orderID    string
 	// replay marks a rejection replayed from storage.
 	replay bool
+	// ledgerStored says the ledger itself stored an outcome of the key
+	// when the request began: its reads of KV's fallback then excuse
+	// nothing.
+	ledgerStored bool
 	// by is the request's actor.
 	by *actor
 }
@@ -473,7 +477,7 @@ func (w *world) options(gw intake.Gateway) intake.Options {
 			if _, ok := w.paged[key.String()]; !ok {
 				w.paged[key.String()] = w.now()
 			}
-			w.checkNotReceipted(key.String(), p.OrderID, "is paged unresolved", w.sched.running)
+			w.checkNotReceipted(key.String(), p.OrderID, "is paged unresolved", w.sched.running, w.ledgerStores(key.String()))
 			return nil
 		},
 		OnUnresolved: func(ctx context.Context, key intake.Key, p intake.Placement, attempts int) {
@@ -484,7 +488,7 @@ func (w *world) options(gw intake.Gateway) intake.Options {
 			w.logf("%s: settler gave up on %s (%s)", w.sched.running.name, key, p.OrderID)
 			w.unresolved[key.String()] = w.now()
 			w.checkAlertWaited(key.String(), p)
-			w.checkNotReceipted(key.String(), p.OrderID, "is reported unresolved", w.sched.running)
+			w.checkNotReceipted(key.String(), p.OrderID, "is reported unresolved", w.sched.running, w.ledgerStores(key.String()))
 		},
 	}
 }
@@ -966,7 +970,7 @@ func (w *world) submit(inst *instance, k *clientKey, body []byte) {
 	if o, err := order.Parse(body); err == nil {
 		fp = o.Fingerprint()
 	}
-	ans := &answer{key: k.key.String(), fp: fp, inst: inst.id, start: w.now(), kind: gaveUp}
+	ans := &answer{key: k.key.String(), fp: fp, inst: inst.id, start: w.now(), kind: gaveUp, ledgerStored: w.ledgerStores(k.key.String())}
 	w.answers = append(w.answers, ans)
 	w.sched.spawn(a, func() {
 		out, err := inst.svc.Submit(context.Background(), k.key, body, "192.0.2.1")
@@ -978,7 +982,7 @@ func (w *world) submit(inst *instance, k *clientKey, body []byte) {
 func (w *world) lookup(inst *instance, k *clientKey) {
 	w.count("lookup")
 	a := w.request(inst, k, "lookup")
-	ans := &answer{lookup: true, key: k.key.String(), inst: inst.id, start: w.now(), kind: gaveUp}
+	ans := &answer{lookup: true, key: k.key.String(), inst: inst.id, start: w.now(), kind: gaveUp, ledgerStored: w.ledgerStores(k.key.String())}
 	w.answers = append(w.answers, ans)
 	w.sched.spawn(a, func() {
 		out, err := inst.svc.Lookup(context.Background(), k.key)
