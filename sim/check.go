@@ -109,6 +109,9 @@ func (w *world) checkAnswer(ans *answer) {
 	case unresolved:
 		w.checkNotReceipted(ans.key, ans.orderID, "was told unresolved to its client", ans.by, ans.ledgerStored)
 	}
+	if ans.lookup && (ans.kind == notFound || ans.kind == unknown || ans.kind == unresolved) {
+		w.checkLookupFound(ans)
+	}
 	w.checkAnswerNotPurged(ans)
 	if ans.lookup && ans.body != nil && !w.storedBodies[ans.key][string(ans.body)] {
 		w.violate("a lookup of %s was told a receipt that was never stored: %s", ans.key, ans.body)
@@ -187,6 +190,12 @@ func (w *world) stored(key keyName, receipt []byte, until time.Time) {
 	}
 	w.checkNotPurged(key, receipt, "stored again")
 	w.commits[key] = w.now()
+	if w.storedAt[key] == nil {
+		w.storedAt[key] = make(map[string]time.Time)
+	}
+	if _, ok := w.storedAt[key][string(receipt)]; !ok {
+		w.storedAt[key][string(receipt)] = w.now()
+	}
 	if w.storedBodies[key] == nil {
 		w.storedBodies[key] = make(map[string]bool)
 	}
@@ -220,7 +229,8 @@ func (w *world) checkNotReceipted(key keyName, orderID, what string, reader *act
 	if !ok || !w.now().Before(until) {
 		return
 	}
-	if e := w.missedReceipt(key, orderID, reader); e != nil && !ledgerStored {
+	names := func(body []byte) bool { id, _, _ := order.ReceiptFields(body); return id == orderID }
+	if e := w.missedReceipt(key, reader, names); e != nil && !ledgerStored {
 		w.allowBy("unresolved beside a receipt the reporter's own read missed", e)
 		return
 	}
@@ -234,21 +244,44 @@ func (w *world) checkNotReceipted(key keyName, orderID, what string, reader *act
 }
 
 // missedReceipt is reader's own read of KV's result:<key> that found
-// nothing and missed a write of orderID's receipt, as the stale read it
-// is: over KV, or the ledger-mode Worker's read of KV's fallback, made
-// only for a key the ledger did not store (the caller says whether it
-// did: ledgerStored). Nil if there is none.
-func (w *world) missedReceipt(key keyName, orderID string, reader *actor) *event {
+// nothing and missed the write of a receipt the caller names, as the
+// stale read it is: over KV, or the ledger-mode Worker's read of KV's
+// fallback, made only for a key the ledger did not store (the caller
+// checks that it did not). Nil if there is none.
+func (w *world) missedReceipt(key keyName, reader *actor, names func(body []byte) bool) *event {
 	r, ok := w.ck.reads[reader]["result:"+key]
 	if !ok || r.stale == nil || r.entry != nil || !w.ranKV() {
 		return nil
 	}
 	for _, e := range r.missed {
-		if id, _, _ := order.ReceiptFields([]byte(e.Value)); id == orderID {
+		if names([]byte(e.Value)) {
 			return r.stale
 		}
 	}
 	return nil
+}
+
+// checkLookupFound: a lookup finds an outcome stored before it began and
+// still stored when it answers. Told 404 or unknown instead, its client
+// might place the order again under another key. Over KV, or through
+// KV's fallback in a migration, the lookup's own read that missed that
+// outcome's write excuses it, named.
+func (w *world) checkLookupFound(ans *answer) {
+	rec := w.peek(ans.key)
+	if rec.State != intake.Stored {
+		return
+	}
+	at, ok := w.storedAt[ans.key][string(rec.Body)]
+	if !ok || !at.Before(ans.start) {
+		return
+	}
+	same := func(body []byte) bool { return bytes.Equal(body, rec.Body) }
+	if e := w.missedReceipt(ans.key, ans.by, same); e != nil && !ans.ledgerStored {
+		w.allowBy("a lookup that missed a stored outcome", e)
+		return
+	}
+	w.violate("a lookup of %s was told %s, but its outcome was stored at %s, before the lookup began: %s",
+		ans.key, ans.kind, at.Format("15:04:05.000"), rec.Body)
 }
 
 // ledgerStores reports whether the ledger itself stores an outcome of key

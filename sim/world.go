@@ -110,9 +110,11 @@ type world struct {
 	instances []*instance
 	keys      []*clientKey
 	answers   []*answer
-	// commits is when each key's last outcome was stored, and receipts
-	// until when each key's accepted receipt for an order id is kept.
+	// commits is when each key's last outcome was stored, storedAt when
+	// each outcome was first stored, byte for byte, and receipts until
+	// when each key's accepted receipt for an order id is kept.
 	commits  map[keyName]time.Time
+	storedAt map[keyName]map[string]time.Time
 	receipts map[keyName]map[string]time.Time
 	// lastWriter is the actor whose write a KV key holds now.
 	lastWriter map[string]*actor
@@ -194,7 +196,7 @@ type answer struct {
 // the least eventful choice), and returns it with its violations.
 func run(mode Mode, choose func(n int, label string) int) *world {
 	w := &world{mode: mode, choices: choose, counts: make(map[string]int), chances: make(map[string]int), misses: make(map[string][]miss), ck: newCausality(),
-		commits: make(map[keyName]time.Time), receipts: make(map[keyName]map[string]time.Time), unresolved: make(map[keyName]time.Time),
+		commits: make(map[keyName]time.Time), storedAt: make(map[keyName]map[string]time.Time), receipts: make(map[keyName]map[string]time.Time), unresolved: make(map[keyName]time.Time),
 		absentSeen: make(map[*gatewayCall]bool), paged: make(map[keyName]time.Time), lastWriter: make(map[string]*actor),
 		storedBodies: make(map[keyName]map[string]bool)}
 	start := time.Date(2026, 11, 24, 9, 30, 0, 0, time.UTC)
