@@ -43,8 +43,9 @@ type readSeen struct {
 	at    time.Time
 	entry *kv.Entry
 	stale *event
-	// missed is every version the read missed that was not a delete.
-	missed []*kv.Entry
+	// latest is what the key held when the read missed it: the version
+	// it should have returned (nil for a delete).
+	latest *kv.Entry
 	// writer is who wrote the version read, if a claim's.
 	writer *actor
 }
@@ -173,14 +174,14 @@ func (w *world) sawRead(a *actor, kvKey string, e *kv.Entry, since int) {
 			continue
 		}
 		for _, v := range m.missed {
-			if v.entry == nil {
-				continue
-			}
-			if seen.stale == nil {
+			if v.entry != nil {
 				seen.stale = w.ck.newEvent(staleRead, "%s read %s at %s and got an older version than %s's write at %s",
 					actorName(a), kvKey, m.at.Format("15:04:05.000"), actorName(v.by), v.at.Format("15:04:05.000"))
+				break
 			}
-			seen.missed = append(seen.missed, v.entry)
+		}
+		if len(m.missed) > 0 {
+			seen.latest = m.missed[len(m.missed)-1].entry
 		}
 		break
 	}

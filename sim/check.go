@@ -107,7 +107,7 @@ func (w *world) checkAnswer(ans *answer) {
 		}
 		w.checkAnswersItsOrder(ans, ans.orderID)
 	case unresolved:
-		w.checkNotReceipted(ans.key, ans.orderID, "was told unresolved to its client", ans.by, ans.ledgerStored)
+		w.checkNotReceipted(ans.key, ans.orderID, "was told unresolved to its client", ans.by)
 	}
 	if ans.lookup && (ans.kind == notFound || ans.kind == unknown || ans.kind == unresolved) {
 		w.checkLookupFound(ans)
@@ -162,6 +162,9 @@ func (w *world) observeKVWrite(key string, e *kv.Entry, expires time.Time) {
 		w.observeClaim(name, e)
 	}
 	name, ok := strings.CutPrefix(key, "result:")
+	if ok {
+		defer func() { w.trackStored(name, w.peek(name)) }()
+	}
 	if !ok || e == nil {
 		return
 	}
@@ -189,13 +192,7 @@ func (w *world) stored(key keyName, receipt []byte, until time.Time) {
 		w.logf("  stored %s %s", key, receipt)
 	}
 	w.checkNotPurged(key, receipt, "stored again")
-	w.commits[key] = w.now()
-	if w.storedAt[key] == nil {
-		w.storedAt[key] = make(map[string]time.Time)
-	}
-	if _, ok := w.storedAt[key][string(receipt)]; !ok {
-		w.storedAt[key][string(receipt)] = w.now()
-	}
+	w.commits[key], w.lastOutcome[key] = w.now(), receipt
 	if w.storedBodies[key] == nil {
 		w.storedBodies[key] = make(map[string]bool)
 	}
@@ -224,13 +221,13 @@ func (w *world) stored(key keyName, receipt []byte, until time.Time) {
 // check: a stale read; or when another claim, held beside the reporter's
 // after a named event (one's stale read, or claims at once), stored it
 // during the reporter's call.
-func (w *world) checkNotReceipted(key keyName, orderID, what string, reader *actor, ledgerStored bool) {
+func (w *world) checkNotReceipted(key keyName, orderID, what string, reader *actor) {
 	until, ok := w.receipts[key][orderID]
 	if !ok || !w.now().Before(until) {
 		return
 	}
 	names := func(body []byte) bool { id, _, _ := order.ReceiptFields(body); return id == orderID }
-	if e := w.missedReceipt(key, reader, names); e != nil && !ledgerStored {
+	if e := w.missedReceipt(key, reader, names); e != nil {
 		w.allowBy("unresolved beside a receipt the reporter's own read missed", e)
 		return
 	}
@@ -244,57 +241,84 @@ func (w *world) checkNotReceipted(key keyName, orderID, what string, reader *act
 }
 
 // missedReceipt is reader's own read of KV's result:<key> that found
-// nothing and missed the write of a receipt the caller names, as the
-// stale read it is: over KV, or the ledger-mode Worker's read of KV's
-// fallback, made only for a key the ledger did not store (the caller
-// checks that it did not). Nil if there is none.
+// nothing when the key held a receipt the caller names, as the stale read
+// it is: over KV, or the ledger-mode Worker's read of KV's fallback, made
+// after its own read of the ledger showed no outcome of the key
+// (ledgerShowedNone). Nil if there is none.
 func (w *world) missedReceipt(key keyName, reader *actor, names func(body []byte) bool) *event {
 	r, ok := w.ck.reads[reader]["result:"+key]
-	if !ok || r.stale == nil || r.entry != nil || !w.ranKV() {
+	if !ok || r.stale == nil || r.entry != nil || r.latest == nil || !names([]byte(r.latest.Value)) || !w.ranKV() {
 		return nil
 	}
-	for _, e := range r.missed {
-		if names([]byte(e.Value)) {
-			return r.stale
+	if w.mode != KVMode {
+		if saw, ok := w.ledgerSaw[reader]; !ok || saw {
+			return nil
 		}
 	}
-	return nil
+	return r.stale
 }
 
-// checkLookupFound: a lookup finds an outcome stored before it began and
-// still stored when it answers. Told 404 or unknown instead, its client
-// might place the order again under another key. Over KV, or through
-// KV's fallback in a migration, the lookup's own read that missed that
-// outcome's write excuses it, named.
+// checkLookupFound: a lookup finds an outcome stored, without a gap,
+// since before it began and still when it answers. Told 404 or unknown
+// instead, its client might place the order again under another key.
+// Over KV, or through KV's fallback in a migration, the lookup's own
+// read that missed that outcome excuses it, named.
 func (w *world) checkLookupFound(ans *answer) {
-	rec := w.peek(ans.key)
-	if rec.State != intake.Stored {
+	run, ok := w.storedRuns[ans.key]
+	if !ok || !run.since.Before(ans.start) {
 		return
 	}
-	at, ok := w.storedAt[ans.key][string(rec.Body)]
-	if !ok || !at.Before(ans.start) {
+	// Expiry writes nothing: the run may have ended since, unseen.
+	if rec := w.peek(ans.key); rec.State != intake.Stored || string(rec.Body) != run.body {
 		return
 	}
-	same := func(body []byte) bool { return bytes.Equal(body, rec.Body) }
-	if e := w.missedReceipt(ans.key, ans.by, same); e != nil && !ans.ledgerStored {
+	same := func(body []byte) bool { return string(body) == run.body }
+	if e := w.missedReceipt(ans.key, ans.by, same); e != nil {
 		w.allowBy("a lookup that missed a stored outcome", e)
 		return
 	}
-	w.violate("a lookup of %s was told %s, but its outcome was stored at %s, before the lookup began: %s",
-		ans.key, ans.kind, at.Format("15:04:05.000"), rec.Body)
+	w.violate("a lookup of %s was told %s, but its outcome was stored at %s, before the lookup began, and is still: %s",
+		ans.key, ans.kind, run.since.Format("15:04:05.000"), run.body)
 }
 
-// ledgerStores reports whether the ledger itself stores an outcome of key
-// now: never in KV mode.
-func (w *world) ledgerStores(key keyName) bool {
-	if w.mode == KVMode {
-		return false
+// storedRun is the outcome a key has held without a gap since since, as
+// the Worker's exact read would find it (peek): a gap that expiry made
+// is not seen, but for a store of the same bytes after it, the outcome
+// is no longer stored.
+type storedRun struct {
+	body  string
+	since time.Time
+}
+
+// trackStored notes key's outcome after a write that may have changed it,
+// as rec, the record an exact read finds now.
+func (w *world) trackStored(key keyName, rec intake.Record) {
+	cur, ok := w.storedRuns[key]
+	switch {
+	case rec.State != intake.Stored:
+		delete(w.storedRuns, key)
+	case !ok || cur.body != string(rec.Body):
+		w.storedRuns[key] = storedRun{body: string(rec.Body), since: w.now()}
 	}
+}
+
+// sawLedger notes what actor a's own read of the ledger (a lookup, or a
+// claim, which returns what it found) showed of its key: whether an
+// outcome was stored.
+func (w *world) sawLedger(a *actor, method string) {
+	if method == "lookup" || method == "claim" {
+		w.ledgerSaw[a] = w.peekLedger(a.key).State == intake.Stored
+	}
+}
+
+// peekLedger reads what the ledger itself holds for key now, as peek
+// does.
+func (w *world) peekLedger(key keyName) intake.Record {
 	was := w.direct
 	w.direct = true
 	defer func() { w.direct = was }()
 	rec, _ := w.ledger.Lookup(context.Background(), w.keyOf(key))
-	return rec.State == intake.Stored
+	return rec
 }
 
 // storedBesideReporter is the event that let another actor hold key beside
@@ -419,11 +443,36 @@ func (w *world) checkKept() {
 					w.allowBy("a key kept until an earlier claim's KeepUntil, not a later one's", e)
 					continue
 				}
+				if e := w.keptForAnotherOrderID(key, c); e != nil {
+					w.allowBy("a key kept for the outcome of another order id it ends with, not the blind claim's KeepUntil", e)
+					continue
+				}
 			}
 			w.violate("%s is absent %s after its order %s may have reached the OMS; it must be kept until %s",
 				key, now.Sub(c.acceptedAt), c.orderID, until.Sub(c.acceptedAt))
 		}
 	}
+}
+
+// keptForAnotherOrderID is the event that let c's claim be minted blind
+// beside the outcome key ends with: an outcome under another order id
+// (an old version's for the same order, say), stored before c's call and
+// kept its TTL, which c's claim's writer missed (the claim's own cause).
+// The key is then kept for that outcome's claim, and may go before c's
+// KeepUntil: the adoption, like KV mode's settler, deletes a claim left
+// beside an outcome. Nil otherwise.
+func (w *world) keptForAnotherOrderID(key keyName, c *gatewayCall) *event {
+	at, ok := w.commits[key]
+	if !ok || !at.Before(c.start) || w.now().Before(at.Add(w.resultTTL)) {
+		return nil
+	}
+	if id, _, _ := order.ReceiptFields(w.lastOutcome[key]); id == c.orderID {
+		return nil
+	}
+	if mc := w.mintOf(c.key, c.orderID, c.acceptedAt); mc != nil {
+		return mc.cause
+	}
+	return nil
 }
 
 // rivalCause is the event that let a rival claim exist beside c's: for a

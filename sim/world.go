@@ -110,12 +110,16 @@ type world struct {
 	instances []*instance
 	keys      []*clientKey
 	answers   []*answer
-	// commits is when each key's last outcome was stored, storedAt when
-	// each outcome was first stored, byte for byte, and receipts until
-	// when each key's accepted receipt for an order id is kept.
-	commits  map[keyName]time.Time
-	storedAt map[keyName]map[string]time.Time
-	receipts map[keyName]map[string]time.Time
+	// commits is when each key's last outcome was stored, storedRuns
+	// what each key has held without a gap, and since when, and receipts
+	// until when each key's accepted receipt for an order id is kept.
+	commits     map[keyName]time.Time
+	lastOutcome map[keyName][]byte // the outcome commits dates
+	storedRuns  map[keyName]storedRun
+	receipts    map[keyName]map[string]time.Time
+	// ledgerSaw is whether each actor's last read of the ledger showed
+	// its key's outcome stored.
+	ledgerSaw map[*actor]bool
 	// lastWriter is the actor whose write a KV key holds now.
 	lastWriter map[string]*actor
 	unresolved map[keyName]time.Time
@@ -184,10 +188,6 @@ type answer struct {
 	orderID    string
 	// replay marks a rejection replayed from storage.
 	replay bool
-	// ledgerStored says the ledger itself stored an outcome of the key
-	// when the request began: its reads of KV's fallback then excuse
-	// nothing.
-	ledgerStored bool
 	// by is the request's actor.
 	by *actor
 }
@@ -196,7 +196,7 @@ type answer struct {
 // the least eventful choice), and returns it with its violations.
 func run(mode Mode, choose func(n int, label string) int) *world {
 	w := &world{mode: mode, choices: choose, counts: make(map[string]int), chances: make(map[string]int), misses: make(map[string][]miss), ck: newCausality(),
-		commits: make(map[keyName]time.Time), storedAt: make(map[keyName]map[string]time.Time), receipts: make(map[keyName]map[string]time.Time), unresolved: make(map[keyName]time.Time),
+		commits: make(map[keyName]time.Time), lastOutcome: make(map[keyName][]byte), storedRuns: make(map[keyName]storedRun), ledgerSaw: make(map[*actor]bool), receipts: make(map[keyName]map[string]time.Time), unresolved: make(map[keyName]time.Time),
 		absentSeen: make(map[*gatewayCall]bool), paged: make(map[keyName]time.Time), lastWriter: make(map[string]*actor),
 		storedBodies: make(map[keyName]map[string]bool)}
 	start := time.Date(2026, 11, 24, 9, 30, 0, 0, time.UTC)
@@ -231,6 +231,10 @@ func run(mode Mode, choose func(n int, label string) int) *world {
 			}
 			w.checkRefines(key.String(), intake.PhaseOf(before), intake.PhaseOf(after), "ledger "+method)
 			w.observeLedgerMint(key.String(), method, before, after)
+			if after.State == intake.Absent && w.migrating {
+				after = w.peekKV(key.String()) // as peek reads it; peek itself would wait on the ledger's lock
+			}
+			w.trackStored(key.String(), after)
 		}
 		w.migrating = w.uniform(3, "migrating") == 2
 		w.drawMigration()
@@ -479,7 +483,7 @@ func (w *world) options(gw intake.Gateway) intake.Options {
 			if _, ok := w.paged[key.String()]; !ok {
 				w.paged[key.String()] = w.now()
 			}
-			w.checkNotReceipted(key.String(), p.OrderID, "is paged unresolved", w.sched.running, w.ledgerStores(key.String()))
+			w.checkNotReceipted(key.String(), p.OrderID, "is paged unresolved", w.sched.running)
 			return nil
 		},
 		OnUnresolved: func(ctx context.Context, key intake.Key, p intake.Placement, attempts int) {
@@ -490,7 +494,7 @@ func (w *world) options(gw intake.Gateway) intake.Options {
 			w.logf("%s: settler gave up on %s (%s)", w.sched.running.name, key, p.OrderID)
 			w.unresolved[key.String()] = w.now()
 			w.checkAlertWaited(key.String(), p)
-			w.checkNotReceipted(key.String(), p.OrderID, "is reported unresolved", w.sched.running, w.ledgerStores(key.String()))
+			w.checkNotReceipted(key.String(), p.OrderID, "is reported unresolved", w.sched.running)
 		},
 	}
 }
@@ -691,6 +695,9 @@ func (w *world) ledgerCall(ctx context.Context, method string, apply func()) err
 	if w.direct || a == nil || a.kind == alarmActor {
 		apply()
 		w.observeLedgerCall(method)
+		if !w.direct && a != nil {
+			w.sawLedger(a, method)
+		}
 		return nil
 	}
 	w.countOp("ledger "+method, "")
@@ -705,6 +712,7 @@ func (w *world) ledgerCall(ctx context.Context, method string, apply func()) err
 		return &workers.Error{Message: "sim: Durable Object call failed", Retryable: true}
 	}
 	apply()
+	w.sawLedger(a, method)
 	if os.Getenv("SIM_DEBUG") != "" {
 		w.logf("  %s: ledger %s %s", a.name, method, a.key)
 	}
@@ -972,7 +980,7 @@ func (w *world) submit(inst *instance, k *clientKey, body []byte) {
 	if o, err := order.Parse(body); err == nil {
 		fp = o.Fingerprint()
 	}
-	ans := &answer{key: k.key.String(), fp: fp, inst: inst.id, start: w.now(), kind: gaveUp, ledgerStored: w.ledgerStores(k.key.String())}
+	ans := &answer{key: k.key.String(), fp: fp, inst: inst.id, start: w.now(), kind: gaveUp}
 	w.answers = append(w.answers, ans)
 	w.sched.spawn(a, func() {
 		out, err := inst.svc.Submit(context.Background(), k.key, body, "192.0.2.1")
@@ -984,7 +992,7 @@ func (w *world) submit(inst *instance, k *clientKey, body []byte) {
 func (w *world) lookup(inst *instance, k *clientKey) {
 	w.count("lookup")
 	a := w.request(inst, k, "lookup")
-	ans := &answer{lookup: true, key: k.key.String(), inst: inst.id, start: w.now(), kind: gaveUp, ledgerStored: w.ledgerStores(k.key.String())}
+	ans := &answer{lookup: true, key: k.key.String(), inst: inst.id, start: w.now(), kind: gaveUp}
 	w.answers = append(w.answers, ans)
 	w.sched.spawn(a, func() {
 		out, err := inst.svc.Lookup(context.Background(), k.key)

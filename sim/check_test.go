@@ -1,0 +1,163 @@
+package sim
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/edge-orders/edge-orders/intake"
+	"github.com/edge-orders/edge-orders/kv"
+	"github.com/edge-orders/edge-orders/ledger"
+	"github.com/edge-orders/edge-orders/order"
+)
+
+// The checker's own tests: each builds the moment a check judges by hand
+// and holds the check to failing, or to naming its excuse.
+
+const checkedKey keyName = "desk-a:k0"
+
+// checkedWorld is modelWorld with the checker watching KV, an OMS that
+// accepted order "order-1", and, in ledger mode, a migration under way.
+func checkedWorld(t *testing.T, mode Mode) (w *world, in [locations]*actor, receipt []byte) {
+	t.Helper()
+	w, in = modelWorld(func(int, string) int { return 0 })
+	w.mode, w.ck = mode, newCausality()
+	w.storedRuns, w.ledgerSaw = make(map[keyName]storedRun), make(map[*actor]bool)
+	w.storedBodies, w.receipts, w.commits = make(map[keyName]map[string]bool), make(map[keyName]map[string]time.Time), make(map[keyName]time.Time)
+	w.lastOutcome = make(map[keyName][]byte)
+	w.oms = newOMS(w)
+	w.oms.orders["order-1"] = &omsOrder{key: checkedKey, accepted: true}
+	w.ns.observe = w.observeKVWrite
+	w.kvStore = kv.NewStore(w.ns, w.now)
+	if mode == LedgerMode {
+		w.mig = &migration{step: -1, purges: make(map[keyName][]*purge), resolvers: make(map[*actor]bool)}
+		w.migrating = true
+		w.ledger = ledger.NewMemoryStore()
+		w.ledger.Now = w.now
+	}
+	receipt = order.Receipt{OrderID: "order-1", Status: order.StatusAccepted, AcceptedAt: w.now(),
+		Order: order.Order{Symbol: "AAPL", Side: order.Buy, Quantity: 10}}.JSON()
+	return w, in, receipt
+}
+
+// storeKV writes (or, with nil, deletes) KV's receipt as the setting up
+// does, after moving the clock on.
+func storeKV(w *world, body []byte, after time.Duration) {
+	w.sched.now = w.sched.now.Add(after)
+	w.direct = true
+	defer func() { w.direct = false }()
+	if body == nil {
+		w.ns.write("result:"+checkedKey, nil, 0)
+		return
+	}
+	w.ns.write("result:"+checkedKey, &kv.Entry{Value: string(body)}, 0)
+}
+
+// readKV is a's read of KV's receipt, as a Worker's isolate reads it.
+func readKV(w *world, a *actor) *kv.Entry {
+	var got *kv.Entry
+	as(w, a, 0, func() {
+		before := len(w.misses["result:"+checkedKey])
+		got = w.ns.read("result:" + checkedKey)
+		w.sawRead(a, "result:"+checkedKey, got, before)
+	})
+	return got
+}
+
+// answer404 answers a's lookup, begun at start, with 404.
+func answer404(w *world, a *actor, start time.Time) {
+	ans := &answer{lookup: true, key: checkedKey, start: start, kind: gaveUp}
+	as(w, a, 0, func() { w.answered(a, ans, intake.Outcome{}, intake.ErrNotFound) })
+}
+
+func violated(w *world, about string) bool {
+	for _, v := range w.violations {
+		if strings.Contains(v, about) {
+			return true
+		}
+	}
+	return false
+}
+
+// TestALookupIsExcusedOnlyByItsOwnReads: a migrating lookup told 404
+// beside KV's receipt is excused by its own read of KV that missed it, and
+// only if its own read of the ledger, before, showed no outcome: not when
+// the ledger held the receipt when it read it, nor when it never read the
+// ledger (whatever the ledger held when the request began).
+func TestALookupIsExcusedOnlyByItsOwnReads(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		readsLedger bool // before another request copies the receipt into it
+		copied      bool // the copy lands before the lookup reads the ledger
+		excused     bool
+	}{
+		{"its ledger read found nothing: excused", true, false, true},
+		{"its ledger read found the receipt: not excused", true, true, false},
+		{"it never read the ledger: not excused", false, false, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w, in, receipt := checkedWorld(t, LedgerMode)
+			lookup := &actor{name: "lookup", inst: in[0].inst, kind: requestActor, key: checkedKey}
+			readKV(w, in[0]) // location 0 caches "not found" for a minute
+			storeKV(w, receipt, time.Second)
+			w.sched.now = w.sched.now.Add(time.Second)
+			start := w.now()
+			ctx, c := context.Background(), intake.Claim{Token: "copy", Lease: time.Minute}
+			copyIntoLedger := func() {
+				w.direct = true
+				defer func() { w.direct = false }()
+				if _, err := w.ledger.Begin(ctx, w.keyOf(checkedKey), c); err != nil {
+					t.Fatal(err)
+				}
+				if err := w.ledger.Commit(ctx, w.keyOf(checkedKey), c, intake.Result{Body: receipt, TTL: time.Hour}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if tc.copied {
+				copyIntoLedger()
+			}
+			if tc.readsLedger {
+				as(w, lookup, 0, func() { w.sawLedger(lookup, "lookup") })
+			}
+			if !tc.copied {
+				copyIntoLedger()
+			}
+			if got := readKV(w, lookup); got != nil {
+				t.Fatalf("the lookup's KV read = %v, want the location's cached not found", got)
+			}
+			answer404(w, lookup, start)
+			if got := violated(w, "a lookup of "+checkedKey); got == tc.excused {
+				t.Errorf("violated = %v, want %v: %q", got, !tc.excused, w.violations)
+			}
+		})
+	}
+}
+
+// TestALookupInAGapOfItsKeysOutcomeIsNoViolation: an outcome stored,
+// erased, and stored again byte for byte while a lookup that began in
+// the gap ran: the lookup rightly found nothing.
+func TestALookupInAGapOfItsKeysOutcomeIsNoViolation(t *testing.T) {
+	w, in, receipt := checkedWorld(t, KVMode)
+	lookup := &actor{name: "lookup", inst: in[0].inst, kind: requestActor, key: checkedKey}
+	storeKV(w, receipt, 0)
+	storeKV(w, nil, time.Second)
+	w.sched.now = w.sched.now.Add(time.Second)
+	start := w.now()
+	if got := readKV(w, lookup); got != nil {
+		t.Fatalf("the lookup's read = %v, want not found", got)
+	}
+	storeKV(w, receipt, time.Second)
+	answer404(w, lookup, start)
+	if violated(w, "a lookup of "+checkedKey) {
+		t.Errorf("a lookup in the gap was failed: %q", w.violations)
+	}
+	// Its outcome stored without a gap since before it began, a lookup
+	// told 404 without a read that missed it is one.
+	again := &actor{name: "another lookup", inst: in[1].inst, kind: requestActor, key: checkedKey}
+	w.sched.now = w.sched.now.Add(time.Second)
+	answer404(w, again, w.now())
+	if !violated(w, "a lookup of "+checkedKey) {
+		t.Error("a lookup told 404 beside an outcome stored before it began passed")
+	}
+}
