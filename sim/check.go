@@ -107,7 +107,9 @@ func (w *world) checkAnswer(ans *answer) {
 		}
 		w.checkAnswersItsOrder(ans, ans.orderID)
 	case unresolved:
-		w.checkNotReceipted(ans.key, ans.orderID, "was told unresolved to its client", ans.by)
+		if !ans.lookup || !w.readBeforeStored(ans.key, ans.by) {
+			w.checkNotReceipted(ans.key, ans.orderID, "was told unresolved to its client", ans.by)
+		}
 	}
 	if ans.lookup && (ans.kind == notFound || ans.kind == unknown || ans.kind == unresolved) {
 		w.checkLookupFound(ans)
@@ -279,6 +281,21 @@ func (w *world) checkLookupFound(ans *answer) {
 	}
 	w.violate("a lookup of %s was told %s, but its outcome was stored at %s, before the lookup began, and is still: %s",
 		ans.key, ans.kind, run.since.Format("15:04:05.000"), run.body)
+}
+
+// readBeforeStored reports whether reader's own last read of key, exact,
+// found no outcome, and one is stored now: it came after the read that
+// reader's answer reports, as an operator's resolve may (a lookup holds
+// no claim that would keep it out). Over KV its read of result:<key>,
+// not stale; over the ledger its read of the ledger, with the outcome now
+// stored there.
+func (w *world) readBeforeStored(key keyName, reader *actor) bool {
+	if w.mode == KVMode {
+		r, ok := w.ck.reads[reader]["result:"+key]
+		return ok && r.entry == nil && r.stale == nil
+	}
+	saw, ok := w.ledgerSaw[reader]
+	return ok && !saw && w.peekLedger(key).State == intake.Stored
 }
 
 // storedRun is the outcome a key has held without a gap since since, as

@@ -161,3 +161,39 @@ func TestALookupInAGapOfItsKeysOutcomeIsNoViolation(t *testing.T) {
 		t.Error("a lookup told 404 beside an outcome stored before it began passed")
 	}
 }
+
+// TestALookupIsJudgedByItsOwnRead: over the ledger, a lookup that read
+// the key given up on, before a resolve stored its receipt, rightly
+// answers unresolved; one whose read found the receipt does not.
+func TestALookupIsJudgedByItsOwnRead(t *testing.T) {
+	for _, readAfter := range []bool{false, true} {
+		w, in, receipt := checkedWorld(t, LedgerMode)
+		lookup := &actor{name: "lookup", inst: in[0].inst, kind: requestActor, key: checkedKey}
+		ctx, c := context.Background(), intake.Claim{Token: "resolve", Lease: time.Minute}
+		resolve := func() {
+			w.direct = true
+			defer func() { w.direct = false }()
+			if _, err := w.ledger.Begin(ctx, w.keyOf(checkedKey), c); err != nil {
+				t.Fatal(err)
+			}
+			if err := w.ledger.Commit(ctx, w.keyOf(checkedKey), c, intake.Result{Body: receipt, TTL: time.Hour}); err != nil {
+				t.Fatal(err)
+			}
+			w.stored(checkedKey, receipt, w.now().Add(time.Hour))
+		}
+		start := w.now()
+		if readAfter {
+			resolve()
+		}
+		as(w, lookup, 0, func() { w.sawLedger(lookup, "lookup") })
+		if !readAfter {
+			resolve()
+		}
+		ans := &answer{lookup: true, key: checkedKey, start: start, kind: gaveUp}
+		unresolved := &intake.Unsettled{OrderID: "order-1", GiveUp: intake.GivenUp}
+		as(w, lookup, 0, func() { w.answered(lookup, ans, intake.Outcome{}, unresolved) })
+		if got := violated(w, "was told unresolved"); got != readAfter {
+			t.Errorf("read after the resolve %v: violated = %v, want %v: %q", readAfter, got, readAfter, w.violations)
+		}
+	}
+}
