@@ -228,10 +228,18 @@ func (a *Admin) Resolve(ctx context.Context, key Key, res Resolution) (Record, e
 		// During a migration a key KV mode left open, and the sweep has
 		// not adopted yet, is adopted first, not due for the Store's
 		// settler before this answer is stored.
-		if _, err := s.adoptOpen(ctx, key, now.Add(s.opts.PendingTTL)); err != nil {
+		adopted, err := s.adoptOpen(ctx, key, now.Add(s.opts.PendingTTL))
+		if err != nil {
 			return Record{}, err
 		}
 		rec, err = s.store.Begin(ctx, key, claim)
+		if err == nil && rec.State == Absent && !adopted && s.adoptable(ctx, key) {
+			// Another request held the key in the Store while the
+			// adoption looked, and has let it go since (a retry of
+			// another order, told 422): KV still holds it open. The
+			// operator tries again, as for any key in progress.
+			return Record{}, ErrInProgress
+		}
 	}
 	switch {
 	case err != nil:

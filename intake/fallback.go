@@ -112,6 +112,19 @@ func (s *Service) dropClaimBesideOutcome(ctx context.Context, key Key) {
 	}
 }
 
+// isAdoptable reports whether old, the Fallback's record of a key, is one
+// an adoption takes: open, with its order.
+func isAdoptable(old Record) bool {
+	return old.State == Open && old.HasOrder && old.Fingerprint != ""
+}
+
+// adoptable reports whether the Fallback holds key open with its order
+// now; false when it cannot be read.
+func (s *Service) adoptable(ctx context.Context, key Key) bool {
+	old, err := s.opts.Fallback.Lookup(ctx, key)
+	return err == nil && isAdoptable(old)
+}
+
 // adoptOpen adopts key as Adopt does, leaving it open in the Store due at
 // due.
 func (s *Service) adoptOpen(ctx context.Context, key Key, due time.Time) (bool, error) {
@@ -122,7 +135,7 @@ func (s *Service) adoptOpen(ctx context.Context, key Key, due time.Time) (bool, 
 	case old.State == Stored:
 		s.dropClaimBesideOutcome(ctx, key)
 		return false, nil
-	case old.State != Open || !old.HasOrder || old.Fingerprint == "":
+	case !isAdoptable(old):
 		return false, nil
 	}
 	// A key the Store has seen is its own, adopted or retried: the sweep,

@@ -448,3 +448,47 @@ func TestAPurgeThatFindsTheKeyHeldDuringTheMigrationWaits(t *testing.T) {
 		t.Errorf("KV's receipt after the purge: %v, want deleted", err)
 	}
 }
+
+// TestAResolveRacingARequestThatHeldTheKeyIsInProgress: a resolve of a
+// key only KV holds adopts it first. If another request held the key in
+// the ledger while the adoption looked (a retry of another order, which
+// is told 422 and lets it go), the adoption leaves it, and the resolve
+// finds the ledger's key free: the key is in progress, not "no receipt"
+// (found by a long run, seed 16954821683010879487, ledger, migrating,
+// which fails the same on f9c09ea). A resolve once the request is gone
+// stores the answer.
+func TestAResolveRacingARequestThatHeldTheKeyIsInProgress(t *testing.T) {
+	ctx := context.Background()
+	_, _, mem, g, svc := migratingService(t)
+	other := intake.Claim{Token: "other order's retry", Fingerprint: "another order", Lease: time.Minute}
+	held := false
+	mem.RoundTrip = func(ctx context.Context, method string, apply func()) error {
+		if method == "lookup" && !held {
+			// The adoption's look at the ledger finds the retry holding the key.
+			held = true
+			mem.RoundTrip = nil
+			if rec, err := mem.Begin(ctx, key("k"), other); err != nil || rec.State != intake.Claimed {
+				t.Fatalf("the other request's claim = %+v, %v", rec, err)
+			}
+			apply()
+			if err := mem.Release(ctx, key("k"), other); err != nil {
+				t.Fatal(err)
+			}
+			return nil
+		}
+		apply()
+		return nil
+	}
+	admin := intake.NewAdmin(svc, mem)
+	res := intake.Resolution{Status: order.StatusAccepted, OrderID: "order-x"}
+	if _, err := admin.Resolve(ctx, key("k"), res); !held || !errors.Is(err, intake.ErrInProgress) {
+		t.Fatalf("Resolve beside the request (it held the key: %v) = %v; want ErrInProgress", held, err)
+	}
+	rec, err := admin.Resolve(ctx, key("k"), res)
+	if err != nil || rec.State != intake.Stored {
+		t.Fatalf("Resolve again = %v, %v; want the answer stored", rec.State, err)
+	}
+	if n := len(g.placements()); n != 0 {
+		t.Errorf("gateway calls = %d, want none: the operator answered", n)
+	}
+}

@@ -107,6 +107,8 @@ var mutants = []mutant{
 		"\t\tif c.role() == RoleClient || c.role() == RoleAdopter {\n\t\t\tev = EventClaim", "\t\tif true {\n\t\t\tev = EventClaim"},
 	{"a resolve claims as a client, and Step lets it claim a free key", "intake/admin.go",
 		"Lease: s.opts.PendingTTL, By: RoleResolver, KeepUntil", "Lease: s.opts.PendingTTL, KeepUntil"},
+	{"a resolve racing a request that held a key only KV keeps open says not found", "intake/admin.go",
+		"if err == nil && rec.State == Absent && !adopted && s.adoptable(ctx, key) {", "if err == nil && rec.State == Absent && !adopted && false {"},
 	{"StepRelease: a late release reopens a key its tentative claim freed", "intake/step.go",
 		"\tcase from == PhaseAbsent:\n\t\treturn Move{Event: EventNone, To: PhaseAbsent, Claim: c}, nil\n", ""},
 	{"Step: a claim takes over another order's open key", "intake/step.go",
