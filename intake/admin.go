@@ -228,8 +228,8 @@ func (a *Admin) Resolve(ctx context.Context, key Key, res Resolution) (Record, e
 		// During a migration a key KV mode left open, and the sweep has
 		// not adopted yet, is adopted first, not due for the Store's
 		// settler before this answer is stored.
-		adopted, err := s.adoptOpen(ctx, key, now.Add(s.opts.PendingTTL))
-		if err != nil {
+		var adopted bool
+		if adopted, err = s.adoptOpen(ctx, key, now.Add(s.opts.PendingTTL)); err != nil {
 			return Record{}, err
 		}
 		rec, err = s.store.Begin(ctx, key, claim)

@@ -492,3 +492,26 @@ func TestAResolveRacingARequestThatHeldTheKeyIsInProgress(t *testing.T) {
 		t.Errorf("gateway calls = %d, want none: the operator answered", n)
 	}
 }
+
+// TestAResolveWhoseClaimFailsAfterTheAdoptionSaysStorageUnavailable: the
+// resolve's claim after it adopted a key only KV held fails: the operator
+// is told storage failed, not that the key holds nothing.
+func TestAResolveWhoseClaimFailsAfterTheAdoptionSaysStorageUnavailable(t *testing.T) {
+	ctx := context.Background()
+	_, _, mem, _, svc := migratingService(t)
+	claims := 0
+	mem.RoundTrip = func(ctx context.Context, method string, apply func()) error {
+		if method == "claim" {
+			if claims++; claims == 3 { // the resolve's, the adoption's, then the resolve's again
+				return errStorage
+			}
+		}
+		apply()
+		return nil
+	}
+	admin := intake.NewAdmin(svc, mem)
+	_, err := admin.Resolve(ctx, key("k"), intake.Resolution{Status: order.StatusAccepted, OrderID: "order-x"})
+	if claims != 3 || !errors.Is(err, intake.ErrStorageUnavailable) {
+		t.Fatalf("Resolve whose claim failed (claims %d) = %v; want ErrStorageUnavailable", claims, err)
+	}
+}
