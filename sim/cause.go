@@ -220,10 +220,14 @@ func (w *world) observeClaim(key keyName, e *kv.Entry) {
 	}
 	cw := &claimWrite{key: key, by: a, at: w.now(), seq: seq, rec: rec}
 	// Its cause: the writer's own read of the key just before, stale, or
-	// another's claim that landed after that read.
-	for _, kvKey := range []string{"pending:" + key, "result:" + key} {
-		if r, ok := w.ck.reads[a][kvKey]; ok && r.stale != nil && w.now().Sub(r.at) <= staleMost && cw.cause == nil {
-			cw.cause = r.stale
+	// another's claim that landed after that read. A request's work after
+	// its response (a release once its commit failed) is the request: its
+	// reads are the request's.
+	for _, reader := range []*actor{a, a.origin()} {
+		for _, kvKey := range []string{"pending:" + key, "result:" + key} {
+			if r, ok := w.ck.reads[reader][kvKey]; ok && r.stale != nil && w.now().Sub(r.at) <= staleMost && cw.cause == nil {
+				cw.cause = r.stale
+			}
 		}
 	}
 	if read, ok := a.reads["pending:"+key]; ok && cw.cause == nil {
