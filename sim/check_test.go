@@ -54,6 +54,21 @@ func storeKV(w *world, body []byte, after time.Duration) {
 	w.ns.write("result:"+checkedKey, &kv.Entry{Value: string(body)}, 0)
 }
 
+// storeLedger stores receipt in the ledger under a claim named token, as
+// another request or a resolve does, unseen by the checker's hooks.
+func storeLedger(t *testing.T, w *world, token string, receipt []byte) {
+	t.Helper()
+	ctx, c := context.Background(), intake.Claim{Token: token, Lease: time.Minute}
+	w.direct = true
+	defer func() { w.direct = false }()
+	if _, err := w.ledger.Begin(ctx, w.keyOf(checkedKey), c); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.ledger.Commit(ctx, w.keyOf(checkedKey), c, intake.Result{Body: receipt, TTL: time.Hour}); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // readKV is a's read of KV's receipt, as a Worker's isolate reads it.
 func readKV(w *world, a *actor) *kv.Entry {
 	var got *kv.Entry
@@ -103,17 +118,7 @@ func TestALookupIsExcusedOnlyByItsOwnReads(t *testing.T) {
 			storeKV(w, receipt, time.Second)
 			w.sched.now = w.sched.now.Add(time.Second)
 			start := w.now()
-			ctx, c := context.Background(), intake.Claim{Token: "copy", Lease: time.Minute}
-			copyIntoLedger := func() {
-				w.direct = true
-				defer func() { w.direct = false }()
-				if _, err := w.ledger.Begin(ctx, w.keyOf(checkedKey), c); err != nil {
-					t.Fatal(err)
-				}
-				if err := w.ledger.Commit(ctx, w.keyOf(checkedKey), c, intake.Result{Body: receipt, TTL: time.Hour}); err != nil {
-					t.Fatal(err)
-				}
-			}
+			copyIntoLedger := func() { storeLedger(t, w, "copy", receipt) }
 			if tc.copied {
 				copyIntoLedger()
 			}
@@ -169,16 +174,8 @@ func TestALookupIsJudgedByItsOwnRead(t *testing.T) {
 	for _, readAfter := range []bool{false, true} {
 		w, in, receipt := checkedWorld(t, LedgerMode)
 		lookup := &actor{name: "lookup", inst: in[0].inst, kind: requestActor, key: checkedKey}
-		ctx, c := context.Background(), intake.Claim{Token: "resolve", Lease: time.Minute}
 		resolve := func() {
-			w.direct = true
-			defer func() { w.direct = false }()
-			if _, err := w.ledger.Begin(ctx, w.keyOf(checkedKey), c); err != nil {
-				t.Fatal(err)
-			}
-			if err := w.ledger.Commit(ctx, w.keyOf(checkedKey), c, intake.Result{Body: receipt, TTL: time.Hour}); err != nil {
-				t.Fatal(err)
-			}
+			storeLedger(t, w, "resolve", receipt)
 			w.stored(checkedKey, receipt, w.now().Add(time.Hour))
 		}
 		start := w.now()
