@@ -194,7 +194,7 @@ func (w *world) stored(key keyName, receipt []byte, until time.Time) {
 		w.logf("  stored %s %s", key, receipt)
 	}
 	w.checkNotPurged(key, receipt, "stored again")
-	w.commits[key], w.lastOutcome[key] = w.now(), receipt
+	w.commits[key] = commit{at: w.now(), body: receipt}
 	if w.storedBodies[key] == nil {
 		w.storedBodies[key] = make(map[string]bool)
 	}
@@ -246,7 +246,7 @@ func (w *world) checkNotReceipted(key keyName, orderID, what string, reader *act
 // nothing when the key held a receipt the caller names, as the stale read
 // it is: over KV, or the ledger-mode Worker's read of KV's fallback, made
 // after its own read of the ledger showed no outcome of the key
-// (ledgerShowedNone). Nil if there is none.
+// (ledgerSaw). Nil if there is none.
 func (w *world) missedReceipt(key keyName, reader *actor, names func(body []byte) bool) *event {
 	r, ok := w.ck.reads[reader]["result:"+key]
 	if !ok || r.stale == nil || r.entry != nil || r.latest == nil || !names([]byte(r.latest.Value)) || !w.ranKV() {
@@ -298,6 +298,12 @@ func (w *world) readBeforeStored(key keyName, reader *actor) bool {
 	return ok && !saw && w.peekLedger(key).State == intake.Stored
 }
 
+// commit is a key's outcome as it was stored, and when.
+type commit struct {
+	at   time.Time
+	body []byte
+}
+
 // storedRun is the outcome a key has held without a gap since since, as
 // the Worker's exact read would find it (peek): a gap that expiry made
 // is not seen, but for a store of the same bytes after it, the outcome
@@ -331,9 +337,7 @@ func (w *world) sawLedger(a *actor, method string) {
 // peekLedger reads what the ledger itself holds for key now, as peek
 // does.
 func (w *world) peekLedger(key keyName) intake.Record {
-	was := w.direct
-	w.direct = true
-	defer func() { w.direct = was }()
+	defer w.directly()()
 	rec, _ := w.ledger.Lookup(context.Background(), w.keyOf(key))
 	return rec
 }
@@ -367,33 +371,41 @@ func (w *world) storedBesideReporter(key keyName, reader *actor) *event {
 // peek reads what the store holds for key now, without staleness, faults
 // or yields.
 func (w *world) peek(key keyName) intake.Record {
-	was := w.direct
-	w.direct = true
-	defer func() { w.direct = was }()
 	if w.mode == KVMode {
 		return w.peekKV(key)
 	}
-	rec, _ := w.ledger.Lookup(context.Background(), w.keyOf(key))
+	return w.asPeeked(key, w.peekLedger(key))
+}
+
+// asPeeked is key's record as peek reads it, given rec, what the ledger
+// holds: during a migration a key the ledger does not hold is KV's. The
+// ledger's Watch hook, which runs under the ledger's lock, passes the
+// record it has rather than read it again.
+func (w *world) asPeeked(key keyName, rec intake.Record) intake.Record {
 	if rec.State == intake.Absent && w.migrating {
 		return w.peekKV(key)
 	}
 	return rec
 }
 
-// peekKV reads what KV holds for key now, as peek does.
-func (w *world) peekKV(key keyName) intake.Record {
+// directly has the checks read the stores, until the func it returns
+// restores what was: defer w.directly()().
+func (w *world) directly() (restore func()) {
 	was := w.direct
 	w.direct = true
-	defer func() { w.direct = was }()
+	return func() { w.direct = was }
+}
+
+// peekKV reads what KV holds for key now, as peek does.
+func (w *world) peekKV(key keyName) intake.Record {
+	defer w.directly()()
 	rec, _ := w.kvStore.Lookup(context.Background(), w.keyOf(key))
 	return rec
 }
 
 // peekClaim reads KV's claim for key alone, as if no receipt were stored.
 func (w *world) peekClaim(key keyName) intake.Record {
-	was := w.direct
-	w.direct = true
-	defer func() { w.direct = was }()
+	defer w.directly()()
 	rec, _ := kv.NewStore(claimsOnly{w.ns}, w.now).Lookup(context.Background(), w.keyOf(key))
 	return rec
 }
@@ -430,8 +442,8 @@ func (w *world) checkKept() {
 			continue
 		}
 		var until time.Time
-		if at, ok := w.commits[key]; ok && !at.Before(c.start) {
-			until = at.Add(w.resultTTL)
+		if last, ok := w.commits[key]; ok && !last.at.Before(c.start) {
+			until = last.at.Add(w.resultTTL)
 		} else {
 			until = c.acceptedAt.Add(w.settleMaxAge + w.resultTTL)
 			if at, ok := w.unresolved[key]; ok {
@@ -479,11 +491,11 @@ func (w *world) checkKept() {
 // KeepUntil: the adoption, like KV mode's settler, deletes a claim left
 // beside an outcome. Nil otherwise.
 func (w *world) keptForAnotherOrderID(key keyName, c *gatewayCall) *event {
-	at, ok := w.commits[key]
-	if !ok || !at.Before(c.start) || w.now().Before(at.Add(w.resultTTL)) {
+	last, ok := w.commits[key]
+	if !ok || !last.at.Before(c.start) || w.now().Before(last.at.Add(w.resultTTL)) {
 		return nil
 	}
-	if id, _, _ := order.ReceiptFields(w.lastOutcome[key]); id == c.orderID {
+	if id, _, _ := order.ReceiptFields(last.body); id == c.orderID {
 		return nil
 	}
 	if mc := w.mintOf(c.key, c.orderID, c.acceptedAt); mc != nil {

@@ -24,8 +24,7 @@ func checkedWorld(t *testing.T, mode Mode) (w *world, in [locations]*actor, rece
 	w, in = modelWorld(func(int, string) int { return 0 })
 	w.mode, w.ck = mode, newCausality()
 	w.storedRuns, w.ledgerSaw = make(map[keyName]storedRun), make(map[*actor]bool)
-	w.storedBodies, w.receipts, w.commits = make(map[keyName]map[string]bool), make(map[keyName]map[string]time.Time), make(map[keyName]time.Time)
-	w.lastOutcome = make(map[keyName][]byte)
+	w.storedBodies, w.receipts, w.commits = make(map[keyName]map[string]bool), make(map[keyName]map[string]time.Time), make(map[keyName]commit)
 	w.oms = newOMS(w)
 	w.oms.orders["order-1"] = &omsOrder{key: checkedKey, accepted: true}
 	w.ns.observe = w.observeKVWrite

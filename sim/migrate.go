@@ -398,9 +398,7 @@ func (w *world) checkAdoptionBound(quiet time.Time) {
 		return
 	}
 	m.bounded = true
-	was := w.direct
-	w.direct = true
-	defer func() { w.direct = was }()
+	defer w.directly()()
 	for _, key := range m.leftOpen {
 		k := w.keyOf(key)
 		rec, _ := w.ledger.Lookup(context.Background(), k)

@@ -110,13 +110,12 @@ type world struct {
 	instances []*instance
 	keys      []*clientKey
 	answers   []*answer
-	// commits is when each key's last outcome was stored, storedRuns
+	// commits is each key's last outcome stored, and when, storedRuns
 	// what each key has held without a gap, and since when, and receipts
 	// until when each key's accepted receipt for an order id is kept.
-	commits     map[keyName]time.Time
-	lastOutcome map[keyName][]byte // the outcome commits dates
-	storedRuns  map[keyName]storedRun
-	receipts    map[keyName]map[string]time.Time
+	commits    map[keyName]commit
+	storedRuns map[keyName]storedRun
+	receipts   map[keyName]map[string]time.Time
 	// ledgerSaw is whether each actor's last read of the ledger showed
 	// its key's outcome stored.
 	ledgerSaw map[*actor]bool
@@ -196,7 +195,7 @@ type answer struct {
 // the least eventful choice), and returns it with its violations.
 func run(mode Mode, choose func(n int, label string) int) *world {
 	w := &world{mode: mode, choices: choose, counts: make(map[string]int), chances: make(map[string]int), misses: make(map[string][]miss), ck: newCausality(),
-		commits: make(map[keyName]time.Time), lastOutcome: make(map[keyName][]byte), storedRuns: make(map[keyName]storedRun), ledgerSaw: make(map[*actor]bool), receipts: make(map[keyName]map[string]time.Time), unresolved: make(map[keyName]time.Time),
+		commits: make(map[keyName]commit), storedRuns: make(map[keyName]storedRun), ledgerSaw: make(map[*actor]bool), receipts: make(map[keyName]map[string]time.Time), unresolved: make(map[keyName]time.Time),
 		absentSeen: make(map[*gatewayCall]bool), paged: make(map[keyName]time.Time), lastWriter: make(map[string]*actor),
 		storedBodies: make(map[keyName]map[string]bool)}
 	start := time.Date(2026, 11, 24, 9, 30, 0, 0, time.UTC)
@@ -231,10 +230,7 @@ func run(mode Mode, choose func(n int, label string) int) *world {
 			}
 			w.checkRefines(key.String(), intake.PhaseOf(before), intake.PhaseOf(after), "ledger "+method)
 			w.observeLedgerMint(key.String(), method, before, after)
-			if after.State == intake.Absent && w.migrating {
-				after = w.peekKV(key.String()) // as peek reads it; peek itself would wait on the ledger's lock
-			}
-			w.trackStored(key.String(), after)
+			w.trackStored(key.String(), w.asPeeked(key.String(), after))
 		}
 		w.migrating = w.uniform(3, "migrating") == 2
 		w.drawMigration()
