@@ -224,9 +224,9 @@ type Store interface {
 	// taken over, keeping its order id, order and attempts (Claimed, with
 	// them set), unless both it and c have fingerprints and they differ:
 	// then it stays Open and Begin returns it. The settler's claim
-	// (c.By) takes over only an Open key that is due (DueFor): not
-	// Unresolved, or whose give-up awaits its check (Unresolved with a
-	// NextAttempt); an operator's, any Open key. Step decides. It
+	// (c.By) takes over only an Open key that is due (DueFor): not one
+	// given up on, but one whose give-up awaits its check once the check
+	// is due; an operator's, any Open key. Step decides. It
 	// returns Claimed when c now holds the key.
 	Begin(ctx context.Context, key Key, c Claim) (Record, error)
 	// Commit stores r under key and ends c. It returns ErrLostClaim if c no

@@ -204,7 +204,7 @@ func encodeClaim(key intake.Key, c intake.Claim) []byte {
 
 // claimedBy is who a claim's document says claims: none of the flags is a
 // client.
-func claimedBy(r reader) intake.Role {
+func (r reader) claimedBy() intake.Role {
 	switch {
 	case r.flag(mResolving):
 		return intake.RoleResolver
@@ -223,7 +223,7 @@ func decodeClaim(b []byte) (intake.Key, intake.Claim, error) {
 	}
 	c := intake.Claim{Token: r.str(mToken), Fingerprint: r.str(mFingerprint), OrderID: r.str(mOrderID),
 		AcceptedAt: r.time(mAcceptedAt), Lease: r.millis(mLease), KeepUntil: r.time(mKeepUntil),
-		By: claimedBy(r), Sent: r.flag(mSent), Attempts: int(r.num(mAttempts)),
+		By: r.claimedBy(), Sent: r.flag(mSent), Attempts: int(r.num(mAttempts)),
 		NextAttempt: r.time(mNextAttempt), GiveUp: r.giveUp(), Tentative: r.flag(mTentative)}
 	if o, ok := r.order(); ok && c.Fingerprint != "" {
 		c.Order = o
