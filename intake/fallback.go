@@ -30,7 +30,7 @@ func (s *Service) adopt(ctx context.Context, sub *submission, claim *Claim) (out
 	case rec.State == Held:
 		s.release(ctx, sub.key, *claim)
 		return Outcome{}, true, ErrInProgress
-	case rec.State == Open && !claim.Sent:
+	case rec.State == Open && claim.Stage != StageSent:
 		if rec.Fingerprint != "" && rec.Fingerprint != claim.Fingerprint {
 			s.release(ctx, sub.key, *claim)
 			return Outcome{}, true, ErrKeyReused
@@ -157,7 +157,7 @@ func (s *Service) adoptOpen(ctx context.Context, key Key, due time.Time) (bool, 
 	// place an order a purge meanwhile erased. KV keeps its own claim, and
 	// the next sweep adopts the key again.
 	claim := Claim{Token: s.opts.NewID(), Fingerprint: old.Fingerprint, Order: old.Order, OrderID: old.OrderID,
-		AcceptedAt: old.AcceptedAt, Lease: s.opts.PendingTTL, Tentative: s.life.Tentative, By: RoleAdopter,
+		AcceptedAt: old.AcceptedAt, Lease: s.opts.PendingTTL, Stage: s.tentative(), By: RoleAdopter,
 		KeepUntil: later(s.keepUntil(old.AcceptedAt), s.opts.Now().Add(s.opts.ResultTTL))}
 	rec, err := s.store.Begin(ctx, key, claim)
 	switch {
@@ -185,7 +185,7 @@ func (s *Service) adoptOpen(ctx context.Context, key Key, due time.Time) (bool, 
 	}
 	// Not Unresolved, even if the old Worker gave up on it: the Store's
 	// settler asks once more and reports it itself.
-	claim.Sent, claim.Attempts, claim.NextAttempt = true, old.Attempts, due
+	claim.Stage, claim.Attempts, claim.NextAttempt = StageSent, old.Attempts, due
 	s.release(ctx, key, claim)
 	return true, nil
 }

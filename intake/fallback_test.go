@@ -162,7 +162,7 @@ func openInOldNamespace(t *testing.T, ns kv.Namespace, now func() time.Time, k i
 	if rec, err := store.Begin(ctx, k, c); err != nil || rec.State != intake.Claimed {
 		t.Fatalf("old Begin = %+v, %v; want Claimed", rec, err)
 	}
-	c.Sent = true
+	c.Stage = intake.StageSent
 	if err := store.Release(ctx, k, c); err != nil {
 		t.Fatal(err)
 	}

@@ -74,7 +74,7 @@ func (s *Service) copyFromFallback(ctx context.Context, key Key, rec Record, now
 	if !s.life.TellsExpiry {
 		return rec
 	}
-	claim := Claim{Token: s.opts.NewID(), Fingerprint: rec.Fingerprint, Lease: s.opts.PendingTTL, Tentative: s.life.Tentative}
+	claim := Claim{Token: s.opts.NewID(), Fingerprint: rec.Fingerprint, Lease: s.opts.PendingTTL, Stage: s.tentative()}
 	got, err := s.store.Begin(ctx, key, claim)
 	if err != nil || got.State != Claimed || got.OrderID != "" {
 		if err == nil && got.State == Claimed {

@@ -70,7 +70,7 @@ func TestResolveAdoptsAKeyKVModeGaveUpOn(t *testing.T) {
 	if _, err := oldStore.Begin(ctx, key("k"), c); err != nil {
 		t.Fatal(err)
 	}
-	c.Sent, c.Attempts, c.GiveUp = true, 7, intake.GivenUp
+	c.Stage, c.Attempts, c.GiveUp = intake.StageSent, 7, intake.GivenUp
 	if err := oldStore.Release(ctx, key("k"), c); err != nil {
 		t.Fatal(err)
 	}

@@ -180,7 +180,7 @@ func TestTakeoverNearTheEndOfTheKeepWindowOutlivesTheRow(t *testing.T) {
 		if rec, err := mem.Begin(ctx, key("k"), first); err != nil || rec.State != intake.Claimed {
 			t.Fatalf("first Begin = %+v, %v; want Claimed", rec, err)
 		}
-		first.Sent = true
+		first.Stage = intake.StageSent
 		if err := mem.Release(ctx, key("k"), first); err != nil {
 			t.Fatal(err)
 		}

@@ -76,27 +76,27 @@ func Step(rec Record, c Claim, now time.Time) (Move, error) {
 
 // StepRelease decides how claim c's release leaves its key, which the
 // Store holds in phase from (KV, which cannot read it first: held, the
-// claim's own). A claim released beside the outcome it stored (c.Stored)
-// goes, and the key stays stored. A claim that no longer holds a key the
-// Store shows free (a tentative claim whose lease ended, which freed the
-// key) changes nothing: reopening the key would hand the settler an order
-// id a purge may have erased since. A claim whose order may have reached the
-// gateway under its order id (c.Sent, or the Store kept the key's as sent:
-// keptSent) leaves it open, awaiting the give-up's check or given up on
-// (c.GiveUp); any other goes, and
-// the key is free. A claim that keeps nothing past its lease (c.KeepUntil
-// zero, the reference's) goes whatever it sent: nothing settles it.
+// claim's own). A claim released beside the outcome it stored
+// (StageStored) goes, and the key stays stored. A claim that no longer
+// holds a key the Store shows free (a tentative claim whose lease ended,
+// which freed the key) changes nothing: reopening the key would hand the
+// settler an order id a purge may have erased since. A claim whose order
+// may have reached the gateway under its order id (StageSent, or the
+// Store kept the key's as sent: keptSent) leaves it open, awaiting the
+// give-up's check or given up on (c.GiveUp); any other goes, and the key
+// is free. A claim that keeps nothing past its lease (c.KeepUntil zero,
+// the reference's) goes whatever it sent: nothing settles it.
 //
 // It fails on a move the table has no row for.
 func StepRelease(c Claim, from Phase, keptSent bool) (Move, error) {
 	ev, to := EventReleaseUnsent, PhaseAbsent
 	switch {
-	case c.Stored:
+	case c.Stage == StageStored:
 		// Beside the outcome it stored: the claim goes, the key stays.
 		return Move{Event: EventNone, To: PhaseStored, Claim: c}, nil
 	case from == PhaseAbsent:
 		return Move{Event: EventNone, To: PhaseAbsent, Claim: c}, nil
-	case !(c.Sent || keptSent) || c.KeepUntil.IsZero():
+	case !(c.Stage == StageSent || keptSent) || c.KeepUntil.IsZero():
 	case c.GiveUp == GivenUp:
 		ev, to = EventGiveUp, PhaseUnresolved
 	case c.GiveUp == AwaitingCheck:
@@ -140,7 +140,7 @@ func DueFor(rec Record, now time.Time) bool {
 // order where the key keeps one. Stores write it; the Service carries it
 // on from what Begin returned.
 func TakeOver(c Claim, rec Record) Claim {
-	c.OrderID, c.AcceptedAt, c.Sent, c.Tentative = rec.OrderID, rec.AcceptedAt, true, false
+	c.OrderID, c.AcceptedAt, c.Stage = rec.OrderID, rec.AcceptedAt, StageSent
 	c.Attempts, c.GiveUp = rec.Attempts, rec.GiveUp
 	if rec.GiveUp.Unresolved() {
 		c.NextAttempt = rec.NextAttempt
@@ -178,7 +178,7 @@ func ClaimState(released bool, leaseUntil time.Time, tentative bool, orderID str
 // c.NextAttempt, or at once if no attempt set it.
 func DueAt(c Claim, released bool, leaseUntil, now time.Time) time.Time {
 	switch {
-	case c.Fingerprint == "" || c.Tentative || !c.KeepUntil.After(leaseUntil) && !released:
+	case c.Fingerprint == "" || c.Stage == StageTentative || !c.KeepUntil.After(leaseUntil) && !released:
 		return time.Time{}
 	case c.GiveUp == GivenUp:
 		return time.Time{}

@@ -38,7 +38,7 @@ func TestStepDecidesWhatAClaimDoesToTheKeyItFound(t *testing.T) {
 	client := intake.Claim{Token: "t", Fingerprint: "fp", Order: stepOrder, OrderID: "a new order id", AcceptedAt: stepNow}
 	settler := intake.Claim{Token: "s", By: intake.RoleSettler}
 	resolver := intake.Claim{Token: "r", By: intake.RoleResolver}
-	adopter := intake.Claim{Token: "a", Fingerprint: "fp", Order: stepOrder, OrderID: "KV's order id", AcceptedAt: stepNow, Tentative: true, By: intake.RoleAdopter}
+	adopter := intake.Claim{Token: "a", Fingerprint: "fp", Order: stepOrder, OrderID: "KV's order id", AcceptedAt: stepNow, Stage: intake.StageTentative, By: intake.RoleAdopter}
 	unresolved := openKey(func(r *intake.Record) { r.GiveUp, r.NextAttempt = intake.GivenUp, time.Time{} })
 	checking := openKey(func(r *intake.Record) { r.GiveUp = intake.AwaitingCheck })
 	for _, tc := range []struct {
@@ -93,14 +93,14 @@ func claimsEqual(a, b intake.Claim) bool {
 // TestATakeoverInheritsTheKeysOrderAndGiveUp: what a takeover inherits
 // is decided once, for both stores and the Service.
 func TestATakeoverInheritsTheKeysOrderAndGiveUp(t *testing.T) {
-	c := intake.Claim{Token: "t", Fingerprint: "fp", Order: stepOrder, OrderID: "mine", AcceptedAt: stepNow, Tentative: true,
+	c := intake.Claim{Token: "t", Fingerprint: "fp", Order: stepOrder, OrderID: "mine", AcceptedAt: stepNow, Stage: intake.StageTentative,
 		NextAttempt: stepNow.Add(time.Hour)}
 	got := intake.TakeOver(c, openKey(nil))
 	if got.OrderID != "the key's order id" || !got.AcceptedAt.Equal(stepNow.Add(-time.Hour)) || got.Attempts != 3 {
 		t.Errorf("the takeover's order id, time and attempts are %q, %v, %d: not the key's", got.OrderID, got.AcceptedAt, got.Attempts)
 	}
-	if !got.Sent || got.Tentative {
-		t.Errorf("a takeover is sent (%v) and firm (tentative %v): the key's order id may be at the OMS", got.Sent, got.Tentative)
+	if got.Stage != intake.StageSent {
+		t.Errorf("a takeover is at stage %v, want sent (so not tentative): the key's order id may be at the OMS", got.Stage)
 	}
 	if got.GiveUp != intake.NotGivenUp || !got.NextAttempt.Equal(c.NextAttempt) {
 		t.Errorf("a takeover of a key not given up on keeps its own due time: %d, %v", got.GiveUp, got.NextAttempt)
@@ -176,7 +176,7 @@ func TestTheSettlerIsDueWhenDueAtSays(t *testing.T) {
 		{"a released one, at once", c, true, stepNow},
 		{"or when its attempt said", with(func(d *intake.Claim) { d.NextAttempt = next }), true, next},
 		{"never without its order", with(func(d *intake.Claim) { d.Fingerprint = "" }), true, time.Time{}},
-		{"nor for a tentative claim", with(func(d *intake.Claim) { d.Tentative = true }), false, time.Time{}},
+		{"nor for a tentative claim", with(func(d *intake.Claim) { d.Stage = intake.StageTentative }), false, time.Time{}},
 		{"nor for a claim kept no longer than its lease", with(func(d *intake.Claim) { d.KeepUntil = lease }), false, time.Time{}},
 		{"a key given up on, never", with(func(d *intake.Claim) { d.GiveUp = intake.GivenUp }), true, time.Time{}},
 		{"awaiting its check, when the check is due", with(func(d *intake.Claim) { d.GiveUp, d.NextAttempt = intake.AwaitingCheck, next }), true, next},
@@ -192,7 +192,7 @@ func TestTheSettlerIsDueWhenDueAtSays(t *testing.T) {
 // TestStepReleaseDecidesHowAReleaseLeavesItsKey: how a release leaves its
 // key is decided once, for both stores, and checked against the table.
 func TestStepReleaseDecidesHowAReleaseLeavesItsKey(t *testing.T) {
-	sent := intake.Claim{Token: "t", Fingerprint: "fp", Sent: true, KeepUntil: stepNow.Add(time.Hour)}
+	sent := intake.Claim{Token: "t", Fingerprint: "fp", Stage: intake.StageSent, KeepUntil: stepNow.Add(time.Hour)}
 	with := func(mod func(*intake.Claim)) intake.Claim { return modified(sent, mod) }
 	for _, tc := range []struct {
 		name     string
@@ -204,11 +204,11 @@ func TestStepReleaseDecidesHowAReleaseLeavesItsKey(t *testing.T) {
 	}{
 		{"a sent claim leaves its key open", sent, intake.PhaseHeld, false, intake.EventReleaseOpen, intake.PhaseOpen},
 		{"and so it does once its lease ended", sent, intake.PhaseOpen, false, intake.EventReleaseOpen, intake.PhaseOpen},
-		{"an unsent one goes", with(func(c *intake.Claim) { c.Sent = false }), intake.PhaseHeld, false, intake.EventReleaseUnsent, intake.PhaseAbsent},
-		{"unless the store kept the key as sent", with(func(c *intake.Claim) { c.Sent = false }), intake.PhaseHeld, true, intake.EventReleaseOpen, intake.PhaseOpen},
+		{"an unsent one goes", with(func(c *intake.Claim) { c.Stage = intake.StageFirm }), intake.PhaseHeld, false, intake.EventReleaseUnsent, intake.PhaseAbsent},
+		{"unless the store kept the key as sent", with(func(c *intake.Claim) { c.Stage = intake.StageFirm }), intake.PhaseHeld, true, intake.EventReleaseOpen, intake.PhaseOpen},
 		{"the reference's claim goes, whatever it sent", with(func(c *intake.Claim) { c.KeepUntil = time.Time{} }), intake.PhaseHeld, false, intake.EventReleaseUnsent, intake.PhaseAbsent},
 		{"a key given up on stays so", with(func(c *intake.Claim) { c.GiveUp = intake.GivenUp }), intake.PhaseHeld, false, intake.EventGiveUp, intake.PhaseUnresolved},
-		{"a claim beside the outcome it stored goes, the key stays stored", with(func(c *intake.Claim) { c.Stored, c.By = true, intake.RoleSettler }), intake.PhaseStored, false, intake.EventNone, intake.PhaseStored},
+		{"a claim beside the outcome it stored goes, the key stays stored", with(func(c *intake.Claim) { c.Stage, c.By = intake.StageStored, intake.RoleSettler }), intake.PhaseStored, false, intake.EventNone, intake.PhaseStored},
 		{"one awaiting the check stays due for it", with(func(c *intake.Claim) { c.GiveUp, c.NextAttempt = intake.AwaitingCheck, stepNow }), intake.PhaseHeld, false, intake.EventCheck, intake.PhaseChecking},
 	} {
 		move, err := intake.StepRelease(tc.c, tc.from, tc.keptSent)
@@ -238,7 +238,7 @@ func TestStepReleaseDecidesHowAReleaseLeavesItsKey(t *testing.T) {
 // itself are decided once.
 func TestUnansweredDecidesWhereACallWithoutAnAnswerLeavesItsKey(t *testing.T) {
 	const lag, ttl = time.Minute, 24 * time.Hour
-	c := intake.Claim{Fingerprint: "fp", Sent: true, Attempts: 2, AcceptedAt: stepNow.Add(-time.Hour), KeepUntil: stepNow.Add(time.Hour)}
+	c := intake.Claim{Fingerprint: "fp", Stage: intake.StageSent, Attempts: 2, AcceptedAt: stepNow.Add(-time.Hour), KeepUntil: stepNow.Add(time.Hour)}
 	with := func(mod func(*intake.Claim)) intake.Claim { return modified(c, mod) }
 	type want struct {
 		giveUp intake.GiveUp

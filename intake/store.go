@@ -155,28 +155,15 @@ type Claim struct {
 	// placing an order reaches nothing outside (the stand-in gateway). A
 	// Store never shortens what an earlier claim kept.
 	KeepUntil time.Time
-	// Sent is true once the order may have reached the gateway under
-	// OrderID: Release then keeps the order id and leaves the key Open.
-	Sent bool
+	// Stage is how far the claim has come: tentative, firm, sent or
+	// stored. StepRelease reads it to decide how a release leaves the key.
+	Stage Stage
 	// Attempts, NextAttempt and GiveUp are what Release stores with an
 	// Open key: the gateway calls that ended without an answer stored, when
 	// the settler is due to call again, and whether it gave up on the key.
 	Attempts    int
 	NextAttempt time.Time
 	GiveUp      GiveUp
-	// Tentative marks a claim whose order id is not yet the key's: one
-	// taken while a migration's Fallback may still hold the key's order id.
-	// If it ends without Commit or Release (its holder died, or its release
-	// failed), the key is free again and nothing is due for the settler,
-	// since its order never reached the gateway under it. Begin with the
-	// same token and Tentative false makes it firm; only the ledger, which
-	// has a Fallback, tells the two apart.
-	Tentative bool
-	// Stored marks a release after Commit stored the claim's outcome: the
-	// claim goes, and the key stays stored, which is no move of the
-	// table's (ReleaseAfterCommit; KV's Commit of a claim on a key given
-	// up on).
-	Stored bool
 	// By is who claims: zero for a client's submission; RoleSettler for
 	// the settler's claim, which takes over an Open key only once due
 	// (DueFor) and claims no free key; RoleResolver for an operator's
@@ -192,6 +179,40 @@ type Claim struct {
 	// (the ledger), releasing the claim if Admit refuses. Begin returns
 	// Admit's error as it is.
 	Admit func(context.Context) error
+}
+
+// Stage is how far a claim has come: what its release must keep.
+type Stage uint8
+
+const (
+	// StageFirm: the claim's order id is the key's, and its order has
+	// not been passed to the gateway: a release frees the key.
+	StageFirm Stage = iota
+	// StageTentative: the claim's order id is not yet the key's, since a
+	// migration's Fallback may still hold another. If the claim ends
+	// without Commit or Release (its holder died, or its release failed),
+	// the key is free again and nothing is due for the settler: its
+	// order never reached the gateway under it. Begin with the same token
+	// at StageFirm makes it firm. Only a Store with Lifecycle.Tentative
+	// (the ledger) tells it from StageFirm.
+	StageTentative
+	// StageSent: the order may have reached the gateway under OrderID: a
+	// release keeps the order id and leaves the key Open.
+	StageSent
+	// StageStored: Commit stored the claim's outcome. Its release deletes
+	// the claim, and the key stays stored, which is no move of the
+	// table's (ReleaseAfterCommit; KV's Commit of a claim on a key given
+	// up on).
+	StageStored
+)
+
+var stageNames = []string{"firm", "tentative", "sent", "stored"}
+
+func (st Stage) String() string {
+	if int(st) < len(stageNames) {
+		return stageNames[st]
+	}
+	return "stage?"
 }
 
 // Result is what Commit stores: the key's final outcome.
@@ -233,7 +254,7 @@ type Store interface {
 	// longer holds the key, where a Store can tell.
 	Commit(ctx context.Context, key Key, c Claim, r Result) error
 	// Release ends c without an outcome, so a retry can claim the key at
-	// once. If c.Sent, the key is left Open with c's order id and order,
+	// once. If c's order was sent (StageSent), the key is left Open with c's order id and order,
 	// its Attempts, NextAttempt and Unresolved, kept until c.KeepUntil at
 	// least; otherwise the claim is removed. A claim that no longer holds
 	// the key is left alone.
@@ -263,7 +284,7 @@ type Lifecycle struct {
 	// replaces the claim, as the ledger's does, leaves it off; so does KV
 	// when its claims are left to expire with their lease.
 	ReleaseAfterCommit bool
-	// Tentative says the Store keeps a tentative claim (Claim.Tentative)
+	// Tentative says the Store keeps a tentative claim (StageTentative)
 	// apart from a firm one, and makes it firm on a Begin with the same
 	// token: the ledger. The Service then claims tentatively while a
 	// Fallback may hold the key's order id.

@@ -142,13 +142,15 @@ func (s *Service) attempt(ctx context.Context, sub *submission, now time.Time) (
 	// in the Fallback, whose replay must not count: the limit is then asked
 	// once the Fallback has nothing either.
 	limitLater := s.opts.Limit != nil && s.fallback()
-	if s.opts.Limit != nil && !limitLater && !claim.Sent {
+	if s.opts.Limit != nil && !limitLater && claim.Stage != StageSent {
 		claim.Admit = func(ctx context.Context) error { return s.admit(ctx, sub) }
 	}
 	// Until the Fallback has been asked, the Store's own order id is not
 	// the key's: the Fallback may hold another, which a request that dies
 	// now must not leave behind for the settler.
-	claim.Tentative = s.life.Tentative && s.fallback() && !claim.Sent
+	if claim.Stage == StageFirm && s.fallback() {
+		claim.Stage = s.tentative()
+	}
 	rec, err := s.store.Begin(ctx, sub.key, claim)
 	claim.Admit = nil
 	switch {
@@ -192,7 +194,7 @@ func (s *Service) attempt(ctx context.Context, sub *submission, now time.Time) (
 		return Outcome{}, err
 	}
 	if claim.Fingerprint != sub.fp {
-		if claim.Sent && claim.Fingerprint != "" {
+		if claim.Stage == StageSent && claim.Fingerprint != "" {
 			s.release(ctx, sub.key, claim)
 			return Outcome{}, ErrKeyReused
 		}
@@ -205,13 +207,13 @@ func (s *Service) attempt(ctx context.Context, sub *submission, now time.Time) (
 			return out, err
 		}
 	}
-	if limitLater && !claim.Sent {
+	if limitLater && claim.Stage != StageSent {
 		if err := s.admit(ctx, sub); err != nil {
 			s.release(ctx, sub.key, claim)
 			return Outcome{}, err
 		}
 	}
-	if claim.Tentative {
+	if claim.Stage == StageTentative {
 		if err := s.firm(ctx, sub.key, &claim); err != nil {
 			return Outcome{}, err
 		}
@@ -229,11 +231,22 @@ const (
 	bySettlerLastTime
 )
 
+// tentative is the stage of a claim whose order id may not be the key's,
+// since a migration's Fallback may hold another: StageTentative over a
+// Store that keeps such claims apart (Lifecycle.Tentative), StageFirm over
+// one that does not.
+func (s *Service) tentative() Stage {
+	if s.life.Tentative {
+		return StageTentative
+	}
+	return StageFirm
+}
+
 // firm makes a tentative claim the key's, before its order id may reach
 // the gateway: Begin again with its own token. If that fails the claim is
 // released, and a claim left tentative frees its key when its lease ends.
 func (s *Service) firm(ctx context.Context, key Key, claim *Claim) error {
-	claim.Tentative = false
+	claim.Stage = StageFirm
 	rec, err := s.store.Begin(ctx, key, *claim)
 	switch {
 	case err != nil:
@@ -294,7 +307,7 @@ func (s *Service) newClaim(sub *submission, now time.Time) (Claim, error) {
 // stored nowhere.
 func (s *Service) place(ctx context.Context, key Key, claim Claim, by placer) (Outcome, error) {
 	receipt := order.Receipt{OrderID: claim.OrderID, Status: order.StatusAccepted, Order: claim.Order, AcceptedAt: claim.AcceptedAt}
-	claim.Sent = true
+	claim.Stage = StageSent
 	claim.KeepUntil = later(claim.KeepUntil, s.keepUntil(claim.AcceptedAt))
 	err := s.opts.Gateway.Place(ctx, claim.placement(key))
 	var rejection *Rejection
@@ -412,7 +425,7 @@ func (s *Service) commit(ctx context.Context, key Key, claim Claim, result Resul
 	}
 	s.receipts.put(key.String(), storedAs(result, claim, at), at)
 	if s.life.ReleaseAfterCommit {
-		claim.Stored = true // the claim goes, beside its outcome
+		claim.Stage = StageStored // the claim goes, beside its outcome
 		if afterResponse {
 			s.release(ctx, key, claim)
 		} else {

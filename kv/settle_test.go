@@ -88,7 +88,7 @@ func TestClaimCarriesAnyOrder(t *testing.T) {
 			}
 			wantOrder("Lookup of the claim", rec, intake.Held)
 
-			first.Sent, first.Attempts, first.NextAttempt = true, 1, c.now.Add(time.Second)
+			first.Stage, first.Attempts, first.NextAttempt = intake.StageSent, 1, c.now.Add(time.Second)
 			if err := store.Release(ctx, k, first); err != nil {
 				t.Fatal(err)
 			}
@@ -117,7 +117,7 @@ func leaveOpen(t *testing.T, store *kv.Store, c *settleClock, k intake.Key, due 
 	if rec, err := store.Begin(ctx, k, cl); err != nil || rec.State != intake.Claimed {
 		t.Fatalf("Begin(%v) = %+v, %v; want Claimed", k, rec, err)
 	}
-	cl.Sent, cl.Attempts, cl.NextAttempt = true, 1, due
+	cl.Stage, cl.Attempts, cl.NextAttempt = intake.StageSent, 1, due
 	if unresolved {
 		cl.GiveUp = intake.AwaitingCheck
 		if due.IsZero() {
@@ -305,12 +305,12 @@ func TestAHeldClaimOnAnUnresolvedKeyHolds(t *testing.T) {
 	if _, err := store.Begin(ctx, k, cl); err != nil {
 		t.Fatal(err)
 	}
-	cl.Sent, cl.GiveUp = true, intake.GivenUp
+	cl.Stage, cl.GiveUp = intake.StageSent, intake.GivenUp
 	if err := store.Release(ctx, k, cl); err != nil {
 		t.Fatal(err)
 	}
 	retry := cl
-	retry.Token, retry.Sent, retry.GiveUp = "retry", false, intake.NotGivenUp
+	retry.Token, retry.Stage, retry.GiveUp = "retry", intake.StageFirm, intake.NotGivenUp
 	if rec, err := store.Begin(ctx, k, retry); err != nil || rec.State != intake.Claimed || rec.GiveUp != intake.GivenUp {
 		t.Fatalf("the retry's Begin = %+v, %v; want the unresolved key Claimed", rec, err)
 	}
@@ -318,7 +318,7 @@ func TestAHeldClaimOnAnUnresolvedKeyHolds(t *testing.T) {
 		t.Errorf("Lookup during the retry = %v, %v; want Held", rec.State, err)
 	}
 	other := cl
-	other.Token, other.Sent, other.GiveUp = "other", false, intake.NotGivenUp
+	other.Token, other.Stage, other.GiveUp = "other", intake.StageFirm, intake.NotGivenUp
 	if rec, err := store.Begin(ctx, k, other); err != nil || rec.State != intake.Held {
 		t.Errorf("another Begin during the retry = %v, %v; want Held, not a takeover", rec.State, err)
 	}
@@ -338,7 +338,7 @@ func TestAFailedClaimNeverDeletesAnOpenKey(t *testing.T) {
 	if _, err := fresh.Begin(ctx, k, open); err != nil {
 		t.Fatal(err)
 	}
-	open.Sent, open.Attempts, open.NextAttempt = true, 1, c.now.Add(time.Second)
+	open.Stage, open.Attempts, open.NextAttempt = intake.StageSent, 1, c.now.Add(time.Second)
 	if err := fresh.Release(ctx, k, open); err != nil {
 		t.Fatal(err)
 	}
@@ -354,7 +354,7 @@ func TestAFailedClaimNeverDeletesAnOpenKey(t *testing.T) {
 	faulty := &kvtest.Faulty{Namespace: stale}
 	faulty.Set(kvtest.Fault{Op: kvtest.OpPut, Prefix: "pending:", Nth: 1, Applied: true})
 	retry := open
-	retry.Token, retry.Sent, retry.Attempts, retry.NextAttempt = "retry", false, 0, time.Time{}
+	retry.Token, retry.Stage, retry.Attempts, retry.NextAttempt = "retry", intake.StageFirm, 0, time.Time{}
 	if _, err := kv.NewStore(faulty, c.Now).Begin(ctx, k, retry); err == nil {
 		t.Fatal("Begin = nil error, want the failed write")
 	}

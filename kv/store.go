@@ -227,7 +227,7 @@ func (k *Store) Begin(ctx context.Context, key intake.Key, c intake.Claim) (inta
 		// the read that found the key free may have been stale, and a
 		// delete would take an open key's order id and order with it.
 		if c.Fingerprint != "" && !c.KeepUntil.IsZero() {
-			c.Sent = true
+			c.Stage = intake.StageSent
 		}
 		if rerr := intake.ReleaseTwice(ctx, k, key, c); rerr != nil {
 			err = errs.Wrap(err, err.Error()+" (and releasing the claim: "+rerr.Error()+")")
@@ -251,7 +251,7 @@ func (k *Store) takeOver(ctx context.Context, key intake.Key, c intake.Claim, op
 			return intake.Record{}, err // refused: the key is as it was
 		}
 		back := c
-		back.Sent, back.NextAttempt = true, open.NextAttempt
+		back.Stage, back.NextAttempt = intake.StageSent, open.NextAttempt
 		if rerr := intake.ReleaseTwice(ctx, k, key, back); rerr != nil {
 			err = errs.Wrap(err, err.Error()+" (and reopening the key: "+rerr.Error()+")")
 		}
@@ -312,7 +312,7 @@ func (k *Store) Commit(ctx context.Context, key intake.Key, c intake.Claim, r in
 	if c.GiveUp.Unresolved() && !k.ReleaseClaims {
 		// The outcome is stored: a failed delete leaves only a listing
 		// that the admin API's lookup corrects.
-		_ = k.Release(ctx, key, intake.Claim{Stored: true})
+		_ = k.Release(ctx, key, intake.Claim{Stage: intake.StageStored})
 	}
 	return nil
 }
@@ -329,7 +329,7 @@ func claimTTL(c intake.Claim, now time.Time) time.Duration {
 }
 
 // Release implements intake.Store by deleting pending:<key>, or, once the
-// order may have reached the gateway (c.Sent), by leaving it open with its
+// order may have reached the gateway (intake.StageSent), by leaving it open with its
 // order id and order, due for the settler at c.NextAttempt. KV cannot tell
 // whose claim it is, so this is only called by the claim's holder. It
 // ignores ctx's cancellation: a request abandoned midway must still free

@@ -222,8 +222,8 @@ func TestASettlersBeginSeesTheReceiptWhoseClaimItCannotDelete(t *testing.T) {
 // (or free) at once rather than held for the claim's lease.
 func TestAReleaseRefusedByTheWriteLimitWaitsOutTheSecond(t *testing.T) {
 	ctx := context.Background()
-	for _, sent := range []bool{false, true} {
-		name := map[bool]string{false: "a claim deleted", true: "a sent claim left open"}[sent]
+	for _, stage := range []intake.Stage{intake.StageFirm, intake.StageSent} {
+		name := map[intake.Stage]string{intake.StageFirm: "a claim deleted", intake.StageSent: "a sent claim left open"}[stage]
 		t.Run(name, func(t *testing.T) {
 			mem, now := limitedMemory()
 			store := kv.NewStore(mem, mem.Now)
@@ -240,7 +240,7 @@ func TestAReleaseRefusedByTheWriteLimitWaitsOutTheSecond(t *testing.T) {
 				t.Fatalf("Begin = %+v, %v", rec, err)
 			}
 			*now = now.Add(50 * time.Millisecond)
-			claim.Sent = sent
+			claim.Stage = stage
 			if err := store.Release(ctx, key, claim); err != nil {
 				t.Fatalf("Release within a second of the claim = %v, want it written once the second has passed", err)
 			}
@@ -248,7 +248,7 @@ func TestAReleaseRefusedByTheWriteLimitWaitsOutTheSecond(t *testing.T) {
 				t.Errorf("slept %v, want a second", slept)
 			}
 			rec, err := store.Lookup(ctx, key)
-			want := map[bool]intake.State{false: intake.Absent, true: intake.Open}[sent]
+			want := map[intake.Stage]intake.State{intake.StageFirm: intake.Absent, intake.StageSent: intake.Open}[stage]
 			if err != nil || rec.State != want {
 				t.Errorf("after the release the key is %v (%v), want %v", rec.State, err, want)
 			}
@@ -349,7 +349,7 @@ func TestClaimsWriteTheirPhase(t *testing.T) {
 		t.Errorf("a claim's phase = %q, want held", got)
 	}
 	now = now.Add(time.Second)
-	claim.Sent, claim.Attempts, claim.GiveUp = true, 5, intake.GivenUp
+	claim.Stage, claim.Attempts, claim.GiveUp = intake.StageSent, 5, intake.GivenUp
 	if err := store.Release(ctx, key, claim); err != nil {
 		t.Fatal(err)
 	}

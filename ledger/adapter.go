@@ -42,7 +42,7 @@ func (s adapter) Begin(ctx context.Context, key intake.Key, c intake.Claim) (int
 	}
 	if rec.State == intake.Claimed && rec.OrderID == "" && c.Admit != nil {
 		if err := c.Admit(ctx); err != nil {
-			if rerr := intake.ReleaseTwice(ctx, s, key, c); rerr != nil && !c.Tentative {
+			if rerr := intake.ReleaseTwice(ctx, s, key, c); rerr != nil && c.Stage != intake.StageTentative {
 				// The claim stays, due for the settler once its lease
 				// ends: its client must not be told the order was refused.
 				return intake.Record{}, errors.New("ledger: a claim the rate limit refused could not be released: " + rerr.Error())

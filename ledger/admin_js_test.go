@@ -49,7 +49,7 @@ func TestClientListingReadsWhatItLists(t *testing.T) {
 		if _, err := store.Begin(ctx, key("open-", i), c); err != nil {
 			t.Fatal(err)
 		}
-		c.Sent, c.Attempts = true, 1
+		c.Stage, c.Attempts = intake.StageSent, 1
 		if err := store.Release(ctx, key("open-", i), c); err != nil {
 			t.Fatal(err)
 		}

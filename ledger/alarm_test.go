@@ -22,7 +22,7 @@ func leaveOpen(t *testing.T, m *ledger.MemoryStore, c *clock, key intake.Key, du
 	if rec, err := m.Begin(ctx, key, claim); err != nil || rec.State != intake.Claimed {
 		t.Fatalf("Begin(%v) = %+v, %v; want Claimed", key, rec, err)
 	}
-	claim.Sent, claim.Attempts, claim.NextAttempt = true, 1, due
+	claim.Stage, claim.Attempts, claim.NextAttempt = intake.StageSent, 1, due
 	if err := m.Release(ctx, key, claim); err != nil {
 		t.Fatal(err)
 	}
@@ -142,7 +142,7 @@ func TestAlarmSkipsUnresolvedKeys(t *testing.T) {
 	if rec, err := m.Begin(ctx, key, settler); err != nil || rec.State != intake.Claimed {
 		t.Fatalf("the settler's Begin = %+v, %v; want Claimed", rec, err)
 	}
-	settler.OrderID, settler.AcceptedAt, settler.Sent, settler.GiveUp = claim.OrderID, claim.AcceptedAt, true, intake.GivenUp
+	settler.OrderID, settler.AcceptedAt, settler.Stage, settler.GiveUp = claim.OrderID, claim.AcceptedAt, intake.StageSent, intake.GivenUp
 	settler.KeepUntil = c.now.Add(24 * time.Hour)
 	if err := m.Release(ctx, key, settler); err != nil {
 		t.Fatal(err)
@@ -167,7 +167,7 @@ func TestAnOpenRowStaysOpenWhenATakeoverIsReleasedUnsent(t *testing.T) {
 	k := intake.Key{Client: "desk-a", ID: "k"}
 	first := leaveOpen(t, m, c, k, c.now.Add(time.Second))
 	retry := first
-	retry.Token, retry.Sent, retry.Attempts, retry.NextAttempt = "t-retry", false, 0, time.Time{}
+	retry.Token, retry.Stage, retry.Attempts, retry.NextAttempt = "t-retry", intake.StageFirm, 0, time.Time{}
 	if rec, err := m.Begin(ctx, k, retry); err != nil || rec.State != intake.Claimed {
 		t.Fatalf("the retry's Begin = %+v, %v; want Claimed", rec, err)
 	}

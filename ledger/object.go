@@ -48,7 +48,7 @@ type row struct {
 	due      time.Time
 	giveUp   intake.GiveUp
 	// tentative marks a claim that is not yet the key's (intake.Claim's
-	// Tentative): once its lease ends the key is absent, not open.
+	// StageTentative): once its lease ends the key is absent, not open.
 	tentative bool
 	// sent marks a row whose order id may have reached the gateway: it
 	// was released open, so a release that does not say so (a claim
@@ -175,12 +175,12 @@ func (o *Object) Claim(key intake.Key, c intake.Claim) (intake.Record, error) {
 		// An open row's order id may have reached the gateway (its last
 		// holder may have died mid-call): the row remembers it, so that
 		// this claim's release never deletes it.
-		r.sent, r.tentative = move.Event == intake.EventTakeOver, c.Tentative
+		r.sent, r.tentative = move.Event == intake.EventTakeOver, c.Stage == intake.StageTentative
 	}
 	r.token, r.leaseUntil = c.Token, now.Add(c.Lease)
 	// A tentative claim is kept for its lease only: its order id reaches
 	// the gateway only once the claim is made firm.
-	r.tentative = r.tentative && c.Tentative
+	r.tentative = r.tentative && c.Stage == intake.StageTentative
 	r.expires = latest(r.expires, r.leaseUntil)
 	if !r.tentative {
 		r.expires = latest(r.expires, c.KeepUntil)
@@ -201,7 +201,10 @@ func (o *Object) Claim(key intake.Key, c intake.Claim) (intake.Record, error) {
 // order, its give-up and the check it awaits, and how long the row is
 // kept.
 func (r row) claim() intake.Claim {
-	c := intake.Claim{GiveUp: r.giveUp, NextAttempt: r.due, Tentative: r.tentative, KeepUntil: r.expires}
+	c := intake.Claim{GiveUp: r.giveUp, NextAttempt: r.due, KeepUntil: r.expires}
+	if r.tentative {
+		c.Stage = intake.StageTentative
+	}
 	if r.hasOrder {
 		c.Fingerprint = r.fingerprint
 	}
@@ -267,7 +270,7 @@ func (o *Object) Release(key intake.Key, c intake.Claim) error {
 		o.rows.delete(key.String())
 		return nil
 	}
-	if c.Sent && !cur.sent {
+	if c.Stage == intake.StageSent && !cur.sent {
 		// Until they are sent, the row's order id and time are this
 		// claim's own, and an adopted order id replaces them. Once
 		// sent, a client may have been answered with them: a claim

@@ -195,10 +195,13 @@ func encodeClaim(key intake.Key, c intake.Claim) []byte {
 	d.flag(mSettling, c.By == intake.RoleSettler || c.By == intake.RoleResolver)
 	d.flag(mResolving, c.By == intake.RoleResolver)
 	d.flag(mAdopting, c.By == intake.RoleAdopter)
-	d.flag(mSent, c.Sent)
+	// How far it has come, as the two flags an object of the version
+	// before reads: a release beside a stored outcome needs neither, since
+	// the object's commit replaced the claim.
+	d.flag(mSent, c.Stage == intake.StageSent)
 	d.int(mAttempts, int64(c.Attempts))
 	d.giveUp(c.GiveUp, c.NextAttempt)
-	d.flag(mTentative, c.Tentative)
+	d.flag(mTentative, c.Stage == intake.StageTentative)
 	return d.bytes()
 }
 
@@ -216,6 +219,17 @@ func (r reader) claimedBy() intake.Role {
 	return 0
 }
 
+// stage is how far a claim's document says it has come.
+func (r reader) stage() intake.Stage {
+	switch {
+	case r.flag(mTentative):
+		return intake.StageTentative
+	case r.flag(mSent):
+		return intake.StageSent
+	}
+	return intake.StageFirm
+}
+
 func decodeClaim(b []byte) (intake.Key, intake.Claim, error) {
 	r, err := read(b)
 	if err != nil {
@@ -223,8 +237,8 @@ func decodeClaim(b []byte) (intake.Key, intake.Claim, error) {
 	}
 	c := intake.Claim{Token: r.str(mToken), Fingerprint: r.str(mFingerprint), OrderID: r.str(mOrderID),
 		AcceptedAt: r.time(mAcceptedAt), Lease: r.millis(mLease), KeepUntil: r.time(mKeepUntil),
-		By: r.claimedBy(), Sent: r.flag(mSent), Attempts: int(r.num(mAttempts)),
-		NextAttempt: r.time(mNextAttempt), GiveUp: r.giveUp(), Tentative: r.flag(mTentative)}
+		By: r.claimedBy(), Stage: r.stage(), Attempts: int(r.num(mAttempts)),
+		NextAttempt: r.time(mNextAttempt), GiveUp: r.giveUp()}
 	if o, ok := r.order(); ok && c.Fingerprint != "" {
 		c.Order = o
 	}

@@ -42,16 +42,16 @@ func TestClaimRoundTrips(t *testing.T) {
 			Lease: time.Minute, KeepUntil: ms(1_773_673_766_535)}},
 		{"a release left open, due for the settler", intake.Key{Client: "desk-a", ID: "k"}, intake.Claim{
 			Token: "t2", Fingerprint: "fp", Order: order.Order{Symbol: "AAPL", Side: order.Buy, Quantity: 1},
-			OrderID: "order-2", AcceptedAt: ms(1), Lease: 1500 * time.Millisecond, KeepUntil: ms(2), Sent: true,
+			OrderID: "order-2", AcceptedAt: ms(1), Lease: 1500 * time.Millisecond, KeepUntil: ms(2), Stage: intake.StageSent,
 			Attempts: 7, NextAttempt: ms(3)}},
-		{"an unresolved release", intake.Key{ID: "k"}, intake.Claim{Token: "t3", OrderID: "order-3", Sent: true,
+		{"an unresolved release", intake.Key{ID: "k"}, intake.Claim{Token: "t3", OrderID: "order-3", Stage: intake.StageSent,
 			Attempts: 1 << 20, GiveUp: intake.GivenUp}},
-		{"a release awaiting the give-up's check", intake.Key{ID: "k"}, intake.Claim{Token: "t7", OrderID: "order-7", Sent: true,
+		{"a release awaiting the give-up's check", intake.Key{ID: "k"}, intake.Claim{Token: "t7", OrderID: "order-7", Stage: intake.StageSent,
 			Attempts: 4, NextAttempt: ms(70), GiveUp: intake.AwaitingCheck}},
 		{"the settler's claim", intake.Key{Client: "c", ID: "k"}, intake.Claim{Token: "t4", Lease: time.Minute, By: intake.RoleSettler}},
 		{"an operator's claim", intake.Key{Client: "c", ID: "k"}, intake.Claim{Token: "t5", Lease: time.Minute, By: intake.RoleResolver}},
 		{"an adoption's claim", intake.Key{Client: "c", ID: "k"}, intake.Claim{Token: "t6", Fingerprint: "fp",
-			Order: order.Order{Symbol: "AAPL", Side: order.Sell, Quantity: 2}, OrderID: "order-6", Tentative: true, By: intake.RoleAdopter}},
+			Order: order.Order{Symbol: "AAPL", Side: order.Sell, Quantity: 2}, OrderID: "order-6", Stage: intake.StageTentative, By: intake.RoleAdopter}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

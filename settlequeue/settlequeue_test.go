@@ -220,7 +220,7 @@ func overdueStore(t *testing.T, due map[intake.Key]time.Duration) *kv.Store {
 		if _, err := store.Begin(ctx, key, c); err != nil {
 			t.Fatal(err)
 		}
-		c.Sent, c.Attempts, c.NextAttempt = true, 5, now.Add(at)
+		c.Stage, c.Attempts, c.NextAttempt = intake.StageSent, 5, now.Add(at)
 		if err := store.Release(ctx, key, c); err != nil {
 			t.Fatal(err)
 		}

@@ -1076,7 +1076,7 @@ func (w *world) seedLegacyKV() {
 				w.oms.act(k.key.String(), p).accepted = true
 			}
 			w.kvStore.Begin(ctx, k.key, claim)
-			claim.Sent, claim.Attempts, claim.NextAttempt = true, 1, acceptedAt.Add(time.Second)
+			claim.Stage, claim.Attempts, claim.NextAttempt = intake.StageSent, 1, acceptedAt.Add(time.Second)
 			w.kvStore.Release(ctx, k.key, claim)
 		case 3:
 			w.kvStore.Begin(ctx, k.key, claim)

@@ -61,7 +61,7 @@ func (a *adminSuite) openKey(t *testing.T, key intake.Key, orderID string, unres
 	t.Helper()
 	c := a.placed("open-"+orderID, orderID)
 	a.mustBegin(t, key, c, intake.Claimed)
-	c.Sent, c.Attempts = true, 3
+	c.Stage, c.Attempts = intake.StageSent, 3
 	if unresolved {
 		c.GiveUp = intake.GivenUp
 	} else {

@@ -84,7 +84,7 @@ func (s *suite) leaveUnresolved(t *testing.T, key intake.Key) {
 	t.Helper()
 	c := s.sent("given-up", "fp", "order-1")
 	s.mustBegin(t, key, c, intake.Claimed)
-	c.Sent, c.Attempts, c.GiveUp = true, 5, intake.GivenUp
+	c.Stage, c.Attempts, c.GiveUp = intake.StageSent, 5, intake.GivenUp
 	if err := s.store.Release(context.Background(), key, c); err != nil {
 		t.Fatalf("Release: %v", err)
 	}

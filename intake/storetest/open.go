@@ -23,7 +23,7 @@ func (s *suite) open(t *testing.T) {
 			t.Fatalf("a new claim came back with order id %q, want its own (none returned)", rec.OrderID)
 		}
 		wantOrderID(t, s.mustLookup(t, key, intake.Held), "order-1")
-		c.Sent = true
+		c.Stage = intake.StageSent
 		if err := s.store.Release(ctx, key, c); err != nil {
 			t.Fatalf("Release: %v", err)
 		}
@@ -72,13 +72,13 @@ func (s *suite) open(t *testing.T) {
 			key := s.newKey()
 			first := s.sent("a", "fp", "order-1")
 			s.mustBegin(t, key, first, intake.Claimed)
-			first.Sent = true
+			first.Stage = intake.StageSent
 			if err := s.store.Release(ctx, key, first); err != nil {
 				t.Fatalf("Release: %v", err)
 			}
 			takeover := s.sent("b", "fp", "order-2")
 			if lost.sent {
-				takeover.AcceptedAt, takeover.Sent = accepted.Add(30*time.Second), true
+				takeover.AcceptedAt, takeover.Stage = accepted.Add(30*time.Second), intake.StageSent
 			}
 			s.mustBegin(t, key, takeover, intake.Claimed)
 			if err := s.store.Release(ctx, key, takeover); err != nil {

@@ -27,14 +27,14 @@ func (s *suite) phases(t *testing.T) {
 		c := s.sent("a", "fp", "order-1")
 		s.mustBegin(t, key, c, intake.Claimed)
 		wantWritten(t, s.mustLookup(t, key, intake.Held), intake.PhaseHeld)
-		c.Sent = true
+		c.Stage = intake.StageSent
 		release(t, key, c)
 		wantWritten(t, s.mustLookup(t, key, intake.Open), intake.PhaseOpen)
 
 		retry := s.sent("b", "fp", "order-2")
 		s.mustBegin(t, key, retry, intake.Claimed)
 		wantWritten(t, s.mustLookup(t, key, intake.Held), intake.PhaseHeld)
-		retry.Sent, retry.GiveUp = true, intake.GivenUp
+		retry.Stage, retry.GiveUp = intake.StageSent, intake.GivenUp
 		release(t, key, retry)
 		wantWritten(t, s.mustLookup(t, key, intake.Open), intake.PhaseUnresolved)
 	})
