@@ -31,7 +31,7 @@ func (s *Service) adopt(ctx context.Context, sub *submission, claim *Claim) (out
 		s.release(ctx, sub.key, *claim)
 		return Outcome{}, true, ErrInProgress
 	case rec.State == Open && claim.Stage != StageSent:
-		if rec.Fingerprint != "" && rec.Fingerprint != claim.Fingerprint {
+		if ForAnotherOrder(rec.Fingerprint, claim.Fingerprint) {
 			s.release(ctx, sub.key, *claim)
 			return Outcome{}, true, ErrKeyReused
 		}

@@ -56,7 +56,7 @@ func Step(rec Record, c Claim, now time.Time) (Move, error) {
 		}
 	case Open:
 		switch {
-		case c.Fingerprint != "" && rec.Fingerprint != "" && c.Fingerprint != rec.Fingerprint:
+		case ForAnotherOrder(rec.Fingerprint, c.Fingerprint):
 			// Another order's key: reused by mistake, it keeps its own.
 		case c.role() == RoleSettler && !DueFor(rec, now):
 		default:
@@ -113,6 +113,15 @@ func StepRelease(c Claim, from Phase, keptSent bool) (Move, error) {
 // noRow is ErrNoRow for c's ev of a key in phase from.
 func noRow(c Claim, ev Event, from Phase) error {
 	return errs.Detail(ErrNoRow, ev.String()+" by the "+c.role().String()+" of a key "+from.String())
+}
+
+// ForAnotherOrder reports whether a key's fingerprint, kept and the
+// fingerprint of an order, order, name different orders: both known, and
+// not the same. A key reused for another order keeps its own; an unknown
+// fingerprint (a receipt the reference stored, a claim for a body that is
+// not an order or written by an older version) matches any order.
+func ForAnotherOrder(kept, order string) bool {
+	return kept != "" && order != "" && kept != order
 }
 
 // role is who makes c: c.By, or a client, whose claim leaves it zero.

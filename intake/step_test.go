@@ -299,3 +299,17 @@ func TestAGiveUpReadsBackAsItWasWritten(t *testing.T) {
 		}
 	}
 }
+
+// TestOnlyTwoKnownFingerprintsNameAnotherOrder: a key is reused for
+// another order only when both fingerprints are known and differ; a
+// receipt the reference stored, and a claim for no order, match any.
+func TestOnlyTwoKnownFingerprintsNameAnotherOrder(t *testing.T) {
+	for _, tc := range []struct {
+		kept, order string
+		want        bool
+	}{{"fp-a", "fp-b", true}, {"fp-a", "fp-a", false}, {"", "fp-a", false}, {"fp-a", "", false}, {"", "", false}} {
+		if got := intake.ForAnotherOrder(tc.kept, tc.order); got != tc.want {
+			t.Errorf("ForAnotherOrder(%q, %q) = %v, want %v", tc.kept, tc.order, got, tc.want)
+		}
+	}
+}

@@ -172,7 +172,7 @@ func (s *Service) attempt(ctx context.Context, sub *submission, now time.Time) (
 		s.cacheRead(cacheKey, rec, now)
 		return s.replay(rec, sub)
 	case rec.State == Held:
-		if claim.Fingerprint != "" && rec.Fingerprint != "" && rec.Fingerprint != claim.Fingerprint {
+		if ForAnotherOrder(rec.Fingerprint, claim.Fingerprint) {
 			return Outcome{}, ErrKeyReused
 		}
 		return Outcome{}, ErrInProgress
@@ -193,14 +193,13 @@ func (s *Service) attempt(ctx context.Context, sub *submission, now time.Time) (
 		s.release(ctx, sub.key, claim)
 		return Outcome{}, err
 	}
-	if claim.Fingerprint != sub.fp {
-		if claim.Stage == StageSent && claim.Fingerprint != "" {
-			s.release(ctx, sub.key, claim)
-			return Outcome{}, ErrKeyReused
-		}
-		// An Open key stored without its order, by an older version.
-		claim.Fingerprint = sub.fp
+	if claim.Stage == StageSent && ForAnotherOrder(claim.Fingerprint, sub.fp) {
+		s.release(ctx, sub.key, claim)
+		return Outcome{}, ErrKeyReused
 	}
+	// The order's own, unless the claim came before the body was parsed,
+	// or took over an Open key an older version stored without its order.
+	claim.Fingerprint = sub.fp
 	claim.Order = sub.order
 	if s.fallback() {
 		if out, done, err := s.adopt(ctx, sub, &claim); done {
@@ -273,7 +272,7 @@ func (s *Service) newClaim(sub *submission, now time.Time) (Claim, error) {
 		claim.OrderID = s.opts.NewID() // never sent: the body is not an order
 	}
 	if opened, ok := s.opened.get(sub.key.String(), now); ok {
-		if sub.parsed && opened.Fingerprint != "" && opened.Fingerprint != sub.fp {
+		if ForAnotherOrder(opened.Fingerprint, sub.fp) {
 			return Claim{}, ErrKeyReused
 		}
 		claim = TakeOver(claim, Record{OrderID: opened.OrderID, AcceptedAt: opened.AcceptedAt, Fingerprint: opened.Fingerprint,
@@ -450,7 +449,7 @@ func (s *Service) replay(rec Record, sub *submission) (Outcome, error) {
 		if err := sub.parse(); err != nil {
 			return Outcome{}, err
 		}
-		if sub.fp != rec.Fingerprint {
+		if ForAnotherOrder(rec.Fingerprint, sub.fp) {
 			return Outcome{}, ErrKeyReused
 		}
 	}

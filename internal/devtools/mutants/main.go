@@ -33,7 +33,7 @@ type mutant struct {
 
 var mutants = []mutant{
 	{"a replay ignores the order's fingerprint", "intake/submit.go",
-		"\t\tif sub.fp != rec.Fingerprint {\n", "\t\tif false {\n"},
+		"\t\tif ForAnotherOrder(rec.Fingerprint, sub.fp) {\n", "\t\tif false {\n"},
 	{"a sent claim is released as unsent", "intake/submit.go",
 		"\treceipt := order.Receipt{OrderID: claim.OrderID, Status: order.StatusAccepted, Order: claim.Order, AcceptedAt: claim.AcceptedAt}\n\tclaim.Stage = StageSent\n",
 		"\treceipt := order.Receipt{OrderID: claim.OrderID, Status: order.StatusAccepted, Order: claim.Order, AcceptedAt: claim.AcceptedAt}\n"},
@@ -141,7 +141,7 @@ var simOnly = []struct {
 		"\tmove, err := intake.Step(rec, c, k.now())\n",
 		"\tfound := rec\n\tif c.By == intake.RoleSettler && rec.State == intake.Held && rec.OrderID != \"\" {\n\t\tfound.State = intake.Open\n\t}\n\tmove, err := intake.Step(found, c, k.now())\n"}, "kv", 5000},
 	{mutant{"a replay ignores the order's fingerprint (simulator alone)", "intake/submit.go",
-		"\t\tif sub.fp != rec.Fingerprint {\n", "\t\tif false {\n"}, "kv", 100},
+		"\t\tif ForAnotherOrder(rec.Fingerprint, sub.fp) {\n", "\t\tif false {\n"}, "kv", 100},
 	{mutant{"a receipt kept shorter than its claim's KeepUntil (simulator alone)", "kv/store.go",
 		"PutOptions{TTL: max(r.TTL, claimTTL(c, k.now()))}", "PutOptions{TTL: r.TTL}"}, "kv", 2000},
 	{mutant{"the in-flight set lets two requests of an isolate claim one key", "intake/inflight.go",
