@@ -250,7 +250,7 @@ func (a *Admin) Resolve(ctx context.Context, key Key, res Resolution) (Record, e
 		return Record{}, ErrOutcomeFinal
 	case rec.State == Absent:
 		return Record{}, ErrNotFound
-	case rec.State != Claimed:
+	case rec.State != TookOver:
 		// Open, and not taken: a Store that cannot take an unresolved
 		// key for an operator (an older ledger object).
 		return Record{}, ErrInProgress

@@ -69,10 +69,10 @@ func (s *Service) adoptOrderID(ctx context.Context, sub *submission, claim *Clai
 	switch {
 	case err != nil:
 		return Outcome{}, true, storageUnavailable(err)
-	case rec.State != Claimed || rec.OrderID != adopted.OrderID:
+	case rec.State != TookOver || rec.OrderID != adopted.OrderID:
 		// Another request took the key over in between, with this order
 		// id: it is in progress.
-		if rec.State == Claimed {
+		if rec.State.Holds() {
 			s.release(ctx, sub.key, TakeOver(adopted, rec))
 		}
 		return Outcome{}, true, ErrInProgress
@@ -163,12 +163,12 @@ func (s *Service) adoptOpen(ctx context.Context, key Key, due time.Time) (bool, 
 	switch {
 	case err != nil:
 		return false, storageUnavailable(err)
-	case rec.State != Claimed:
-		return false, nil
-	case rec.OrderID != "":
+	case rec.State == TookOver:
 		// The Store had the key open already (adopted before, or by a
 		// client's retry): its settler's, as it was.
 		s.release(ctx, key, TakeOver(claim, rec))
+		return false, nil
+	case rec.State != Claimed:
 		return false, nil
 	}
 	// Read again, now that the claim holds the key: an operator's purge

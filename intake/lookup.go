@@ -76,8 +76,8 @@ func (s *Service) copyFromFallback(ctx context.Context, key Key, rec Record, now
 	}
 	claim := Claim{Token: s.opts.NewID(), Fingerprint: rec.Fingerprint, Lease: s.opts.PendingTTL, Stage: s.tentative()}
 	got, err := s.store.Begin(ctx, key, claim)
-	if err != nil || got.State != Claimed || got.OrderID != "" {
-		if err == nil && got.State == Claimed {
+	if err != nil || got.State != Claimed {
+		if err == nil && got.State == TookOver {
 			s.release(ctx, key, TakeOver(claim, got))
 		}
 		return rec

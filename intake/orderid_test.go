@@ -187,8 +187,8 @@ func TestTakeoverNearTheEndOfTheKeepWindowOutlivesTheRow(t *testing.T) {
 		clock.Advance(keepWindow - 30*time.Second)
 		// The settler's claim: no KeepUntil of its own.
 		takeover := intake.Claim{Token: "takeover", Lease: config.DefaultPendingTTL, By: intake.RoleSettler}
-		if rec, err := mem.Begin(ctx, key("k"), takeover); err != nil || rec.State != intake.Claimed || rec.OrderID != "order-x" {
-			t.Fatalf("takeover = %+v, %v; want Claimed with order-x", rec, err)
+		if rec, err := mem.Begin(ctx, key("k"), takeover); err != nil || rec.State != intake.TookOver || rec.OrderID != "order-x" {
+			t.Fatalf("takeover = %+v, %v; want TookOver with order-x", rec, err)
 		}
 		clock.Advance(40 * time.Second)
 		if rec, err := mem.Lookup(ctx, key("k")); err != nil || rec.State != intake.Held || rec.OrderID != "order-x" {

@@ -77,7 +77,7 @@ func CheckWrittenPhase(rec Record) error {
 // PhaseOf is rec's phase.
 func PhaseOf(rec Record) Phase {
 	switch rec.State {
-	case Held, Claimed:
+	case Held, Claimed, TookOver:
 		return PhaseHeld
 	case Stored:
 		return PhaseStored

@@ -125,7 +125,7 @@ func (s *Service) settle(ctx context.Context, key Key) (Settlement, error) {
 		return Settlement{NextAttempt: next, Attempts: rec.Attempts, Result: SettleBusy}, nil
 	case rec.State == Open:
 		return Settlement{Final: true, Unresolved: rec.GiveUp.Unresolved(), Attempts: rec.Attempts}, nil
-	case rec.State != Claimed:
+	case rec.State != TookOver:
 		return Settlement{Final: true}, nil
 	}
 	claim = TakeOver(claim, rec)

@@ -37,14 +37,25 @@ const (
 	Held
 	// Stored: the key's outcome is stored: a receipt, or a rejection.
 	Stored
-	// Claimed is returned by Begin only: the caller's claim now holds the key.
+	// Claimed is returned by Begin only: the caller's claim now holds the
+	// key, which was free, under the claim's own order id.
 	Claimed
 	// Open: an earlier claim sent, or may have sent, the order to the
 	// gateway and ended without an outcome. The key keeps that claim's
 	// order id and is free: the next Begin for the same order takes it
 	// over, with the order id.
 	Open
+	// TookOver is returned by Begin only: the caller's claim now holds
+	// the key, which was Open, under the order id, time, order, attempts
+	// and give-up the key kept (set in the record), which the claim
+	// carries from then on (TakeOver): an earlier attempt may have reached
+	// the gateway with them.
+	TookOver
 )
+
+// Holds reports whether the caller's claim holds the key once Begin
+// returned s: Claimed, or TookOver.
+func (s State) Holds() bool { return s == Claimed || s == TookOver }
 
 // Record is what a Store found under a key.
 type Record struct {
@@ -62,8 +73,8 @@ type Record struct {
 	// in its Lifecycle (TellsExpiry).
 	Expires time.Time
 	// OrderID and AcceptedAt are the order id and time kept for the key:
-	// set for Held and Open, and for Claimed when Begin took over an Open
-	// key, whose order id the claim must then use.
+	// set for Held, Open and TookOver, whose order id the claim must then
+	// use.
 	OrderID    string
 	AcceptedAt time.Time
 	// Order is the order the key's claim is for, kept with the claim so
@@ -75,7 +86,7 @@ type Record struct {
 	// answer stored; NextAttempt is when the settler is due to call again (zero
 	// when no call is due); GiveUp says whether the settler gave up
 	// (Options.SettleMaxAge), or awaits the give-up's check at NextAttempt.
-	// Set for Held, Open and a Claimed takeover.
+	// Set for Held, Open and TookOver.
 	Attempts    int
 	NextAttempt time.Time
 	GiveUp      GiveUp
@@ -242,13 +253,13 @@ var ErrLostClaim = errors.New("intake: claim lost to another request")
 type Store interface {
 	// Begin claims key for c, unless an outcome is stored (Stored, with the
 	// body) or another request's live claim holds it (Held). An Open key is
-	// taken over, keeping its order id, order and attempts (Claimed, with
-	// them set), unless both it and c have fingerprints and they differ:
+	// taken over, keeping its order id, order and attempts (TookOver,
+	// with them set), unless both it and c have fingerprints and they differ:
 	// then it stays Open and Begin returns it. The settler's claim
 	// (c.By) takes over only an Open key that is due (DueFor): not one
 	// given up on, but one whose give-up awaits its check once the check
 	// is due; an operator's, any Open key. Step decides. It
-	// returns Claimed when c now holds the key.
+	// returns Claimed or TookOver when c now holds the key.
 	Begin(ctx context.Context, key Key, c Claim) (Record, error)
 	// Commit stores r under key and ends c. It returns ErrLostClaim if c no
 	// longer holds the key, where a Store can tell.

@@ -183,7 +183,7 @@ func (s *Service) attempt(ctx context.Context, sub *submission, now time.Time) (
 
 	// The claim is ours: from here on every way out commits or releases it.
 	panichook.At(panichook.Claimed, cacheKey)
-	if rec.OrderID != "" {
+	if rec.State == TookOver {
 		// Begin took over an Open key: an earlier attempt may have reached
 		// the gateway, so its order id, and the order it is for, are the
 		// key's for good.
@@ -251,7 +251,7 @@ func (s *Service) firm(ctx context.Context, key Key, claim *Claim) error {
 	case err != nil:
 		s.release(ctx, key, *claim)
 		return storageUnavailable(err)
-	case rec.State != Claimed:
+	case !rec.State.Holds():
 		return ErrInProgress // the lease ran out and another request took the key
 	}
 	return nil

@@ -103,7 +103,7 @@ func TestClaimCarriesAnyOrder(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			wantOrder("the retry's Begin", rec, intake.Claimed)
+			wantOrder("the retry's Begin", rec, intake.TookOver)
 		})
 	}
 }
@@ -311,8 +311,8 @@ func TestAHeldClaimOnAnUnresolvedKeyHolds(t *testing.T) {
 	}
 	retry := cl
 	retry.Token, retry.Stage, retry.GiveUp = "retry", intake.StageFirm, intake.NotGivenUp
-	if rec, err := store.Begin(ctx, k, retry); err != nil || rec.State != intake.Claimed || rec.GiveUp != intake.GivenUp {
-		t.Fatalf("the retry's Begin = %+v, %v; want the unresolved key Claimed", rec, err)
+	if rec, err := store.Begin(ctx, k, retry); err != nil || rec.State != intake.TookOver || rec.GiveUp != intake.GivenUp {
+		t.Fatalf("the retry's Begin = %+v, %v; want the unresolved key TookOver", rec, err)
 	}
 	if rec, err := store.Lookup(ctx, k); err != nil || rec.State != intake.Held {
 		t.Errorf("Lookup during the retry = %v, %v; want Held", rec.State, err)
@@ -376,8 +376,8 @@ func TestAReceiptForAnUnresolvedKeyTakesItsClaimAlong(t *testing.T) {
 	c.now = c.now.Add(2 * time.Second)
 	retry := claimFor(c, "retry", order.Order{Symbol: "AAPL", Side: order.Buy, Quantity: 10})
 	rec, err := store.Begin(ctx, k, retry)
-	if err != nil || rec.State != intake.Claimed || rec.GiveUp != intake.GivenUp {
-		t.Fatalf("the retry's Begin = %+v, %v; want the unresolved key Claimed", rec, err)
+	if err != nil || rec.State != intake.TookOver || rec.GiveUp != intake.GivenUp {
+		t.Fatalf("the retry's Begin = %+v, %v; want the unresolved key TookOver", rec, err)
 	}
 	retry.OrderID, retry.AcceptedAt, retry.GiveUp = rec.OrderID, rec.AcceptedAt, intake.GivenUp
 	c.now = c.now.Add(2 * time.Second)

@@ -257,7 +257,7 @@ func (k *Store) takeOver(ctx context.Context, key intake.Key, c intake.Claim, op
 		}
 		return intake.Record{}, err
 	}
-	open.State, open.WrittenPhase = intake.Claimed, intake.PhaseAbsent // what was there, not what this claim wrote
+	open.State, open.WrittenPhase = intake.TookOver, intake.PhaseAbsent // what was there, not what this claim wrote
 	return open, nil
 }
 

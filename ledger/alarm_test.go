@@ -81,8 +81,8 @@ func TestAlarmReturnsDueKeys(t *testing.T) {
 		ctx := context.Background()
 		for _, key := range []intake.Key{desk, open} {
 			settler := intake.Claim{Token: "settler-" + key.String(), Lease: time.Minute, By: intake.RoleSettler}
-			if rec, err := m.Begin(ctx, key, settler); err != nil || rec.State != intake.Claimed {
-				t.Fatalf("the settler's Begin(%v) = %+v, %v; want Claimed", key, rec, err)
+			if rec, err := m.Begin(ctx, key, settler); err != nil || rec.State != intake.TookOver {
+				t.Fatalf("the settler's Begin(%v) = %+v, %v; want TookOver", key, rec, err)
 			}
 			if err := m.Commit(ctx, key, settler, intake.Result{Body: []byte(`{"orderId":"x"}`), TTL: 24 * time.Hour}); err != nil {
 				t.Fatal(err)
@@ -139,8 +139,8 @@ func TestAlarmSkipsUnresolvedKeys(t *testing.T) {
 	claim := leaveOpen(t, m, c, key, c.now.Add(time.Second))
 	settler := intake.Claim{Token: "settler", Lease: time.Minute, By: intake.RoleSettler}
 	c.Advance(time.Second)
-	if rec, err := m.Begin(ctx, key, settler); err != nil || rec.State != intake.Claimed {
-		t.Fatalf("the settler's Begin = %+v, %v; want Claimed", rec, err)
+	if rec, err := m.Begin(ctx, key, settler); err != nil || rec.State != intake.TookOver {
+		t.Fatalf("the settler's Begin = %+v, %v; want TookOver", rec, err)
 	}
 	settler.OrderID, settler.AcceptedAt, settler.Stage, settler.GiveUp = claim.OrderID, claim.AcceptedAt, intake.StageSent, intake.GivenUp
 	settler.KeepUntil = c.now.Add(24 * time.Hour)
@@ -168,8 +168,8 @@ func TestAnOpenRowStaysOpenWhenATakeoverIsReleasedUnsent(t *testing.T) {
 	first := leaveOpen(t, m, c, k, c.now.Add(time.Second))
 	retry := first
 	retry.Token, retry.Stage, retry.Attempts, retry.NextAttempt = "t-retry", intake.StageFirm, 0, time.Time{}
-	if rec, err := m.Begin(ctx, k, retry); err != nil || rec.State != intake.Claimed {
-		t.Fatalf("the retry's Begin = %+v, %v; want Claimed", rec, err)
+	if rec, err := m.Begin(ctx, k, retry); err != nil || rec.State != intake.TookOver {
+		t.Fatalf("the retry's Begin = %+v, %v; want TookOver", rec, err)
 	}
 	if err := m.Release(ctx, k, retry); err != nil {
 		t.Fatal(err)
@@ -195,8 +195,8 @@ func TestAnOutcomeIsKeptAsLongAsItsClaimKeptTheKey(t *testing.T) {
 	cl := leaveOpen(t, m, c, k, c.now.Add(time.Second))
 	settler := cl
 	settler.Token = "t-settler"
-	if rec, err := m.Begin(ctx, k, settler); err != nil || rec.State != intake.Claimed {
-		t.Fatalf("Begin = %+v, %v; want Claimed", rec, err)
+	if rec, err := m.Begin(ctx, k, settler); err != nil || rec.State != intake.TookOver {
+		t.Fatalf("Begin = %+v, %v; want TookOver", rec, err)
 	}
 	if err := m.Commit(ctx, k, settler, intake.Result{Body: []byte(`{"orderId":"x"}`), Fingerprint: cl.Fingerprint, TTL: time.Hour}); err != nil {
 		t.Fatal(err)
@@ -225,8 +225,8 @@ func TestAClaimThatDiedMidCallStaysOpenAfterATakeoverReleasedUnsent(t *testing.T
 	c.Advance(time.Minute + time.Second) // the holder died at the gateway
 	retry := dead
 	retry.Token = "t-retry"
-	if rec, err := m.Begin(ctx, k, retry); err != nil || rec.State != intake.Claimed {
-		t.Fatalf("the retry's Begin = %+v, %v; want Claimed", rec, err)
+	if rec, err := m.Begin(ctx, k, retry); err != nil || rec.State != intake.TookOver {
+		t.Fatalf("the retry's Begin = %+v, %v; want TookOver", rec, err)
 	}
 	if err := m.Release(ctx, k, retry); err != nil {
 		t.Fatal(err)

@@ -131,7 +131,7 @@ type Object struct {
 // Claim claims key for c unless a live outcome or another live claim
 // holds it. An expired row is treated as absent and replaced. An open key,
 // or one whose claim's lease ran out, is taken over with the order id,
-// order and attempts it keeps (returned with Claimed), unless it is
+// order and attempts it keeps (returned with TookOver), unless it is
 // another order's: then it is returned as it is. A claim with c's own
 // token is Claimed again, its lease renewed, so a call retried after its
 // answer was lost does no harm. The settler's claim (c.By) takes over
@@ -191,6 +191,7 @@ func (o *Object) Claim(key intake.Key, c intake.Claim) (intake.Record, error) {
 	o.scheduleAlarm(r.due)
 	claimed := intake.Record{State: intake.Claimed, Fingerprint: r.fingerprint}
 	if rec.State == intake.Open || r.orderID != c.OrderID {
+		claimed.State = intake.TookOver
 		claimed.OrderID, claimed.AcceptedAt, claimed.Attempts, claimed.GiveUp = r.orderID, r.acceptedAt, r.attempts, r.giveUp
 		claimed.Order, claimed.HasOrder = r.order, r.hasOrder
 	}

@@ -321,11 +321,17 @@ func decodeCommitted(b []byte) error {
 	return nil
 }
 
-// encodeRecord is a record as the object answers it.
+// encodeRecord is a record as the object answers it. A takeover goes as
+// the version before wrote it, and as decodeRecord reads it: Claimed,
+// with the key's order id.
 func encodeRecord(rec intake.Record) []byte {
 	var d doc
 	d.member(mState)
-	d.b = strconv.AppendInt(d.b, int64(rec.State), 10)
+	state := rec.State
+	if state == intake.TookOver {
+		state = intake.Claimed
+	}
+	d.b = strconv.AppendInt(d.b, int64(state), 10)
 	d.str(mFingerprint, rec.Fingerprint)
 	if rec.Body != nil {
 		d.member(mReceipt)
@@ -361,8 +367,10 @@ func decodeRecord(b []byte) (intake.Record, error) {
 	}
 	rec.Order, rec.HasOrder = r.order()
 	switch {
-	case rec.State > intake.Open, rec.State == intake.Stored && rec.Body == nil, rec.State == intake.Open && rec.OrderID == "":
+	case rec.State == intake.Stored && rec.Body == nil, rec.State == intake.Open && rec.OrderID == "":
 		return intake.Record{}, errNotRecord
+	case rec.State == intake.Claimed && rec.OrderID != "":
+		rec.State = intake.TookOver
 	}
 	return rec, nil
 }

@@ -3,6 +3,7 @@ package ledger
 import (
 	"errors"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -113,7 +114,7 @@ func TestRecordRoundTrips(t *testing.T) {
 			AcceptedAt: ms(10), Order: o, HasOrder: true, NextAttempt: ms(20)}},
 		{"a receipt", intake.Record{State: intake.Stored, Body: receipt, Fingerprint: o.Fingerprint(), Expires: ms(30)}},
 		{"a rejection", intake.Record{State: intake.Stored, Body: []byte(`{"status":"rejected","reason":"\"x\""}`), Rejected: true, Expires: ms(30)}},
-		{"claimed, taking over", intake.Record{State: intake.Claimed, Fingerprint: "fp", OrderID: "order-2", AcceptedAt: ms(40),
+		{"taken over", intake.Record{State: intake.TookOver, Fingerprint: "fp", OrderID: "order-2", AcceptedAt: ms(40),
 			Order: o, HasOrder: true, Attempts: 3}},
 		{"open, being settled", intake.Record{State: intake.Open, Fingerprint: "fp", OrderID: "order-3", AcceptedAt: ms(50),
 			Order: o, HasOrder: true, Attempts: 4, NextAttempt: ms(60)}},
@@ -135,6 +136,20 @@ func TestRecordRoundTrips(t *testing.T) {
 				t.Errorf("record = %+v,\nwant %+v (from %s)", got, tc.rec, b)
 			}
 		})
+	}
+}
+
+// TestATakeoverIsOnTheWireAsTheVersionBeforeWroteIt: an object and a
+// Worker of different versions meet during a deployment, and the version
+// before said a takeover with Claimed and the key's order id.
+func TestATakeoverIsOnTheWireAsTheVersionBeforeWroteIt(t *testing.T) {
+	if got := string(encodeRecord(intake.Record{State: intake.TookOver, OrderID: "o"})); !strings.Contains(got, `"state":3,`) {
+		t.Errorf("a takeover encodes as %s, want state 3 (Claimed)", got)
+	}
+	for answer, want := range map[string]intake.State{`{"state":3,"orderId":"o"}`: intake.TookOver, `{"state":3}`: intake.Claimed} {
+		if rec, err := decodeRecord([]byte(answer)); err != nil || rec.State != want {
+			t.Errorf("decodeRecord(%s) = %+v, %v; want state %d", answer, rec, err, want)
+		}
 	}
 }
 

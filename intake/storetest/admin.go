@@ -265,7 +265,7 @@ func (a *adminSuite) resolving(t *testing.T) {
 		key := a.newKey()
 		a.openKey(t, key, "order-1", true)
 		a.mustBegin(t, key, settler("s"), intake.Open)
-		rec := a.mustBegin(t, key, operator("op"), intake.Claimed)
+		rec := a.mustBegin(t, key, operator("op"), intake.TookOver)
 		wantOrderID(t, rec, "order-1")
 		if !rec.HasOrder || rec.Order != adminOrder {
 			t.Errorf("taken over with order %+v (has %v), want %+v", rec.Order, rec.HasOrder, adminOrder)
@@ -275,7 +275,7 @@ func (a *adminSuite) resolving(t *testing.T) {
 	t.Run("an operator's claim takes over an unknown key", func(t *testing.T) {
 		key := a.newKey()
 		a.openKey(t, key, "order-1", false)
-		wantOrderID(t, a.mustBegin(t, key, operator("op"), intake.Claimed), "order-1")
+		wantOrderID(t, a.mustBegin(t, key, operator("op"), intake.TookOver), "order-1")
 	})
 
 	t.Run("an operator's claim claims no absent key", func(t *testing.T) {

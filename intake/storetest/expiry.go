@@ -33,7 +33,7 @@ func (s *suite) expiry(t *testing.T) {
 		s.leaveUnresolved(t, givenUp)
 		lapsed := s.sent("c", "fp", "order-2")
 		lapsed.Lease = s.opts.Short
-		if rec := s.mustBegin(t, givenUp, lapsed, intake.Claimed); rec.GiveUp != intake.GivenUp {
+		if rec := s.mustBegin(t, givenUp, lapsed, intake.TookOver); rec.GiveUp != intake.GivenUp {
 			t.Fatalf("a client's takeover of an unresolved key came back %+v, want it unresolved", rec)
 		}
 		s.opts.Advance(s.pastShort())
@@ -48,7 +48,7 @@ func (s *suite) expiry(t *testing.T) {
 
 		t.Run("a dead holder's sent order keeps its id past the lease", func(t *testing.T) {
 			wantOrderID(t, s.mustLookup(t, kept, intake.Open), "order-1")
-			wantOrderID(t, s.mustBegin(t, kept, s.sent("b", "fp", "order-2"), intake.Claimed), "order-1")
+			wantOrderID(t, s.mustBegin(t, kept, s.sent("b", "fp", "order-2"), intake.TookOver), "order-1")
 		})
 
 		t.Run("an expired claim is taken over and its holder's commit refused", func(t *testing.T) {

@@ -34,7 +34,7 @@ func (s *suite) open(t *testing.T) {
 		})
 		t.Run("the same order takes it over with the order id", func(t *testing.T) {
 			retry := s.sent("c", "fp", "order-3")
-			wantOrderID(t, s.mustBegin(t, key, retry, intake.Claimed), "order-1")
+			wantOrderID(t, s.mustBegin(t, key, retry, intake.TookOver), "order-1")
 			s.mustLookup(t, key, intake.Held)
 			s.mustCommit(t, key, retry, intake.Result{Body: []byte("rejected"), Rejected: true, Fingerprint: "fp", TTL: time.Hour})
 			if rec := s.mustLookup(t, key, intake.Stored); !rec.Rejected || string(rec.Body) != "rejected" {
@@ -80,7 +80,7 @@ func (s *suite) open(t *testing.T) {
 			if lost.sent {
 				takeover.AcceptedAt, takeover.Stage = accepted.Add(30*time.Second), intake.StageSent
 			}
-			s.mustBegin(t, key, takeover, intake.Claimed)
+			s.mustBegin(t, key, takeover, intake.TookOver)
 			if err := s.store.Release(ctx, key, takeover); err != nil {
 				t.Fatalf("Release: %v", err)
 			}

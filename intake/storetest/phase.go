@@ -32,7 +32,7 @@ func (s *suite) phases(t *testing.T) {
 		wantWritten(t, s.mustLookup(t, key, intake.Open), intake.PhaseOpen)
 
 		retry := s.sent("b", "fp", "order-2")
-		s.mustBegin(t, key, retry, intake.Claimed)
+		s.mustBegin(t, key, retry, intake.TookOver)
 		wantWritten(t, s.mustLookup(t, key, intake.Held), intake.PhaseHeld)
 		retry.Stage, retry.GiveUp = intake.StageSent, intake.GivenUp
 		release(t, key, retry)
@@ -51,7 +51,7 @@ func (s *suite) phases(t *testing.T) {
 		s.leaveUnresolved(t, key)
 		c := s.sent("a", "fp", "order-2")
 		c.Lease = s.opts.Short
-		s.mustBegin(t, key, c, intake.Claimed)
+		s.mustBegin(t, key, c, intake.TookOver)
 		s.opts.Advance(s.pastShort())
 		// Held to unresolved is the table's row for the end of a lease on
 		// a key given up on: checkPhase in mustLookup holds it to that.
