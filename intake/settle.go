@@ -115,14 +115,7 @@ func (s *Service) settle(ctx context.Context, key Key) (Settlement, error) {
 	case err != nil:
 		return Settlement{}, storageUnavailable(err)
 	case rec.State == Held:
-		// Once the holder's lease ends, the key is Open again if its holder
-		// died; a Store that cannot say when (the reference's claim) has it
-		// end a whole lease from now at the latest.
-		next := rec.NextAttempt
-		if !next.After(now) {
-			next = now.Add(s.opts.PendingTTL)
-		}
-		return Settlement{NextAttempt: next, Attempts: rec.Attempts, Result: SettleBusy}, nil
+		return Settlement{NextAttempt: DueAfterHolder(rec, s.opts.PendingTTL, now), Attempts: rec.Attempts, Result: SettleBusy}, nil
 	case rec.State == Open:
 		return Settlement{Final: true, Unresolved: rec.GiveUp.Unresolved(), Attempts: rec.Attempts}, nil
 	case rec.State != TookOver:

@@ -203,6 +203,18 @@ func DueAt(c Claim, released bool, leaseUntil, now time.Time) time.Time {
 	return leaseUntil
 }
 
+// DueAfterHolder is when the settler, finding at now the key rec held by
+// another's claim, looks again: when the Store says it is due (DueAt: the
+// holder's lease's end, after which the key is Open if its holder died),
+// or, where the Store cannot say (the reference's claim, a marker kept
+// for its lease), a whole lease from now, by when it has ended.
+func DueAfterHolder(rec Record, lease time.Duration, now time.Time) time.Time {
+	if rec.NextAttempt.After(now) {
+		return rec.NextAttempt
+	}
+	return now.Add(lease)
+}
+
 // Unanswered is how a gateway call that ended without an answer stored
 // leaves claim c's key, released at now (StepRelease then names the
 // move): open, with one more attempt, and

@@ -313,3 +313,23 @@ func TestOnlyTwoKnownFingerprintsNameAnotherOrder(t *testing.T) {
 		}
 	}
 }
+
+// TestTheSettlerLooksAgainAtAHeldKeyWhenItsStoreSays: a held key is due
+// when its Store says, and a lease from now where the Store cannot tell.
+func TestTheSettlerLooksAgainAtAHeldKeyWhenItsStoreSays(t *testing.T) {
+	const lease = time.Minute
+	for _, tc := range []struct {
+		name string
+		due  time.Time
+		want time.Time
+	}{
+		{"when the Store says", stepNow.Add(10 * time.Second), stepNow.Add(10 * time.Second)},
+		{"a lease from now, where it cannot tell", time.Time{}, stepNow.Add(lease)},
+		{"a lease from now, where the time it said has passed", stepNow.Add(-time.Second), stepNow.Add(lease)},
+	} {
+		held := intake.Record{State: intake.Held, NextAttempt: tc.due}
+		if got := intake.DueAfterHolder(held, lease, stepNow); !got.Equal(tc.want) {
+			t.Errorf("%s: DueAfterHolder = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
