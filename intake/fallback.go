@@ -16,6 +16,58 @@ func (s *Service) fallback() bool {
 	return s.opts.Fallback != nil && s.opts.Now().Before(s.opts.FallbackUntil)
 }
 
+// beforeSending is a migration's steps between a client's claim and its
+// gateway call (done when they answered the submission): the key is
+// looked up in the Fallback (adopt); a new order, neither replayed from
+// the Fallback nor taken over, asks the limit, since a replay must not
+// count; and a tentative claim is made firm (firm): until the Fallback has
+// been asked, the Store's own order id is not the key's, and a request
+// that died would have left it behind for the settler.
+func (s *Service) beforeSending(ctx context.Context, sub *submission, claim *Claim) (out Outcome, done bool, err error) {
+	if out, done, err := s.adopt(ctx, sub, claim); done {
+		return out, true, err
+	}
+	if s.opts.Limit != nil && claim.Stage != StageSent {
+		if err := s.admit(ctx, sub); err != nil {
+			s.release(ctx, sub.key, *claim)
+			return Outcome{}, true, err
+		}
+	}
+	if claim.Stage == StageTentative {
+		if err := s.firm(ctx, sub.key, claim); err != nil {
+			return Outcome{}, true, err
+		}
+	}
+	return Outcome{}, false, nil
+}
+
+// tentative is the stage of a claim whose order id may not be the key's,
+// since a migration's Fallback may hold another: StageTentative over a
+// Store that keeps such claims apart (Lifecycle.Tentative), StageFirm over
+// one that does not.
+func (s *Service) tentative() Stage {
+	if s.life.Tentative {
+		return StageTentative
+	}
+	return StageFirm
+}
+
+// firm makes a tentative claim the key's, before its order id may reach
+// the gateway: Begin again with its own token. If that fails the claim is
+// released, and a claim left tentative frees its key when its lease ends.
+func (s *Service) firm(ctx context.Context, key Key, claim *Claim) error {
+	claim.Stage = StageFirm
+	rec, err := s.store.Begin(ctx, key, *claim)
+	switch {
+	case err != nil:
+		s.release(ctx, key, *claim)
+		return storageUnavailable(err)
+	case !rec.State.Holds():
+		return ErrInProgress // the lease ran out and another request took the key
+	}
+	return nil
+}
+
 // adopt looks the claimed key up in the Fallback (done when it answered
 // the submission). A receipt found there is committed under claim and
 // replayed; a claim there, a request still in flight in KV mode, is a

@@ -138,18 +138,17 @@ func (s *Service) attempt(ctx context.Context, sub *submission, now time.Time) (
 	if err != nil {
 		return Outcome{}, err
 	}
-	// During a migration a key new to the Store may still have a receipt
-	// in the Fallback, whose replay must not count: the limit is then asked
-	// once the Fallback has nothing either.
-	limitLater := s.opts.Limit != nil && s.fallback()
-	if s.opts.Limit != nil && !limitLater && claim.Stage != StageSent {
-		claim.Admit = func(ctx context.Context) error { return s.admit(ctx, sub) }
-	}
-	// Until the Fallback has been asked, the Store's own order id is not
-	// the key's: the Fallback may hold another, which a request that dies
-	// now must not leave behind for the settler.
-	if claim.Stage == StageFirm && s.fallback() {
+	// A new order asks the limit; the same order again, taken over from
+	// memory, does not. During a migration (decided once per attempt) the
+	// claim is tentative instead, and beforeSending asks the Fallback,
+	// then the limit, then makes the claim firm (fallback.go).
+	migrating := s.fallback()
+	switch {
+	case claim.Stage == StageSent:
+	case migrating:
 		claim.Stage = s.tentative()
+	case s.opts.Limit != nil:
+		claim.Admit = func(ctx context.Context) error { return s.admit(ctx, sub) }
 	}
 	rec, err := s.store.Begin(ctx, sub.key, claim)
 	claim.Admit = nil
@@ -157,7 +156,7 @@ func (s *Service) attempt(ctx context.Context, sub *submission, now time.Time) (
 	case errors.Is(err, ErrRateLimited) || errors.Is(err, ErrStorageUnavailable):
 		return Outcome{}, err
 	case err != nil:
-		if claim.Fingerprint != "" && !claim.KeepUntil.IsZero() && !s.fallback() {
+		if claim.Fingerprint != "" && !claim.KeepUntil.IsZero() && !migrating {
 			// A claim whose write failed may have landed, and a Store may
 			// leave it open (KV does): a retry in this isolate keeps its
 			// order id and time, whatever a stale read says, for openedTTL
@@ -201,20 +200,9 @@ func (s *Service) attempt(ctx context.Context, sub *submission, now time.Time) (
 	// or took over an Open key an older version stored without its order.
 	claim.Fingerprint = sub.fp
 	claim.Order = sub.order
-	if s.fallback() {
-		if out, done, err := s.adopt(ctx, sub, &claim); done {
+	if migrating {
+		if out, done, err := s.beforeSending(ctx, sub, &claim); done {
 			return out, err
-		}
-	}
-	if limitLater && claim.Stage != StageSent {
-		if err := s.admit(ctx, sub); err != nil {
-			s.release(ctx, sub.key, claim)
-			return Outcome{}, err
-		}
-	}
-	if claim.Stage == StageTentative {
-		if err := s.firm(ctx, sub.key, &claim); err != nil {
-			return Outcome{}, err
 		}
 	}
 	return s.place(ctx, sub.key, claim, byClient)
@@ -229,33 +217,6 @@ const (
 	bySettler
 	bySettlerLastTime
 )
-
-// tentative is the stage of a claim whose order id may not be the key's,
-// since a migration's Fallback may hold another: StageTentative over a
-// Store that keeps such claims apart (Lifecycle.Tentative), StageFirm over
-// one that does not.
-func (s *Service) tentative() Stage {
-	if s.life.Tentative {
-		return StageTentative
-	}
-	return StageFirm
-}
-
-// firm makes a tentative claim the key's, before its order id may reach
-// the gateway: Begin again with its own token. If that fails the claim is
-// released, and a claim left tentative frees its key when its lease ends.
-func (s *Service) firm(ctx context.Context, key Key, claim *Claim) error {
-	claim.Stage = StageFirm
-	rec, err := s.store.Begin(ctx, key, *claim)
-	switch {
-	case err != nil:
-		s.release(ctx, key, *claim)
-		return storageUnavailable(err)
-	case !rec.State.Holds():
-		return ErrInProgress // the lease ran out and another request took the key
-	}
-	return nil
-}
 
 // newClaim is a new claim for sub at now: a fresh token, the order's id
 // (OrderIDFor) and the time, stored with it, so every gateway call for
