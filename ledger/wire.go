@@ -220,12 +220,14 @@ func (r reader) claimedBy() intake.Role {
 }
 
 // stage is how far a claim's document says it has come.
+// Sent is read first: the version before released an adopted key with
+// both flags set, and its object left the key open, as sent.
 func (r reader) stage() intake.Stage {
 	switch {
-	case r.flag(mTentative):
-		return intake.StageTentative
 	case r.flag(mSent):
 		return intake.StageSent
+	case r.flag(mTentative):
+		return intake.StageTentative
 	}
 	return intake.StageFirm
 }

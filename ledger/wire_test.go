@@ -232,14 +232,17 @@ func FuzzDecodeRecord(f *testing.F) {
 	f.Add([]byte(`{"state":2,"receipt":"r","rejected":1}`))
 	f.Add([]byte(`{"state":4,"orderId":"o","symbol":"\ud800","side":"buy","quantity":9007199254740991}`))
 	f.Add([]byte(`{"state":256}`))
+	f.Add([]byte(`{"state":3,"orderId":"o"}`))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		rec, err := decodeRecord(b)
 		if err != nil {
 			return
 		}
 		switch {
-		case rec.State > intake.Open:
+		case rec.State > intake.TookOver:
 			t.Fatalf("decodeRecord(%q) accepted state %d", b, rec.State)
+		case rec.State == intake.TookOver && rec.OrderID == "":
+			t.Fatalf("decodeRecord(%q) accepted a takeover without an order id", b)
 		case rec.State == intake.Stored && rec.Body == nil:
 			t.Fatalf("decodeRecord(%q) accepted a receipt without a body", b)
 		case rec.State == intake.Open && rec.OrderID == "":
@@ -251,4 +254,33 @@ func FuzzDecodeRecord(f *testing.F) {
 			t.Fatalf("%q read as %+v, written as %s, read back as %+v, %v", b, rec, enc, again, err)
 		}
 	})
+}
+
+// TestAnAdoptionReleasedByTheVersionBeforeStaysOpen: during a deployment
+// a Worker of the version before may adopt a key KV left open against an
+// object of this one. Its release carried sent and tentative both (its
+// adoption set Sent on a claim still Tentative), and its object left the
+// key open for the alarm, as sent: this one must too. The documents are
+// byte for byte what the version before wrote.
+func TestAnAdoptionReleasedByTheVersionBeforeStaysOpen(t *testing.T) {
+	const claimDoc = `{"client":"c","id":"k","token":"adopt-1","fingerprint":"fp","symbol":"AAPL","side":"buy","quantity":1,"orderId":"kv-order","acceptedAt":1000,"lease":60000,"keepUntil":100000000,"adopting":1,"tentative":1}`
+	const releaseDoc = `{"client":"c","id":"k","token":"adopt-1","fingerprint":"fp","symbol":"AAPL","side":"buy","quantity":1,"orderId":"kv-order","acceptedAt":1000,"lease":60000,"keepUntil":100000000,"adopting":1,"sent":1,"attempts":2,"nextAttempt":2000,"tentative":1}`
+	m := NewMemoryStore()
+	m.Now = func() time.Time { return time.UnixMilli(1500) }
+	key, c, err := decodeClaim([]byte(claimDoc))
+	if err != nil || c.Stage != intake.StageTentative {
+		t.Fatalf("decodeClaim(the claim) = %+v, %v; want a tentative claim", c, err)
+	}
+	if rec, err := m.obj.Claim(key, c); err != nil || rec.State != intake.Claimed {
+		t.Fatalf("Claim = %+v, %v; want Claimed", rec, err)
+	}
+	if key, c, err = decodeClaim([]byte(releaseDoc)); err != nil || c.Stage != intake.StageSent {
+		t.Fatalf("decodeClaim(the release) = %+v, %v; want it sent", c, err)
+	}
+	if err := m.obj.Release(key, c); err != nil {
+		t.Fatal(err)
+	}
+	if rec := m.obj.Lookup(key); rec.State != intake.Open || rec.OrderID != "kv-order" {
+		t.Fatalf("after the adoption's release the key is %+v; want Open with kv-order, due for the alarm", rec)
+	}
 }
