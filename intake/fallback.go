@@ -55,6 +55,8 @@ func (s *Service) tentative() Stage {
 // firm makes a tentative claim the key's, before its order id may reach
 // the gateway: Begin again with its own token. If that fails the claim is
 // released, and a claim left tentative frees its key when its lease ends.
+// If the lease ended and the key was left open meanwhile, the claim takes
+// it over, with its order id.
 func (s *Service) firm(ctx context.Context, key Key, claim *Claim) error {
 	claim.Stage = StageFirm
 	rec, err := s.store.Begin(ctx, key, *claim)
@@ -62,8 +64,12 @@ func (s *Service) firm(ctx context.Context, key Key, claim *Claim) error {
 	case err != nil:
 		s.release(ctx, key, *claim)
 		return storageUnavailable(err)
-	case !rec.State.Holds():
-		return ErrInProgress // the lease ran out and another request took the key
+	case rec.State == TookOver:
+		// The lease ran out, and another request left the key open
+		// meanwhile: its order id may be at the OMS, and is the key's.
+		*claim = TakeOver(*claim, rec)
+	case rec.State != Claimed:
+		return ErrInProgress // the lease ran out and another request holds the key
 	}
 	return nil
 }

@@ -112,7 +112,7 @@ var mutants = []mutant{
 	{"StepRelease: a late release reopens a key its tentative claim freed", "intake/step.go",
 		"\tcase from == PhaseAbsent:\n\t\treturn Move{Event: EventNone, To: PhaseAbsent, Claim: c}, nil\n", ""},
 	{"Step: a claim takes over another order's open key", "intake/step.go",
-		"case c.Fingerprint != \"\" && rec.Fingerprint != \"\" && c.Fingerprint != rec.Fingerprint:",
+		"case ForAnotherOrder(rec.Fingerprint, c.Fingerprint):",
 		"case false:"},
 	{"the table: a new claim may take a held key", "intake/phase.go",
 		"\t{PhaseOpen, EventTakeOver, PhaseHeld, writers,",
