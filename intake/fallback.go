@@ -20,9 +20,10 @@ func (s *Service) fallback() bool {
 // gateway call (done when they answered the submission): the key is
 // looked up in the Fallback (adopt); a new order, neither replayed from
 // the Fallback nor taken over, asks the limit, since a replay must not
-// count; and a tentative claim is made firm (firm): until the Fallback has
+// count; and the claim is renewed (renew), firm: until the Fallback has
 // been asked, the Store's own order id is not the key's, and a request
-// that died would have left it behind for the settler.
+// that died would have left it behind for the settler; and the reads of
+// KV may have outlasted the claim's lease.
 func (s *Service) beforeSending(ctx context.Context, sub *submission, claim *Claim) (out Outcome, done bool, err error) {
 	if out, done, err := s.adopt(ctx, sub, claim); done {
 		return out, true, err
@@ -34,9 +35,10 @@ func (s *Service) beforeSending(ctx context.Context, sub *submission, claim *Cla
 		}
 	}
 	if claim.Stage == StageTentative {
-		if err := s.firm(ctx, sub.key, claim); err != nil {
-			return Outcome{}, true, err
-		}
+		claim.Stage = StageFirm
+	}
+	if err := s.renew(ctx, sub.key, claim); err != nil {
+		return Outcome{}, true, err
 	}
 	return Outcome{}, false, nil
 }
@@ -52,13 +54,22 @@ func (s *Service) tentative() Stage {
 	return StageFirm
 }
 
-// firm makes a tentative claim the key's, before its order id may reach
-// the gateway: Begin again with its own token. If that fails the claim is
-// released, and a claim left tentative frees its key when its lease ends.
-// If the lease ended and the key was left open meanwhile, the claim takes
-// it over, with its order id.
-func (s *Service) firm(ctx context.Context, key Key, claim *Claim) error {
-	claim.Stage = StageFirm
+// renew has the Store hold key for claim again, for a new lease, at the
+// claim's stage (a tentative claim made StageFirm becomes the key's),
+// after reads of the Fallback, which may have outlasted the last (the
+// runtime paused the isolate, or a read hung): Begin again with its own
+// token, before the claim's order id may reach the gateway or the claim
+// is released open. If the lease ended and the key was left open
+// meanwhile, the claim takes it over, with its order id; if another
+// request holds it, ErrInProgress. If Begin fails the claim is released,
+// and a claim left tentative frees its key when its lease ends. Only a
+// Store that tells its claims by token (Lifecycle.Tentative) renews one:
+// the others, whose claims the Service never makes tentative, hold the
+// key as they did.
+func (s *Service) renew(ctx context.Context, key Key, claim *Claim) error {
+	if !s.life.Tentative {
+		return nil
+	}
 	rec, err := s.store.Begin(ctx, key, *claim)
 	switch {
 	case err != nil:
@@ -239,6 +250,19 @@ func (s *Service) adoptOpen(ctx context.Context, key Key, due time.Time) (bool, 
 		if err != nil {
 			return false, storageUnavailable(err)
 		}
+		return false, nil
+	}
+	// The read may have outlasted the claim's lease, which frees the key
+	// of a tentative claim: released then, it would adopt nothing.
+	switch err := s.renew(ctx, key, &claim); {
+	case errors.Is(err, ErrInProgress):
+		return false, nil
+	case err != nil:
+		return false, err
+	case claim.Stage == StageSent:
+		// Another request left the key open meanwhile (renew took it
+		// over): the Store's, as it was.
+		s.release(ctx, key, claim)
 		return false, nil
 	}
 	// Not Unresolved, even if the old Worker gave up on it: the Store's

@@ -138,7 +138,7 @@ func (s *Service) settle(ctx context.Context, key Key) (Settlement, error) {
 	by := bySettler
 	if !now.Before(claim.AcceptedAt.Add(s.opts.SettleMaxAge)) {
 		by = bySettlerLastTime
-		switch st, done, err := s.settleFromFallback(ctx, key, claim); {
+		switch st, done, err := s.settleFromFallback(ctx, key, &claim); {
 		case done:
 			return st, err
 		case err != nil:
@@ -175,28 +175,32 @@ func (s *Service) settle(ctx context.Context, key Key) (Settlement, error) {
 // unresolved an order KV knows was accepted, whenever the OMS is still
 // down at the give-up. done is false when the Fallback holds no outcome
 // of that order id, is not consulted, or cannot be read (err): the
-// settler goes on.
-func (s *Service) settleFromFallback(ctx context.Context, key Key, claim Claim) (Settlement, bool, error) {
+// settler goes on, once its claim is renewed (renew), since the read may
+// have outlasted its lease.
+func (s *Service) settleFromFallback(ctx context.Context, key Key, claim *Claim) (Settlement, bool, error) {
 	if !s.fallback() {
 		return Settlement{}, false, nil
 	}
+	busy := Settlement{NextAttempt: s.opts.Now().Add(s.opts.PendingTTL), Attempts: claim.Attempts, Result: SettleBusy, AcceptedAt: claim.AcceptedAt}
 	old, err := s.opts.Fallback.Lookup(ctx, key)
-	switch {
-	case err != nil:
-		return Settlement{}, false, storageUnavailable(err)
-	case old.State != Stored || (old.Fingerprint != "" && old.Fingerprint != claim.Fingerprint):
-		return Settlement{}, false, nil
-	}
-	if OrderIDOf(old) != claim.OrderID {
+	if err != nil || old.State != Stored || ForAnotherOrder(old.Fingerprint, claim.Fingerprint) || OrderIDOf(old) != claim.OrderID {
+		switch rerr := s.renew(ctx, key, claim); {
+		case errors.Is(rerr, ErrInProgress):
+			return busy, true, nil
+		case rerr != nil:
+			return Settlement{}, true, rerr
+		case err != nil:
+			return Settlement{}, false, storageUnavailable(err)
+		}
 		return Settlement{}, false, nil
 	}
 	result := Result{Body: old.Body, Rejected: old.Rejected, Fingerprint: claim.Fingerprint, TTL: s.opts.ResultTTL}
-	if err := s.commit(ctx, key, claim, result, s.opts.Now(), false); err != nil {
+	if err := s.commit(ctx, key, *claim, result, s.opts.Now(), false); err != nil {
 		if !errors.Is(err, ErrInProgress) {
-			s.release(ctx, key, claim)
+			s.release(ctx, key, *claim)
 			return Settlement{}, true, err
 		}
-		return Settlement{NextAttempt: s.opts.Now().Add(s.opts.PendingTTL), Attempts: claim.Attempts, Result: SettleBusy, AcceptedAt: claim.AcceptedAt}, true, nil
+		return busy, true, nil
 	}
 	r := SettleAccepted
 	if old.Rejected {

@@ -296,9 +296,10 @@ type Lifecycle struct {
 	// when its claims are left to expire with their lease.
 	ReleaseAfterCommit bool
 	// Tentative says the Store keeps a tentative claim (StageTentative)
-	// apart from a firm one, and makes it firm on a Begin with the same
-	// token: the ledger. The Service then claims tentatively while a
-	// Fallback may hold the key's order id.
+	// apart from a firm one, and renews a claim, firm, on a Begin with the
+	// same token: the ledger. The Service then claims tentatively while a
+	// Fallback may hold the key's order id, and renews its claim after
+	// reading the Fallback.
 	Tentative bool
 	// TellsExpiry says the Store's Lookup and Begin set Record.Expires for
 	// a stored outcome: the later of its Commit's time plus Result.TTL

@@ -216,21 +216,24 @@ func (r row) claim() intake.Claim {
 // lease as long as no other request took the key over. Otherwise it
 // returns intake.ErrLostClaim and stores nothing: a slow request never
 // overwrites another's outcome. A commit repeated with the same token is a
-// success that changes nothing. Only a final outcome starts the receipt's
-// TTL.
+// success that changes nothing. A tentative claim whose lease ended freed
+// the key, and holds nothing to commit. Only a final outcome starts the
+// receipt's TTL.
 func (o *Object) Commit(key intake.Key, c intake.Claim, r intake.Result) error {
 	cur, ok := o.rows.get(key.String())
+	now := o.now()
 	switch {
 	case !ok || cur.token != c.Token:
 		return intake.ErrLostClaim
 	case cur.receipt != nil:
 		return nil
+	case cur.tentative && cur.record(now).State == intake.Absent:
+		return intake.ErrLostClaim
 	}
 	cur.fingerprint, cur.receipt, cur.rejected, cur.tentative = r.Fingerprint, r.Body, r.Rejected, false
 	// The outcome is kept its TTL, and at least as long as the claim
 	// kept the key: a Fallback's record of the key, which this row's
 	// adoption kept the claim for, must not outlive it.
-	now := o.now()
 	cur.leaseUntil, cur.due, cur.expires = time.Time{}, time.Time{}, latest(now.Add(r.TTL), c.KeepUntil)
 	o.put(cur, now)
 	return nil

@@ -124,6 +124,7 @@ func (w *world) allowBy(what string, e *event) {
 type watched struct{ *namespace }
 
 func (n watched) GetMany(ctx context.Context, keys ...string) ([]*kv.Entry, error) {
+	n.stall()
 	before := make([]int, len(keys))
 	for i, k := range keys {
 		before[i] = len(n.w.misses[k])
@@ -139,6 +140,7 @@ func (n watched) GetMany(ctx context.Context, keys ...string) ([]*kv.Entry, erro
 }
 
 func (n watched) Get(ctx context.Context, key string) (kv.Entry, error) {
+	n.stall()
 	before := len(n.w.misses[key])
 	a := n.w.sched.running
 	e, err := n.namespace.Get(ctx, key)
@@ -149,6 +151,18 @@ func (n watched) Get(ctx context.Context, key string) (kv.Entry, error) {
 		n.w.sawRead(a, key, nil, before)
 	}
 	return e, err
+}
+
+// stall, now and then where storage faults, holds a ledger-mode read of
+// KV's fallback past a claim's lease: the runtime paused the isolate, or
+// the read hung. A ledger-mode request reads KV between its claim and its
+// gateway call, and the claim may end meanwhile; the ledger's claims are
+// fenced by token, so the Worker can tell (intake's renew). KV mode's
+// own reads never stall: its claims are fenced by their lease alone.
+func (n watched) stall() {
+	if n.w.mode == LedgerMode && n.w.densities[storagePart] != noFaults && n.w.faultAt(5, "kv fallback read stalls past a lease") {
+		n.w.sched.sleep(pendingTTL + time.Second)
+	}
 }
 
 // sawRead records a's read of kvKey, which returned e; the misses from

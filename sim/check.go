@@ -176,17 +176,16 @@ func (w *world) observeKVWrite(key string, e *kv.Entry, expires time.Time) {
 	w.stored(name, []byte(e.Value), expires)
 }
 
-// observeLedgerCall watches the ledger's commits as observeKVWrite
-// watches KV's.
-func (w *world) observeLedgerCall(method string) {
-	a := w.sched.running
-	if method != "commit" || a == nil || w.direct {
+// observeLedgerCommit watches the ledger's commits as observeKVWrite
+// watches KV's: a commit that stored key's outcome, as the ledger showed
+// it before and after. A commit the object refused stores nothing, even
+// where KV's fallback still holds the outcome.
+func (w *world) observeLedgerCommit(key keyName, method string, before, after intake.Record) {
+	if method != "commit" || w.direct || w.sched.running == nil || after.State != intake.Stored ||
+		before.State == intake.Stored && bytes.Equal(before.Body, after.Body) {
 		return
 	}
-	rec := w.peek(a.key)
-	if rec.State == intake.Stored {
-		w.stored(a.key, rec.Body, rec.Expires)
-	}
+	w.stored(key, after.Body, after.Expires)
 }
 
 func (w *world) stored(key keyName, receipt []byte, until time.Time) {

@@ -62,6 +62,9 @@ type purge struct {
 	// whatever the purge answered.
 	seen            []byte
 	touched, erased bool
+	// deleted is when the purge last deleted the key's stored outcome in
+	// either store (markErased), as it wrote it; zero if it never did.
+	deleted time.Time
 }
 
 // receiptCacheTTL is how long another isolate may replay a purged
@@ -259,7 +262,7 @@ func (w *world) markErased(key keyName, a *actor) {
 	}
 	for _, p := range w.mig.purges[key] {
 		if p.by == a {
-			p.touched = true
+			p.touched, p.deleted = true, w.now()
 		}
 	}
 }
@@ -275,7 +278,23 @@ func (w *world) purgedBetween(key keyName, from, to time.Time) bool {
 // the receipt in either store: the key may then be gone before the other
 // copy's time.
 func (w *world) purgeTouchedBetween(key keyName, from, to time.Time) bool {
-	return w.purgeBetween(key, from, to, func(p *purge) bool { return p.touched })
+	return w.purgeBetween(key, from, to, func(p *purge) bool { return p.touched }) || w.purgeDeletedBetween(key, from, to)
+}
+
+// purgeDeletedBetween reports whether a purge of key, whenever it began,
+// deleted the key's stored outcome from from on, at to at the latest: a
+// purge that began while the key was not final erases an outcome stored
+// while it ran (intake.Admin.Purge), as its own write shows.
+func (w *world) purgeDeletedBetween(key keyName, from, to time.Time) bool {
+	if w.mig == nil {
+		return false
+	}
+	for _, p := range w.mig.purges[key] {
+		if !p.deleted.IsZero() && !p.deleted.Before(from) && !p.deleted.After(to) {
+			return true
+		}
+	}
+	return false
 }
 
 func (w *world) purgeBetween(key keyName, from, to time.Time, took func(*purge) bool) bool {

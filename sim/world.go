@@ -230,6 +230,7 @@ func run(mode Mode, choose func(n int, label string) int) *world {
 			}
 			w.checkRefines(key.String(), intake.PhaseOf(before), intake.PhaseOf(after), "ledger "+method)
 			w.observeLedgerMint(key.String(), method, before, after)
+			w.observeLedgerCommit(key.String(), method, before, after)
 			w.trackStored(key.String(), w.asPeeked(key.String(), after))
 		}
 		w.migrating = w.uniform(3, "migrating") == 2
@@ -690,7 +691,6 @@ func (w *world) ledgerCall(ctx context.Context, method string, apply func()) err
 	a := w.sched.running
 	if w.direct || a == nil || a.kind == alarmActor {
 		apply()
-		w.observeLedgerCall(method)
 		if !w.direct && a != nil {
 			w.sawLedger(a, method)
 		}
@@ -712,7 +712,6 @@ func (w *world) ledgerCall(ctx context.Context, method string, apply func()) err
 	if os.Getenv("SIM_DEBUG") != "" {
 		w.logf("  %s: ledger %s %s", a.name, method, a.key)
 	}
-	w.observeLedgerCall(method)
 	w.sched.yield()
 	if method != "lookup" && w.fault("ledger "+method+" fails after") {
 		return &workers.Error{Message: "sim: Durable Object call failed after it took effect", Retryable: true}
