@@ -2,12 +2,14 @@ package intake_test
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
 	"github.com/edge-orders/edge-orders/config"
 	"github.com/edge-orders/edge-orders/intake"
 	"github.com/edge-orders/edge-orders/kv"
+	"github.com/edge-orders/edge-orders/ledger"
 	"github.com/edge-orders/edge-orders/order"
 )
 
@@ -96,5 +98,71 @@ func TestAClaimMadeFirmAfterAnotherLeftTheKeyOpenTakesItsOrderID(t *testing.T) {
 	out, err := svc.Submit(ctx, fresh, []byte(validBody), "")
 	if ids := g.orderIDs(); err != nil || out.OrderID != "order-y" || len(ids) != 1 || ids[0] != "order-y" {
 		t.Fatalf("Submit = %s, %v; the gateway saw %v; want order-y alone, the key's", out.OrderID, err, ids)
+	}
+}
+
+// TestTheSettlersLastCallWaitsForTheHolderItsReadOfKVOutlasted: before
+// its last call during a migration, the settler reads KV, and the read
+// may outlast its claim's lease (the runtime paused the isolate). If
+// another request took the key over meanwhile, the settler leaves the key
+// to it and calls nothing: two calls for one key at once, and a call by
+// a claim that no longer holds its key, are what the ledger's claims
+// exist to prevent (found by the simulator's stalled reads).
+func TestTheSettlersLastCallWaitsForTheHolderItsReadOfKVOutlasted(t *testing.T) {
+	ctx := context.Background()
+	const maxAge = time.Hour
+	clock, oldMem, g, opts := settling(maxAge)
+	mem := ledger.NewMemoryStore()
+	mem.Now = clock.Now
+	hooked := &hookedFallback{Store: kv.NewStore(oldMem, clock.Now)}
+	opts.Fallback, opts.FallbackUntil = hooked, clock.Now().Add(48*time.Hour)
+	svc := intake.New(mem, opts)
+	g.answer(errLost)
+	if _, err := svc.Submit(ctx, deskKey, []byte(validBody), ""); !errors.Is(err, intake.ErrOutcomeUnknown) {
+		t.Fatalf("Submit = %v, want ErrOutcomeUnknown", err)
+	}
+	clock.Advance(maxAge + time.Minute)
+	o, err := order.Parse([]byte(validBody))
+	if err != nil {
+		t.Fatal(err)
+	}
+	hooked.afterLookup = func() {
+		clock.Advance(config.DefaultPendingTTL + time.Second)
+		other := intake.Claim{Token: "other", Fingerprint: o.Fingerprint(), Order: o, AcceptedAt: clock.Now(), Lease: config.DefaultPendingTTL}
+		if rec, err := mem.Begin(ctx, deskKey, other); err != nil || rec.State != intake.TookOver {
+			t.Errorf("another request's Begin = %+v, %v; want it to take over the key the settler's lease let go", rec, err)
+		}
+	}
+	calls := len(g.placements())
+	st, err := svc.Settle(ctx, deskKey)
+	if err != nil || st.Result != intake.SettleBusy || st.Final {
+		t.Errorf("the settler = %+v, %v; want it busy, the key another's", st, err)
+	}
+	if n := len(g.placements()) - calls; n != 0 {
+		t.Errorf("the settler called the OMS %d times without holding the key, want none", n)
+	}
+}
+
+// TestAnAdoptionWhoseReadOfKVOutlastedItsLeaseStillAdoptsTheKey: the
+// adoption's claim is tentative, and its second read of KV may outlast
+// the lease, which frees the key. The adoption claims it again before it
+// releases it open; released as it was, its release would change nothing,
+// and an operator's resolve that adopts first would be told the key it
+// was shown open is not found (found by the simulator's stalled reads).
+func TestAnAdoptionWhoseReadOfKVOutlastedItsLeaseStillAdoptsTheKey(t *testing.T) {
+	ctx := context.Background()
+	clock, old, mem := migrating(t)
+	hooked := &hookedFallback{Store: kv.NewStore(old, clock.Now)}
+	hooked.afterLookup = func() { // the first read; the second outlasts the lease
+		hooked.afterLookup = func() { clock.Advance(config.DefaultPendingTTL + time.Second) }
+	}
+	svc := intake.New(mem, intake.Options{ResultTTL: config.DefaultResultTTL, PendingTTL: config.DefaultPendingTTL,
+		Gateway: &idRecorder{answer: func(int, intake.Placement) error { return nil }}, Now: clock.Now,
+		Fallback: hooked, FallbackUntil: acceptedAt.Add(48 * time.Hour)})
+	if adopted, err := svc.Adopt(ctx, key("k")); err != nil || !adopted {
+		t.Fatalf("Adopt = %v, %v; want the key adopted", adopted, err)
+	}
+	if rec, err := mem.Lookup(ctx, key("k")); err != nil || rec.State != intake.Open || rec.OrderID != "order-x" {
+		t.Fatalf("the ledger holds %+v, %v; want the key open with KV's order-x, due for its settler", rec, err)
 	}
 }

@@ -2,6 +2,7 @@ package ledger_test
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"testing"
 	"time"
@@ -233,5 +234,30 @@ func TestAClaimThatDiedMidCallStaysOpenAfterATakeoverReleasedUnsent(t *testing.T
 	}
 	if rec, err := m.Lookup(ctx, k); err != nil || rec.State != intake.Open || rec.OrderID != "order-k" {
 		t.Fatalf("Lookup = %+v, %v; want the key open with order-k", rec, err)
+	}
+}
+
+// TestATentativeClaimWhoseLeaseEndedCommitsNothing: a tentative claim
+// whose lease ended freed its key (its order never reached the gateway
+// under it), so its commit is refused, as its release already changes
+// nothing: the key was free for any request meanwhile, and a commit
+// would move it from absent to stored, which the table has no row for.
+func TestATentativeClaimWhoseLeaseEndedCommitsNothing(t *testing.T) {
+	m, c := newMemory()
+	ctx := context.Background()
+	key := intake.Key{Client: "desk-a", ID: "k"}
+	o := order.Order{Symbol: "AAPL", Side: order.Buy, Quantity: 10}
+	claim := intake.Claim{Token: "t", Fingerprint: o.Fingerprint(), Order: o, OrderID: "order-k", AcceptedAt: c.now,
+		Lease: time.Minute, KeepUntil: c.now.Add(48 * time.Hour), Stage: intake.StageTentative}
+	if rec, err := m.Begin(ctx, key, claim); err != nil || rec.State != intake.Claimed {
+		t.Fatalf("Begin = %+v, %v; want Claimed", rec, err)
+	}
+	c.now = c.now.Add(time.Minute + time.Second)
+	receipt := intake.Result{Body: []byte(`{"orderId":"kv-order","status":"accepted"}`), Fingerprint: o.Fingerprint(), TTL: time.Hour}
+	if err := m.Commit(ctx, key, claim, receipt); !errors.Is(err, intake.ErrLostClaim) {
+		t.Fatalf("Commit after the tentative lease ended = %v, want ErrLostClaim", err)
+	}
+	if rec, err := m.Lookup(ctx, key); err != nil || rec.State != intake.Absent {
+		t.Fatalf("Lookup = %+v, %v; want the key free", rec, err)
 	}
 }

@@ -193,3 +193,28 @@ func TestALookupIsJudgedByItsOwnRead(t *testing.T) {
 		}
 	}
 }
+
+// TestAPurgeExcusesAKeysAbsenceByWhenItDeleted: a purge that began while
+// the key was not final erases an outcome stored while it ran; the key's
+// absence after a call is excused by the purge's own delete of its
+// outcome after that call began, never by a purge that deleted nothing
+// since.
+func TestAPurgeExcusesAKeysAbsenceByWhenItDeleted(t *testing.T) {
+	w, _, _ := checkedWorld(t, LedgerMode)
+	began := w.now()
+	call := began.Add(time.Second)
+	p := &purge{start: began, end: began.Add(2 * time.Minute)}
+	w.mig.purges[checkedKey] = []*purge{p}
+	excused := func() bool { return w.purgeTouchedBetween(checkedKey, call, call.Add(time.Hour)) }
+	if excused() {
+		t.Fatal("a purge begun before the call, which deleted nothing, excused the key's absence")
+	}
+	p.touched, p.deleted = true, began
+	if excused() {
+		t.Fatal("a purge whose delete came before the call excused the key's absence after it")
+	}
+	p.deleted = call.Add(time.Minute)
+	if !excused() {
+		t.Fatal("a purge that deleted the key's outcome after the call did not excuse its absence")
+	}
+}
