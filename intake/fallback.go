@@ -24,8 +24,8 @@ func (s *Service) fallback() bool {
 // been asked, the Store's own order id is not the key's, and a request
 // that died would have left it behind for the settler; and the reads of
 // KV may have outlasted the claim's lease.
-func (s *Service) beforeSending(ctx context.Context, sub *submission, claim *Claim) (out Outcome, done bool, err error) {
-	if out, done, err := s.adopt(ctx, sub, claim); done {
+func (s *Service) beforeSending(ctx context.Context, sub *submission, claim *Claim, claimedAt time.Time) (out Outcome, done bool, err error) {
+	if out, done, err := s.adopt(ctx, sub, claim, claimedAt); done {
 		return out, true, err
 	}
 	if s.opts.Limit != nil && claim.Stage != StageSent {
@@ -89,14 +89,17 @@ func (s *Service) renew(ctx context.Context, key Key, claim *Claim) error {
 // the submission). A receipt found there is committed under claim and
 // replayed; a claim there, a request still in flight in KV mode, is a
 // request in progress; an order id kept there for the same order is the
-// claim's from now on; nothing lets the new order go ahead.
-func (s *Service) adopt(ctx context.Context, sub *submission, claim *Claim) (out Outcome, done bool, err error) {
+// claim's from now on; nothing lets the new order go ahead. An answer
+// that came once the claim, made at claimedAt, may have lost its key is
+// not acted on (outlasted): the submission is in progress, and its next
+// poll asks again.
+func (s *Service) adopt(ctx context.Context, sub *submission, claim *Claim, claimedAt time.Time) (out Outcome, done bool, err error) {
 	rec, err := s.opts.Fallback.Lookup(ctx, sub.key)
 	switch {
 	case err != nil:
 		s.release(ctx, sub.key, *claim)
 		return Outcome{}, true, storageUnavailable(err)
-	case rec.State == Held:
+	case rec.State == Held, s.outlasted(claimedAt):
 		s.release(ctx, sub.key, *claim)
 		return Outcome{}, true, ErrInProgress
 	case rec.State == Open && claim.Stage != StageSent:
@@ -117,6 +120,15 @@ func (s *Service) adopt(ctx context.Context, sub *submission, claim *Claim) (out
 	}
 	out, err = s.replay(rec, sub)
 	return out, true, err
+}
+
+// outlasted reports whether a claim made at claimedAt may have lost its
+// key by now: its lease may have ended (DueSlack allows for the clocks of
+// the isolate and the Store). What the Fallback told it since is then not
+// to be acted on: a purge, or another request, may have changed the key
+// while nothing held it.
+func (s *Service) outlasted(claimedAt time.Time) bool {
+	return !s.opts.Now().Before(claimedAt.Add(s.opts.PendingTTL - DueSlack))
 }
 
 // adoptOrderID makes the order id the Fallback kept for the key (open) the
@@ -225,9 +237,10 @@ func (s *Service) adoptOpen(ctx context.Context, key Key, due time.Time) (bool, 
 	// lease's end instead of leaving it due for the settler, which would
 	// place an order a purge meanwhile erased. KV keeps its own claim, and
 	// the next sweep adopts the key again.
+	claimedAt := s.opts.Now()
 	claim := Claim{Token: s.opts.NewID(), Fingerprint: old.Fingerprint, Order: old.Order, OrderID: old.OrderID,
 		AcceptedAt: old.AcceptedAt, Lease: s.opts.PendingTTL, Stage: s.tentative(), By: RoleAdopter,
-		KeepUntil: later(s.keepUntil(old.AcceptedAt), s.opts.Now().Add(s.opts.ResultTTL))}
+		KeepUntil: later(s.keepUntil(old.AcceptedAt), claimedAt.Add(s.opts.ResultTTL))}
 	rec, err := s.store.Begin(ctx, key, claim)
 	switch {
 	case err != nil:
@@ -243,26 +256,16 @@ func (s *Service) adoptOpen(ctx context.Context, key Key, due time.Time) (bool, 
 	// Read again, now that the claim holds the key: an operator's purge
 	// between the first read and the claim deleted the Fallback's claim
 	// and the Store's outcome, and the key is free, not to be adopted.
-	// A purge from now on finds the claim and waits.
+	// A purge from now on finds the claim and waits, as long as the claim
+	// holds the key: a read answered once it may have freed it (outlasted)
+	// proves nothing, and the next sweep adopts the key if KV still holds
+	// it open.
 	again, err := s.opts.Fallback.Lookup(ctx, key)
-	if err != nil || again.State != Open || again.OrderID != old.OrderID {
+	if err != nil || again.State != Open || again.OrderID != old.OrderID || s.outlasted(claimedAt) {
 		s.release(ctx, key, claim)
 		if err != nil {
 			return false, storageUnavailable(err)
 		}
-		return false, nil
-	}
-	// The read may have outlasted the claim's lease, which frees the key
-	// of a tentative claim: released then, it would adopt nothing.
-	switch err := s.renew(ctx, key, &claim); {
-	case errors.Is(err, ErrInProgress):
-		return false, nil
-	case err != nil:
-		return false, err
-	case claim.Stage == StageSent:
-		// Another request left the key open meanwhile (renew took it
-		// over): the Store's, as it was.
-		s.release(ctx, key, claim)
 		return false, nil
 	}
 	// Not Unresolved, even if the old Worker gave up on it: the Store's

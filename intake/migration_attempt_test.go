@@ -143,13 +143,14 @@ func TestTheSettlersLastCallWaitsForTheHolderItsReadOfKVOutlasted(t *testing.T) 
 	}
 }
 
-// TestAnAdoptionWhoseReadOfKVOutlastedItsLeaseStillAdoptsTheKey: the
-// adoption's claim is tentative, and its second read of KV may outlast
-// the lease, which frees the key. The adoption claims it again before it
-// releases it open; released as it was, its release would change nothing,
-// and an operator's resolve that adopts first would be told the key it
-// was shown open is not found (found by the simulator's stalled reads).
-func TestAnAdoptionWhoseReadOfKVOutlastedItsLeaseStillAdoptsTheKey(t *testing.T) {
+// TestAnAdoptionWhoseReadOfKVOutlastedItsLeaseLeavesTheKeyToTheNextSweep:
+// the adoption's claim is tentative, and its second read of KV, which
+// must find KV's claim while the adoption's holds the key, may come back
+// once the lease has ended and freed the key. Released then, the claim
+// would change nothing; claimed again, it would act on a read nothing
+// protected. The adoption lets the key go, and the next sweep adopts it
+// (found by the simulator's stalled reads, and a review).
+func TestAnAdoptionWhoseReadOfKVOutlastedItsLeaseLeavesTheKeyToTheNextSweep(t *testing.T) {
 	ctx := context.Background()
 	clock, old, mem := migrating(t)
 	hooked := &hookedFallback{Store: kv.NewStore(old, clock.Now)}
@@ -159,10 +160,79 @@ func TestAnAdoptionWhoseReadOfKVOutlastedItsLeaseStillAdoptsTheKey(t *testing.T)
 	svc := intake.New(mem, intake.Options{ResultTTL: config.DefaultResultTTL, PendingTTL: config.DefaultPendingTTL,
 		Gateway: &idRecorder{answer: func(int, intake.Placement) error { return nil }}, Now: clock.Now,
 		Fallback: hooked, FallbackUntil: acceptedAt.Add(48 * time.Hour)})
+	if adopted, err := svc.Adopt(ctx, key("k")); err != nil || adopted {
+		t.Fatalf("Adopt = %v, %v; want the key left alone", adopted, err)
+	}
+	if rec, err := mem.Lookup(ctx, key("k")); err != nil || rec.State != intake.Absent {
+		t.Fatalf("the ledger holds %+v, %v; want nothing yet", rec, err)
+	}
 	if adopted, err := svc.Adopt(ctx, key("k")); err != nil || !adopted {
-		t.Fatalf("Adopt = %v, %v; want the key adopted", adopted, err)
+		t.Fatalf("the next sweep's Adopt = %v, %v; want the key adopted", adopted, err)
 	}
 	if rec, err := mem.Lookup(ctx, key("k")); err != nil || rec.State != intake.Open || rec.OrderID != "order-x" {
 		t.Fatalf("the ledger holds %+v, %v; want the key open with KV's order-x, due for its settler", rec, err)
+	}
+}
+
+// TestAnAdoptionWhoseReadOfKVOutlastedItsLeaseAdoptsNoKeyAPurgeFreed:
+// while the adoption's read of KV was on its way back, past its claim's
+// lease, a retry adopted the key and stored its receipt, and an operator
+// purged it. The adoption must not open the key again: its settler would
+// store the erased receipt once more (found by a review).
+func TestAnAdoptionWhoseReadOfKVOutlastedItsLeaseAdoptsNoKeyAPurgeFreed(t *testing.T) {
+	ctx := context.Background()
+	clock, old, mem := migrating(t)
+	opts := intake.Options{ResultTTL: config.DefaultResultTTL, PendingTTL: config.DefaultPendingTTL,
+		Gateway: &idRecorder{answer: func(int, intake.Placement) error { return nil }}, Now: clock.Now,
+		Fallback: kv.NewStore(old, clock.Now), FallbackUntil: acceptedAt.Add(48 * time.Hour)}
+	operator := intake.New(mem, opts)
+	hooked := &hookedFallback{Store: kv.NewStore(old, clock.Now)}
+	hooked.afterLookup = func() {
+		hooked.afterLookup = func() { // read before the hook, answered after it
+			clock.Advance(config.DefaultPendingTTL + time.Second)
+			if _, err := operator.Submit(ctx, key("k"), []byte(validBody), ""); err != nil {
+				t.Errorf("the retry = %v", err)
+			}
+			if _, err := intake.NewAdmin(operator, mem).Purge(ctx, key("k"), "order-x"); err != nil {
+				t.Errorf("the purge = %v", err)
+			}
+		}
+	}
+	sweep := opts
+	sweep.Fallback = hooked
+	if adopted, err := intake.New(mem, sweep).Adopt(ctx, key("k")); err != nil || adopted {
+		t.Errorf("Adopt = %v, %v; want the purged key left free", adopted, err)
+	}
+	if rec, err := mem.Lookup(ctx, key("k")); err != nil || rec.State != intake.Absent {
+		t.Errorf("the ledger holds %v %s, %v; want nothing", rec.State, rec.OrderID, err)
+	}
+	clock.Advance(time.Hour)
+	if keys := mem.DueKeys(10); len(keys) != 0 {
+		t.Errorf("due for the settler: %v, want none", keys)
+	}
+}
+
+// TestARequestWhoseReadOfKVOutlastedItsLeaseActsOnNothingItRead: a
+// client's claim during a migration reads KV before anything else, and
+// the answer may come back once the claim's lease has ended, when a purge
+// or another request may have changed the key. The request acts on none
+// of it: it is in progress, places nothing, and its retry adopts KV's
+// order id as if nothing had happened.
+func TestARequestWhoseReadOfKVOutlastedItsLeaseActsOnNothingItRead(t *testing.T) {
+	ctx := context.Background()
+	clock, old, mem := migrating(t)
+	g := &idRecorder{answer: func(int, intake.Placement) error { return nil }}
+	hooked := &hookedFallback{Store: kv.NewStore(old, clock.Now)}
+	hooked.afterLookup = func() { clock.Advance(config.DefaultPendingTTL + time.Second) }
+	svc := intake.New(mem, intake.Options{ResultTTL: config.DefaultResultTTL, PendingTTL: config.DefaultPendingTTL,
+		Gateway: g, Now: clock.Now, Fallback: hooked, FallbackUntil: acceptedAt.Add(48 * time.Hour)})
+	if _, err := svc.Submit(ctx, key("k"), []byte(validBody), ""); !errors.Is(err, intake.ErrInProgress) {
+		t.Fatalf("Submit whose read of KV outlasted its lease = %v, want ErrInProgress", err)
+	}
+	if ids := g.orderIDs(); len(ids) != 0 {
+		t.Fatalf("the gateway saw %v, want nothing", ids)
+	}
+	if out, err := svc.Submit(ctx, key("k"), []byte(validBody), ""); err != nil || out.OrderID != "order-x" {
+		t.Fatalf("the retry = %s, %v; want KV's order-x placed", out.OrderID, err)
 	}
 }

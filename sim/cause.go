@@ -124,7 +124,7 @@ func (w *world) allowBy(what string, e *event) {
 type watched struct{ *namespace }
 
 func (n watched) GetMany(ctx context.Context, keys ...string) ([]*kv.Entry, error) {
-	n.stall()
+	defer n.stall()()
 	before := make([]int, len(keys))
 	for i, k := range keys {
 		before[i] = len(n.w.misses[k])
@@ -140,7 +140,7 @@ func (n watched) GetMany(ctx context.Context, keys ...string) ([]*kv.Entry, erro
 }
 
 func (n watched) Get(ctx context.Context, key string) (kv.Entry, error) {
-	n.stall()
+	defer n.stall()()
 	before := len(n.w.misses[key])
 	a := n.w.sched.running
 	e, err := n.namespace.Get(ctx, key)
@@ -154,15 +154,23 @@ func (n watched) Get(ctx context.Context, key string) (kv.Entry, error) {
 }
 
 // stall, now and then where storage faults, holds a ledger-mode read of
-// KV's fallback past a claim's lease: the runtime paused the isolate, or
-// the read hung. A ledger-mode request reads KV between its claim and its
-// gateway call, and the claim may end meanwhile; the ledger's claims are
-// fenced by token, so the Worker can tell (intake's renew). KV mode's
-// own reads never stall: its claims are fenced by their lease alone.
-func (n watched) stall() {
-	if n.w.mode == LedgerMode && n.w.densities[storagePart] != noFaults && n.w.faultAt(5, "kv fallback read stalls past a lease") {
-		n.w.sched.sleep(pendingTTL + time.Second)
+// KV's fallback past a claim's lease, before the read or after it, which
+// stall returns to be deferred: the runtime paused the isolate, or the
+// read hung, or its answer did. A ledger-mode request reads KV between
+// its claim and its gateway call, and the claim may end meanwhile; the
+// ledger's claims are fenced by token and the Worker can tell how long it
+// waited (intake's outlasted and renew). KV mode's own reads never stall:
+// its claims are fenced by their lease alone.
+func (n watched) stall() (after func()) {
+	if n.w.mode != LedgerMode || n.w.densities[storagePart] == noFaults || !n.w.faultAt(5, "kv fallback read stalls past a lease") {
+		return func() {}
 	}
+	wait := func() { n.w.sched.sleep(pendingTTL + time.Second) }
+	if n.w.choose(2, "the stall comes after the read") == 1 {
+		return wait
+	}
+	wait()
+	return func() {}
 }
 
 // sawRead records a's read of kvKey, which returned e; the misses from

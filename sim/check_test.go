@@ -203,7 +203,7 @@ func TestAPurgeExcusesAKeysAbsenceByWhenItDeleted(t *testing.T) {
 	w, _, _ := checkedWorld(t, LedgerMode)
 	began := w.now()
 	call := began.Add(time.Second)
-	p := &purge{start: began, end: began.Add(2 * time.Minute)}
+	p := &purge{start: began, end: began.Add(2 * time.Minute), by: &actor{name: "operator purge"}}
 	w.mig.purges[checkedKey] = []*purge{p}
 	excused := func() bool { return w.purgeTouchedBetween(checkedKey, call, call.Add(time.Hour)) }
 	if excused() {
@@ -214,7 +214,32 @@ func TestAPurgeExcusesAKeysAbsenceByWhenItDeleted(t *testing.T) {
 		t.Fatal("a purge whose delete came before the call excused the key's absence after it")
 	}
 	p.deleted = call.Add(time.Minute)
+	w.lastMover[checkedKey] = p.by
 	if !excused() {
 		t.Fatal("a purge that deleted the key's outcome after the call did not excuse its absence")
+	}
+	w.lastMover[checkedKey] = &actor{name: "a later writer"}
+	if excused() {
+		t.Fatal("a purge excused the key's absence though another writer changed the key after its delete")
+	}
+}
+
+// TestAPurgeThatBeganBeforeAnAnswerExcusesItByItsDelete: a purge whose
+// reads stalled began before a client was given a receipt, and erased it
+// after: a later retry that places the order anew is the purge's doing,
+// as its own delete shows; a delete before the answer excuses nothing.
+func TestAPurgeThatBeganBeforeAnAnswerExcusesItByItsDelete(t *testing.T) {
+	w, _, _ := checkedWorld(t, LedgerMode)
+	began := w.now()
+	answered, retried := began.Add(30*time.Second), began.Add(10*time.Minute)
+	p := &purge{start: began, end: began.Add(2 * time.Minute), by: &actor{name: "operator purge"}, erased: true, touched: true}
+	w.mig.purges[checkedKey] = []*purge{p}
+	p.deleted = began.Add(time.Second)
+	if w.purgedBetween(checkedKey, answered, retried) {
+		t.Fatal("a purge that deleted the receipt before the answer excused what a later retry got")
+	}
+	p.deleted = began.Add(61 * time.Second)
+	if !w.purgedBetween(checkedKey, answered, retried) {
+		t.Fatal("a purge that deleted the receipt after the answer did not excuse what a later retry got")
 	}
 }

@@ -63,7 +63,8 @@ type purge struct {
 	seen            []byte
 	touched, erased bool
 	// deleted is when the purge last deleted the key's stored outcome in
-	// either store (markErased), as it wrote it; zero if it never did.
+	// the store its absence is judged in (markErased), as it wrote it;
+	// zero if it never did.
 	deleted time.Time
 }
 
@@ -256,13 +257,17 @@ func (w *world) operatorResolve(inst *instance, k *clientKey) {
 // markErased records that a, an operator's purge, deleted key's stored
 // outcome in one store (it runs inside the store's call: it reads
 // nothing).
-func (w *world) markErased(key keyName, a *actor) {
+func (w *world) markErased(key keyName, a *actor, judged bool) {
 	if w.mig == nil {
 		return
 	}
 	for _, p := range w.mig.purges[key] {
-		if p.by == a {
-			p.touched, p.deleted = true, w.now()
+		if p.by != a {
+			continue
+		}
+		p.touched = true
+		if judged {
+			p.deleted = w.now()
 		}
 	}
 }
@@ -271,7 +276,17 @@ func (w *world) markErased(key keyName, a *actor) {
 // to at the latest, and erased the receipt the key served, or is still
 // running.
 func (w *world) purgedBetween(key keyName, from, to time.Time) bool {
-	return w.purgeBetween(key, from, to, func(p *purge) bool { return p.erased })
+	if w.mig == nil || w.purgeBetween(key, from, to, func(p *purge) bool { return p.erased }) {
+		return w.mig != nil
+	}
+	// Or, whenever it began (its reads may have stalled), it deleted the
+	// receipt within the window, as its own write shows.
+	for _, p := range w.mig.purges[key] {
+		if p.erased && !p.deleted.IsZero() && !p.deleted.Before(from) && !p.deleted.After(to) {
+			return true
+		}
+	}
+	return false
 }
 
 // purgeTouchedBetween is purgedBetween of a purge that deleted a copy of
@@ -282,15 +297,17 @@ func (w *world) purgeTouchedBetween(key keyName, from, to time.Time) bool {
 }
 
 // purgeDeletedBetween reports whether a purge of key, whenever it began,
-// deleted the key's stored outcome from from on, at to at the latest: a
-// purge that began while the key was not final erases an outcome stored
-// while it ran (intake.Admin.Purge), as its own write shows.
+// deleted the key's stored outcome from from on, at to at the latest, in
+// the store its absence is judged in, and no other writer has changed the
+// key there since: a purge that began while the key was not final erases
+// an outcome stored while it ran (intake.Admin.Purge), as its own write
+// shows.
 func (w *world) purgeDeletedBetween(key keyName, from, to time.Time) bool {
 	if w.mig == nil {
 		return false
 	}
 	for _, p := range w.mig.purges[key] {
-		if !p.deleted.IsZero() && !p.deleted.Before(from) && !p.deleted.After(to) {
+		if !p.deleted.IsZero() && !p.deleted.Before(from) && !p.deleted.After(to) && w.lastMover[key] == p.by {
 			return true
 		}
 	}

@@ -50,9 +50,15 @@ func (w *world) checkRefines(key keyName, from, to intake.Phase, where string) {
 	if !ok || from == to {
 		return
 	}
+	// The store the key's absence is judged in (isAbsent): KV in KV mode,
+	// the ledger in ledger mode, whose Worker reads KV only behind it.
+	judged := strings.HasPrefix(where, "ledger") == (w.mode == LedgerMode)
+	if judged {
+		w.lastMover[key] = a.origin()
+	}
 	w.count("table row: " + from.String() + " → " + to.String() + " by " + role.String())
 	if role == intake.RolePurger && from == intake.PhaseStored {
-		w.markErased(key, a.origin())
+		w.markErased(key, a.origin(), judged)
 	}
 	if intake.Allowed(from, to, role) {
 		return

@@ -121,6 +121,9 @@ type world struct {
 	ledgerSaw map[*actor]bool
 	// lastWriter is the actor whose write a KV key holds now.
 	lastWriter map[string]*actor
+	// lastMover is who last moved each key from one phase to another, in
+	// the store its absence is judged in (checkRefines).
+	lastMover map[keyName]*actor
 	unresolved map[keyName]time.Time
 	absentSeen map[*gatewayCall]bool // its key reported absent too early
 	// paged is when the pager took a page for each key
@@ -197,7 +200,7 @@ func run(mode Mode, choose func(n int, label string) int) *world {
 	w := &world{mode: mode, choices: choose, counts: make(map[string]int), chances: make(map[string]int), misses: make(map[string][]miss), ck: newCausality(),
 		commits: make(map[keyName]commit), storedRuns: make(map[keyName]storedRun), ledgerSaw: make(map[*actor]bool), receipts: make(map[keyName]map[string]time.Time), unresolved: make(map[keyName]time.Time),
 		absentSeen: make(map[*gatewayCall]bool), paged: make(map[keyName]time.Time), lastWriter: make(map[string]*actor),
-		storedBodies: make(map[keyName]map[string]bool)}
+		lastMover: make(map[keyName]*actor), storedBodies: make(map[keyName]map[string]bool)}
 	start := time.Date(2026, 11, 24, 9, 30, 0, 0, time.UTC)
 	// The scheduler picks who runs next fairly, from bits (uniform), as
 	// the driver picks its actions: rapid's integer draws lean toward 0.
