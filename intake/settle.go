@@ -181,8 +181,8 @@ func (s *Service) settleFromFallback(ctx context.Context, key Key, claim *Claim)
 	if !s.fallback() {
 		return Settlement{}, false, nil
 	}
-	busy := Settlement{NextAttempt: s.opts.Now().Add(s.opts.PendingTTL), Attempts: claim.Attempts, Result: SettleBusy, AcceptedAt: claim.AcceptedAt}
 	old, err := s.opts.Fallback.Lookup(ctx, key)
+	busy := Settlement{NextAttempt: s.opts.Now().Add(s.opts.PendingTTL), Attempts: claim.Attempts, Result: SettleBusy, AcceptedAt: claim.AcceptedAt}
 	if err != nil || old.State != Stored || ForAnotherOrder(old.Fingerprint, claim.Fingerprint) || OrderIDOf(old) != claim.OrderID {
 		switch rerr := s.renew(ctx, key, claim); {
 		case errors.Is(rerr, ErrInProgress):
