@@ -24,8 +24,8 @@ func (s *Service) fallback() bool {
 // been asked, the Store's own order id is not the key's, and a request
 // that died would have left it behind for the settler; and the reads of
 // KV may have outlasted the claim's lease.
-func (s *Service) beforeSending(ctx context.Context, sub *submission, claim *Claim, claimedAt time.Time) (out Outcome, done bool, err error) {
-	if out, done, err := s.adopt(ctx, sub, claim, claimedAt); done {
+func (s *Service) beforeSending(ctx context.Context, sub *submission, claim *Claim) (out Outcome, done bool, err error) {
+	if out, done, err := s.adopt(ctx, sub, claim); done {
 		return out, true, err
 	}
 	if s.opts.Limit != nil && claim.Stage != StageSent {
@@ -89,17 +89,20 @@ func (s *Service) renew(ctx context.Context, key Key, claim *Claim) error {
 // the submission). A receipt found there is committed under claim and
 // replayed; a claim there, a request still in flight in KV mode, is a
 // request in progress; an order id kept there for the same order is the
-// claim's from now on; nothing lets the new order go ahead. An answer
-// that came once the claim, made at claimedAt, may have lost its key is
-// not acted on (outlasted): the submission is in progress, and its next
-// poll asks again.
-func (s *Service) adopt(ctx context.Context, sub *submission, claim *Claim, claimedAt time.Time) (out Outcome, done bool, err error) {
+// claim's from now on; nothing lets the new order go ahead.
+//
+// An answer may come back once the claim's lease has ended, and the key
+// was free meanwhile: nothing here acts on it unless the claim still
+// holds the key. A commit of a tentative claim whose lease ended is
+// refused; adoptOrderID goes ahead only once its claim took over the key
+// it released open; and renew holds the key again before any call.
+func (s *Service) adopt(ctx context.Context, sub *submission, claim *Claim) (out Outcome, done bool, err error) {
 	rec, err := s.opts.Fallback.Lookup(ctx, sub.key)
 	switch {
 	case err != nil:
 		s.release(ctx, sub.key, *claim)
 		return Outcome{}, true, storageUnavailable(err)
-	case rec.State == Held, s.outlasted(claimedAt):
+	case rec.State == Held:
 		s.release(ctx, sub.key, *claim)
 		return Outcome{}, true, ErrInProgress
 	case rec.State == Open && claim.Stage != StageSent:
@@ -120,15 +123,6 @@ func (s *Service) adopt(ctx context.Context, sub *submission, claim *Claim, clai
 	}
 	out, err = s.replay(rec, sub)
 	return out, true, err
-}
-
-// outlasted reports whether a claim made at claimedAt may have lost its
-// key by now: its lease may have ended (DueSlack allows for the clocks of
-// the isolate and the Store). What the Fallback told it since is then not
-// to be acted on: a purge, or another request, may have changed the key
-// while nothing held it.
-func (s *Service) outlasted(claimedAt time.Time) bool {
-	return !s.opts.Now().Before(claimedAt.Add(s.opts.PendingTTL - DueSlack))
 }
 
 // adoptOrderID makes the order id the Fallback kept for the key (open) the
@@ -204,6 +198,15 @@ func isAdoptable(old Record) bool {
 func (s *Service) adoptable(ctx context.Context, key Key) bool {
 	old, err := s.opts.Fallback.Lookup(ctx, key)
 	return err == nil && isAdoptable(old)
+}
+
+// outlasted reports whether a claim made at claimedAt may have lost its
+// key by now: its lease may have ended (DueSlack allows for the clocks of
+// the isolate and the Store). What the Fallback told it since is then not
+// to be acted on: a purge, or another request, may have changed the key
+// while nothing held it.
+func (s *Service) outlasted(claimedAt time.Time) bool {
+	return !s.opts.Now().Before(claimedAt.Add(s.opts.PendingTTL - DueSlack))
 }
 
 // adoptOpen adopts key as Adopt does, leaving it open in the Store due at

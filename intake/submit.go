@@ -201,7 +201,7 @@ func (s *Service) attempt(ctx context.Context, sub *submission, now time.Time) (
 	claim.Fingerprint = sub.fp
 	claim.Order = sub.order
 	if migrating {
-		if out, done, err := s.beforeSending(ctx, sub, &claim, now); done {
+		if out, done, err := s.beforeSending(ctx, sub, &claim); done {
 			return out, err
 		}
 	}

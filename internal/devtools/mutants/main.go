@@ -117,6 +117,18 @@ var mutants = []mutant{
 	{"the table: a new claim may take a held key", "intake/phase.go",
 		"\t{PhaseOpen, EventTakeOver, PhaseHeld, writers,",
 		"\t{PhaseHeld, EventClaim, PhaseHeld, RoleClient, \"planted\"},\n\t{PhaseOpen, EventTakeOver, PhaseHeld, writers,"},
+	// A migration's reads of KV, which may outlast a claim's lease.
+	{"a claim made firm after another left the key open keeps its own order id", "intake/fallback.go",
+		"\t\t*claim = TakeOver(*claim, rec)\n", ""},
+	{"an adoption acts on a read of KV that came back after its claim's lease", "intake/fallback.go",
+		"again.OrderID != old.OrderID || s.outlasted(claimedAt)", "again.OrderID != old.OrderID"},
+	{"the settler calls after its read of KV without holding its key again", "intake/settle.go",
+		"switch rerr := s.renew(ctx, key, claim); {", "switch rerr := error(nil); {"},
+	{"a tentative claim whose lease ended commits", "ledger/object.go",
+		"case cur.tentative && cur.record(now).State == intake.Absent:", "case false:"},
+	{"the ledger reads an old release's tentative flag before its sent flag", "ledger/wire.go",
+		"\tcase r.flag(mSent):\n\t\treturn intake.StageSent\n\tcase r.flag(mTentative):\n\t\treturn intake.StageTentative\n",
+		"\tcase r.flag(mTentative):\n\t\treturn intake.StageTentative\n\tcase r.flag(mSent):\n\t\treturn intake.StageSent\n"},
 }
 
 // simOnly are the defences KV's limits make necessary, each removed; the
