@@ -437,7 +437,7 @@ func (w *world) keyOf(name keyName) intake.Key {
 func (w *world) checkKept() {
 	now := w.now()
 	for key, c := range w.oms.last {
-		if w.absentSeen[c] || w.purgeTouchedBetween(key, c.start, now) || !w.isAbsent(key) {
+		if w.absentSeen[c] || w.purgeTouchedBetween(key, c.start, now) || !w.isAbsent(key) || w.purgedOutcomeOf(key, c.orderID, c.start, now) {
 			continue
 		}
 		var until time.Time
@@ -553,7 +553,8 @@ func (w *world) checkEnd() {
 func (w *world) checkFinalRetries() {
 	for _, fin := range w.finalRetries {
 		for _, a := range w.answers {
-			if a == fin || a.lookup || a.key != fin.key || a.fp != fin.fp || !w.now().Before(a.start.Add(w.resultTTL)) || w.purgedBetween(a.key, a.start, fin.start) {
+			if a == fin || a.lookup || a.key != fin.key || a.fp != fin.fp || !w.now().Before(a.start.Add(w.resultTTL)) || w.purgedBetween(a.key, a.start, fin.start) ||
+				w.purgedAnswer(a.key, a.body, a.start, fin.start) {
 				continue
 			}
 			switch {

@@ -194,52 +194,93 @@ func TestALookupIsJudgedByItsOwnRead(t *testing.T) {
 	}
 }
 
-// TestAPurgeExcusesAKeysAbsenceByWhenItDeleted: a purge that began while
+// TestAPurgeExcusesAKeysAbsenceByItsOwnDelete: a purge that began while
 // the key was not final erases an outcome stored while it ran; the key's
-// absence after a call is excused by the purge's own delete of its
-// outcome after that call began, never by a purge that deleted nothing
-// since.
-func TestAPurgeExcusesAKeysAbsenceByWhenItDeleted(t *testing.T) {
-	w, _, _ := checkedWorld(t, LedgerMode)
+// absence after a call is excused by the purge's own delete of that
+// call's outcome after the call began, in the store the absence is judged
+// in, while no other writer has moved the key since; never by a delete
+// before the call, or of another order's outcome.
+func TestAPurgeExcusesAKeysAbsenceByItsOwnDelete(t *testing.T) {
+	w, _, receipt := checkedWorld(t, LedgerMode)
 	began := w.now()
 	call := began.Add(time.Second)
 	p := &purge{start: began, end: began.Add(2 * time.Minute), by: &actor{name: "operator purge"}}
 	w.mig.purges[checkedKey] = []*purge{p}
-	excused := func() bool { return w.purgeTouchedBetween(checkedKey, call, call.Add(time.Hour)) }
+	excused := func() bool { return w.purgedOutcomeOf(checkedKey, "order-1", call, call.Add(time.Hour)) }
 	if excused() {
 		t.Fatal("a purge begun before the call, which deleted nothing, excused the key's absence")
 	}
-	p.touched, p.deleted = true, began
+	p.touched, p.deleted, p.deletedBody = true, began, receipt
+	w.lastMover[checkedKey] = p.by
 	if excused() {
 		t.Fatal("a purge whose delete came before the call excused the key's absence after it")
 	}
 	p.deleted = call.Add(time.Minute)
-	w.lastMover[checkedKey] = p.by
 	if !excused() {
-		t.Fatal("a purge that deleted the key's outcome after the call did not excuse its absence")
+		t.Fatal("a purge that deleted the call's outcome after the call did not excuse its absence")
+	}
+	if w.purgedOutcomeOf(checkedKey, "order-2", call, call.Add(time.Hour)) {
+		t.Fatal("a purge that deleted order-1's outcome excused the absence of order-2's")
 	}
 	w.lastMover[checkedKey] = &actor{name: "a later writer"}
 	if excused() {
-		t.Fatal("a purge excused the key's absence though another writer changed the key after its delete")
+		t.Fatal("a purge excused the key's absence though another writer moved the key after its delete")
 	}
 }
 
 // TestAPurgeThatBeganBeforeAnAnswerExcusesItByItsDelete: a purge whose
 // reads stalled began before a client was given a receipt, and erased it
 // after: a later retry that places the order anew is the purge's doing,
-// as its own delete shows; a delete before the answer excuses nothing.
+// as its own delete of that receipt shows; a delete before the answer, or
+// of another receipt, excuses nothing.
 func TestAPurgeThatBeganBeforeAnAnswerExcusesItByItsDelete(t *testing.T) {
-	w, _, _ := checkedWorld(t, LedgerMode)
+	w, _, receipt := checkedWorld(t, LedgerMode)
 	began := w.now()
 	answered, retried := began.Add(30*time.Second), began.Add(10*time.Minute)
-	p := &purge{start: began, end: began.Add(2 * time.Minute), by: &actor{name: "operator purge"}, erased: true, touched: true}
+	p := &purge{start: began, end: began.Add(2 * time.Minute), by: &actor{name: "operator purge"}, erased: true, touched: true,
+		deletedBody: receipt}
 	w.mig.purges[checkedKey] = []*purge{p}
 	p.deleted = began.Add(time.Second)
-	if w.purgedBetween(checkedKey, answered, retried) {
+	if w.purgedAnswer(checkedKey, receipt, answered, retried) {
 		t.Fatal("a purge that deleted the receipt before the answer excused what a later retry got")
 	}
 	p.deleted = began.Add(61 * time.Second)
-	if !w.purgedBetween(checkedKey, answered, retried) {
+	if !w.purgedAnswer(checkedKey, receipt, answered, retried) {
 		t.Fatal("a purge that deleted the receipt after the answer did not excuse what a later retry got")
+	}
+	if w.purgedAnswer(checkedKey, []byte(`{"orderId":"order-2"}`), answered, retried) {
+		t.Fatal("a purge that deleted one receipt excused what a retry got after another")
+	}
+}
+
+// TestAPurgeExcusesOnlyTheDeleteOfTheOrderItNamed: a purge that named
+// order-1's receipt, and whose delete came after a client was given
+// another order's receipt under the key (order-2), excuses nothing about
+// that receipt: a purge with an order id leaves another order's outcome
+// (AdminStore.Purge), so a final retry that got a new order is a
+// violation, not the purge's doing. A Purge that ignored the order id it
+// was given would make exactly this history (found by a review).
+func TestAPurgeExcusesOnlyTheDeleteOfTheOrderItNamed(t *testing.T) {
+	w, _, named := checkedWorld(t, LedgerMode)
+	w.resultTTL = 24 * time.Hour
+	began := w.now()
+	other := order.Receipt{OrderID: "order-2", Status: order.StatusAccepted, AcceptedAt: began.Add(10 * time.Second),
+		Order: order.Order{Symbol: "MSFT", Side: order.Sell, Quantity: 3}}.JSON()
+	p := &purge{start: began, end: began.Add(2 * time.Minute), by: &actor{name: "operator purge"},
+		seen: named, touched: true, erased: true}
+	w.mig.purges[checkedKey] = []*purge{p}
+	a := &answer{key: checkedKey, fp: "fp-2", start: began.Add(10 * time.Second), end: began.Add(11 * time.Second),
+		kind: created, body: other, orderID: "order-2", by: &actor{name: "client"}}
+	p.deleted, p.deletedBody = began.Add(time.Minute), other // its delete, in the ledger, took order-2's receipt
+	w.lastMover[checkedKey] = p.by
+	again := order.Receipt{OrderID: "order-2", Status: order.StatusAccepted, AcceptedAt: began.Add(time.Hour),
+		Order: order.Order{Symbol: "MSFT", Side: order.Sell, Quantity: 3}}.JSON()
+	w.sched.now = began.Add(time.Hour)
+	fin := &answer{key: checkedKey, fp: "fp-2", start: w.now(), end: w.now(), kind: created, body: again, orderID: "order-2",
+		by: &actor{name: "final retry"}}
+	w.answers, w.finalRetries = []*answer{a, fin}, []*answer{fin}
+	w.checkFinalRetries()
+	if !violated(w, "but a retry once quiet got") {
+		t.Errorf("a purge of order-1 excused order-2's receipt being placed anew: %q", w.violations)
 	}
 }

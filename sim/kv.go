@@ -342,13 +342,13 @@ func (n *namespace) call(ctx context.Context, op, key string, write bool, apply 
 func (n *namespace) write(key string, e *kv.Entry, ttl time.Duration) {
 	w := n.w
 	if name, ok := keyNameOf(key); ok && !w.direct {
-		from := w.kvPhase(name)
+		before := w.peekKV(name)
 		defer func() {
 			op := "kv put " + key
 			if e == nil {
 				op = "kv delete " + key
 			}
-			w.checkRefines(name, from, w.kvPhase(name), op)
+			w.checkRefines(name, before, w.kvPhase(name), op)
 		}()
 	}
 	v := version{entry: e, at: w.now(), by: w.sched.running, seq: n.writes}

@@ -63,9 +63,10 @@ type purge struct {
 	seen            []byte
 	touched, erased bool
 	// deleted is when the purge last deleted the key's stored outcome in
-	// the store its absence is judged in (markErased), as it wrote it;
-	// zero if it never did.
-	deleted time.Time
+	// the store its absence is judged in (markErased), as it wrote it,
+	// and deletedBody that outcome; zero and nil if it never did.
+	deleted     time.Time
+	deletedBody []byte
 }
 
 // receiptCacheTTL is how long another isolate may replay a purged
@@ -257,7 +258,7 @@ func (w *world) operatorResolve(inst *instance, k *clientKey) {
 // markErased records that a, an operator's purge, deleted key's stored
 // outcome in one store (it runs inside the store's call: it reads
 // nothing).
-func (w *world) markErased(key keyName, a *actor, judged bool) {
+func (w *world) markErased(key keyName, a *actor, judged bool, body []byte) {
 	if w.mig == nil {
 		return
 	}
@@ -267,22 +268,39 @@ func (w *world) markErased(key keyName, a *actor, judged bool) {
 		}
 		p.touched = true
 		if judged {
-			p.deleted = w.now()
+			p.deleted, p.deletedBody = w.now(), body
 		}
 	}
+}
+
+// deletedNamed reports whether p deleted, in the store a key's absence
+// is judged in, from from on and at to at the latest, an outcome that
+// satisfies is, of the order id it named (any, when its detail showed no
+// outcome).
+func (p *purge) deletedNamed(from, to time.Time, is func(body []byte) bool) bool {
+	named := intake.OrderIDOf(intake.Record{State: intake.Stored, Body: p.seen})
+	deleted := intake.OrderIDOf(intake.Record{State: intake.Stored, Body: p.deletedBody})
+	return !p.deleted.IsZero() && !p.deleted.Before(from) && !p.deleted.After(to) &&
+		(p.seen == nil || named == deleted) && is(p.deletedBody)
 }
 
 // purgedBetween reports whether a purge of key started from from on, at
 // to at the latest, and erased the receipt the key served, or is still
 // running.
 func (w *world) purgedBetween(key keyName, from, to time.Time) bool {
-	if w.mig == nil || w.purgeBetween(key, from, to, func(p *purge) bool { return p.erased }) {
-		return w.mig != nil
+	return w.purgeBetween(key, from, to, func(p *purge) bool { return p.erased })
+}
+
+// purgedAnswer reports whether a purge, whenever it began (its reads may
+// have stalled), deleted the receipt a client was given, body, after the
+// answer at from and by to, as its own write shows; it counts the excuse.
+func (w *world) purgedAnswer(key keyName, body []byte, from, to time.Time) bool {
+	if w.mig == nil {
+		return false
 	}
-	// Or, whenever it began (its reads may have stalled), it deleted the
-	// receipt within the window, as its own write shows.
 	for _, p := range w.mig.purges[key] {
-		if p.erased && !p.deleted.IsZero() && !p.deleted.Before(from) && !p.deleted.After(to) {
+		if p.deletedNamed(from, to, func(b []byte) bool { return bytes.Equal(b, body) }) {
+			w.count("a final retry's new order after a purge deleted the receipt its client was given")
 			return true
 		}
 	}
@@ -293,21 +311,24 @@ func (w *world) purgedBetween(key keyName, from, to time.Time) bool {
 // the receipt in either store: the key may then be gone before the other
 // copy's time.
 func (w *world) purgeTouchedBetween(key keyName, from, to time.Time) bool {
-	return w.purgeBetween(key, from, to, func(p *purge) bool { return p.touched }) || w.purgeDeletedBetween(key, from, to)
+	return w.purgeBetween(key, from, to, func(p *purge) bool { return p.touched })
 }
 
-// purgeDeletedBetween reports whether a purge of key, whenever it began,
-// deleted the key's stored outcome from from on, at to at the latest, in
-// the store its absence is judged in, and no other writer has changed the
-// key there since: a purge that began while the key was not final erases
-// an outcome stored while it ran (intake.Admin.Purge), as its own write
-// shows.
-func (w *world) purgeDeletedBetween(key keyName, from, to time.Time) bool {
+// purgedOutcomeOf reports whether a purge of key, whenever it began,
+// deleted an outcome of orderID (the call's) from from on, at to at the
+// latest, in the store the key's absence is judged in, and no other
+// writer has moved the key there since: a purge that began while the key
+// was not final erases an outcome stored while it ran
+// (intake.Admin.Purge), as its own write shows. It counts the excuse.
+func (w *world) purgedOutcomeOf(key keyName, orderID string, from, to time.Time) bool {
 	if w.mig == nil {
 		return false
 	}
 	for _, p := range w.mig.purges[key] {
-		if !p.deleted.IsZero() && !p.deleted.Before(from) && !p.deleted.After(to) && w.lastMover[key] == p.by {
+		if w.lastMover[key] == p.by && p.deletedNamed(from, to, func(b []byte) bool {
+			return intake.OrderIDOf(intake.Record{State: intake.Stored, Body: b}) == orderID
+		}) {
+			w.count("a key absent after a purge deleted its outcome")
 			return true
 		}
 	}

@@ -40,11 +40,13 @@ func roleOf(a *actor) (intake.Role, bool) {
 }
 
 // checkRefines checks a write of key by the running actor that moved it
-// from one phase to another (where says which write).
-func (w *world) checkRefines(key keyName, from, to intake.Phase, where string) {
+// from what it held before, exactly, to phase to (where says which
+// write).
+func (w *world) checkRefines(key keyName, before intake.Record, to intake.Phase, where string) {
 	if w.direct {
 		return
 	}
+	from := intake.PhaseOf(before)
 	a := w.sched.running
 	role, ok := roleOf(a)
 	if !ok || from == to {
@@ -58,7 +60,7 @@ func (w *world) checkRefines(key keyName, from, to intake.Phase, where string) {
 	}
 	w.count("table row: " + from.String() + " → " + to.String() + " by " + role.String())
 	if role == intake.RolePurger && from == intake.PhaseStored {
-		w.markErased(key, a.origin(), judged)
+		w.markErased(key, a.origin(), judged, before.Body)
 	}
 	if intake.Allowed(from, to, role) {
 		return

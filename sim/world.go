@@ -231,7 +231,7 @@ func run(mode Mode, choose func(n int, label string) int) *world {
 					w.violate("%s, by the ledger's %s: %v", key, method, err)
 				}
 			}
-			w.checkRefines(key.String(), intake.PhaseOf(before), intake.PhaseOf(after), "ledger "+method)
+			w.checkRefines(key.String(), before, intake.PhaseOf(after), "ledger "+method)
 			w.observeLedgerMint(key.String(), method, before, after)
 			w.observeLedgerCommit(key.String(), method, before, after)
 			w.trackStored(key.String(), w.asPeeked(key.String(), after))
