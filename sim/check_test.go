@@ -284,3 +284,31 @@ func TestAPurgeExcusesOnlyTheDeleteOfTheOrderItNamed(t *testing.T) {
 		t.Errorf("a purge of order-1 excused order-2's receipt being placed anew: %q", w.violations)
 	}
 }
+
+// TestAKVKeyExpiresByItsOwnTTL: a resolve told not found is excused by
+// KV's claim reaching the end of its TTL while the resolve ran, and by
+// nothing else: not before it began, and not once the key was written
+// again.
+func TestAKVKeyExpiresByItsOwnTTL(t *testing.T) {
+	w, _, _ := checkedWorld(t, LedgerMode)
+	const kvKey = "pending:" + checkedKey
+	shown := w.now()
+	w.direct = true
+	w.ns.write(kvKey, &kv.Entry{Value: "1"}, time.Minute)
+	w.direct = false
+	if w.kvExpiredBetween(kvKey, shown, shown.Add(30*time.Second)) {
+		t.Fatal("a key that expires after the resolve answered excused it")
+	}
+	if !w.kvExpiredBetween(kvKey, shown, shown.Add(2*time.Minute)) {
+		t.Fatal("a key that expired while the resolve ran did not excuse it")
+	}
+	if w.kvExpiredBetween(kvKey, shown.Add(time.Minute), shown.Add(2*time.Minute)) {
+		t.Fatal("a key that expired as the resolve began excused it")
+	}
+	w.direct = true
+	w.ns.write(kvKey, &kv.Entry{Value: "1"}, 0)
+	w.direct = false
+	if w.kvExpiredBetween(kvKey, shown, shown.Add(2*time.Minute)) {
+		t.Fatal("a key written again, without a TTL, excused a resolve")
+	}
+}

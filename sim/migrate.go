@@ -225,6 +225,7 @@ func (w *world) operatorResolve(inst *instance, k *clientKey) {
 			k = &clientKey{key: page.Keys[w.choose(n, "operator picks")].Key}
 			a.key = k.key.String()
 		}
+		shown := w.now()
 		rec, err := admin.Inspect(ctx, k.key)
 		if err != nil || rec.State != intake.Open {
 			return
@@ -248,11 +249,27 @@ func (w *world) operatorResolve(inst *instance, k *clientKey) {
 			// Its detail and its claim read the key apart, one of them
 			// stale.
 			w.allowBy("a resolve of a key a stale read showed open", event)
+		case errors.Is(err, intake.ErrNotFound) && w.kvExpiredBetween("pending:"+k.key.String(), shown, w.now()):
+			// KV's claim reached its KeepUntil while the resolve ran (its
+			// reads of KV stalled), before the ledger adopted the key.
+			w.count("a resolve told not found of a key KV's claim expired from while it ran")
 		case !errors.Is(err, intake.ErrInProgress) && !errors.Is(err, intake.ErrOutcomeFinal) && !errors.Is(err, intake.ErrStorageUnavailable) &&
 			!errors.Is(err, intake.ErrPrecondition):
 			w.violate("%s: resolving an open key failed: %v", a.name, err)
 		}
 	})
+}
+
+// kvExpiredBetween reports whether kvKey's latest version, unchanged
+// since, reached the end of its TTL after from and by to: the key left KV
+// by expiring, as its own write said it would.
+func (w *world) kvExpiredBetween(kvKey string, from, to time.Time) bool {
+	vs := w.ns.keys[kvKey]
+	if len(vs) == 0 {
+		return false
+	}
+	v := vs[len(vs)-1]
+	return v.entry != nil && !v.expires.IsZero() && v.expires.After(from) && !v.expires.After(to)
 }
 
 // markErased records that a, an operator's purge, deleted key's stored
