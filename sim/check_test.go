@@ -312,3 +312,21 @@ func TestAKVKeyExpiresByItsOwnTTL(t *testing.T) {
 		t.Fatal("a key written again, without a TTL, excused a resolve")
 	}
 }
+
+// TestAnUnresolvedReportIsJudgedByWhatIsStoredNow: a purge whose call
+// failed after it took effect deleted the receipt, which the checker's
+// record of stored receipts still holds; a give-up then is no fault. The
+// same report beside the receipt, stored, is.
+func TestAnUnresolvedReportIsJudgedByWhatIsStoredNow(t *testing.T) {
+	w, _, receipt := checkedWorld(t, LedgerMode)
+	w.receipts[checkedKey] = map[string]time.Time{"order-1": w.now().Add(time.Hour)}
+	w.checkNotReceipted(checkedKey, "order-1", "is reported unresolved", &actor{name: "alarm"})
+	if len(w.violations) != 0 {
+		t.Fatalf("a report beside a receipt no store holds was a violation: %q", w.violations)
+	}
+	storeLedger(t, w, "resolve", receipt)
+	w.checkNotReceipted(checkedKey, "order-1", "is reported unresolved", &actor{name: "alarm"})
+	if !violated(w, "is reported unresolved, but its accepted receipt") {
+		t.Fatalf("a report beside the stored receipt was no violation: %q", w.violations)
+	}
+}
