@@ -227,7 +227,7 @@ func (w *world) checkNotReceipted(key keyName, orderID, what string, reader *act
 	if !ok || !w.now().Before(until) {
 		return
 	}
-	if rec := w.peek(key); rec.State != intake.Stored || intake.OrderIDOf(rec) != orderID {
+	if rec := w.peek(key); (rec.State != intake.Stored || intake.OrderIDOf(rec) != orderID) && w.purgeDeleted(key) {
 		// Not stored now, exactly read: a purge deleted it, though its
 		// call failed after it took effect, so the checker kept it.
 		return

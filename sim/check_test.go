@@ -315,14 +315,21 @@ func TestAKVKeyExpiresByItsOwnTTL(t *testing.T) {
 
 // TestAnUnresolvedReportIsJudgedByWhatIsStoredNow: a purge whose call
 // failed after it took effect deleted the receipt, which the checker's
-// record of stored receipts still holds; a give-up then is no fault. The
-// same report beside the receipt, stored, is.
+// record of stored receipts still holds; a give-up then is no fault. A
+// receipt gone without a purge, and the same report beside the receipt
+// stored, are.
 func TestAnUnresolvedReportIsJudgedByWhatIsStoredNow(t *testing.T) {
 	w, _, receipt := checkedWorld(t, LedgerMode)
 	w.receipts[checkedKey] = map[string]time.Time{"order-1": w.now().Add(time.Hour)}
 	w.checkNotReceipted(checkedKey, "order-1", "is reported unresolved", &actor{name: "alarm"})
+	if !violated(w, "is reported unresolved, but its accepted receipt") {
+		t.Fatalf("a report beside a receipt no store holds, and no purge deleted, was no violation: %q", w.violations)
+	}
+	w.violations = nil
+	w.mig.purges[checkedKey] = []*purge{{start: w.now(), by: &actor{name: "operator purge"}, touched: true}}
+	w.checkNotReceipted(checkedKey, "order-1", "is reported unresolved", &actor{name: "alarm"})
 	if len(w.violations) != 0 {
-		t.Fatalf("a report beside a receipt no store holds was a violation: %q", w.violations)
+		t.Fatalf("a report beside a receipt a purge deleted was a violation: %q", w.violations)
 	}
 	storeLedger(t, w, "resolve", receipt)
 	w.checkNotReceipted(checkedKey, "order-1", "is reported unresolved", &actor{name: "alarm"})

@@ -260,6 +260,20 @@ func (w *world) operatorResolve(inst *instance, k *clientKey) {
 	})
 }
 
+// purgeDeleted reports whether a purge of key deleted a stored outcome of
+// it in either store, as its own write showed (markErased).
+func (w *world) purgeDeleted(key keyName) bool {
+	if w.mig == nil {
+		return false
+	}
+	for _, p := range w.mig.purges[key] {
+		if p.touched {
+			return true
+		}
+	}
+	return false
+}
+
 // kvExpiredBetween reports whether kvKey's latest version, unchanged
 // since, reached the end of its TTL after from and by to: the key left KV
 // by expiring, as its own write said it would.
