@@ -34,9 +34,6 @@ func (s *Service) beforeSending(ctx context.Context, sub *submission, claim *Cla
 			return Outcome{}, true, err
 		}
 	}
-	if claim.Stage == StageTentative {
-		claim.Stage = StageFirm
-	}
 	if err := s.renew(ctx, sub.key, claim); err != nil {
 		return Outcome{}, true, err
 	}
@@ -54,12 +51,11 @@ func (s *Service) tentative() Stage {
 	return StageFirm
 }
 
-// renew has the Store hold key for claim again, for a new lease, at the
-// claim's stage (a tentative claim made StageFirm becomes the key's),
-// after reads of the Fallback, which may have outlasted the last (the
-// runtime paused the isolate, or a read hung): Begin again with its own
-// token, before the claim's order id may reach the gateway or the claim
-// is released open. If the lease ended and the key was left open
+// renew has the Store hold key for claim again, for a new lease, firm (a
+// tentative claim becomes the key's), after reads of the Fallback, which
+// may have outlasted the last (the runtime paused the isolate, or a read
+// hung): Begin again with its own token, before the claim's order id may
+// reach the gateway. If the lease ended and the key was left open
 // meanwhile, the claim takes it over, with its order id; if another
 // request holds it, ErrInProgress. If Begin fails the claim is released,
 // and a claim left tentative frees its key when its lease ends. Only a
@@ -69,6 +65,9 @@ func (s *Service) tentative() Stage {
 func (s *Service) renew(ctx context.Context, key Key, claim *Claim) error {
 	if !s.life.Tentative {
 		return nil
+	}
+	if claim.Stage == StageTentative {
+		claim.Stage = StageFirm
 	}
 	rec, err := s.store.Begin(ctx, key, *claim)
 	switch {

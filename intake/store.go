@@ -265,9 +265,9 @@ type Store interface {
 	// longer holds the key, where a Store can tell.
 	Commit(ctx context.Context, key Key, c Claim, r Result) error
 	// Release ends c without an outcome, so a retry can claim the key at
-	// once. If c's order was sent (StageSent), the key is left Open with c's order id and order,
-	// its Attempts, NextAttempt and Unresolved, kept until c.KeepUntil at
-	// least; otherwise the claim is removed. A claim that no longer holds
+	// once. If c's order was sent (StageSent), the key is left Open with
+	// c's order id and order, its Attempts, NextAttempt and GiveUp, kept
+	// until c.KeepUntil at least; otherwise the claim is removed. A claim that no longer holds
 	// the key is left alone.
 	Release(ctx context.Context, key Key, c Claim) error
 	// Lookup returns what is stored under key (Absent, Held, Open or

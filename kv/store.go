@@ -329,8 +329,8 @@ func claimTTL(c intake.Claim, now time.Time) time.Duration {
 }
 
 // Release implements intake.Store by deleting pending:<key>, or, once the
-// order may have reached the gateway (intake.StageSent), by leaving it open with its
-// order id and order, due for the settler at c.NextAttempt. KV cannot tell
+// order may have reached the gateway (intake.StageSent), by leaving it
+// open with its order id and order, due for the settler at c.NextAttempt. KV cannot tell
 // whose claim it is, so this is only called by the claim's holder. It
 // ignores ctx's cancellation: a request abandoned midway must still free
 // its key.
