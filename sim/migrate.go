@@ -263,11 +263,17 @@ func (w *world) operatorResolve(inst *instance, k *clientKey) {
 // purgeDeleted reports whether a purge of key deleted a stored outcome of
 // it in either store, as its own write showed (markErased).
 func (w *world) purgeDeleted(key keyName) bool {
+	return w.anyPurge(key, func(p *purge) bool { return p.touched })
+}
+
+// anyPurge reports whether ok holds for a purge of key; none runs outside
+// a migrating history.
+func (w *world) anyPurge(key keyName, ok func(*purge) bool) bool {
 	if w.mig == nil {
 		return false
 	}
 	for _, p := range w.mig.purges[key] {
-		if p.touched {
+		if ok(p) {
 			return true
 		}
 	}
@@ -309,8 +315,8 @@ func (w *world) markErased(key keyName, a *actor, judged bool, body []byte) {
 // satisfies is, of the order id it named (any, when its detail showed no
 // outcome).
 func (p *purge) deletedNamed(from, to time.Time, is func(body []byte) bool) bool {
-	named := intake.OrderIDOf(intake.Record{State: intake.Stored, Body: p.seen})
-	deleted := intake.OrderIDOf(intake.Record{State: intake.Stored, Body: p.deletedBody})
+	named, _, _ := order.ReceiptFields(p.seen)
+	deleted, _, _ := order.ReceiptFields(p.deletedBody)
 	return !p.deleted.IsZero() && !p.deleted.Before(from) && !p.deleted.After(to) &&
 		(p.seen == nil || named == deleted) && is(p.deletedBody)
 }
@@ -326,16 +332,13 @@ func (w *world) purgedBetween(key keyName, from, to time.Time) bool {
 // have stalled), deleted the receipt a client was given, body, after the
 // answer at from and by to, as its own write shows; it counts the excuse.
 func (w *world) purgedAnswer(key keyName, body []byte, from, to time.Time) bool {
-	if w.mig == nil {
+	if !w.anyPurge(key, func(p *purge) bool {
+		return p.deletedNamed(from, to, func(b []byte) bool { return bytes.Equal(b, body) })
+	}) {
 		return false
 	}
-	for _, p := range w.mig.purges[key] {
-		if p.deletedNamed(from, to, func(b []byte) bool { return bytes.Equal(b, body) }) {
-			w.count("a final retry's new order after a purge deleted the receipt its client was given")
-			return true
-		}
-	}
-	return false
+	w.count("a final retry's new order after a purge deleted the receipt its client was given")
+	return true
 }
 
 // purgeTouchedBetween is purgedBetween of a purge that deleted a copy of
@@ -352,30 +355,22 @@ func (w *world) purgeTouchedBetween(key keyName, from, to time.Time) bool {
 // was not final erases an outcome stored while it ran
 // (intake.Admin.Purge), as its own write shows. It counts the excuse.
 func (w *world) purgedOutcomeOf(key keyName, orderID string, from, to time.Time) bool {
-	if w.mig == nil {
+	if !w.anyPurge(key, func(p *purge) bool {
+		return w.lastMover[key] == p.by && p.deletedNamed(from, to, func(b []byte) bool {
+			id, _, _ := order.ReceiptFields(b)
+			return id == orderID
+		})
+	}) {
 		return false
 	}
-	for _, p := range w.mig.purges[key] {
-		if w.lastMover[key] == p.by && p.deletedNamed(from, to, func(b []byte) bool {
-			return intake.OrderIDOf(intake.Record{State: intake.Stored, Body: b}) == orderID
-		}) {
-			w.count("a key absent after a purge deleted its outcome")
-			return true
-		}
-	}
-	return false
+	w.count("a key absent after a purge deleted its outcome")
+	return true
 }
 
 func (w *world) purgeBetween(key keyName, from, to time.Time, took func(*purge) bool) bool {
-	if w.mig == nil {
-		return false
-	}
-	for _, p := range w.mig.purges[key] {
-		if (took(p) || p.end.IsZero()) && !p.start.Before(from) && !p.start.After(to) {
-			return true
-		}
-	}
-	return false
+	return w.anyPurge(key, func(p *purge) bool {
+		return (took(p) || p.end.IsZero()) && !p.start.Before(from) && !p.start.After(to)
+	})
 }
 
 // checkNotPurged: a receipt a purge erased is never stored again, nor
