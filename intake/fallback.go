@@ -271,8 +271,13 @@ func (s *Service) adoptOpen(ctx context.Context, key Key, due time.Time) (bool, 
 		return false, nil
 	}
 	// Not Unresolved, even if the old Worker gave up on it: the Store's
-	// settler asks once more and reports it itself.
+	// settler asks once more and reports it itself. A release that fails
+	// adopted nothing: the claim, tentative, frees the key at its lease's
+	// end, and the next sweep adopts it.
 	claim.Stage, claim.Attempts, claim.NextAttempt = StageSent, old.Attempts, due
-	s.release(ctx, key, claim)
+	if err := ReleaseTwice(ctx, s.store, key, claim); err != nil {
+		s.opts.OnReleaseError(key, err)
+		return false, storageUnavailable(err)
+	}
 	return true, nil
 }

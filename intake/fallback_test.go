@@ -547,7 +547,8 @@ func TestTheSettlersLastCallGoesOutWhileKVIsDown(t *testing.T) {
 // nothing is due for the settler: a purge may have erased the key in
 // between, and a claim left due would have the settler store the erased
 // receipt again (found by a long simulation, seed 17165617611116033371,
-// ledger mode, migrating). The next sweep adopts the key again.
+// ledger mode, migrating). Adopt says it adopted nothing, so that no
+// kv_adopted line names the key; the next sweep adopts it.
 func TestAnAdoptionWhoseReleaseFailsLeavesNothingDue(t *testing.T) {
 	ctx := context.Background()
 	clock, old, mem := migrating(t)
@@ -560,7 +561,9 @@ func TestAnAdoptionWhoseReleaseFailsLeavesNothingDue(t *testing.T) {
 	}
 	svc := intake.New(mem, intake.Options{ResultTTL: config.DefaultResultTTL, PendingTTL: config.DefaultPendingTTL,
 		Gateway: &scriptedGateway{clock: clock}, Now: clock.Now, Fallback: kv.NewStore(old, clock.Now), FallbackUntil: acceptedAt.Add(48 * time.Hour)})
-	svc.Adopt(ctx, key("k"))
+	if adopted, err := svc.Adopt(ctx, key("k")); adopted || !errors.Is(err, intake.ErrStorageUnavailable) {
+		t.Errorf("Adopt whose release failed = %v, %v; want nothing adopted, storage unavailable", adopted, err)
+	}
 	clock.Advance(config.DefaultPendingTTL + time.Second)
 	if keys := mem.DueKeys(10); len(keys) != 0 {
 		t.Errorf("keys due after an adoption whose release failed: %v, want none", keys)
