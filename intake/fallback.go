@@ -113,15 +113,26 @@ func (s *Service) adopt(ctx context.Context, sub *submission, claim *Claim) (out
 	case rec.State != Stored:
 		return Outcome{}, false, nil
 	}
-	result := Result{Body: rec.Body, Rejected: rec.Rejected, Fingerprint: rec.Fingerprint, TTL: s.opts.ResultTTL}
-	if err := s.commit(ctx, sub.key, *claim, result, s.opts.Now(), false); err != nil {
-		if !errors.Is(err, ErrInProgress) {
-			s.release(ctx, sub.key, *claim)
-		}
+	if _, err := s.commitFallbacks(ctx, sub.key, *claim, rec, rec.Fingerprint); err != nil {
 		return Outcome{}, true, err
 	}
 	out, err = s.replay(rec, sub)
 	return out, true, err
+}
+
+// commitFallbacks commits old, an outcome the Fallback stores for key,
+// under claim as the key's outcome for the order whose fingerprint is fp,
+// and returns it as the Store now holds it. A failure releases the claim,
+// unless another request took the key over (ErrInProgress): its outcome
+// is the key's then.
+func (s *Service) commitFallbacks(ctx context.Context, key Key, claim Claim, old Record, fp string) (Record, error) {
+	result := Result{Body: old.Body, Rejected: old.Rejected, Fingerprint: fp, TTL: s.opts.ResultTTL}
+	now := s.opts.Now()
+	err := s.commit(ctx, key, claim, result, now, false)
+	if err != nil && !errors.Is(err, ErrInProgress) {
+		s.release(ctx, key, claim)
+	}
+	return storedAs(result, claim, now), err
 }
 
 // adoptOrderID makes the order id the Fallback kept for the key (open) the

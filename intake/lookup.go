@@ -25,7 +25,7 @@ func (s *Service) Lookup(ctx context.Context, key Key) (Outcome, error) {
 	rec, err := s.store.Lookup(ctx, key)
 	if err == nil && rec.State == Absent && s.fallback() {
 		if rec, err = s.opts.Fallback.Lookup(ctx, key); err == nil && rec.State == Stored {
-			rec = s.copyFromFallback(ctx, key, rec, now)
+			rec = s.copyFromFallback(ctx, key, rec)
 		}
 	}
 	switch {
@@ -70,7 +70,7 @@ func (s *Service) lookedUp(rec Record) (Outcome, error) {
 // storage fails) rec is answered as it was found, without its expiry; if
 // the Fallback no longer holds it once the claim does (a purge came
 // between), what it holds now is.
-func (s *Service) copyFromFallback(ctx context.Context, key Key, rec Record, now time.Time) Record {
+func (s *Service) copyFromFallback(ctx context.Context, key Key, rec Record) Record {
 	if !s.life.TellsExpiry {
 		return rec
 	}
@@ -92,12 +92,9 @@ func (s *Service) copyFromFallback(ctx context.Context, key Key, rec Record, now
 		}
 		return again
 	}
-	result := Result{Body: rec.Body, Rejected: rec.Rejected, Fingerprint: rec.Fingerprint, TTL: s.opts.ResultTTL}
-	if err := s.commit(ctx, key, claim, result, now, false); err != nil {
-		if !errors.Is(err, ErrInProgress) {
-			s.release(ctx, key, claim)
-		}
+	stored, err := s.commitFallbacks(ctx, key, claim, rec, rec.Fingerprint)
+	if err != nil {
 		return rec
 	}
-	return storedAs(result, claim, now)
+	return stored
 }

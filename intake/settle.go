@@ -194,13 +194,11 @@ func (s *Service) settleFromFallback(ctx context.Context, key Key, claim *Claim)
 		}
 		return Settlement{}, false, nil
 	}
-	result := Result{Body: old.Body, Rejected: old.Rejected, Fingerprint: claim.Fingerprint, TTL: s.opts.ResultTTL}
-	if err := s.commit(ctx, key, *claim, result, s.opts.Now(), false); err != nil {
-		if !errors.Is(err, ErrInProgress) {
-			s.release(ctx, key, *claim)
-			return Settlement{}, true, err
-		}
+	switch _, err := s.commitFallbacks(ctx, key, *claim, old, claim.Fingerprint); {
+	case errors.Is(err, ErrInProgress):
 		return busy, true, nil
+	case err != nil:
+		return Settlement{}, true, err
 	}
 	r := SettleAccepted
 	if old.Rejected {
