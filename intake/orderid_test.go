@@ -517,3 +517,44 @@ func TestATakeoverWhoseAnswerWasLostKeepsTheTimeAClientWasGiven(t *testing.T) {
 		}
 	}
 }
+
+// TestATakeoverWhoseClaimWasSentTwiceKeepsTheTimeAClientWasGiven: over the
+// ledger, a client is answered and its commit never runs. A retry takes
+// the key over once the lease ends, but its claim's RPC is sent again
+// after its answer was lost (the first try had run), and the object finds
+// the retry's own claim. Its order id, derived from the key and the
+// order, is the key's, so only the answer can say the key keeps another
+// time: the retry must store the receipt the client was given, byte for
+// byte (found by a review).
+func TestATakeoverWhoseClaimWasSentTwiceKeepsTheTimeAClientWasGiven(t *testing.T) {
+	now := time.Date(2026, 3, 14, 15, 0, 0, 0, time.UTC)
+	clock := func() time.Time { return now }
+	mem := ledger.NewMemoryStore()
+	mem.Now = clock
+	sendTwice := false
+	mem.RoundTrip = func(_ context.Context, method string, apply func()) error {
+		if method == "claim" && sendTwice {
+			sendTwice = false
+			apply() // the first try ran; its answer was lost
+		}
+		apply()
+		return nil
+	}
+	gateway := &gatewayDouble{}
+	opts := intake.Options{ResultTTL: config.DefaultResultTTL, PendingTTL: config.DefaultPendingTTL, Now: clock, Gateway: gateway,
+		Defer: func(context.Context, func(context.Context)) {}} // the instance dies before its commit
+	first, err := intake.New(mem, opts).Submit(context.Background(), key("k"), []byte(validBody), "")
+	if err != nil {
+		t.Fatalf("first Submit: %v", err)
+	}
+	now = now.Add(config.DefaultPendingTTL + time.Second) // its lease is over: the key is open
+	opts.Defer = nil
+	sendTwice = true
+	retry, err := intake.New(mem, opts).Submit(context.Background(), key("k"), []byte(validBody), "")
+	if err != nil || string(retry.Receipt) != string(first.Receipt) {
+		t.Errorf("the retry = %s, %v; want the receipt the client was given: %s", retry.Receipt, err, first.Receipt)
+	}
+	if out, err := intake.New(mem, opts).Lookup(context.Background(), key("k")); err != nil || string(out.Receipt) != string(first.Receipt) {
+		t.Errorf("stored receipt = %s, %v; want the one the client was given: %s", out.Receipt, err, first.Receipt)
+	}
+}

@@ -53,6 +53,23 @@ func (s adapter) Begin(ctx context.Context, key intake.Key, c intake.Claim) (int
 	return rec, nil
 }
 
+// retryOnce makes call, and makes it once more if it failed with an error
+// the runtime marks retryable, as Cloudflare advises, unless the error
+// also says the object is overloaded: retrying then only adds load. Every
+// ledger method is idempotent for its claim's token (a purge for its own),
+// and the first try may have taken effect: Claim answers a claim it finds
+// its own as it answered the first try. Client makes every call through
+// it, and MemoryStore every call that can fail (RoundTrip), so that tests
+// and the simulator meet the retries production makes.
+func retryOnce(call func() error) error {
+	err := call()
+	var jsErr *workers.Error
+	if errors.As(err, &jsErr) && jsErr.Retryable && !jsErr.Overloaded {
+		err = call()
+	}
+	return err
+}
+
 // releaseAfter releases c after err, trying once more if the release
 // fails (a claim left behind blocks its key for its lease), and returns err
 // with the release's own failure, if any, said too.

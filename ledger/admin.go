@@ -10,6 +10,7 @@ import (
 
 	"github.com/edge-orders/edge-orders/intake"
 	"github.com/edge-orders/edge-orders/internal/jsjson"
+	"github.com/edge-orders/edge-orders/internal/uuid"
 )
 
 // What an operator's listing costs an object: it reads at most
@@ -142,7 +143,8 @@ func (m *MemoryStore) List(ctx context.Context, q intake.ListQuery) (intake.List
 
 // Purge implements intake.AdminStore.
 func (m *MemoryStore) Purge(ctx context.Context, key intake.Key, orderID string) (rec intake.Record, err error) {
-	err = m.do(ctx, "purge", m.watched(key, "purge", func() { rec = m.obj.Purge(key, "", orderID) }))
+	token := uuid.New() // one for the call and its retry, as Client's
+	err = m.do(ctx, "purge", m.watched(key, "purge", func() { rec = m.obj.Purge(key, token, orderID) }))
 	return rec, err
 }
 

@@ -4,12 +4,10 @@ package ledger
 
 import (
 	"context"
-	"errors"
 
 	"github.com/edge-orders/edge-orders/intake"
 	"github.com/edge-orders/edge-orders/internal/errs"
 	"github.com/edge-orders/edge-orders/internal/uuid"
-	"github.com/edge-orders/edge-orders/workers"
 )
 
 // scan reads the rows without an outcome after the key after, in key
@@ -31,11 +29,11 @@ func (c *Client) List(ctx context.Context, q intake.ListQuery) (intake.ListPage,
 	return listShards(ctx, q, c.shards, func(ctx context.Context, client string, n int, after string, limit int) ([]intake.Listed, string, error) {
 		name := shardName(client, n)
 		arg := encodeList(client, after, q.States, limit)
-		res, err := c.callObject(ctx, name, "list", arg)
-		var jsErr *workers.Error
-		if errors.As(err, &jsErr) && jsErr.Retryable && !jsErr.Overloaded {
+		var res []byte
+		err := retryOnce(func() (err error) {
 			res, err = c.callObject(ctx, name, "list", arg)
-		}
+			return err
+		})
 		if err != nil {
 			return nil, "", errs.Prefix("ledger: list "+name, err)
 		}

@@ -4,7 +4,6 @@ package ledger
 
 import (
 	"context"
-	"errors"
 
 	"github.com/edge-orders/edge-orders/intake"
 	"github.com/edge-orders/edge-orders/internal/errs"
@@ -29,17 +28,13 @@ func NewClient(ns workers.DurableObjectNamespace, shards int) *Client {
 }
 
 // call invokes method on key's object with one JSON argument, and
-// returns its JSON answer. Every ledger method is idempotent for a claim's
-// token, so an error the runtime marks retryable is retried once, on a new
-// stub as Cloudflare advises (on top of the retries the runtime makes
-// itself), unless it also says the object is overloaded: retrying then
-// only adds load.
-func (c *Client) call(ctx context.Context, key intake.Key, method string, arg []byte) ([]byte, error) {
-	res, err := c.callObject(ctx, ObjectName(key, c.shards), method, arg)
-	var jsErr *workers.Error
-	if errors.As(err, &jsErr) && jsErr.Retryable && !jsErr.Overloaded {
+// returns its JSON answer, retrying it once (retryOnce) on a new stub, on
+// top of the retries the runtime makes itself.
+func (c *Client) call(ctx context.Context, key intake.Key, method string, arg []byte) (res []byte, err error) {
+	err = retryOnce(func() error {
 		res, err = c.callObject(ctx, ObjectName(key, c.shards), method, arg)
-	}
+		return err
+	})
 	if err != nil {
 		return nil, errs.Prefix("ledger: "+method, err)
 	}

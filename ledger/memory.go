@@ -27,8 +27,9 @@ type MemoryStore struct {
 	// RoundTrip, if set, carries each call to the object as an RPC does:
 	// it runs apply at most once, and returns an error when the call
 	// failed, before apply (nothing happened) or after it (the answer was
-	// lost). Fault injection and the simulator set it; nil runs apply
-	// after letting other goroutines run, as a round trip would.
+	// lost). A call that fails retryable is made once more, as Client
+	// makes it (retryOnce). Fault injection and the simulator set it; nil
+	// runs apply after letting other goroutines run, as a round trip would.
 	RoundTrip func(ctx context.Context, method string, apply func()) error
 	// Watch, if set, is told of every call that may change a key: what
 	// Lookup would have said of it just before and just after, inside the
@@ -68,7 +69,7 @@ func (m *MemoryStore) do(ctx context.Context, method string, f func()) error {
 		f()
 	}
 	if m.RoundTrip != nil {
-		return m.RoundTrip(ctx, method, apply)
+		return retryOnce(func() error { return m.RoundTrip(ctx, method, apply) })
 	}
 	runtime.Gosched()
 	if err := ctx.Err(); err != nil {

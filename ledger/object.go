@@ -189,8 +189,12 @@ func (o *Object) Claim(key intake.Key, c intake.Claim) (intake.Record, error) {
 	o.put(r, now)
 	o.scheduleSweep(now)
 	o.scheduleAlarm(r.due)
+	// A takeover says so, with what the key kept, every time it is asked:
+	// a takeover retried with its own token (its answer was lost, and the
+	// RPC sent again) too, whose order id, derived from the key and the
+	// order, is its own (r.sent: it took the row over).
 	claimed := intake.Record{State: intake.Claimed, Fingerprint: r.fingerprint}
-	if rec.State == intake.Open || r.orderID != c.OrderID {
+	if rec.State == intake.Open || r.sent || r.orderID != c.OrderID {
 		claimed.State = intake.TookOver
 		claimed.OrderID, claimed.AcceptedAt, claimed.Attempts, claimed.GiveUp = r.orderID, r.acceptedAt, r.attempts, r.giveUp
 		claimed.Order, claimed.HasOrder = r.order, r.hasOrder

@@ -43,6 +43,32 @@ func (s *suite) open(t *testing.T) {
 		})
 	})
 
+	// A claim's call may be sent again once its answer was lost (an RPC
+	// retried), and the first try may have taken the key over. Order ids
+	// are derived from the key and the order, so the claim's own is the
+	// key's: only the answer can say that the key kept another time and
+	// attempts, which every call from then on must carry.
+	t.Run("a takeover retried with its own token is still a takeover", func(t *testing.T) {
+		if !s.fenced(t) {
+			return
+		}
+		key := s.newKey()
+		first := s.sent("a", "fp", "order-1")
+		s.mustBegin(t, key, first, intake.Claimed)
+		first.Stage, first.Attempts = intake.StageSent, 1
+		if err := s.store.Release(ctx, key, first); err != nil {
+			t.Fatalf("Release: %v", err)
+		}
+		retry := s.sent("b", "fp", "order-1")
+		retry.AcceptedAt = accepted.Add(time.Minute)
+		s.mustBegin(t, key, retry, intake.TookOver)
+		rec := s.mustBegin(t, key, retry, intake.TookOver)
+		wantOrderID(t, rec, "order-1")
+		if rec.Attempts != 1 {
+			t.Fatalf("the retried takeover came back with %d attempts, want the key's 1", rec.Attempts)
+		}
+	})
+
 	t.Run("a released claim that was never sent frees the key", func(t *testing.T) {
 		key := s.newKey()
 		c := s.sent("a", "fp", "order-1")
