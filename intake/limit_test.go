@@ -144,6 +144,37 @@ func TestARefusalIsAnsweredOnlyOnceItsClaimIsGone(t *testing.T) {
 	}
 }
 
+// TestARefusalThatOutlastedItsClaimIsNotTold: over the ledger the claim
+// holds the key while the rate limit is asked. If the answer comes once
+// the claim's lease has ended, the object's alarm may have taken the key
+// over and placed the order meanwhile: the client is told 503, never 429,
+// and its retry finds the order (found by a review).
+func TestARefusalThatOutlastedItsClaimIsNotTold(t *testing.T) {
+	ctx := context.Background()
+	clock := &fakeClock{now: acceptedAt}
+	mem := ledger.NewMemoryStore()
+	mem.Now = clock.Now
+	gateway := &gatewayDouble{}
+	opts := intake.Options{ResultTTL: config.DefaultResultTTL, PendingTTL: config.DefaultPendingTTL, Now: clock.Now, Gateway: gateway}
+	settler := intake.New(mem, opts)
+	opts.Limit = func(ctx context.Context, who string) (bool, error) {
+		clock.Advance(config.DefaultPendingTTL + time.Second) // a slow answer
+		for _, k := range mem.DueKeys(10) {                  // the object's alarm
+			if _, err := settler.Settle(ctx, k); err != nil {
+				t.Errorf("Settle: %v", err)
+			}
+		}
+		return false, nil
+	}
+	_, err := intake.New(mem, opts).Submit(ctx, key("k"), []byte(validBody), "")
+	if !errors.Is(err, intake.ErrStorageUnavailable) || errors.Is(err, intake.ErrRateLimited) {
+		t.Fatalf("Submit whose refusal outlasted its claim = %v, want ErrStorageUnavailable (the settler placed %d)", err, len(gateway.placements()))
+	}
+	if len(gateway.placements()) != 1 {
+		t.Fatalf("the settler placed %d orders, want the one its alarm found", len(gateway.placements()))
+	}
+}
+
 // TestRetryAfterAnUnknownOutcomeIsNotRateLimited: a retry after an unknown
 // outcome is the same order again, so it never asks Options.Limit, in
 // either storage mode, from this instance or another.

@@ -153,6 +153,12 @@ func (s *Service) attempt(ctx context.Context, sub *submission, now time.Time) (
 	rec, err := s.store.Begin(ctx, sub.key, claim)
 	claim.Admit = nil
 	switch {
+	case errors.Is(err, ErrRateLimited) && s.outlasted(now):
+		// The limit's answer, or the refused claim's release, came once
+		// the claim may have lost the key (its lease ended): the settler
+		// may have taken it over and placed the order. A refusal is told
+		// only while nothing but the refused claim could place it.
+		return Outcome{}, storageUnavailable(errors.New("the rate limit answered after the claim's lease"))
 	case errors.Is(err, ErrRateLimited) || errors.Is(err, ErrStorageUnavailable):
 		return Outcome{}, err
 	case err != nil:
