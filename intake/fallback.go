@@ -149,15 +149,22 @@ func (s *Service) adoptOrderID(ctx context.Context, sub *submission, claim *Clai
 		s.release(ctx, sub.key, *claim)
 		return Outcome{}, true, storageUnavailable(err)
 	}
-	adopted.Token = s.opts.NewID()
+	// Tentative again until it has taken the key over: the key may be
+	// free, if the claim's lease ended while it read KV and its release
+	// changed nothing, and what KV showed may be stale by then.
+	adopted.Token, adopted.Stage = s.opts.NewID(), s.tentative()
 	rec, err := s.store.Begin(ctx, sub.key, adopted)
 	switch {
 	case err != nil:
 		return Outcome{}, true, storageUnavailable(err)
+	case rec.State == Claimed:
+		// The key was free: the claim goes, and the retry reads KV again.
+		s.release(ctx, sub.key, adopted)
+		return Outcome{}, true, ErrInProgress
 	case rec.State != TookOver || rec.OrderID != adopted.OrderID:
 		// Another request took the key over in between, with this order
 		// id: it is in progress.
-		if rec.State.Holds() {
+		if rec.State == TookOver {
 			s.release(ctx, sub.key, TakeOver(adopted, rec))
 		}
 		return Outcome{}, true, ErrInProgress

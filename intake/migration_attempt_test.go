@@ -212,6 +212,37 @@ func TestAnAdoptionWhoseReadOfKVOutlastedItsLeaseAdoptsNoKeyAPurgeFreed(t *testi
 	}
 }
 
+// TestAnAdoptedOrderIDWhoseClaimLapsedLeavesNothingBehind: a client's
+// tentative claim lapses while it reads KV's open order id, so the
+// release that would make that order id the ledger's changes nothing,
+// and the claim that should take it over finds the key free. That claim
+// goes, and the key is free, not kept open without an order id and due
+// for the alarm for good; the next sweep adopts it (found by a review).
+func TestAnAdoptedOrderIDWhoseClaimLapsedLeavesNothingBehind(t *testing.T) {
+	ctx := context.Background()
+	clock, old, mem := migrating(t)
+	hooked := &hookedFallback{Store: kv.NewStore(old, clock.Now)}
+	hooked.afterLookup = func() { clock.Advance(config.DefaultPendingTTL + time.Second) }
+	g := &idRecorder{answer: func(int, intake.Placement) error { return nil }}
+	opts := intake.Options{ResultTTL: config.DefaultResultTTL, PendingTTL: config.DefaultPendingTTL,
+		Gateway: g, Now: clock.Now, Fallback: hooked, FallbackUntil: acceptedAt.Add(48 * time.Hour)}
+	if _, err := intake.New(mem, opts).Submit(ctx, key("k"), []byte(validBody), ""); !errors.Is(err, intake.ErrInProgress) {
+		t.Fatalf("Submit whose claim lapsed = %v, want ErrInProgress", err)
+	}
+	if rec, err := mem.Lookup(ctx, key("k")); err != nil || rec.State != intake.Absent {
+		t.Fatalf("the ledger holds %v %q, %v; want the key free", rec.State, rec.OrderID, err)
+	}
+	if due := mem.DueKeys(10); len(due) != 0 {
+		t.Fatalf("due for the alarm: %v, want nothing", due)
+	}
+	if ids := g.orderIDs(); len(ids) != 0 {
+		t.Fatalf("the gateway saw %v, want nothing", ids)
+	}
+	if adopted, err := intake.New(mem, opts).Adopt(ctx, key("k")); err != nil || !adopted {
+		t.Fatalf("the next sweep's Adopt = %v, %v; want the key adopted", adopted, err)
+	}
+}
+
 // TestARequestWhoseReadOfKVOutlastedItsLeaseActsOnNothingItRead: a
 // client's claim during a migration reads KV before anything else, and
 // the answer may come back once the claim's lease has ended, when a purge
