@@ -1190,3 +1190,51 @@ func TestARetryFromMemoryKeepsTheGiveUpsCheckDue(t *testing.T) {
 		t.Fatalf("reported %v, want the key once", reported)
 	}
 }
+
+// TestAnAnswerThatCouldNotBeStoredOnAKeyGivenUpOnIsStoredLater: a client's
+// retry of a key the settler gave up on is answered by the OMS, and given
+// the receipt before the commit, which fails. The key must not stay given
+// up on, due for nothing, with the receipt the client holds never stored:
+// it awaits the give-up's check, which asks the OMS again and stores the
+// same bytes (found by a review).
+func TestAnAnswerThatCouldNotBeStoredOnAKeyGivenUpOnIsStoredLater(t *testing.T) {
+	ctx := context.Background()
+	const maxAge = time.Hour
+	forEachStore(t, intake.Options{SettleMaxAge: maxAge}, func(t *testing.T, e *settleEnv) {
+		leaveUnknown(t, e)
+		e.clock.Advance(maxAge)
+		for range 3 { // the last call, and over KV the give-up's check
+			if rec, _ := e.store.Lookup(ctx, deskKey); intake.PhaseOf(rec) == intake.PhaseUnresolved {
+				break
+			} else if rec.NextAttempt.After(e.clock.Now()) {
+				e.clock.Advance(rec.NextAttempt.Sub(e.clock.Now()))
+			}
+			e.g.answer(errLost)
+			if _, err := e.service().Settle(ctx, deskKey); err != nil {
+				t.Fatalf("Settle: %v", err)
+			}
+		}
+		if rec, _ := e.store.Lookup(ctx, deskKey); intake.PhaseOf(rec) != intake.PhaseUnresolved {
+			t.Fatalf("the key is %v, want it given up on", intake.PhaseOf(rec))
+		}
+		e.clock.Advance(time.Minute)
+		store := e.store
+		e.store = &commitFailing{Store: store}
+		out, err := e.service().Submit(ctx, deskKey, []byte(validBody), "")
+		if err != nil {
+			t.Fatalf("the retry = %v, want the receipt, answered before its commit", err)
+		}
+		e.store = store
+		for range 5 {
+			e.clock.Advance(10 * time.Minute)
+			for _, k := range e.due(t) {
+				if _, err := e.service().Settle(ctx, k); err != nil {
+					t.Fatalf("Settle(%v): %v", k, err)
+				}
+			}
+		}
+		if got, err := e.service().Lookup(ctx, deskKey); err != nil || !bytes.Equal(got.Receipt, out.Receipt) {
+			t.Fatalf("a lookup 50 minutes later = %s, %v; want the receipt the client was given: %s", got.Receipt, err, out.Receipt)
+		}
+	})
+}

@@ -310,7 +310,10 @@ func (s *Service) place(ctx context.Context, key Key, claim Claim, by placer) (O
 // keep commits the gateway's final answer, result, under claim, after the
 // response or before it. If that fails the key is left open, due for the
 // settler: the OMS answered, so even the settler's last call does not give
-// up on it.
+// up on it, and a key given up on before awaits the give-up's check
+// instead, which calls the OMS once more and stores its answer: given up
+// on, it would be due for nothing, and a Store keeps a give-up no claim's
+// release undoes (the ledger).
 func (s *Service) keep(ctx context.Context, key Key, claim Claim, result Result, by placer, afterResponse bool) error {
 	if err := s.commit(ctx, key, claim, result, s.opts.Now(), afterResponse); err != nil {
 		if !errors.Is(err, ErrInProgress) {
@@ -318,6 +321,9 @@ func (s *Service) keep(ctx context.Context, key Key, claim Claim, result Result,
 			// finds the key open and stores the same bytes, as a retry
 			// anywhere does, instead of leaving the receipt unstored.
 			s.receipts.forget(key.String())
+			if claim.GiveUp == GivenUp {
+				claim.GiveUp, claim.NextAttempt = AwaitingCheck, s.opts.Now().Add(SettleBackoff(claim.Attempts+1))
+			}
 			s.leaveOpen(ctx, key, claim, err, min(by, bySettler))
 		}
 		return err

@@ -129,6 +129,15 @@ var mutants = []mutant{
 	{"the ledger reads an old release's tentative flag before its sent flag", "ledger/wire.go",
 		"\tcase r.flag(mSent):\n\t\treturn intake.StageSent\n\tcase r.flag(mTentative):\n\t\treturn intake.StageTentative\n",
 		"\tcase r.flag(mTentative):\n\t\treturn intake.StageTentative\n\tcase r.flag(mSent):\n\t\treturn intake.StageSent\n"},
+	// Found by reviews: the answers of retried calls and slow ones.
+	{"a takeover whose claim call was sent again answers as a new claim", "ledger/object.go",
+		"if rec.State == intake.Open || r.sent || r.orderID != c.OrderID {", "if rec.State == intake.Open || r.orderID != c.OrderID {"},
+	{"a rate-limit refusal told after its claim's lease", "intake/submit.go",
+		"case errors.Is(err, ErrRateLimited) && s.outlasted(now):", "case false:"},
+	{"adopting KV's order id leaves a claim on a free key behind", "intake/fallback.go",
+		"\tcase rec.State == Claimed:\n\t\t// The key was free: the claim goes, and the retry reads KV again.\n\t\ts.release(ctx, sub.key, adopted)\n\t\treturn Outcome{}, true, ErrInProgress\n", ""},
+	{"an answer not stored on a key given up on leaves it given up on", "intake/submit.go",
+		"\t\t\tif claim.GiveUp == GivenUp {\n\t\t\t\tclaim.GiveUp, claim.NextAttempt = AwaitingCheck", "\t\t\tif false {\n\t\t\t\tclaim.GiveUp, claim.NextAttempt = AwaitingCheck"},
 }
 
 // simOnly are the defences KV's limits make necessary, each removed; the
