@@ -159,7 +159,7 @@ func TestARefusalThatOutlastedItsClaimIsNotTold(t *testing.T) {
 	settler := intake.New(mem, opts)
 	opts.Limit = func(ctx context.Context, who string) (bool, error) {
 		clock.Advance(config.DefaultPendingTTL + time.Second) // a slow answer
-		for _, k := range mem.DueKeys(10) {                  // the object's alarm
+		for _, k := range mem.DueKeys(10) {                   // the object's alarm
 			if _, err := settler.Settle(ctx, k); err != nil {
 				t.Errorf("Settle: %v", err)
 			}
