@@ -175,6 +175,41 @@ func TestARefusalThatOutlastedItsClaimIsNotTold(t *testing.T) {
 	}
 }
 
+// TestAClaimWhoseAdmissionOutlastedItsLeaseHoldsTheKeyBeforeItsCall: the
+// same slow answer, admitting the order: the client's claim may have lost
+// the key meanwhile, and the alarm's settler placed the order. The client
+// holds the key again before it calls the gateway, or finds it another's:
+// it never calls while the settler may, and its retry replays the
+// settler's receipt (found by the simulator's stalled calls).
+func TestAClaimWhoseAdmissionOutlastedItsLeaseHoldsTheKeyBeforeItsCall(t *testing.T) {
+	ctx := context.Background()
+	clock := &fakeClock{now: acceptedAt}
+	mem := ledger.NewMemoryStore()
+	mem.Now = clock.Now
+	gateway := &gatewayDouble{}
+	opts := intake.Options{ResultTTL: config.DefaultResultTTL, PendingTTL: config.DefaultPendingTTL, Now: clock.Now, Gateway: gateway}
+	settler := intake.New(mem, opts)
+	opts.Limit = func(ctx context.Context, who string) (bool, error) {
+		clock.Advance(config.DefaultPendingTTL + time.Second)
+		for _, k := range mem.DueKeys(10) {
+			if _, err := settler.Settle(ctx, k); err != nil {
+				t.Errorf("Settle: %v", err)
+			}
+		}
+		return true, nil
+	}
+	svc := intake.New(mem, opts)
+	if _, err := svc.Submit(ctx, key("k"), []byte(validBody), ""); !errors.Is(err, intake.ErrInProgress) {
+		t.Fatalf("Submit whose admission outlasted its claim = %v, want ErrInProgress", err)
+	}
+	if n := len(gateway.placements()); n != 1 {
+		t.Fatalf("the gateway was called %d times, want once, by the settler", n)
+	}
+	if out, err := svc.Submit(ctx, key("k"), []byte(validBody), ""); err != nil || !out.Replayed {
+		t.Fatalf("the retry = %+v, %v; want the settler's receipt replayed", out, err)
+	}
+}
+
 // TestRetryAfterAnUnknownOutcomeIsNotRateLimited: a retry after an unknown
 // outcome is the same order again, so it never asks Options.Limit, in
 // either storage mode, from this instance or another.

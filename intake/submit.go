@@ -206,9 +206,17 @@ func (s *Service) attempt(ctx context.Context, sub *submission, now time.Time) (
 	// or took over an Open key an older version stored without its order.
 	claim.Fingerprint = sub.fp
 	claim.Order = sub.order
-	if migrating {
+	switch {
+	case migrating:
 		if out, done, err := s.beforeSending(ctx, sub, &claim); done {
 			return out, err
+		}
+	case s.outlasted(now):
+		// Begin, or the rate limit's answer within it, came back once the
+		// claim's lease may have ended: the claim holds the key again, or
+		// another does, before its order id reaches the gateway.
+		if err := s.renew(ctx, sub.key, &claim); err != nil {
+			return Outcome{}, err
 		}
 	}
 	return s.place(ctx, sub.key, claim, byClient)

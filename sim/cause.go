@@ -154,19 +154,25 @@ func (n watched) Get(ctx context.Context, key string) (kv.Entry, error) {
 }
 
 // stall, now and then where storage faults, holds a ledger-mode read of
-// KV's fallback past a claim's lease, before the read or after it, which
-// stall returns to be deferred: the runtime paused the isolate, or the
-// read hung, or its answer did. A ledger-mode request reads KV between
-// its claim and its gateway call, and the claim may end meanwhile; the
-// ledger's claims are fenced by token and the Worker can tell how long it
-// waited (intake's outlasted and renew). KV mode's own reads never stall:
-// its claims are fenced by their lease alone.
+// KV's fallback past a claim's lease (stallPastLease).
 func (n watched) stall() (after func()) {
-	if n.w.mode != LedgerMode || n.w.densities[storagePart] == noFaults || !n.w.faultAt(5, "kv fallback read stalls past a lease") {
+	return n.w.stallPastLease("kv fallback read")
+}
+
+// stallPastLease, now and then where storage faults, holds a ledger-mode
+// call that a request makes while its claim holds a key (what, a read of
+// KV's fallback or the rate limit's answer) past the claim's lease, before
+// the call or after it, which it returns to be deferred: the runtime
+// paused the isolate, or the call hung, or its answer did. The ledger's
+// claims are fenced by token and the Worker can tell how long it waited
+// (intake's outlasted and renew). KV mode's calls never stall: its claims
+// are fenced by their lease alone.
+func (w *world) stallPastLease(what string) (after func()) {
+	if w.mode != LedgerMode || w.densities[storagePart] == noFaults || !w.faultAt(5, what+" stalls past a lease") {
 		return func() {}
 	}
-	wait := func() { n.w.sched.sleep(pendingTTL + time.Second) }
-	if n.w.choose(2, "the stall comes after the read") == 1 {
+	wait := func() { w.sched.sleep(pendingTTL + time.Second) }
+	if w.choose(2, "the stall comes after the "+what) == 1 {
 		return wait
 	}
 	wait()

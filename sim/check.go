@@ -207,14 +207,18 @@ func (w *world) stored(key keyName, receipt []byte, until time.Time) {
 		w.violate("a receipt for %s was stored saying %s is %s, which the OMS did not answer", key, id, status)
 	case got.accepted:
 		if w.receipts[key] == nil {
-			w.receipts[key] = make(map[string]time.Time)
+			w.receipts[key] = make(map[string]keptReceipt)
 		}
 		if until.IsZero() {
 			until = w.now().Add(100 * 365 * 24 * time.Hour)
 		}
-		w.receipts[key][id] = until
+		w.receipts[key][id] = keptReceipt{at: w.now(), until: until}
 	}
 }
+
+// keptReceipt is when an accepted receipt was last stored, and until when
+// it is kept.
+type keptReceipt struct{ at, until time.Time }
 
 // checkNotReceipted: an accepted order is never reported unresolved while
 // its receipt is stored. Over KV, only when the reporting request or
@@ -223,13 +227,14 @@ func (w *world) stored(key keyName, receipt []byte, until time.Time) {
 // after a named event (one's stale read, or claims at once), stored it
 // during the reporter's call.
 func (w *world) checkNotReceipted(key keyName, orderID, what string, reader *actor) {
-	until, ok := w.receipts[key][orderID]
-	if !ok || !w.now().Before(until) {
+	kept, ok := w.receipts[key][orderID]
+	if !ok || !w.now().Before(kept.until) {
 		return
 	}
-	if rec := w.peek(key); (rec.State != intake.Stored || intake.OrderIDOf(rec) != orderID) && w.purgeDeleted(key) {
-		// Not stored now, exactly read: a purge deleted it, though its
-		// call failed after it took effect, so the checker kept it.
+	if rec := w.peek(key); (rec.State != intake.Stored || intake.OrderIDOf(rec) != orderID) && w.purgedOutcomeSince(key, orderID, kept.at) {
+		// Not stored now, exactly read: a purge deleted it since it was
+		// stored, though its call failed after it took effect, so the
+		// checker kept it.
 		return
 	}
 	names := func(body []byte) bool { id, _, _ := order.ReceiptFields(body); return id == orderID }

@@ -24,7 +24,7 @@ func checkedWorld(t *testing.T, mode Mode) (w *world, in [locations]*actor, rece
 	w, in = modelWorld(func(int, string) int { return 0 })
 	w.mode, w.ck = mode, newCausality()
 	w.storedRuns, w.ledgerSaw = make(map[keyName]storedRun), make(map[*actor]bool)
-	w.storedBodies, w.receipts, w.commits = make(map[keyName]map[string]bool), make(map[keyName]map[string]time.Time), make(map[keyName]commit)
+	w.storedBodies, w.receipts, w.commits = make(map[keyName]map[string]bool), make(map[keyName]map[string]keptReceipt), make(map[keyName]commit)
 	w.oms = newOMS(w)
 	w.oms.orders["order-1"] = &omsOrder{key: checkedKey, accepted: true}
 	w.ns.observe = w.observeKVWrite
@@ -316,17 +316,34 @@ func TestAKVKeyExpiresByItsOwnTTL(t *testing.T) {
 // TestAnUnresolvedReportIsJudgedByWhatIsStoredNow: a purge whose call
 // failed after it took effect deleted the receipt, which the checker's
 // record of stored receipts still holds; a give-up then is no fault. A
-// receipt gone without a purge, and the same report beside the receipt
-// stored, are.
+// receipt gone without a purge, or after a purge that deleted it before
+// it was stored last (order ids are derived from the key and the order,
+// so the same one comes back) or deleted another order's, and the same
+// report beside the receipt stored, are.
 func TestAnUnresolvedReportIsJudgedByWhatIsStoredNow(t *testing.T) {
 	w, _, receipt := checkedWorld(t, LedgerMode)
-	w.receipts[checkedKey] = map[string]time.Time{"order-1": w.now().Add(time.Hour)}
+	stored := w.now()
+	w.receipts[checkedKey] = map[string]keptReceipt{"order-1": {at: stored, until: stored.Add(time.Hour)}}
 	w.checkNotReceipted(checkedKey, "order-1", "is reported unresolved", &actor{name: "alarm"})
 	if !violated(w, "is reported unresolved, but its accepted receipt") {
 		t.Fatalf("a report beside a receipt no store holds, and no purge deleted, was no violation: %q", w.violations)
 	}
+	other := []byte(`{"orderId":"order-2","status":"accepted"}`)
+	for _, p := range []*purge{
+		{deleted: stored.Add(-time.Second), deletedBody: receipt}, // before the receipt was stored again
+		{deleted: stored, deletedBody: other},                     // another order's
+		{touched: true},                                           // the other store's copy
+	} {
+		w.violations = nil
+		p.start, p.by = stored.Add(-time.Minute), &actor{name: "operator purge"}
+		w.mig.purges[checkedKey] = []*purge{p}
+		w.checkNotReceipted(checkedKey, "order-1", "is reported unresolved", &actor{name: "alarm"})
+		if !violated(w, "is reported unresolved, but its accepted receipt") {
+			t.Fatalf("a report beside a receipt that purge (deleted %v at %v) did not delete was no violation: %q", p.deletedBody, p.deleted, w.violations)
+		}
+	}
 	w.violations = nil
-	w.mig.purges[checkedKey] = []*purge{{start: w.now(), by: &actor{name: "operator purge"}, touched: true}}
+	w.mig.purges[checkedKey] = []*purge{{start: w.now(), by: &actor{name: "operator purge"}, touched: true, deleted: stored, deletedBody: receipt}}
 	w.checkNotReceipted(checkedKey, "order-1", "is reported unresolved", &actor{name: "alarm"})
 	if len(w.violations) != 0 {
 		t.Fatalf("a report beside a receipt a purge deleted was a violation: %q", w.violations)

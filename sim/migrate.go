@@ -260,10 +260,17 @@ func (w *world) operatorResolve(inst *instance, k *clientKey) {
 	})
 }
 
-// purgeDeleted reports whether a purge of key deleted a stored outcome of
-// it in either store, as its own write showed (markErased).
-func (w *world) purgeDeleted(key keyName) bool {
-	return w.anyPurge(key, func(p *purge) bool { return p.touched })
+// purgedOutcomeSince reports whether a purge of key deleted, in the store
+// its absence is judged in, an outcome of orderID from since on, as its
+// own write shows: the order's receipt, stored at since, is gone by the
+// purge's hand, not by a bug's.
+func (w *world) purgedOutcomeSince(key keyName, orderID string, since time.Time) bool {
+	return w.anyPurge(key, func(p *purge) bool {
+		return p.deletedNamed(since, w.now(), func(b []byte) bool {
+			id, _, _ := order.ReceiptFields(b)
+			return id == orderID
+		})
+	})
 }
 
 // anyPurge reports whether ok holds for a purge of key; none runs outside

@@ -112,10 +112,11 @@ type world struct {
 	answers   []*answer
 	// commits is each key's last outcome stored, and when, storedRuns
 	// what each key has held without a gap, and since when, and receipts
-	// until when each key's accepted receipt for an order id is kept.
+	// when each key's accepted receipt for an order id was last stored,
+	// and until when it is kept.
 	commits    map[keyName]commit
 	storedRuns map[keyName]storedRun
-	receipts   map[keyName]map[string]time.Time
+	receipts   map[keyName]map[string]keptReceipt
 	// ledgerSaw is whether each actor's last read of the ledger showed
 	// its key's outcome stored.
 	ledgerSaw map[*actor]bool
@@ -123,7 +124,7 @@ type world struct {
 	lastWriter map[string]*actor
 	// lastMover is who last moved each key from one phase to another, in
 	// the store its absence is judged in (checkRefines).
-	lastMover map[keyName]*actor
+	lastMover  map[keyName]*actor
 	unresolved map[keyName]time.Time
 	absentSeen map[*gatewayCall]bool // its key reported absent too early
 	// paged is when the pager took a page for each key
@@ -198,7 +199,7 @@ type answer struct {
 // the least eventful choice), and returns it with its violations.
 func run(mode Mode, choose func(n int, label string) int) *world {
 	w := &world{mode: mode, choices: choose, counts: make(map[string]int), chances: make(map[string]int), misses: make(map[string][]miss), ck: newCausality(),
-		commits: make(map[keyName]commit), storedRuns: make(map[keyName]storedRun), ledgerSaw: make(map[*actor]bool), receipts: make(map[keyName]map[string]time.Time), unresolved: make(map[keyName]time.Time),
+		commits: make(map[keyName]commit), storedRuns: make(map[keyName]storedRun), ledgerSaw: make(map[*actor]bool), receipts: make(map[keyName]map[string]keptReceipt), unresolved: make(map[keyName]time.Time),
 		absentSeen: make(map[*gatewayCall]bool), paged: make(map[keyName]time.Time), lastWriter: make(map[string]*actor),
 		lastMover: make(map[keyName]*actor), storedBodies: make(map[keyName]map[string]bool)}
 	start := time.Date(2026, 11, 24, 9, 30, 0, 0, time.UTC)
@@ -419,6 +420,7 @@ func (w *world) newService(inst *instance) *intake.Service {
 	}
 	opts.Limit = func(ctx context.Context, who string) (bool, error) {
 		w.sched.yield()
+		defer w.stallPastLease("rate limit's answer")()
 		if w.fault("rate limit fails") {
 			return false, errors.New("sim: rate limiter failed")
 		}

@@ -136,6 +136,8 @@ var mutants = []mutant{
 		"case errors.Is(err, ErrRateLimited) && s.outlasted(now):", "case false:"},
 	{"adopting KV's order id leaves a claim on a free key behind", "intake/fallback.go",
 		"\tcase rec.State == Claimed:\n\t\t// The key was free: the claim goes, and the retry reads KV again.\n\t\ts.release(ctx, sub.key, adopted)\n\t\treturn Outcome{}, true, ErrInProgress\n", ""},
+	{"a claim whose admission outlasted its lease calls without holding its key", "intake/submit.go",
+		"\tcase s.outlasted(now):\n\t\t// Begin, or", "\tcase false:\n\t\t// Begin, or"},
 	{"an answer not stored on a key given up on leaves it given up on", "intake/submit.go",
 		"\t\t\tif claim.GiveUp == GivenUp {\n\t\t\t\tclaim.GiveUp, claim.NextAttempt = AwaitingCheck", "\t\t\tif false {\n\t\t\t\tclaim.GiveUp, claim.NextAttempt = AwaitingCheck"},
 }
