@@ -645,3 +645,50 @@ func TestAnAdoptionDeletesAClaimLeftBesideKVsOutcome(t *testing.T) {
 		t.Errorf("KV once its outcome expired = %v, %v; want the key free, not open again", rec.State, err)
 	}
 }
+
+// TestTheSettlerSettlesItsOwnOrderIDBesideKVsReceiptOfAnother: KV holds a
+// receipt for the same order under another order id (an older version's,
+// which a ledger-mode request's stale read of KV missed, so the order went
+// out again under the ledger's own). Before its last call the settler must
+// not store KV's receipt as the key's: its own order id, which the OMS
+// may have accepted, would never be asked about or reported. It calls the
+// OMS with it (found by a review: no test caught this).
+func TestTheSettlerSettlesItsOwnOrderIDBesideKVsReceiptOfAnother(t *testing.T) {
+	ctx := context.Background()
+	const maxAge = time.Hour
+	clock, oldMem, g, opts := settling(maxAge)
+	ledgerStore := ledger.NewMemoryStore()
+	ledgerStore.Now = clock.Now
+	migrating := opts
+	migrating.Fallback, migrating.FallbackUntil = kv.NewStore(oldMem, clock.Now), clock.Now().Add(48*time.Hour)
+	after := intake.New(ledgerStore, migrating)
+	g.answer(errLost)
+	if _, err := after.Submit(ctx, deskKey, []byte(validBody), ""); !errors.Is(err, intake.ErrOutcomeUnknown) {
+		t.Fatalf("the ledger's Submit = %v, want ErrOutcomeUnknown", err)
+	}
+	own := g.placements()[0].OrderID
+
+	o := parsedValid(t)
+	legacy := order.Receipt{OrderID: "legacy-1", Status: order.StatusAccepted, Order: o, AcceptedAt: acceptedAt}.JSON()
+	kvs := kv.NewStore(oldMem, clock.Now)
+	old := intake.Claim{Token: "old", Fingerprint: o.Fingerprint(), Lease: config.DefaultPendingTTL}
+	if _, err := kvs.Begin(ctx, deskKey, old); err != nil {
+		t.Fatal(err)
+	}
+	if err := kvs.Commit(ctx, deskKey, old, intake.Result{Body: legacy, Fingerprint: o.Fingerprint(), TTL: config.DefaultResultTTL}); err != nil {
+		t.Fatal(err)
+	}
+
+	clock.Advance(maxAge + time.Minute)
+	calls := len(g.placements())
+	g.answer(nil)
+	if st, err := after.Settle(ctx, deskKey); err != nil || st.Result != intake.SettleAccepted {
+		t.Fatalf("the ledger's settler = %+v, %v; want its own order accepted", st, err)
+	}
+	if p := g.placements(); len(p) != calls+1 || p[len(p)-1].OrderID != own {
+		t.Fatalf("the settler's calls %+v; want one more, with the ledger's own %s", p[calls:], own)
+	}
+	if rec, err := ledgerStore.Lookup(ctx, deskKey); err != nil || rec.State != intake.Stored || intake.OrderIDOf(rec) != own {
+		t.Fatalf("the ledger's record = %v %s, %v; want its own order's receipt", rec.State, rec.Body, err)
+	}
+}

@@ -113,4 +113,28 @@ func (s *suite) open(t *testing.T) {
 			wantOrderID(t, s.mustLookup(t, key, intake.Open), "order-1")
 		})
 	}
+
+	// Nor must it forget that the key was given up on: released as a
+	// claim of its own, not given up on, it would leave the key due for
+	// the settler again, which would call and page a second time.
+	t.Run("a taken-over claim released without its give-up keeps the key given up on", func(t *testing.T) {
+		if !s.fenced(t) {
+			return
+		}
+		key := s.newKey()
+		first := s.sent("a", "fp", "order-1")
+		s.mustBegin(t, key, first, intake.Claimed)
+		first.Stage, first.GiveUp, first.Attempts = intake.StageSent, intake.GivenUp, 9
+		if err := s.store.Release(ctx, key, first); err != nil {
+			t.Fatalf("Release: %v", err)
+		}
+		takeover := s.sent("b", "fp", "order-1")
+		s.mustBegin(t, key, takeover, intake.TookOver)
+		if err := s.store.Release(ctx, key, takeover); err != nil {
+			t.Fatalf("Release: %v", err)
+		}
+		if rec := s.mustLookup(t, key, intake.Open); rec.GiveUp != intake.GivenUp || !rec.NextAttempt.IsZero() {
+			t.Fatalf("the key is given up %v, due at %v; want it given up on, due never", rec.GiveUp, rec.NextAttempt)
+		}
+	})
 }

@@ -138,6 +138,10 @@ var mutants = []mutant{
 		"\tcase rec.State == Claimed:\n\t\t// The key was free: the claim goes, and the retry reads KV again.\n\t\ts.release(ctx, sub.key, adopted)\n\t\treturn Outcome{}, true, ErrInProgress\n", ""},
 	{"a claim whose admission outlasted its lease calls without holding its key", "intake/submit.go",
 		"\tcase s.outlasted(now):\n\t\t// Begin, or", "\tcase false:\n\t\t// Begin, or"},
+	{"a ledger claim that did not learn its key was given up on reopens it", "ledger/object.go",
+		"if c.GiveUp == intake.NotGivenUp && cur.giveUp.Unresolved() {", "if false {"},
+	{"the settler stores KV's receipt of another order id as its own", "intake/settle.go",
+		" || OrderIDOf(old) != claim.OrderID {", " {"},
 	{"an answer not stored on a key given up on leaves it given up on", "intake/submit.go",
 		"\t\t\tif claim.GiveUp == GivenUp {\n\t\t\t\tclaim.GiveUp, claim.NextAttempt = AwaitingCheck", "\t\t\tif false {\n\t\t\t\tclaim.GiveUp, claim.NextAttempt = AwaitingCheck"},
 }
