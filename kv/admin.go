@@ -15,8 +15,9 @@ import (
 // and reads a page of at most listPage names.
 const maxListCalls = 10
 
-// cursorPrefix marks the cursors List hands out, so that one from
-// elsewhere is refused rather than passed on to KV.
+// cursorPrefix marks the cursors the listings hand out, so that one from
+// elsewhere is refused rather than passed on to KV; each names the list
+// it goes on with (encodeCursor).
 const cursorPrefix = "k"
 
 // List implements intake.AdminStore from the pending:<key> list and the
@@ -32,10 +33,6 @@ func (k *Store) List(ctx context.Context, q intake.ListQuery) (intake.ListPage, 
 	if !ok {
 		return intake.ListPage{}, errors.New("kv: the namespace cannot list its keys")
 	}
-	cursor, err := decodeCursor(q.Cursor)
-	if err != nil {
-		return intake.ListPage{}, err
-	}
 	clients := make(map[string]bool, len(q.Clients))
 	scoped := false
 	for _, c := range q.Clients {
@@ -45,6 +42,10 @@ func (k *Store) List(ctx context.Context, q intake.ListQuery) (intake.ListPage, 
 	prefix := pendingPrefix
 	if len(q.Clients) == 1 && scoped {
 		prefix += q.Clients[0] + ":"
+	}
+	cursor, err := decodeCursor(q.Cursor, prefix)
+	if err != nil {
+		return intake.ListPage{}, err
 	}
 	var page intake.ListPage
 	for calls := 0; calls < maxListCalls && len(page.Keys) < q.Limit; calls++ {
@@ -67,21 +68,31 @@ func (k *Store) List(ctx context.Context, q intake.ListQuery) (intake.ListPage, 
 			return page, nil
 		}
 	}
-	page.Cursor = cursorPrefix + base64.RawURLEncoding.EncodeToString([]byte(cursor))
+	page.Cursor = encodeCursor(prefix, cursor)
 	return page, nil
 }
 
-// decodeCursor reads a cursor List handed out: KV's own, wrapped.
-func decodeCursor(cursor string) (string, error) {
+// encodeCursor wraps cursor, KV's own, of the list of the names that
+// start with prefix.
+func encodeCursor(prefix, cursor string) string {
+	return cursorPrefix + base64.RawURLEncoding.EncodeToString([]byte(prefix+"\n"+cursor))
+}
+
+// decodeCursor reads a cursor encodeCursor made for the list of prefix:
+// KV's own. One made for another list (the other listing's, or one of
+// another client's keys) is ErrBadCursor: KV would go on from a name of
+// that list, and the page would skip or repeat what this one holds.
+func decodeCursor(cursor, prefix string) (string, error) {
 	if cursor == "" {
 		return "", nil
 	}
 	rest, ok := strings.CutPrefix(cursor, cursorPrefix)
 	b, err := base64.RawURLEncoding.DecodeString(rest)
-	if !ok || err != nil || len(b) == 0 {
+	kvCursor, same := strings.CutPrefix(string(b), prefix+"\n")
+	if !ok || err != nil || !same || kvCursor == "" {
 		return "", intake.ErrBadCursor
 	}
-	return string(b), nil
+	return kvCursor, nil
 }
 
 // nameKey names the key of pending:<name>: its metadata names the client

@@ -2,7 +2,6 @@ package kv
 
 import (
 	"context"
-	"encoding/base64"
 	"errors"
 	"strconv"
 	"time"
@@ -98,7 +97,7 @@ func (s *DeadLetterStore) Record(ctx context.Context, d intake.DeadLetter) error
 // List implements intake.DeadLetters, in key order; a page may hold fewer
 // letters than limit, none even, where acknowledged ones were.
 func (s *DeadLetterStore) List(ctx context.Context, cursor string, limit int) ([]intake.DeadLetter, string, error) {
-	from, err := decodeCursor(cursor)
+	from, err := decodeCursor(cursor, deadLetterPrefix)
 	if err != nil {
 		return nil, "", err
 	}
@@ -113,18 +112,30 @@ func (s *DeadLetterStore) List(ctx context.Context, cursor string, limit int) ([
 		}
 	}
 	if next != "" {
-		next = cursorPrefix + base64.RawURLEncoding.EncodeToString([]byte(next))
+		next = encodeCursor(deadLetterPrefix, next)
 	}
 	return letters, next, nil
 }
 
 // Letters implements intake.DeadLetters from the list of the names that
-// start with the key's, as KV's list lags behind writes.
+// start with the key's and the separator, as KV's list lags behind
+// writes, and a read of the name an older version gave a letter without
+// an id. The separator ends the prefix: without it, the list would meet
+// the letters of every longer key that starts with this one first (1,
+// then 10000 … 19999), and might give up before it reached the key's.
 func (s *DeadLetterStore) Letters(ctx context.Context, key intake.Key) ([]intake.DeadLetter, error) {
 	var letters []intake.DeadLetter
+	switch e, err := s.ns.Get(ctx, deadLetterName(key, "")); {
+	case err == nil:
+		if d, ok := decodeDeadLetter(e.Metadata); ok && d.Key == key && d.ID == "" && d.Acknowledged.IsZero() {
+			letters = append(letters, d)
+		}
+	case !errors.Is(err, ErrNotFound):
+		return nil, errs.Prefix("kv: reading a key's dead letter", err)
+	}
 	cursor := ""
 	for range maxLetterPages {
-		names, next, err := s.ns.List(ctx, deadLetterName(key, ""), cursor, 1000)
+		names, next, err := s.ns.List(ctx, deadLetterName(key, "")+deadLetterSeparator, cursor, 1000)
 		if err != nil {
 			return nil, errs.Prefix("kv: listing a key's dead letters", err)
 		}

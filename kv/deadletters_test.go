@@ -3,6 +3,7 @@ package kv_test
 import (
 	"context"
 	"errors"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -181,5 +182,55 @@ func TestALetterAnOlderVersionRecordedCanBeAcknowledged(t *testing.T) {
 	}
 	if listed, _, _ := s.List(ctx, "", 10); len(listed) != 0 {
 		t.Errorf("List = %+v, want nothing", listed)
+	}
+}
+
+// TestAKeysLettersAreFoundBehindLongerKeys: a letter's name is
+// deadletter:<key>\x7f<id>, and \x7f sorts after every printable byte: a
+// list of the names that start with deadletter:<key> alone meets the
+// letters of every longer key that starts with it first (1, then 10000 …
+// 20000), and gave up before it reached the key's own (found by a review).
+func TestAKeysLettersAreFoundBehindLongerKeys(t *testing.T) {
+	ctx := context.Background()
+	s, _ := letterStore(t)
+	at := time.Date(2026, 11, 27, 9, 0, 0, 0, time.UTC)
+	key := intake.Key{Client: "desk-a", ID: "1"}
+	if err := s.Record(ctx, intake.DeadLetter{Key: key, ID: "m-1", OrderID: "o1", Unresolved: true, Received: at}); err != nil {
+		t.Fatal(err)
+	}
+	for i := 10000; i <= 20000; i++ {
+		id := strconv.Itoa(i)
+		if err := s.Record(ctx, intake.DeadLetter{Key: intake.Key{Client: "desk-a", ID: id}, ID: "m" + id, Received: at}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if letters, err := s.Letters(ctx, key); err != nil || len(letters) != 1 || letters[0].ID != "m-1" {
+		t.Fatalf("Letters(desk-a:1) = %+v, %v; want its one letter", letters, err)
+	}
+	if got, err := s.Acknowledge(ctx, key, ""); err != nil || got.ID != "m-1" {
+		t.Fatalf("Acknowledge(desk-a:1) naming no letter = %+v, %v; want its one letter", got, err)
+	}
+}
+
+// TestTheDeadLettersRefuseAnotherListingsCursor: the orders' listing and
+// the dead letters' hand out cursors of one form; each goes on only with
+// its own list (found by a review: the letters answered an empty page).
+func TestTheDeadLettersRefuseAnotherListingsCursor(t *testing.T) {
+	ctx := context.Background()
+	s, ns := letterStore(t)
+	store := kv.NewStore(ns, time.Now)
+	for _, id := range []string{"a", "b"} {
+		k := intake.Key{Client: "desk-a", ID: id}
+		c := intake.Claim{Token: id, Lease: time.Minute}
+		if _, err := store.Begin(ctx, k, c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	page, err := store.List(ctx, intake.ListQuery{Clients: []string{"desk-a"}, States: intake.AnyAttention, Limit: 1})
+	if err != nil || page.Cursor == "" {
+		t.Fatalf("the orders' first page = %+v, %v; want a cursor", page, err)
+	}
+	if _, _, err := s.List(ctx, page.Cursor, 10); !errors.Is(err, intake.ErrBadCursor) {
+		t.Fatalf("the dead letters' List with the orders' cursor = %v, want ErrBadCursor", err)
 	}
 }
