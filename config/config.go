@@ -103,6 +103,9 @@ const (
 	// DefaultWait lets a duplicate wait out a request in flight, which
 	// takes well under a second, instead of being told to come back.
 	DefaultWait = 2 * time.Second
+	// ledgerOpenClient is the name the ledger's objects give the open
+	// Worker's keys, which no client may have (ledger.ObjectName).
+	ledgerOpenClient = "open"
 	// DefaultLedgerShards spreads each client's keys over this many ledger
 	// objects.
 	DefaultLedgerShards = 8
@@ -259,6 +262,11 @@ func Load(lookup func(name string) (string, bool)) (Config, error) {
 	if c.OpenAccess && c.Clients != nil {
 		// Which one was meant is not for the Worker to guess.
 		return Config{}, &Error{Var: OpenAccessVar, Reason: "is true, but " + TokensVar + " is set: a Worker with tokens is never open; remove one"}
+	}
+	if c.Storage == StorageLedger && c.Clients != nil && c.Clients.Has(ledgerOpenClient) {
+		// The open Worker's ledger objects are open/<n>: a client of that
+		// id would share them, and its key k the open Worker's key open:k.
+		return Config{}, &Error{Var: TokensVar, Reason: `the client id "` + ledgerOpenClient + `" names the open Worker's ledger objects: give that client another id`}
 	}
 	if (c.AlertURL == "") != (c.AlertRoutingKey == "") {
 		// Half a pager pages no one, and would fail every page at run time.

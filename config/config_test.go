@@ -219,6 +219,25 @@ func TestPendingTTLOverResultTTLIsRefused(t *testing.T) {
 	}
 }
 
+// TestTheOpenWorkersLedgerNameIsNoClients: in ledger mode the open
+// Worker's objects are open/<n>; a client of that id would share them,
+// and an operator's purge of its key k would act on the open Worker's
+// key open:k (found by a review). KV mode names no objects.
+func TestTheOpenWorkersLedgerNameIsNoClients(t *testing.T) {
+	tokens := "open:0123456789abcdef0123, desk-a:fedcba9876543210fedc"
+	_, err := config.Load(env(map[string]string{"STORAGE": "ledger", tokensVar: tokens}))
+	var cerr *config.Error
+	if !errors.As(err, &cerr) || cerr.Var != tokensVar || !strings.Contains(cerr.Reason, `"open"`) || strings.Contains(cerr.Reason, "0123456789abcdef") {
+		t.Fatalf("Load in ledger mode with a client named open = %v, want an error naming %s and the id, no token", err, tokensVar)
+	}
+	if _, err := config.Load(env(map[string]string{"STORAGE": "kv", tokensVar: tokens})); err != nil {
+		t.Fatalf("Load in KV mode with a client named open = %v, want it taken", err)
+	}
+	if _, err := config.Load(env(map[string]string{"STORAGE": "ledger", tokensVar: "opener:0123456789abcdef0123"})); err != nil {
+		t.Fatalf("Load in ledger mode with a client named opener = %v, want it taken", err)
+	}
+}
+
 func TestGatewayAndClaimSettings(t *testing.T) {
 	tests := []struct {
 		name    string

@@ -8,8 +8,9 @@ import (
 
 // ObjectName is the name of the ledger object that holds key, one of
 // shards objects per client: "<client>/<n>", n = FNV-1a(id) mod shards
-// ("open/<n>" for the open Worker, whose client is empty and which no
-// client id can be, since ids have no '/').
+// ("open/<n>" for the open Worker, whose client is empty: config refuses
+// a client of that id in ledger mode, whose objects, and whose key k, would
+// be the open Worker's, and its key open:k).
 //
 // Each client's keys spread over a fixed set of objects: no object serves
 // every client, one client's load never lands on another's objects, and a
