@@ -10,6 +10,7 @@ import (
 	"github.com/edge-orders/edge-orders/config"
 	"github.com/edge-orders/edge-orders/intake"
 	"github.com/edge-orders/edge-orders/kv"
+	"github.com/edge-orders/edge-orders/kv/kvtest"
 	"github.com/edge-orders/edge-orders/ledger"
 )
 
@@ -258,5 +259,23 @@ func TestRetryAfterAnUnknownOutcomeIsNotRateLimited(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// TestARetryAfterABeginThatWroteNothingAsksTheLimit: a claim whose Begin
+// failed before it wrote anything (its read of KV failed) never landed,
+// so its retry is a new order, which asks the limit, not one taken over
+// from this isolate's memory of a claim that may have reached the OMS
+// (found by a review: a client past its budget placed an order).
+func TestARetryAfterABeginThatWroteNothingAsksTheLimit(t *testing.T) {
+	g := &idRecorder{answer: func(int, intake.Placement) error { return nil }}
+	h := newHarness(t, intake.Options{Gateway: g, Limit: newBudget(0).limit})
+	h.faulty.Set(kvtest.Fault{Op: kvtest.OpGet, Prefix: "result:", Nth: 1})
+	if _, err := h.submit("k", validBody); !errors.Is(err, intake.ErrStorageUnavailable) {
+		t.Fatalf("Submit whose read failed = %v, want ErrStorageUnavailable", err)
+	}
+	h.faulty.Set()
+	if out, err := h.submit("k", validBody); !errors.Is(err, intake.ErrRateLimited) {
+		t.Fatalf("the retry past its budget = %s, %v (gateway calls %d); want ErrRateLimited", out.Receipt, err, len(g.orderIDs()))
 	}
 }

@@ -259,7 +259,8 @@ type Store interface {
 	// (c.By) takes over only an Open key that is due (DueFor): not one
 	// given up on, but one whose give-up awaits its check once the check
 	// is due; an operator's, any Open key. Step decides. It
-	// returns Claimed or TookOver when c now holds the key.
+	// returns Claimed or TookOver when c now holds the key. An error that
+	// wraps ErrStorageUnavailable says that Begin wrote nothing.
 	Begin(ctx context.Context, key Key, c Claim) (Record, error)
 	// Commit stores r under key and ends c. It returns ErrLostClaim if c no
 	// longer holds the key, where a Store can tell.

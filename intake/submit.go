@@ -163,12 +163,13 @@ func (s *Service) attempt(ctx context.Context, sub *submission, now time.Time) (
 		return Outcome{}, err
 	case err != nil:
 		if claim.Fingerprint != "" && !claim.KeepUntil.IsZero() && !migrating {
-			// A claim whose write failed may have landed, and a Store may
-			// leave it open (KV does): a retry in this isolate keeps its
-			// order id and time, whatever a stale read says, for openedTTL
-			// after Begin's last write, which may have waited out KV's
-			// write limit. Not during a migration, whose Fallback may hold
-			// the key's order id.
+			// A claim whose write failed may have landed (a Begin that
+			// wrote nothing says ErrStorageUnavailable, answered above),
+			// and a Store may leave it open (KV does): a retry in this
+			// isolate keeps its order id and time, whatever a stale read
+			// says, for openedTTL after Begin's last write, which may have
+			// waited out KV's write limit. Not during a migration, whose
+			// Fallback may hold the key's order id.
 			now = s.opts.Now()
 			s.opened.put(cacheKey, claim, now)
 		}

@@ -193,7 +193,7 @@ func (panicked) Error() string { return "panic in a KV lookup" }
 func (k *Store) Begin(ctx context.Context, key intake.Key, c intake.Claim) (intake.Record, error) {
 	stored, pending, err := k.readBoth(ctx, key)
 	if err != nil {
-		return intake.Record{}, err
+		return intake.Record{}, unwritten{err}
 	}
 	if c.By&(intake.RoleSettler|intake.RoleResolver) != 0 && stored != nil && pending != nil {
 		// The outcome is what counts: a delete that fails leaves the claim
@@ -219,7 +219,7 @@ func (k *Store) Begin(ctx context.Context, key intake.Key, c intake.Claim) (inta
 		if errors.Is(err, ErrRateLimited) {
 			// Refused: nothing landed, and another's write did within the
 			// second, which a release would overwrite.
-			return intake.Record{}, err
+			return intake.Record{}, unwritten{err}
 		}
 		// A failed put may still have landed: release it so retries are not
 		// blocked for its lease, trying twice. A claim for an order that
@@ -237,6 +237,14 @@ func (k *Store) Begin(ctx context.Context, key intake.Key, c intake.Claim) (inta
 	return intake.Record{State: intake.Claimed}, nil
 }
 
+// unwritten is err, from a Begin that wrote nothing: its read failed, or
+// KV refused its write. It is intake.ErrStorageUnavailable too, which
+// tells the Service that no claim may have landed for it to remember.
+type unwritten struct{ err error }
+
+func (e unwritten) Error() string   { return e.err.Error() }
+func (e unwritten) Unwrap() []error { return []error{intake.ErrStorageUnavailable, e.err} }
+
 // takeOver writes c, a claim Step made of the Open key open. A failed
 // write may still have landed and would hold the key for its lease: the
 // key is written back open, as it was, trying twice. A claim on an
@@ -248,7 +256,7 @@ func (k *Store) Begin(ctx context.Context, key intake.Key, c intake.Claim) (inta
 func (k *Store) takeOver(ctx context.Context, key intake.Key, c intake.Claim, open intake.Record) (intake.Record, error) {
 	if err := k.putClaim(ctx, key, c, false); err != nil {
 		if errors.Is(err, ErrRateLimited) {
-			return intake.Record{}, err // refused: the key is as it was
+			return intake.Record{}, unwritten{err} // refused: the key is as it was
 		}
 		back := c
 		back.Stage, back.NextAttempt = intake.StageSent, open.NextAttempt

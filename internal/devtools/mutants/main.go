@@ -142,6 +142,8 @@ var mutants = []mutant{
 		"if c.GiveUp == intake.NotGivenUp && cur.giveUp.Unresolved() {", "if false {"},
 	{"the settler stores KV's receipt of another order id as its own", "intake/settle.go",
 		" || OrderIDOf(old) != claim.OrderID {", " {"},
+	{"a KV Begin whose read failed says it may have written", "kv/store.go",
+		"\t\treturn intake.Record{}, unwritten{err}\n\t}\n\tif c.By&", "\t\treturn intake.Record{}, err\n\t}\n\tif c.By&"},
 	{"an answer not stored on a key given up on leaves it given up on", "intake/submit.go",
 		"\t\t\tif claim.GiveUp == GivenUp {\n\t\t\t\tclaim.GiveUp, claim.NextAttempt = AwaitingCheck", "\t\t\tif false {\n\t\t\t\tclaim.GiveUp, claim.NextAttempt = AwaitingCheck"},
 }
