@@ -216,6 +216,24 @@ func (w *world) stored(key keyName, receipt []byte, until time.Time) {
 	}
 }
 
+// checkReportedOnce: over the ledger, whose reads are exact, the settler
+// gives up on an order once: a key given up on stays so (a retry's
+// unknown outcome, or a claim's that never learnt it, leaves it so) until
+// an operator resolves it or it expires, unless the OMS answered for the
+// order since, and that answer could not be stored. KV mode's reports,
+// before a migration, do not count: the ledger's settler asks once more
+// about a key it adopts, and reports it itself.
+func (w *world) checkReportedOnce(key keyName, p intake.Placement) {
+	if w.mode != LedgerMode {
+		return
+	}
+	order := key + " " + p.OrderID + " " + p.AcceptedAt.Format(time.RFC3339Nano)
+	if at, ok := w.reported[order]; ok && !w.omsAnswered[p.OrderID].After(at) {
+		w.violate("%s is reported unresolved for %s again, though the OMS answered nothing for it since %s", key, p.OrderID, at.Format("15:04:05.000"))
+	}
+	w.reported[order] = w.now()
+}
+
 // keptReceipt is when an accepted receipt was last stored, and until when
 // it is kept.
 type keptReceipt struct{ at, until time.Time }

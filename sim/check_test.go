@@ -354,3 +354,36 @@ func TestAnUnresolvedReportIsJudgedByWhatIsStoredNow(t *testing.T) {
 		t.Fatalf("a report beside the stored receipt was no violation: %q", w.violations)
 	}
 }
+
+// TestAnOrderIsReportedUnresolvedOnceOverTheLedger: a second give-up of
+// the same order, with no answer from the OMS for it since the first, is
+// a violation over the ledger (a key given up on stays so); one after an
+// answer that could not be stored, one of the same order taken again
+// after its key expired (another acceptedAt), and any in KV mode are not.
+func TestAnOrderIsReportedUnresolvedOnceOverTheLedger(t *testing.T) {
+	w, _, _ := checkedWorld(t, LedgerMode)
+	w.reported, w.omsAnswered = make(map[string]time.Time), make(map[string]time.Time)
+	p := intake.Placement{OrderID: "order-1", AcceptedAt: w.now()}
+	w.checkReportedOnce(checkedKey, p)
+	if len(w.violations) != 0 {
+		t.Fatalf("a first report was a violation: %q", w.violations)
+	}
+	w.sched.now = w.sched.now.Add(time.Minute)
+	w.checkReportedOnce(checkedKey, p)
+	if !violated(w, "is reported unresolved for order-1 again") {
+		t.Fatalf("a second report with no answer since was no violation: %q", w.violations)
+	}
+	w.violations = nil
+	w.sched.now = w.sched.now.Add(time.Minute)
+	w.omsAnswered["order-1"] = w.now()
+	w.sched.now = w.sched.now.Add(time.Minute)
+	w.checkReportedOnce(checkedKey, p)
+	again := p
+	again.AcceptedAt = w.now()
+	w.checkReportedOnce(checkedKey, again)
+	w.mode = KVMode
+	w.checkReportedOnce(checkedKey, again)
+	if len(w.violations) != 0 {
+		t.Fatalf("reports after an answer, of the order taken again, or in KV mode were violations: %q", w.violations)
+	}
+}

@@ -107,6 +107,10 @@ func (g gateway) Place(ctx context.Context, p intake.Placement) error {
 	defer o.end(call)
 	err := g.place(a, p)
 	call.returned = true
+	var rejection *intake.Rejection
+	if err == nil || errors.As(err, &rejection) {
+		w.omsAnswered[p.OrderID] = w.now()
+	}
 	return err
 }
 

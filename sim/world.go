@@ -130,6 +130,12 @@ type world struct {
 	// paged is when the pager took a page for each key
 	// (Options.ReportUnresolved), the first time.
 	paged map[keyName]time.Time
+	// reported is when the settler last gave up on each order, in ledger
+	// mode (by key, order id and acceptedAt: a key that expired and took
+	// the same order again is another), and omsAnswered when the OMS last
+	// answered a call for each order id for good.
+	reported    map[string]time.Time
+	omsAnswered map[string]time.Time
 	// storedBodies are the outcomes ever stored for each key, byte for
 	// byte: a lookup may tell only one of them.
 	storedBodies map[keyName]map[string]bool
@@ -200,7 +206,7 @@ type answer struct {
 func run(mode Mode, choose func(n int, label string) int) *world {
 	w := &world{mode: mode, choices: choose, counts: make(map[string]int), chances: make(map[string]int), misses: make(map[string][]miss), ck: newCausality(),
 		commits: make(map[keyName]commit), storedRuns: make(map[keyName]storedRun), ledgerSaw: make(map[*actor]bool), receipts: make(map[keyName]map[string]keptReceipt), unresolved: make(map[keyName]time.Time),
-		absentSeen: make(map[*gatewayCall]bool), paged: make(map[keyName]time.Time), lastWriter: make(map[string]*actor),
+		absentSeen: make(map[*gatewayCall]bool), paged: make(map[keyName]time.Time), reported: make(map[string]time.Time), omsAnswered: make(map[string]time.Time), lastWriter: make(map[string]*actor),
 		lastMover: make(map[keyName]*actor), storedBodies: make(map[keyName]map[string]bool)}
 	start := time.Date(2026, 11, 24, 9, 30, 0, 0, time.UTC)
 	// The scheduler picks who runs next fairly, from bits (uniform), as
@@ -495,6 +501,7 @@ func (w *world) options(gw intake.Gateway) intake.Options {
 			}
 			w.logf("%s: settler gave up on %s (%s)", w.sched.running.name, key, p.OrderID)
 			w.unresolved[key.String()] = w.now()
+			w.checkReportedOnce(key.String(), p)
 			w.checkAlertWaited(key.String(), p)
 			w.checkNotReceipted(key.String(), p.OrderID, "is reported unresolved", w.sched.running)
 		},
