@@ -242,7 +242,10 @@ func (k *Store) Begin(ctx context.Context, key intake.Key, c intake.Claim) (inta
 // tells the Service that no claim may have landed for it to remember.
 type unwritten struct{ err error }
 
-func (e unwritten) Error() string   { return e.err.Error() }
+func (e unwritten) Error() string {
+	return intake.ErrStorageUnavailable.Error() + ": " + e.err.Error()
+}
+
 func (e unwritten) Unwrap() []error { return []error{intake.ErrStorageUnavailable, e.err} }
 
 // takeOver writes c, a claim Step made of the Open key open. A failed
