@@ -176,6 +176,23 @@ func TestARefusalThatOutlastedItsClaimIsNotTold(t *testing.T) {
 	}
 }
 
+// TestASlowRefusalOverKVIsToldAsOne: KV asks the limit before it writes
+// the claim, so a refusal, however slow, left nothing that could place
+// the order: it is 429 (found by a review).
+func TestASlowRefusalOverKVIsToldAsOne(t *testing.T) {
+	clock := &fakeClock{now: acceptedAt}
+	ns := kv.NewMemoryNamespace()
+	ns.Now = clock.Now
+	opts := intake.Options{ResultTTL: config.DefaultResultTTL, PendingTTL: config.DefaultPendingTTL, Now: clock.Now, Gateway: &gatewayDouble{},
+		Limit: func(ctx context.Context, who string) (bool, error) {
+			clock.Advance(config.DefaultPendingTTL + time.Second)
+			return false, nil
+		}}
+	if _, err := intake.New(kv.NewStore(ns, clock.Now), opts).Submit(context.Background(), key("k"), []byte(validBody), ""); !errors.Is(err, intake.ErrRateLimited) {
+		t.Fatalf("a slow refusal over KV = %v, want ErrRateLimited", err)
+	}
+}
+
 // TestAClaimWhoseAdmissionOutlastedItsLeaseHoldsTheKeyBeforeItsCall: the
 // same slow answer, admitting the order: the client's claim may have lost
 // the key meanwhile, and the alarm's settler placed the order. The client

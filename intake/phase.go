@@ -194,6 +194,8 @@ var Transitions = []Transition{
 		"the settler's last call failed over reads that lag, or a retry of a key awaiting that check failed"},
 	{PhaseOpen, EventCheck, PhaseChecking, RoleClient | RoleSettler | RoleResolver,
 		"the same, released after the claim's lease ended"},
+	{PhaseUnresolved, EventCheck, PhaseChecking, RoleClient,
+		"a retry of a key given up on whose answer from the OMS could not be stored, released after its claim's lease ended"},
 	{PhaseOpen, EventGiveUp, PhaseUnresolved, RoleClient | RoleSettler | RoleResolver,
 		"the settler gives up, released after its claim's lease ended"},
 	{PhaseChecking, EventGiveUp, PhaseUnresolved, RoleClient | RoleSettler | RoleResolver,

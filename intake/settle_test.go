@@ -1238,3 +1238,54 @@ func TestAnAnswerThatCouldNotBeStoredOnAKeyGivenUpOnIsStoredLater(t *testing.T) 
 		}
 	})
 }
+
+// TestAnAnswerNotStoredPastItsLeaseOnAKeyGivenUpOnIsStoredLater: the same
+// retry, whose gateway call outlasted its claim's lease: over the ledger
+// the key reads given up on again by then, and its release, awaiting the
+// check, is a row of the table too; the settler stores the receipt the
+// client holds (found by a review: the release failed, and the key stayed
+// given up on).
+func TestAnAnswerNotStoredPastItsLeaseOnAKeyGivenUpOnIsStoredLater(t *testing.T) {
+	ctx := context.Background()
+	const maxAge = time.Hour
+	forEachStore(t, intake.Options{SettleMaxAge: maxAge}, func(t *testing.T, e *settleEnv) {
+		leaveUnknown(t, e)
+		e.clock.Advance(maxAge)
+		for range 3 {
+			if rec, _ := e.store.Lookup(ctx, deskKey); intake.PhaseOf(rec) == intake.PhaseUnresolved {
+				break
+			} else if rec.NextAttempt.After(e.clock.Now()) {
+				e.clock.Advance(rec.NextAttempt.Sub(e.clock.Now()))
+			}
+			e.g.answer(errLost)
+			if _, err := e.service().Settle(ctx, deskKey); err != nil {
+				t.Fatalf("Settle: %v", err)
+			}
+		}
+		e.clock.Advance(time.Minute)
+		var releaseErr error
+		e.opts.OnReleaseError = func(_ intake.Key, err error) { releaseErr = err }
+		store := e.store
+		e.store = &commitFailing{Store: store}
+		e.g.during = func(int) { e.clock.Advance(e.opts.PendingTTL + time.Second) }
+		out, err := e.service().Submit(ctx, deskKey, []byte(validBody), "")
+		if err != nil {
+			t.Fatalf("the retry = %v, want the receipt, answered before its commit", err)
+		}
+		e.g.during, e.store, e.opts.OnReleaseError = nil, store, nil
+		if releaseErr != nil {
+			t.Fatalf("the release after the failed commit: %v", releaseErr)
+		}
+		for range 5 {
+			e.clock.Advance(10 * time.Minute)
+			for _, k := range e.due(t) {
+				if _, err := e.service().Settle(ctx, k); err != nil {
+					t.Fatalf("Settle(%v): %v", k, err)
+				}
+			}
+		}
+		if got, err := e.service().Lookup(ctx, deskKey); err != nil || !bytes.Equal(got.Receipt, out.Receipt) {
+			t.Fatalf("a lookup 50 minutes later = %s, %v; want the receipt the client was given: %s", got.Receipt, err, out.Receipt)
+		}
+	})
+}

@@ -153,11 +153,13 @@ func (s *Service) attempt(ctx context.Context, sub *submission, now time.Time) (
 	rec, err := s.store.Begin(ctx, sub.key, claim)
 	claim.Admit = nil
 	switch {
-	case errors.Is(err, ErrRateLimited) && s.outlasted(now):
-		// The limit's answer, or the refused claim's release, came once
-		// the claim may have lost the key (its lease ended): the settler
-		// may have taken it over and placed the order. A refusal is told
-		// only while nothing but the refused claim could place it.
+	case errors.Is(err, ErrRateLimited) && s.life.Tentative && s.outlasted(now):
+		// Over a Store that writes its claim before the limit is asked
+		// (the ledger; KV asks first), the limit's answer, or the refused
+		// claim's release, came once the claim may have lost the key (its
+		// lease ended): the settler may have taken it over and placed the
+		// order. A refusal is told only while nothing but the refused
+		// claim could place it.
 		return Outcome{}, storageUnavailable(errors.New("the rate limit answered after the claim's lease"))
 	case errors.Is(err, ErrRateLimited) || errors.Is(err, ErrStorageUnavailable):
 		return Outcome{}, err
@@ -319,10 +321,14 @@ func (s *Service) place(ctx context.Context, key Key, claim Claim, by placer) (O
 // keep commits the gateway's final answer, result, under claim, after the
 // response or before it. If that fails the key is left open, due for the
 // settler: the OMS answered, so even the settler's last call does not give
-// up on it, and a key given up on before awaits the give-up's check
-// instead, which calls the OMS once more and stores its answer: given up
-// on, it would be due for nothing, and a Store keeps a give-up no claim's
-// release undoes (the ledger).
+// up on it. A key given up on before, whose client's retry the OMS
+// answered, awaits the give-up's check instead, which calls the OMS once
+// more and stores its answer: given up on, it would be due for nothing
+// while its client holds the receipt, and a Store keeps a give-up no
+// claim's release undoes (the ledger). Should that call fail too, the
+// order is paged again, under the same dedup_key: one incident. An
+// operator's resolve that could not be stored fails, and leaves the key
+// as it was.
 func (s *Service) keep(ctx context.Context, key Key, claim Claim, result Result, by placer, afterResponse bool) error {
 	if err := s.commit(ctx, key, claim, result, s.opts.Now(), afterResponse); err != nil {
 		if !errors.Is(err, ErrInProgress) {
@@ -330,7 +336,7 @@ func (s *Service) keep(ctx context.Context, key Key, claim Claim, result Result,
 			// finds the key open and stores the same bytes, as a retry
 			// anywhere does, instead of leaving the receipt unstored.
 			s.receipts.forget(key.String())
-			if claim.GiveUp == GivenUp {
+			if claim.GiveUp == GivenUp && by == byClient {
 				claim.GiveUp, claim.NextAttempt = AwaitingCheck, s.opts.Now().Add(SettleBackoff(claim.Attempts+1))
 			}
 			s.leaveOpen(ctx, key, claim, err, min(by, bySettler))

@@ -34,8 +34,7 @@ type adapter struct{ calls calls }
 func (s adapter) Begin(ctx context.Context, key intake.Key, c intake.Claim) (intake.Record, error) {
 	rec, err := s.calls.claim(ctx, key, c)
 	if err != nil {
-		var jsErr *workers.Error
-		if !errors.As(err, &jsErr) || !jsErr.Overloaded {
+		if !overloaded(err) {
 			err = s.releaseAfter(ctx, key, c, err)
 		}
 		return intake.Record{}, err
@@ -61,13 +60,33 @@ func (s adapter) Begin(ctx context.Context, key intake.Key, c intake.Claim) (int
 // its own as it answered the first try. Client makes every call through
 // it, and MemoryStore every call that can fail (RoundTrip), so that tests
 // and the simulator meet the retries production makes.
+//
+// A resend the object answers overloaded says nothing of the first try,
+// which may have taken effect: the first's error stands, so that Begin
+// releases what it may have claimed.
 func retryOnce(call func() error) error {
 	err := call()
-	var jsErr *workers.Error
-	if errors.As(err, &jsErr) && jsErr.Retryable && !jsErr.Overloaded {
-		err = call()
+	if !retryable(err) {
+		return err
+	}
+	if again := call(); again == nil || !overloaded(again) {
+		return again
 	}
 	return err
+}
+
+// retryable reports whether err is one the runtime marks retryable, and
+// not overloaded.
+func retryable(err error) bool {
+	var jsErr *workers.Error
+	return errors.As(err, &jsErr) && jsErr.Retryable && !jsErr.Overloaded
+}
+
+// overloaded reports whether err says the object is overloaded: nothing
+// was done, and another call only adds load.
+func overloaded(err error) bool {
+	var jsErr *workers.Error
+	return errors.As(err, &jsErr) && jsErr.Overloaded
 }
 
 // releaseAfter releases c after err, trying once more if the release

@@ -8,6 +8,7 @@ import (
 
 	"github.com/edge-orders/edge-orders/intake"
 	"github.com/edge-orders/edge-orders/ledger"
+	"github.com/edge-orders/edge-orders/workers"
 )
 
 // TestARefusalIsAnsweredOnlyOnceItsClaimIsGone: the ledger claims before
@@ -39,5 +40,44 @@ func TestARefusalIsAnsweredOnlyOnceItsClaimIsGone(t *testing.T) {
 	store.RoundTrip = nil
 	if _, err := store.Begin(ctx, intake.Key{Client: "desk-a", ID: "other"}, claim); !errors.Is(err, intake.ErrRateLimited) {
 		t.Errorf("Begin whose refused claim was released = %v, want ErrRateLimited", err)
+	}
+}
+
+// TestAClaimWhoseResendWasOverloadedIsReleased: a claim's first call took
+// effect and its answer was lost (retryable); the resend is answered
+// overloaded, which says nothing of the first try. Begin must release
+// what it may have claimed: left, the claim would hold the key for its
+// lease and then be due for the settler, which would place an order the
+// rate limit never admitted (found by a review).
+func TestAClaimWhoseResendWasOverloadedIsReleased(t *testing.T) {
+	ctx := context.Background()
+	now := time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
+	store := ledger.NewMemoryStore()
+	store.Now = func() time.Time { return now }
+	claims := 0
+	store.RoundTrip = func(_ context.Context, method string, apply func()) error {
+		if method == "claim" {
+			if claims++; claims > 1 {
+				return &workers.Error{Message: "overloaded", Retryable: true, Overloaded: true}
+			}
+			apply()
+			return &workers.Error{Message: "answer lost", Retryable: true}
+		}
+		apply()
+		return nil
+	}
+	key := intake.Key{Client: "desk-a", ID: "k"}
+	claim := intake.Claim{Token: "t", Fingerprint: "fp", OrderID: "o", AcceptedAt: now, Lease: time.Minute,
+		KeepUntil: now.Add(time.Hour), Admit: func(context.Context) error { return nil }}
+	if _, err := store.Begin(ctx, key, claim); err == nil {
+		t.Fatal("Begin whose answer was lost and whose resend was overloaded succeeded")
+	}
+	store.RoundTrip = nil
+	if rec, err := store.Lookup(ctx, key); err != nil || rec.State != intake.Absent {
+		t.Fatalf("after the failed Begin the key is %v, %v; want it released", rec.State, err)
+	}
+	now = now.Add(time.Minute + time.Second)
+	if keys := store.DueKeys(10); len(keys) != 0 {
+		t.Fatalf("due for the settler: %v, want nothing", keys)
 	}
 }

@@ -144,6 +144,10 @@ var mutants = []mutant{
 		" || OrderIDOf(old) != claim.OrderID {", " {"},
 	{"a KV Begin whose read failed says it may have written", "kv/store.go",
 		"\t\treturn intake.Record{}, unwritten{err}\n\t}\n\tif c.By&", "\t\treturn intake.Record{}, err\n\t}\n\tif c.By&"},
+	{"the table: a retry's release after its lease on a key given up on has no row", "intake/phase.go",
+		"\t{PhaseUnresolved, EventCheck, PhaseChecking, RoleClient,", "\t{PhaseUnresolved, EventCheck, PhaseChecking, 0,"},
+	{"an overloaded resend hides the claim the first try made", "ledger/adapter.go",
+		"\tif again := call(); again == nil || !overloaded(again) {", "\tif again := call(); true {"},
 	{"an answer not stored on a key given up on leaves it given up on", "intake/submit.go",
 		"\t\t\tif claim.GiveUp == GivenUp {\n\t\t\t\tclaim.GiveUp, claim.NextAttempt = AwaitingCheck", "\t\t\tif false {\n\t\t\t\tclaim.GiveUp, claim.NextAttempt = AwaitingCheck"},
 }
