@@ -281,7 +281,8 @@ func (s *Service) newClaim(sub *submission, now time.Time) (Claim, error) {
 // same over a Store that settles itself; over KV it commits before it
 // answers: it has no settler there, and its claim only a lease, so a
 // receipt whose write and release both failed after the answer would be
-// stored nowhere.
+// stored nowhere. So does a retry of a key the settler gave up on: its
+// claim, left behind, leaves the key given up on, due for nothing.
 func (s *Service) place(ctx context.Context, key Key, claim Claim, by placer) (Outcome, error) {
 	receipt := order.Receipt{OrderID: claim.OrderID, Status: order.StatusAccepted, Order: claim.Order, AcceptedAt: claim.AcceptedAt}
 	claim.Stage = StageSent
@@ -296,7 +297,7 @@ func (s *Service) place(ctx context.Context, key Key, claim Claim, by placer) (O
 	}
 	result := Result{Body: receipt.JSON(), Rejected: receipt.Status == order.StatusRejected,
 		Fingerprint: claim.Fingerprint, TTL: s.opts.ResultTTL}
-	if by == byClient && s.settledWithoutClient {
+	if by == byClient && s.settledWithoutClient && claim.GiveUp != GivenUp {
 		now := s.opts.Now()
 		s.receipts.putUnstored(key.String(), storedAs(result, claim, now), now)
 		s.opts.Defer(ctx, func(ctx context.Context) { s.keep(context.WithoutCancel(ctx), key, claim, result, by, true) })
@@ -323,12 +324,13 @@ func (s *Service) place(ctx context.Context, key Key, claim Claim, by placer) (O
 // settler: the OMS answered, so even the settler's last call does not give
 // up on it. A key given up on before, whose client's retry the OMS
 // answered, awaits the give-up's check instead, which calls the OMS once
-// more and stores its answer: given up on, it would be due for nothing
-// while its client holds the receipt, and a Store keeps a give-up no
-// claim's release undoes (the ledger). Should that call fail too, the
-// order is paged again, under the same dedup_key: one incident. An
-// operator's resolve that could not be stored fails, and leaves the key
-// as it was.
+// more and stores its answer (given up on, it would be due for nothing,
+// and a Store keeps a give-up no claim's release undoes: the ledger), as
+// does a key that awaited the check already, whose check is due again
+// once reads have caught up, as the settler's last call's is. Should the
+// check's call fail too, the order is paged again, under the same
+// dedup_key: one incident. An operator's resolve of a key given up on
+// that could not be stored fails, and leaves the key as it was.
 func (s *Service) keep(ctx context.Context, key Key, claim Claim, result Result, by placer, afterResponse bool) error {
 	if err := s.commit(ctx, key, claim, result, s.opts.Now(), afterResponse); err != nil {
 		if !errors.Is(err, ErrInProgress) {
@@ -336,8 +338,9 @@ func (s *Service) keep(ctx context.Context, key Key, claim Claim, result Result,
 			// finds the key open and stores the same bytes, as a retry
 			// anywhere does, instead of leaving the receipt unstored.
 			s.receipts.forget(key.String())
-			if claim.GiveUp == GivenUp && by == byClient {
-				claim.GiveUp, claim.NextAttempt = AwaitingCheck, s.opts.Now().Add(SettleBackoff(claim.Attempts+1))
+			if claim.GiveUp == AwaitingCheck || claim.GiveUp == GivenUp && by == byClient {
+				claim.GiveUp = AwaitingCheck
+				claim.NextAttempt = s.opts.Now().Add(max(SettleBackoff(claim.Attempts+1), 2*s.life.ReadsLag))
 			}
 			s.leaveOpen(ctx, key, claim, err, min(by, bySettler))
 		}
@@ -511,6 +514,11 @@ func (s *Service) admit(ctx context.Context, sub *submission) error {
 	return nil
 }
 
+// storageUnavailable is err as ErrStorageUnavailable, its text kept as the
+// detail; an err that says so already (a Store's) stays as it is.
 func storageUnavailable(err error) error {
+	if errors.Is(err, ErrStorageUnavailable) {
+		return err
+	}
 	return errs.Detail(ErrStorageUnavailable, err.Error())
 }

@@ -227,11 +227,18 @@ func (w *world) checkReportedOnce(key keyName, p intake.Placement) {
 	if w.mode != LedgerMode {
 		return
 	}
-	order := key + " " + p.OrderID + " " + p.AcceptedAt.Format(time.RFC3339Nano)
-	if at, ok := w.reported[order]; ok && !w.omsAnswered[p.OrderID].After(at) {
+	order := orderOf(key, p)
+	if at, ok := w.reported[order]; ok && !w.omsAnswered[order].After(at) {
 		w.violate("%s is reported unresolved for %s again, though the OMS answered nothing for it since %s", key, p.OrderID, at.Format("15:04:05.000"))
 	}
 	w.reported[order] = w.now()
+}
+
+// orderOf names one order of key's, placed as p: by its order id and
+// acceptedAt, so that the same order taken again after its key expired is
+// another.
+func orderOf(key keyName, p intake.Placement) string {
+	return key + " " + p.OrderID + " " + p.AcceptedAt.Format(time.RFC3339Nano)
 }
 
 // keptReceipt is when an accepted receipt was last stored, and until when

@@ -375,7 +375,7 @@ func TestAnOrderIsReportedUnresolvedOnceOverTheLedger(t *testing.T) {
 	}
 	w.violations = nil
 	w.sched.now = w.sched.now.Add(time.Minute)
-	w.omsAnswered["order-1"] = w.now()
+	w.omsAnswered[orderOf(checkedKey, p)] = w.now()
 	w.sched.now = w.sched.now.Add(time.Minute)
 	w.checkReportedOnce(checkedKey, p)
 	again := p

@@ -109,7 +109,7 @@ func (g gateway) Place(ctx context.Context, p intake.Placement) error {
 	call.returned = true
 	var rejection *intake.Rejection
 	if err == nil || errors.As(err, &rejection) {
-		w.omsAnswered[p.OrderID] = w.now()
+		w.omsAnswered[orderOf(a.key, p)] = w.now()
 	}
 	return err
 }

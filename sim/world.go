@@ -133,7 +133,7 @@ type world struct {
 	// reported is when the settler last gave up on each order, in ledger
 	// mode (by key, order id and acceptedAt: a key that expired and took
 	// the same order again is another), and omsAnswered when the OMS last
-	// answered a call for each order id for good.
+	// answered a call for each for good.
 	reported    map[string]time.Time
 	omsAnswered map[string]time.Time
 	// storedBodies are the outcomes ever stored for each key, byte for

@@ -149,7 +149,11 @@ var mutants = []mutant{
 	{"an overloaded resend hides the claim the first try made", "ledger/adapter.go",
 		"\tif again := call(); again == nil || !overloaded(again) {", "\tif again := call(); true {"},
 	{"an answer not stored on a key given up on leaves it given up on", "intake/submit.go",
-		"\t\t\tif claim.GiveUp == GivenUp {\n\t\t\t\tclaim.GiveUp, claim.NextAttempt = AwaitingCheck", "\t\t\tif false {\n\t\t\t\tclaim.GiveUp, claim.NextAttempt = AwaitingCheck"},
+		"\t\t\tif claim.GiveUp == AwaitingCheck || claim.GiveUp == GivenUp && by == byClient {\n", "\t\t\tif false {\n"},
+	{"a retry of a key given up on answers before its commit", "intake/submit.go",
+		"if by == byClient && s.settledWithoutClient && claim.GiveUp != GivenUp {", "if by == byClient && s.settledWithoutClient {"},
+	{"the check after an answer not stored does not wait for reads", "intake/submit.go",
+		"max(SettleBackoff(claim.Attempts+1), 2*s.life.ReadsLag)", "SettleBackoff(claim.Attempts + 1)"},
 }
 
 // simOnly are the defences KV's limits make necessary, each removed; the
