@@ -182,7 +182,7 @@ var simOnly = []struct {
 	{mutant{"a receipt kept shorter than its claim's KeepUntil (simulator alone)", "kv/store.go",
 		"PutOptions{TTL: max(r.TTL, claimTTL(c, k.now()))}", "PutOptions{TTL: r.TTL}"}, "kv", 2000},
 	{mutant{"the in-flight set lets two requests of an isolate claim one key", "intake/inflight.go",
-		"if e, held := k.keys[key]; held && now.Sub(e.added) < lease {", "if e, held := k.keys[key]; held && false && now.Sub(e.added) < lease {"}, "kv", 2000},
+		"if e, held := k.keys[key]; held && now.Sub(e.added) < lease {", "if e, held := k.keys[key]; held && false && now.Sub(e.added) < lease {"}, "kv", 4000},
 	{mutant{"a takeover keeps its own acceptedAt, not the key's", "intake/step.go",
 		"c.OrderID, c.AcceptedAt, c.Stage = rec.OrderID, rec.AcceptedAt, StageSent",
 		"c.OrderID, c.Stage = rec.OrderID, StageSent"}, "kv", 100},
