@@ -133,7 +133,7 @@ var mutants = []mutant{
 	{"a takeover whose claim call was sent again answers as a new claim", "ledger/object.go",
 		"if rec.State == intake.Open || r.sent || r.orderID != c.OrderID {", "if rec.State == intake.Open || r.orderID != c.OrderID {"},
 	{"a rate-limit refusal told after its claim's lease", "intake/submit.go",
-		"case errors.Is(err, ErrRateLimited) && s.outlasted(now):", "case false:"},
+		"case errors.Is(err, ErrRateLimited) && s.life.Tentative && s.outlasted(now):", "case false:"},
 	{"adopting KV's order id leaves a claim on a free key behind", "intake/fallback.go",
 		"\tcase rec.State == Claimed:\n\t\t// The key was free: the claim goes, and the retry reads KV again.\n\t\ts.release(ctx, sub.key, adopted)\n\t\treturn Outcome{}, true, ErrInProgress\n", ""},
 	{"a claim whose admission outlasted its lease calls without holding its key", "intake/submit.go",
