@@ -773,7 +773,9 @@ func (w *world) checkRefusalsPlaceNothing() {
 // order's one order id, and the one stored last is what replays return:
 // allowed, naming the event. After a purge, another isolate may replay
 // the purged receipt from memory for the receipt cache's minute, beside
-// one created since (replayOfPurged).
+// one created since (replayOfPurged). A purge whose reads stalled may
+// have begun before the first receipt was created: its own delete of that
+// receipt, after it was created, freed the key (purgeDeletedOneOf).
 func (w *world) checkReplaysIdentical() {
 	type anchor struct {
 		bodies [][]byte
@@ -794,7 +796,8 @@ func (w *world) checkReplaysIdentical() {
 		if a.kind == created {
 			end = a.end
 		}
-		within := ok && a.start.Before(prev.end.Add(w.resultTTL)) && !w.purgedBetween(a.key, prev.end, end)
+		within := ok && a.start.Before(prev.end.Add(w.resultTTL)) && !w.purgedBetween(a.key, prev.end, end) &&
+			!w.purgeDeletedOneOf(a.key, prev.bodies, prev.end, end)
 		same := within && slices.ContainsFunc(prev.bodies, func(b []byte) bool { return bytes.Equal(b, a.body) })
 		var e *event
 		if within && !same && w.ranKV() {

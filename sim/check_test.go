@@ -387,3 +387,45 @@ func TestAnOrderIsReportedUnresolvedOnceOverTheLedger(t *testing.T) {
 		t.Fatalf("reports after an answer, of the order taken again, or in KV mode were violations: %q", w.violations)
 	}
 }
+
+// TestAPurgeThatBeganBeforeAReceiptFreesItsKeyByItsDelete: a purge whose
+// reads stalled began before a client's receipt was created, and deleted
+// that receipt once it was. The key was free again: a receipt created for
+// the same order after that delete is a new order's, not a second receipt
+// within RESULT_TTL (make simulate, ledger, seed 271297897226482362). A
+// delete before the first receipt was created, or of another receipt,
+// excuses nothing.
+func TestAPurgeThatBeganBeforeAReceiptFreesItsKeyByItsDelete(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		deleted time.Duration // after the purge began
+		first   bool          // the purge deleted the first receipt
+		want    bool          // a violation
+	}{
+		{"deleted after the first receipt was created", time.Minute, true, false},
+		{"deleted before it was created", time.Second, true, true},
+		{"deleted another receipt", time.Minute, false, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w, _, first := checkedWorld(t, LedgerMode)
+			w.resultTTL = 24 * time.Hour
+			began := w.now()
+			deleted := first
+			if !tc.first {
+				deleted = []byte(`{"orderId":"order-2","status":"accepted"}`)
+			}
+			p := &purge{start: began, end: began.Add(2 * time.Minute), by: &actor{name: "operator purge"},
+				touched: true, deleted: began.Add(tc.deleted), deletedBody: deleted}
+			w.mig.purges[checkedKey] = []*purge{p}
+			again := order.Receipt{OrderID: "order-1", Status: order.StatusAccepted, AcceptedAt: began.Add(time.Hour)}.JSON()
+			w.answers = []*answer{
+				{key: checkedKey, start: began, end: began.Add(30 * time.Second), kind: created, body: first, orderID: "order-1", by: &actor{name: "client"}},
+				{key: checkedKey, start: began.Add(time.Hour), end: began.Add(time.Hour + time.Second), kind: created, body: again, orderID: "order-1", by: &actor{name: "client"}},
+			}
+			w.checkReplaysIdentical()
+			if got := violated(w, "created a second receipt"); got != tc.want {
+				t.Fatalf("violation %v, want %v: %q", got, tc.want, w.violations)
+			}
+		})
+	}
+}

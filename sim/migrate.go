@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -345,6 +346,22 @@ func (w *world) purgedAnswer(key keyName, body []byte, from, to time.Time) bool 
 		return false
 	}
 	w.count("a final retry's new order after a purge deleted the receipt its client was given")
+	return true
+}
+
+// purgeDeletedOneOf reports whether a purge of key, whenever it began,
+// deleted one of bodies, in the store the key's absence is judged in,
+// from from on, at to at the latest, as its own write shows: the key was
+// free again since they were created. It counts the excuse.
+func (w *world) purgeDeletedOneOf(key keyName, bodies [][]byte, from, to time.Time) bool {
+	if !w.anyPurge(key, func(p *purge) bool {
+		return p.deletedNamed(from, to, func(b []byte) bool {
+			return slices.ContainsFunc(bodies, func(x []byte) bool { return bytes.Equal(x, b) })
+		})
+	}) {
+		return false
+	}
+	w.count("a receipt created again after a purge that began before the first deleted it")
 	return true
 }
 
