@@ -99,13 +99,12 @@ type Overdue interface {
 // keys whose message was never sent (the send failed, or the isolate died
 // first): grace is long enough for a message sent with the due time as its
 // delay to have come. Each key still unknown is sent a message again. It
-// returns how many keys it settled, and the first error.
+// returns how many keys it settled, and the first error. A listing that
+// failed midway, or could not save where it stopped (kv.Store.Overdue),
+// returns the keys it found beside its error: they are settled all the
+// same, or a cursor that keeps failing to save would starve them.
 func (c Consumer) Sweep(ctx context.Context, overdue Overdue, now time.Time, grace time.Duration, limit int) (int, error) {
-	keys, err := overdue.Overdue(ctx, now.Add(-grace), limit)
-	if err != nil {
-		return 0, err
-	}
-	var first error
+	keys, first := overdue.Overdue(ctx, now.Add(-grace), limit)
 	for _, key := range keys {
 		st, err := c.Settler.Settle(ctx, key)
 		if err == nil && !st.Final {

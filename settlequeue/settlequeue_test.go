@@ -293,3 +293,31 @@ type failingOverdue struct{ err error }
 func (f failingOverdue) Overdue(context.Context, time.Time, int) ([]intake.Key, error) {
 	return nil, f.err
 }
+
+// partialOverdue is a list of overdue keys that found keys and failed
+// after, as kv.Store.Overdue does when it cannot save its cursor.
+type partialOverdue struct {
+	keys []intake.Key
+	err  error
+}
+
+func (p partialOverdue) Overdue(context.Context, time.Time, int) ([]intake.Key, error) {
+	return p.keys, p.err
+}
+
+// TestSweepSettlesTheKeysAListFoundBesideItsError: a listing that found
+// overdue keys and then failed (its cursor's save got KV's 429, two Cron
+// runs at once) returns them beside its error; the sweep settles them and
+// reports the error. Dropped, they would wait for a run whose save works,
+// and never come while the save keeps failing (found by a review).
+func TestSweepSettlesTheKeysAListFoundBesideItsError(t *testing.T) {
+	ctx := context.Background()
+	found := []intake.Key{{Client: "desk-a", ID: "a"}, {Client: "desk-a", ID: "b"}}
+	errCursor := errors.New("kv: saving the sweep's cursor: 429")
+	s := &fakeSettler{answers: map[intake.Key]intake.Settlement{}}
+	cons := settlequeue.Consumer{Settler: s, Queue: &recordingSender{}, Now: func() time.Time { return now }}
+	n, err := cons.Sweep(ctx, partialOverdue{keys: found, err: errCursor}, now, grace, 10)
+	if n != len(found) || !errors.Is(err, errCursor) || len(s.keys()) != len(found) {
+		t.Fatalf("Sweep = %d, %v, settling %v; want both keys settled and the list's error", n, err, s.keys())
+	}
+}

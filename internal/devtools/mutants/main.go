@@ -148,6 +148,8 @@ var mutants = []mutant{
 		"\t{PhaseUnresolved, EventCheck, PhaseChecking, RoleClient,", "\t{PhaseUnresolved, EventCheck, PhaseChecking, 0,"},
 	{"an overloaded resend hides the claim the first try made", "ledger/adapter.go",
 		"\tif again := call(); again == nil || !overloaded(again) {", "\tif again := call(); true {"},
+	{"the sweep drops the keys a list found beside its error", "settlequeue/settlequeue.go",
+		"\tkeys, first := overdue.Overdue(ctx, now.Add(-grace), limit)\n", "\tkeys, first := overdue.Overdue(ctx, now.Add(-grace), limit)\n\tif first != nil {\n\t\treturn 0, first\n\t}\n"},
 	{"an answer not stored on a key given up on leaves it given up on", "intake/submit.go",
 		"\t\t\tif claim.GiveUp == AwaitingCheck || claim.GiveUp == GivenUp && by == byClient {\n", "\t\t\tif false {\n"},
 	{"a retry of a key given up on answers before its commit", "intake/submit.go",
