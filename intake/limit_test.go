@@ -145,13 +145,11 @@ func TestARefusalIsAnsweredOnlyOnceItsClaimIsGone(t *testing.T) {
 	}
 }
 
-// TestARefusalThatOutlastedItsClaimIsNotTold: over the ledger the claim
-// holds the key while the rate limit is asked. If the answer comes once
-// the claim's lease has ended, the object's alarm may have taken the key
-// over and placed the order meanwhile: the client is told 503, never 429,
-// and its retry finds the order (found by a review).
-func TestARefusalThatOutlastedItsClaimIsNotTold(t *testing.T) {
-	ctx := context.Background()
+// slowLimitOverTheLedger is a Service over the ledger whose rate limit
+// answers admit once its claim's lease has ended, after the object's
+// alarm ran the settler on every key due meanwhile; and the gateway both
+// call.
+func slowLimitOverTheLedger(t *testing.T, admit bool) (*intake.Service, *gatewayDouble) {
 	clock := &fakeClock{now: acceptedAt}
 	mem := ledger.NewMemoryStore()
 	mem.Now = clock.Now
@@ -165,9 +163,19 @@ func TestARefusalThatOutlastedItsClaimIsNotTold(t *testing.T) {
 				t.Errorf("Settle: %v", err)
 			}
 		}
-		return false, nil
+		return admit, nil
 	}
-	_, err := intake.New(mem, opts).Submit(ctx, key("k"), []byte(validBody), "")
+	return intake.New(mem, opts), gateway
+}
+
+// TestARefusalThatOutlastedItsClaimIsNotTold: over the ledger the claim
+// holds the key while the rate limit is asked. If the answer comes once
+// the claim's lease has ended, the object's alarm may have taken the key
+// over and placed the order meanwhile: the client is told 503, never 429,
+// and its retry finds the order (found by a review).
+func TestARefusalThatOutlastedItsClaimIsNotTold(t *testing.T) {
+	svc, gateway := slowLimitOverTheLedger(t, false)
+	_, err := svc.Submit(context.Background(), key("k"), []byte(validBody), "")
 	if !errors.Is(err, intake.ErrStorageUnavailable) || errors.Is(err, intake.ErrRateLimited) {
 		t.Fatalf("Submit whose refusal outlasted its claim = %v, want ErrStorageUnavailable (the settler placed %d)", err, len(gateway.placements()))
 	}
@@ -201,22 +209,7 @@ func TestASlowRefusalOverKVIsToldAsOne(t *testing.T) {
 // settler's receipt (found by the simulator's stalled calls).
 func TestAClaimWhoseAdmissionOutlastedItsLeaseHoldsTheKeyBeforeItsCall(t *testing.T) {
 	ctx := context.Background()
-	clock := &fakeClock{now: acceptedAt}
-	mem := ledger.NewMemoryStore()
-	mem.Now = clock.Now
-	gateway := &gatewayDouble{}
-	opts := intake.Options{ResultTTL: config.DefaultResultTTL, PendingTTL: config.DefaultPendingTTL, Now: clock.Now, Gateway: gateway}
-	settler := intake.New(mem, opts)
-	opts.Limit = func(ctx context.Context, who string) (bool, error) {
-		clock.Advance(config.DefaultPendingTTL + time.Second)
-		for _, k := range mem.DueKeys(10) {
-			if _, err := settler.Settle(ctx, k); err != nil {
-				t.Errorf("Settle: %v", err)
-			}
-		}
-		return true, nil
-	}
-	svc := intake.New(mem, opts)
+	svc, gateway := slowLimitOverTheLedger(t, true)
 	if _, err := svc.Submit(ctx, key("k"), []byte(validBody), ""); !errors.Is(err, intake.ErrInProgress) {
 		t.Fatalf("Submit whose admission outlasted its claim = %v, want ErrInProgress", err)
 	}

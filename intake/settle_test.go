@@ -1192,22 +1192,16 @@ func TestARetryFromMemoryKeepsTheGiveUpsCheckDue(t *testing.T) {
 }
 
 // giveUpOnDeskKey leaves deskKey given up on: its order's last call, and
-// over KV the give-up's check, ended without an answer.
+// over KV the give-up's check (checkGiveUp), ended without an answer.
 func giveUpOnDeskKey(t *testing.T, e *settleEnv, maxAge time.Duration) {
 	t.Helper()
 	ctx := context.Background()
 	leaveUnknown(t, e)
 	e.clock.Advance(maxAge)
-	for range 3 {
-		if rec, _ := e.store.Lookup(ctx, deskKey); intake.PhaseOf(rec) == intake.PhaseUnresolved {
-			break
-		} else if rec.NextAttempt.After(e.clock.Now()) {
-			e.clock.Advance(rec.NextAttempt.Sub(e.clock.Now()))
-		}
-		e.g.answer(errLost)
-		if _, err := e.service().Settle(ctx, deskKey); err != nil {
-			t.Fatalf("Settle: %v", err)
-		}
+	e.g.answer(errLost)
+	checkGiveUp(t, e)
+	if st, err := e.service().Settle(ctx, deskKey); err != nil || !st.Final || !st.Unresolved {
+		t.Fatalf("the give-up = %+v, %v; want the key final and unresolved", st, err)
 	}
 	if rec, _ := e.store.Lookup(ctx, deskKey); intake.PhaseOf(rec) != intake.PhaseUnresolved {
 		t.Fatalf("the key is %v, want it given up on", intake.PhaseOf(rec))
