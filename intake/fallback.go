@@ -293,8 +293,7 @@ func (s *Service) adoptOpen(ctx context.Context, key Key, due time.Time) (bool, 
 	// adopted nothing: the claim, tentative, frees the key at its lease's
 	// end, and the next sweep adopts it.
 	claim.Stage, claim.Attempts, claim.NextAttempt = StageSent, old.Attempts, due
-	if err := ReleaseTwice(ctx, s.store, key, claim); err != nil {
-		s.opts.OnReleaseError(key, err)
+	if err := s.release(ctx, key, claim); err != nil {
 		return false, storageUnavailable(err)
 	}
 	return true, nil

@@ -473,12 +473,15 @@ func (s *Service) keepUntil(acceptedAt time.Time) time.Time {
 }
 
 // release ends claim through ReleaseTwice, reporting a failure to
-// OnReleaseError. A claim that may have reached the gateway leaves the key
-// Open, and due for the settler when the Store says (DueAt).
-func (s *Service) release(ctx context.Context, key Key, claim Claim) {
-	if err := ReleaseTwice(ctx, s.store, key, claim); err != nil {
+// OnReleaseError, and returns it for a caller whose answer depends on it.
+// A claim that may have reached the gateway leaves the key Open, and due
+// for the settler when the Store says (DueAt).
+func (s *Service) release(ctx context.Context, key Key, claim Claim) error {
+	err := ReleaseTwice(ctx, s.store, key, claim)
+	if err != nil {
 		s.opts.OnReleaseError(key, err)
 	}
+	return err
 }
 
 // ReleaseTwice calls store.Release, and once more if that fails: a claim
