@@ -285,10 +285,15 @@ func (k *Store) putClaim(ctx context.Context, key intake.Key, c intake.Claim, op
 	}
 	now := k.now()
 	ttl := claimTTL(c, now)
+	// An older version's open key kept no order: nothing but a client's
+	// retry, which brings it, can settle the key, so it is never due.
+	withOrder := c.Fingerprint != "" && c.Order.Symbol != ""
 	m := metadata{fingerprint: c.Fingerprint, orderID: c.OrderID, acceptedAt: c.AcceptedAt, client: key.Client,
-		order: c.Order, hasOrder: c.Fingerprint != "", leaseUntil: now.Add(c.Lease), open: open,
+		order: c.Order, hasOrder: withOrder, leaseUntil: now.Add(c.Lease), open: open,
 		attempts: c.Attempts, unresolved: c.GiveUp.Unresolved()}
-	m.due = intake.DueAt(c, open, m.leaseUntil, now)
+	if withOrder {
+		m.due = intake.DueAt(c, open, m.leaseUntil, now)
+	}
 	m.phase = intake.PhaseOf(claimRecordAt(m, e.Value, now))
 	e.Metadata = m.encode()
 	if len(e.Metadata) > MaxMetadataBytes {
@@ -317,7 +322,10 @@ func (k *Store) putClaim(ctx context.Context, key intake.Key, c intake.Claim, op
 // it would list the key as unresolved until it expires.
 func (k *Store) Commit(ctx context.Context, key intake.Key, c intake.Claim, r intake.Result) error {
 	entry := Entry{Value: string(r.Body), Metadata: metadata{fingerprint: r.Fingerprint, rejected: r.Rejected}.encode()}
-	if err := k.ns.Put(ctx, resultPrefix+key.String(), entry, PutOptions{TTL: max(r.TTL, claimTTL(c, k.now()))}); err != nil {
+	// A second more than the claim's own TTL: each is rounded to whole
+	// seconds from its own write's time, so the claim's may end up to a
+	// second past KeepUntil, and the receipt must end no sooner.
+	if err := k.ns.Put(ctx, resultPrefix+key.String(), entry, PutOptions{TTL: max(r.TTL, claimTTL(c, k.now())+time.Second)}); err != nil {
 		return err
 	}
 	if c.GiveUp.Unresolved() && !k.ReleaseClaims {
