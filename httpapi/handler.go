@@ -107,7 +107,13 @@ func New(svc *intake.Service, opts Options) *Handler {
 // ServeWorker implements workers.Handler with the contract in api/openapi.yaml.
 func (h *Handler) ServeWorker(ctx context.Context, r *workers.Request) *workers.Response {
 	if h.opts.Admins != nil && h.opts.Admin != nil && isAdminPath(r.Path) {
-		return h.serveAdmin(ctx, r)
+		// No CORS header lets another origin's page read the admin API,
+		// but with CORS on its answers vary by Origin as every other.
+		resp := h.serveAdmin(ctx, r)
+		if h.origins != nil {
+			resp.Header = append(resp.Header, varyOrigin)
+		}
+		return resp
 	}
 	start := time.Now()
 	var m *measure

@@ -147,7 +147,9 @@ func (s *Service) attempt(ctx context.Context, sub *submission, now time.Time) (
 	case claim.Stage == StageSent:
 	case migrating:
 		claim.Stage = s.tentative()
-	case s.opts.Limit != nil:
+	case s.opts.Limit != nil && sub.parsed:
+		// A body that is no order places none: it spends no budget (over
+		// KV's stand-in it claims and releases the key, and is told 422).
 		claim.Admit = func(ctx context.Context) error { return s.admit(ctx, sub) }
 	}
 	rec, err := s.store.Begin(ctx, sub.key, claim)

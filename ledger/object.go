@@ -197,6 +197,9 @@ func (o *Object) Claim(key intake.Key, c intake.Claim) (intake.Record, error) {
 	if rec.State == intake.Open || r.sent || r.orderID != c.OrderID {
 		claimed.State = intake.TookOver
 		claimed.OrderID, claimed.AcceptedAt, claimed.Attempts, claimed.GiveUp = r.orderID, r.acceptedAt, r.attempts, r.giveUp
+		// When the key was due, as KV's takeover says too: a claim
+		// released unsent (a refused resolve) leaves it due then.
+		claimed.NextAttempt = rec.NextAttempt
 		claimed.Order, claimed.HasOrder = r.order, r.hasOrder
 	}
 	return claimed, nil

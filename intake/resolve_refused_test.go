@@ -1,0 +1,35 @@
+package intake_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/edge-orders/edge-orders/intake"
+	"github.com/edge-orders/edge-orders/order"
+)
+
+// TestARefusedResolveLeavesTheKeysNextAttempt: a resolve refused with 409
+// order_mismatch ("Nothing was done") or no_order must leave the key as it
+// was, its settler's next attempt included: over the ledger it made the
+// key due at once, so the settler calls the OMS before its backoff ends.
+func TestARefusedResolveLeavesTheKeysNextAttempt(t *testing.T) {
+	ctx := context.Background()
+	forEachStore(t, intake.Options{}, func(t *testing.T, e *settleEnv) {
+		leaveUnknown(t, e)
+		admin, _ := e.admin(t)
+		before, err := admin.Inspect(ctx, deskKey)
+		if err != nil || before.NextAttempt.IsZero() {
+			t.Fatalf("Inspect = %+v, %v; want an unknown key with its next attempt", before, err)
+		}
+		if _, err := admin.Resolve(ctx, deskKey, intake.Resolution{Status: order.StatusAccepted, OrderID: "another"}); !errors.Is(err, intake.ErrPrecondition) {
+			t.Fatalf("Resolve of another order id = %v, want ErrPrecondition", err)
+		}
+		after, err := admin.Inspect(ctx, deskKey)
+		if err != nil || after.State != before.State || after.Attempts != before.Attempts || after.GiveUp != before.GiveUp ||
+			!after.NextAttempt.Equal(before.NextAttempt) {
+			t.Errorf("after the refused resolve the key is %v attempts %d due %v; want as before: %v attempts %d due %v",
+				after.State, after.Attempts, after.NextAttempt, before.State, before.Attempts, before.NextAttempt)
+		}
+	})
+}
