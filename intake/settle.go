@@ -79,7 +79,9 @@ const (
 // chain of messages settles a key.
 //
 // It returns an error wrapping ErrStorageUnavailable when storage fails;
-// the key is then as it was, and Settle may be called again.
+// the key is then as it was, and Settle may be called again, unless
+// NextAttempt is set: the gateway answered, the answer could not be
+// stored, and the key is open again, due at NextAttempt.
 func (s *Service) Settle(ctx context.Context, key Key) (st Settlement, err error) {
 	if s.opts.ObserveSettle != nil {
 		var done func(Settlement, error)
@@ -160,6 +162,15 @@ func (s *Service) settle(ctx context.Context, key Key) (Settlement, error) {
 		// key over: its outcome is the key's.
 		return Settlement{NextAttempt: s.opts.Now().Add(s.opts.PendingTTL), Attempts: claim.Attempts, Result: SettleBusy, AcceptedAt: claim.AcceptedAt}, nil
 	case errors.Is(err, ErrStorageUnavailable):
+		// An answer that could not be stored left the key open, due again
+		// (keep): the error stands, and the next attempt is told, so that
+		// the chain of messages goes on. Retried sooner, the message would
+		// find the key not due, and end the chain.
+		var left *unstored
+		if errors.As(err, &left) {
+			return Settlement{NextAttempt: left.open.NextAttempt, Attempts: left.open.Attempts, Unresolved: left.open.Unresolved(),
+				Result: SettleUnknown, AcceptedAt: claim.AcceptedAt}, err
+		}
 		return Settlement{}, err
 	case errors.As(err, &rejection):
 		return Settlement{Final: true, Attempts: claim.Attempts, Result: SettleRejected, AcceptedAt: claim.AcceptedAt}, nil

@@ -747,6 +747,38 @@ func TestSettlerStoresAnAnswerThatWasNotStored(t *testing.T) {
 	})
 }
 
+// TestASettlerWhoseAnswerWasNotStoredSaysWhenTheKeyIsDue: the OMS
+// answered the settler, and the receipt's write failed. The key is open
+// again, due after the backoff, and Settle says when beside its error,
+// so that the queue's consumer sends the next message: the message it
+// fails is retried within seconds, finds the key not due yet, and would
+// end the chain (found by a review). The error is storage's alone, never
+// an unknown outcome.
+func TestASettlerWhoseAnswerWasNotStoredSaysWhenTheKeyIsDue(t *testing.T) {
+	ctx := context.Background()
+	forEachStore(t, intake.Options{}, func(t *testing.T, e *settleEnv) {
+		leaveUnknown(t, e)
+		e.clock.Advance(intake.FirstSettleDelay)
+		e.store = &commitFailing{Store: e.store}
+		st, err := e.service().Settle(ctx, deskKey)
+		var open *intake.Unsettled
+		if !errors.Is(err, intake.ErrStorageUnavailable) || errors.As(err, &open) {
+			t.Fatalf("Settle whose commit failed = %v, want storage unavailable alone", err)
+		}
+		if st.Final || !st.NextAttempt.After(e.clock.Now()) || st.Attempts != 2 {
+			t.Fatalf("Settle whose commit failed = %+v; want not final, 2 attempts, and when the key is due next", st)
+		}
+		e.clock.Advance(st.NextAttempt.Sub(e.clock.Now()) - intake.DueSlack - time.Millisecond)
+		if early, err := e.service().Settle(ctx, deskKey); err != nil || !early.Final || early.Result != intake.SettleIdle {
+			t.Fatalf("Settle before NextAttempt = %+v, %v; want the key not due yet", early, err)
+		}
+		e.clock.Advance(st.NextAttempt.Sub(e.clock.Now()))
+		if st, err := e.service().Settle(ctx, deskKey); err != nil || st.Result != intake.SettleAccepted {
+			t.Errorf("Settle at NextAttempt = %+v, %v; want the receipt stored", st, err)
+		}
+	})
+}
+
 // TestAGiveUpBesideAStoredReceiptIsNoAlert: over KV another isolate may
 // call the gateway for the key at the same time as the settler's last
 // call, and store the receipt; the settler's own call failing then leaves
@@ -1274,6 +1306,11 @@ func TestARetryOfAKeyGivenUpOnCommitsBeforeItAnswers(t *testing.T) {
 				var releaseErr error
 				e.opts.OnReleaseError = func(_ intake.Key, err error) { releaseErr = err }
 				e.opts.Defer = tc.defer_
+				var scheduled []time.Time
+				e.opts.Schedule = func(_ context.Context, _ intake.Key, at time.Time) error {
+					scheduled = append(scheduled, at)
+					return nil
+				}
 				if tc.lease {
 					e.g.during = func(int) { e.clock.Advance(e.opts.PendingTTL + time.Second) }
 				}
@@ -1284,7 +1321,13 @@ func TestARetryOfAKeyGivenUpOnCommitsBeforeItAnswers(t *testing.T) {
 				if _, isReleaseFailing := e.store.(*releaseFailing); releaseErr != nil && !isReleaseFailing {
 					t.Fatalf("the release after the failed commit: %v", releaseErr)
 				}
-				e.g.during, e.store, e.opts.OnReleaseError, e.opts.Defer = nil, store, nil, nil
+				// The check is due at a time no message of the settler's
+				// is for: the retry sends one (over KV's settle queue).
+				if wantSent := tc.store != nil; len(scheduled) != 1 && wantSent || len(scheduled) != 0 && !wantSent ||
+					wantSent && !scheduled[0].After(e.clock.Now()) {
+					t.Fatalf("Schedule told %v; want one message for the check's due time (%v)", scheduled, wantSent)
+				}
+				e.g.during, e.store, e.opts.OnReleaseError, e.opts.Defer, e.opts.Schedule = nil, store, nil, nil, nil
 				settleWhatIsDue(t, e)
 				if tc.retry {
 					if out, err := e.service().Submit(ctx, deskKey, []byte(validBody), ""); err != nil || out.OrderID != orderID {

@@ -344,13 +344,31 @@ func (s *Service) keep(ctx context.Context, key Key, claim Claim, result Result,
 				claim.GiveUp = AwaitingCheck
 				claim.NextAttempt = s.opts.Now().Add(max(SettleBackoff(claim.Attempts+1), 2*s.life.ReadsLag))
 			}
-			s.leaveOpen(ctx, key, claim, err, min(by, bySettler))
+			open := s.leaveOpen(ctx, key, claim, err, min(by, bySettler))
+			if by == byClient && open.GiveUp == AwaitingCheck {
+				// The check is due at a new time, which no message of the
+				// settler's is for: one that comes before it ends there.
+				s.schedule(ctx, key, open.NextAttempt)
+			}
+			return &unstored{err: err, open: open}
 		}
 		return err
 	}
 	s.opened.forget(key.String())
 	return nil
 }
+
+// unstored is an answer keep could not store: the storage failure, which
+// is all errors.Is and As see (a client is told 503, not unknown), and
+// the key it left open, whose due time the settler's next message needs
+// (Settle).
+type unstored struct {
+	err  error
+	open *Unsettled
+}
+
+func (u *unstored) Error() string { return u.err.Error() }
+func (u *unstored) Unwrap() error { return u.err }
 
 // leaveOpen releases claim after a gateway call that ended without an
 // answer stored (cause): the key stays Open with its order id and one more
@@ -386,15 +404,24 @@ func (s *Service) leaveOpen(ctx context.Context, key Key, claim Claim, cause err
 	// message that comes before its key is due was sent for an earlier due
 	// time, and ends there (Settle), so one chain settles a key. A chain
 	// whose message is lost is found by the Store's due time.
-	if by == byClient && claim.GiveUp == NotGivenUp && s.opts.Schedule != nil {
-		if err := s.opts.Schedule(context.WithoutCancel(ctx), key, claim.NextAttempt); err != nil {
-			// The Store's record says when the key is due; the sweep of
-			// overdue keys finds it (docs/operating.md, The settler).
-			s.opts.OnReleaseError(key, errs.Prefix("scheduling the settler", err))
-		}
+	if by == byClient && claim.GiveUp == NotGivenUp {
+		s.schedule(ctx, key, claim.NextAttempt)
 	}
 	return &Unsettled{OrderID: claim.OrderID, Attempts: claim.Attempts, NextAttempt: claim.NextAttempt,
 		GiveUp: claim.GiveUp, Cause: cause.Error()}
+}
+
+// schedule tells Options.Schedule, if set, that key is due for the
+// settler at at. A failure is reported, and the key waits for the sweep
+// of overdue keys: the Store's record says when it is due
+// (docs/operating.md, The settler).
+func (s *Service) schedule(ctx context.Context, key Key, at time.Time) {
+	if s.opts.Schedule == nil {
+		return
+	}
+	if err := s.opts.Schedule(context.WithoutCancel(ctx), key, at); err != nil {
+		s.opts.OnReleaseError(key, errs.Prefix("scheduling the settler", err))
+	}
 }
 
 // commit stores result under claim and caches it as stored no later than

@@ -7,6 +7,7 @@ package settlequeue
 import (
 	"context"
 	"errors"
+	"strconv"
 	"time"
 
 	"github.com/edge-orders/edge-orders/intake"
@@ -14,7 +15,8 @@ import (
 )
 
 // MaxDelay is the longest delay Queues accepts for a message (12 hours);
-// a key due later is sent a message that only reschedules it.
+// a key due later is sent a message that carries its due time, and only
+// sends itself again until then.
 const MaxDelay = 12 * time.Hour
 
 // ErrNotMessage is returned by Consumer.Handle for a body that is not a
@@ -34,18 +36,42 @@ type Settler interface {
 
 // Message is the body of a settle message for key: {"client":…,"id":…}.
 func Message(key intake.Key) []byte {
+	return message(key, time.Time{})
+}
+
+// message is Message, with "due" (Unix milliseconds) when due is set: a
+// message sent before its key is due by more than MaxDelay. A version
+// that knows no "due" settles it on arrival, as it did every message.
+func message(key intake.Key, due time.Time) []byte {
 	b := append([]byte(`{"client":`), jsjson.AppendString(nil, key.Client)...)
 	b = append(append(b, `,"id":`...), jsjson.AppendString(nil, key.ID)...)
+	if !due.IsZero() {
+		b = append(append(b, `,"due":`...), strconv.FormatInt(due.UnixMilli(), 10)...)
+	}
 	return append(b, '}')
 }
 
 // ParseMessage reads what Message wrote, or returns ErrNotMessage.
 func ParseMessage(body []byte) (intake.Key, error) {
-	doc, err := jsjson.Parse(body, "client", "id")
+	key, _, err := parse(body)
+	return key, err
+}
+
+// parse reads what message wrote: the key, and its due time if the
+// message carries one (zero otherwise).
+func parse(body []byte) (intake.Key, time.Time, error) {
+	doc, err := jsjson.Parse(body, "client", "id", "due")
 	if err != nil || doc.Get("id").Kind != jsjson.String || doc.Get("id").Str == "" || doc.Get("client").Kind != jsjson.String {
-		return intake.Key{}, ErrNotMessage
+		return intake.Key{}, time.Time{}, ErrNotMessage
 	}
-	return intake.Key{Client: doc.Get("client").Str, ID: doc.Get("id").Str}, nil
+	var due time.Time
+	switch d := doc.Get("due"); {
+	case d.Kind == jsjson.Number && d.Num >= 0 && d.Num < 1<<53:
+		due = time.UnixMilli(int64(d.Num))
+	case d.Kind != jsjson.Undefined:
+		return intake.Key{}, time.Time{}, ErrNotMessage
+	}
+	return intake.Key{Client: doc.Get("client").Str, ID: doc.Get("id").Str}, due, nil
 }
 
 // Consumer settles the keys its messages name.
@@ -58,31 +84,45 @@ type Consumer struct {
 }
 
 // Schedule sends key's message to be delivered at at: what
-// intake.Options.Schedule asks after an unknown outcome.
+// intake.Options.Schedule asks after an unknown outcome. A message due
+// past the queue's longest delay carries at, and is sent again when it
+// comes early (Handle).
 func (c Consumer) Schedule(ctx context.Context, key intake.Key, at time.Time) error {
-	return c.Queue.Send(ctx, Message(key), c.delay(at))
+	delay := at.Sub(c.now())
+	if delay <= MaxDelay {
+		return c.Queue.Send(ctx, Message(key), max(delay, 0))
+	}
+	return c.Queue.Send(ctx, message(key, at), MaxDelay)
 }
 
-func (c Consumer) delay(at time.Time) time.Duration {
-	now := time.Now
+func (c Consumer) now() time.Time {
 	if c.Now != nil {
-		now = c.Now
+		return c.Now()
 	}
-	return min(max(at.Sub(now()), 0), MaxDelay)
+	return time.Now()
 }
 
 // Handle settles the key body names. It returns nil when the message is
 // done with: the key is settled, unresolved, or its next message is sent.
 // An error means the message is to be retried (the queue's retries, then
 // its dead-letter queue), except ErrNotMessage, which never settles.
+//
+// A message that comes before the due time it carries is sent again for
+// it, and settles nothing: a key is not due, and its chain would end.
+// So, after an answer the settler could not store, is the key's next
+// message sent: retried in the queue's few seconds, it would find the key
+// not due yet (intake.Service.Settle).
 func (c Consumer) Handle(ctx context.Context, body []byte) error {
-	key, err := ParseMessage(body)
-	if err != nil {
+	key, due, err := parse(body)
+	switch {
+	case err != nil:
 		return err
+	case due.After(c.now()):
+		return c.Schedule(ctx, key, due)
 	}
 	st, err := c.Settler.Settle(ctx, key)
 	switch {
-	case err != nil:
+	case err != nil && st.NextAttempt.IsZero():
 		return err
 	case st.Final:
 		return nil
@@ -107,8 +147,10 @@ func (c Consumer) Sweep(ctx context.Context, overdue Overdue, now time.Time, gra
 	keys, first := overdue.Overdue(ctx, now.Add(-grace), limit)
 	for _, key := range keys {
 		st, err := c.Settler.Settle(ctx, key)
-		if err == nil && !st.Final {
-			err = c.Schedule(ctx, key, st.NextAttempt)
+		if !st.Final && (err == nil || !st.NextAttempt.IsZero()) {
+			if serr := c.Schedule(ctx, key, st.NextAttempt); err == nil {
+				err = serr
+			}
 		}
 		if err != nil && first == nil {
 			first = err

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -154,9 +155,13 @@ func TestHandle(t *testing.T) {
 			want: []sent{{string(settlequeue.Message(key)), 4 * time.Second}}},
 		{name: "not final and already due: no delay", st: intake.Settlement{NextAttempt: now.Add(-time.Second)},
 			want: []sent{{string(settlequeue.Message(key)), 0}}},
-		{name: "not final and due after the queue's longest delay: the longest", st: intake.Settlement{NextAttempt: now.Add(24 * time.Hour)},
-			want: []sent{{string(settlequeue.Message(key)), settlequeue.MaxDelay}}},
+		{name: "not final and due after the queue's longest delay: the longest, and the due time", st: intake.Settlement{NextAttempt: now.Add(24 * time.Hour)},
+			want: []sent{{`{"client":"desk-a","id":"k","due":` + strconv.FormatInt(now.Add(24*time.Hour).UnixMilli(), 10) + `}`, settlequeue.MaxDelay}}},
 		{name: "the settler fails: returned, no message", err: errStorage, wantErr: errStorage},
+		{name: "the settler fails with the key left open: the next message", st: intake.Settlement{NextAttempt: now.Add(8 * time.Second), Attempts: 4},
+			err: errStorage, want: []sent{{string(settlequeue.Message(key)), 8 * time.Second}}},
+		{name: "the settler fails with the key left open, and the send fails: the send's error", st: intake.Settlement{NextAttempt: now.Add(8 * time.Second)},
+			err: errStorage, sendErr: errQueue, wantErr: errQueue, want: []sent{{string(settlequeue.Message(key)), 8 * time.Second}}},
 		{name: "the send fails: returned", st: intake.Settlement{NextAttempt: now.Add(time.Second)}, sendErr: errQueue, wantErr: errQueue,
 			want: []sent{{string(settlequeue.Message(key)), time.Second}}},
 	}
@@ -188,6 +193,48 @@ func TestHandle(t *testing.T) {
 			t.Errorf("settled %v and sent %v, want nothing", s.keys(), q.messages())
 		}
 	})
+}
+
+// TestAMessageThatComesBeforeItsDueTimeIsSentAgain: a key due past the
+// queue's longest delay (a give-up check 2 × KV_READ_LAG_SECONDS out) is
+// sent a message carrying its due time. Arriving early, the message
+// settles nothing and is sent again, for what remains; settled early, it
+// would find the key not due and end the key's chain (found by a review).
+func TestAMessageThatComesBeforeItsDueTimeIsSentAgain(t *testing.T) {
+	ctx := context.Background()
+	key := intake.Key{Client: "desk-a", ID: "k"}
+	due := now.Add(30 * time.Hour)
+	clock := now
+	s := &fakeSettler{answers: map[intake.Key]intake.Settlement{key: {Final: true, Result: intake.SettleAccepted}}}
+	q := &recordingSender{}
+	c := settlequeue.Consumer{Settler: s, Queue: q, Now: func() time.Time { return clock }}
+	if err := c.Schedule(ctx, key, due); err != nil {
+		t.Fatal(err)
+	}
+	for i, wantDelay := range []time.Duration{settlequeue.MaxDelay, settlequeue.MaxDelay, 6 * time.Hour} {
+		msgs := q.messages()
+		if len(msgs) != i+1 || msgs[i].delay != wantDelay {
+			t.Fatalf("messages %+v; want message %d after %v", msgs, i+1, wantDelay)
+		}
+		if got, err := settlequeue.ParseMessage([]byte(msgs[i].body)); err != nil || got != key {
+			t.Fatalf("ParseMessage(%s) = %+v, %v; want %+v", msgs[i].body, got, err, key)
+		}
+		clock = clock.Add(msgs[i].delay)
+		if err := c.Handle(ctx, []byte(msgs[i].body)); err != nil {
+			t.Fatalf("Handle(%s) = %v", msgs[i].body, err)
+		}
+		if i < 2 && len(s.keys()) != 0 {
+			t.Fatalf("message %d, %v before the due time, settled %v; want nothing settled", i+1, due.Sub(clock), s.keys())
+		}
+	}
+	if !clock.Equal(due) || !slices.Equal(s.keys(), []intake.Key{key}) || len(q.messages()) != 3 {
+		t.Errorf("at %v settled %v, with %d messages; want the key settled at its due time %v, by the third", clock, s.keys(), len(q.messages()), due)
+	}
+	for _, body := range []string{`{"client":"c","id":"k","due":"soon"}`, `{"client":"c","id":"k","due":-1}`, `{"client":"c","id":"k","due":1e300}`} {
+		if _, err := settlequeue.ParseMessage([]byte(body)); !errors.Is(err, settlequeue.ErrNotMessage) {
+			t.Errorf("ParseMessage(%s) = %v, want ErrNotMessage", body, err)
+		}
+	}
 }
 
 // TestScheduleSendsTheKeysMessage: Schedule is what intake.Options.Schedule
@@ -268,6 +315,19 @@ func TestSweepSettlesOnlyKeysOverdueByMoreThanTheGrace(t *testing.T) {
 		n, err := c.Sweep(ctx, store, now, grace, 100)
 		if !errors.Is(err, errStorage) || n != 2 || len(s.keys()) != 2 {
 			t.Errorf("Sweep = %d, %v, settling %v; want 2, the settler's error, both keys tried", n, err, s.keys())
+		}
+	})
+	t.Run("a failure beside a key left open: returned, and the key's next message sent", func(t *testing.T) {
+		errStorage := errors.New("intake: storage unavailable")
+		s := &fakeSettler{answers: map[intake.Key]intake.Settlement{lost: {NextAttempt: now.Add(8 * time.Second)}, lostLong: {Final: true}},
+			errs: map[intake.Key]error{lost: errStorage}}
+		q := &recordingSender{}
+		c := settlequeue.Consumer{Settler: s, Queue: q, Now: func() time.Time { return now }}
+		if _, err := c.Sweep(ctx, store, now, grace, 100); !errors.Is(err, errStorage) {
+			t.Errorf("Sweep = %v, want the settler's error", err)
+		}
+		if got, want := q.messages(), []sent{{string(settlequeue.Message(lost)), 8 * time.Second}}; !slices.Equal(got, want) {
+			t.Errorf("sent %+v, want %+v", got, want)
 		}
 	})
 	t.Run("at most limit keys", func(t *testing.T) {
