@@ -162,6 +162,7 @@ func (w *world) observeKVWrite(key string, e *kv.Entry, expires time.Time) {
 	}
 	if name, ok := strings.CutPrefix(key, "pending:"); ok {
 		w.observeClaim(name, e)
+		w.noteDue(name)
 	}
 	name, ok := strings.CutPrefix(key, "result:")
 	if ok {

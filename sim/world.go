@@ -122,6 +122,12 @@ type world struct {
 	ledgerSaw map[*actor]bool
 	// lastWriter is the actor whose write a KV key holds now.
 	lastWriter map[string]*actor
+	// settleMessages are each key's settle messages on their way,
+	// chainBreaks the events that broke its chain of them, and dues its
+	// due time as last written (chain.go).
+	settleMessages map[keyName][]*settleMessage
+	chainBreaks    map[keyName][]chainBreak
+	dues           map[keyName]dueWrite
 	// lastMover is who last moved each key from one phase to another, in
 	// the store its absence is judged in (checkRefines).
 	lastMover  map[keyName]*actor
@@ -207,7 +213,8 @@ func run(mode Mode, choose func(n int, label string) int) *world {
 	w := &world{mode: mode, choices: choose, counts: make(map[string]int), chances: make(map[string]int), misses: make(map[string][]miss), ck: newCausality(),
 		commits: make(map[keyName]commit), storedRuns: make(map[keyName]storedRun), ledgerSaw: make(map[*actor]bool), receipts: make(map[keyName]map[string]keptReceipt), unresolved: make(map[keyName]time.Time),
 		absentSeen: make(map[*gatewayCall]bool), paged: make(map[keyName]time.Time), reported: make(map[string]time.Time), omsAnswered: make(map[string]time.Time), lastWriter: make(map[string]*actor),
-		lastMover: make(map[keyName]*actor), storedBodies: make(map[keyName]map[string]bool)}
+		lastMover: make(map[keyName]*actor), storedBodies: make(map[keyName]map[string]bool),
+		settleMessages: make(map[keyName][]*settleMessage), chainBreaks: make(map[keyName][]chainBreak), dues: make(map[keyName]dueWrite)}
 	start := time.Date(2026, 11, 24, 9, 30, 0, 0, time.UTC)
 	// The scheduler picks who runs next fairly, from bits (uniform), as
 	// the driver picks its actions: rapid's integer draws lean toward 0.
@@ -524,6 +531,9 @@ func (s settler) Settle(ctx context.Context, key intake.Key) (intake.Settlement,
 	s.w.sched.running.key = key.String()
 	st, err := s.inst.svc.Settle(ctx, key)
 	s.w.checkNoRow(s.w.sched.running.name, err)
+	if err != nil && st.NextAttempt.IsZero() && s.w.sched.running.name == "sweep" {
+		s.w.breakChainOf(key.String(), "the sweep's settling failed: %v", err)
+	}
 	s.w.logf("%s: settled %s: %+v %v", s.w.sched.running.name, key, st, err)
 	return st, err
 }
@@ -537,12 +547,14 @@ func (q queue) Send(ctx context.Context, body []byte, delay time.Duration) error
 	w.countOp("queue send", "")
 	w.sched.yield()
 	if w.fault("queue send fails") {
+		w.breakChain(body, "its message's send failed")
 		return errors.New("sim: queue send failed")
 	}
 	w.count("queue message sent")
 	copies := 1
 	switch {
 	case w.fault("queue message lost"):
+		w.breakChain(body, "the queue lost its message")
 		copies = 0
 	case w.fault("queue message duplicated"):
 		copies = 2
@@ -556,6 +568,7 @@ func (q queue) Send(ctx context.Context, body []byte, delay time.Duration) error
 // deliver hands body to a consumer on a live isolate after delay; a
 // failed delivery is retried, up to the queue's retries.
 func (w *world) deliver(body []byte, delay time.Duration, attempt int) {
+	m := w.sentSettle(body)
 	pump := &actor{name: "queue delivery", kind: daemonActor}
 	w.sched.spawn(pump, func() {
 		w.sched.sleep(delay)
@@ -564,16 +577,25 @@ func (w *world) deliver(body []byte, delay time.Duration, attempt int) {
 		}
 		inst := w.instances[w.choose(len(w.instances), "consumer isolate")]
 		a := &actor{name: "queue consumer", inst: inst, gen: inst.gen, inv: &invocation{kind: "queue"}, kind: settlerActor}
+		if key, err := settlequeue.ParseMessage(body); err == nil {
+			a.key = key.String()
+		}
+		m.consumer = a
 		w.sched.spawn(a, func() {
 			if w.mode != KVMode {
+				m.done = true
 				return // the ledger-mode Worker acknowledges it unsettled
 			}
 			if attempt > 0 {
 				w.count("queue redelivery")
 			}
 			err := w.consumer(inst).Handle(context.Background(), body)
-			if err != nil && attempt < queueMaxRetries {
+			w.handledSettle(m, a.key, err)
+			switch {
+			case err != nil && attempt < queueMaxRetries:
 				w.deliver(body, queueRetryDelay, attempt+1)
+			case err != nil:
+				w.breakChain(body, "its message ran out of retries")
 			}
 		})
 	})
@@ -638,8 +660,12 @@ type overdue struct {
 
 func (o overdue) Overdue(ctx context.Context, before time.Time, limit int) ([]intake.Key, error) {
 	o.inv.kind = "sweep listing"
-	defer func() { o.inv.kind = "sweep" }()
-	return o.w.kvStore.Overdue(ctx, before, limit)
+	keys, err := o.w.kvStore.Overdue(ctx, before, limit)
+	o.inv.kind = "sweep"
+	for _, key := range keys {
+		o.w.checkChainGoesOn(key)
+	}
+	return keys, err
 }
 
 // LeftOpen is the KV store's listing of the keys KV mode left open, for a
@@ -761,6 +787,7 @@ func (w *world) stops(a *actor) bool {
 		}
 		w.count("client gave up")
 		w.logf("%s: its client gave up", a.name)
+		w.stoppedOn(a, "stopped: its client gave up")
 		return true
 	default:
 		if a.inst == nil {
@@ -773,6 +800,7 @@ func (w *world) stops(a *actor) bool {
 			}
 			return false
 		}
+		w.stoppedOn(a, "stopped: its isolate died")
 		w.kill(a.inst)
 		return true
 	}
@@ -786,7 +814,13 @@ func (w *world) kill(inst *instance) {
 	gen := inst.gen
 	inst.gen++
 	inst.svc = w.newService(inst)
-	w.sched.park(func(a *actor) bool { return a.inst == inst && a.gen == gen })
+	w.sched.park(func(a *actor) bool {
+		if a.inst == inst && a.gen == gen {
+			w.stoppedOn(a, "stopped: its isolate died")
+			return true
+		}
+		return false
+	})
 	for _, c := range w.oms.calls {
 		if c.open && c.inst == inst.id && c.gen == gen {
 			w.oms.end(c)

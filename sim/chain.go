@@ -1,0 +1,178 @@
+package sim
+
+import (
+	"time"
+
+	"github.com/edge-orders/edge-orders/intake"
+	"github.com/edge-orders/edge-orders/settlequeue"
+)
+
+// KV mode's settler is a chain of queue messages per key: each attempt
+// that leaves the key unknown sends the next message, for the key's due
+// time. The Cron sweep is for chains a named event broke, and is no
+// substitute for a chain that ends by itself: a key found overdue with no
+// message coming had its chain broken by one of these, since its due time
+// was written, or the Worker dropped it.
+//
+//   - a send that failed, or a message the queue lost;
+//   - an isolate that died, or a client that gave up, while an actor of
+//     it worked on the key (a message or a retry it owed is never sent);
+//   - a message out of the queue's retries;
+//   - a sweep whose settling of the key failed, which sends nothing;
+//   - a message that ended on its consumer's own stale read of the key,
+//     which showed it not due (cause.go's staleRead);
+//   - a write of the key's claim that failed (or landed, and was told it
+//     failed), by the request that then wrote the due time: kv.Store
+//     leaves such a key open and due, since the claim may have landed,
+//     and the request answers 503 without a gateway call or a message.
+const chainBroken = "settle chain broken"
+
+// settleMessage is one settle message on its way: delivered to consumer,
+// once one takes it, and done once handled.
+type settleMessage struct {
+	consumer *actor
+	done     bool
+}
+
+// chainBreak is an event that broke key's chain, when, and in whose run.
+type chainBreak struct {
+	at time.Time
+	by *actor
+	e  *event
+}
+
+// dueWrite is a key's due time as last written, when, and by whom.
+type dueWrite struct {
+	due, at time.Time
+	by      *actor
+}
+
+// sentSettle notes a message for body's key on its way.
+func (w *world) sentSettle(body []byte) *settleMessage {
+	key, err := settlequeue.ParseMessage(body)
+	if err != nil {
+		return &settleMessage{}
+	}
+	m := &settleMessage{}
+	w.settleMessages[key.String()] = append(w.settleMessages[key.String()], m)
+	return m
+}
+
+// breakChain records what broke the chain of the key body names.
+func (w *world) breakChain(body []byte, format string, args ...any) {
+	if key, err := settlequeue.ParseMessage(body); err == nil {
+		w.breakChainOf(key.String(), format, args...)
+	}
+}
+
+func (w *world) breakChainOf(key keyName, format string, args ...any) {
+	if w.mode != KVMode || key == "" {
+		return
+	}
+	e := w.ck.newEvent(chainBroken, "%s: "+format, append([]any{key}, args...)...)
+	w.chainBreaks[key] = append(w.chainBreaks[key], chainBreak{at: w.now(), by: w.sched.running, e: e})
+}
+
+// stoppedOn records the chains an actor that stops broke: the key it
+// worked on, or its request's.
+func (w *world) stoppedOn(a *actor, why string) {
+	key := a.key
+	if key == "" && a.request != nil {
+		key = a.request.key
+	}
+	w.breakChainOf(key, "%s %s", a.name, why)
+}
+
+// noteDue notes key's due time after a write of its claim (a held
+// claim's is its lease's end): when it was written, which bounds the
+// events that may have broken its chain.
+func (w *world) noteDue(key keyName) {
+	if w.mode != KVMode || w.direct {
+		return
+	}
+	rec := w.peek(key)
+	if rec.NextAttempt.IsZero() {
+		return // stored, gone, or given up on
+	}
+	if d, ok := w.dues[key]; !ok || !d.due.Equal(rec.NextAttempt) {
+		w.dues[key] = dueWrite{due: rec.NextAttempt, at: w.now(), by: w.sched.running}
+	}
+}
+
+// handledSettle notes a message handled by its consumer, whose Handle
+// returned err: a message that ended with its key open, due and awaited
+// by no other message, on its consumer's stale read, broke the chain
+// (the request that sent it may still be answering its client).
+func (w *world) handledSettle(m *settleMessage, key keyName, err error) {
+	m.done = true
+	if err != nil || w.mode != KVMode || w.messageComing(key) {
+		return
+	}
+	if rec := w.peek(key); rec.State != intake.Open || rec.NextAttempt.IsZero() {
+		return
+	}
+	for _, k := range []string{"pending:" + key, "result:" + key} {
+		if r, ok := w.ck.reads[m.consumer][k]; ok && r.stale != nil {
+			w.breakChainOf(key, "its message ended on %s", r.stale)
+			return
+		}
+	}
+}
+
+// settleComing reports whether a message for key is on its way, or an
+// actor still works on the key that may send one.
+func (w *world) settleComing(key keyName) bool {
+	if w.messageComing(key) {
+		return true
+	}
+	for _, list := range [][]*actor{w.sched.ready, w.sched.timers, {w.sched.running}} {
+		for _, a := range list {
+			if a == nil || !alive(a) || a.kind == driverActor || a.kind == daemonActor {
+				continue
+			}
+			if a.key == key || a.request != nil && a.request.key == key {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// messageComing reports whether a message for key is on its way.
+func (w *world) messageComing(key keyName) bool {
+	msgs := w.settleMessages[key][:0]
+	for _, m := range w.settleMessages[key] {
+		if !m.done && (m.consumer == nil || alive(m.consumer)) {
+			msgs = append(msgs, m)
+		}
+	}
+	w.settleMessages[key] = msgs
+	return len(msgs) > 0
+}
+
+// alive reports whether a's isolate still runs it.
+func alive(a *actor) bool { return a.inst == nil || a.gen == a.inst.gen }
+
+// checkChainGoesOn: a key the sweep finds overdue, open and due for the
+// settler for more than the grace, with no message coming, had its chain
+// broken by a named event since its due time was written (chainBroken).
+// Otherwise the Worker ended the chain by itself: the key waited for the
+// sweep, minutes, where its backoff said seconds.
+func (w *world) checkChainGoesOn(key intake.Key) {
+	name := key.String()
+	rec := w.peek(name)
+	if rec.State != intake.Open || rec.NextAttempt.IsZero() || rec.GiveUp == intake.GivenUp ||
+		w.now().Before(rec.NextAttempt.Add(sweepGrace)) || w.settleComing(name) {
+		return
+	}
+	due := w.dues[name]
+	for _, b := range w.chainBreaks[name] {
+		if !b.at.Before(due.at) || b.by != nil && b.by == due.by {
+			w.count("a sweep found a key whose settle chain an event broke")
+			w.logf("allowed: the sweep finds %s: %s", name, b.e)
+			return
+		}
+	}
+	w.violate("the sweep found %s overdue since %s with no settle message coming, and no event broke its chain since its due time was written at %s",
+		name, rec.NextAttempt.Format("15:04:05.000"), due.at.Format("15:04:05.000"))
+}
