@@ -266,6 +266,11 @@ func (a *Admin) Resolve(ctx context.Context, key Key, res Resolution) (Record, e
 		return Record{}, ErrNoOrder
 	}
 	_, err = s.place(withAnswer(ctx, res), key, claim, bySettler)
+	if left := (*unstored)(nil); errors.As(err, &left) {
+		// Not stored: the key is open again and due for the settler, at a
+		// time no settle message is for (a caller of Settle sends one).
+		s.schedule(ctx, key, left.open.NextAttempt)
+	}
 	var rejection *Rejection
 	if err != nil && !errors.As(err, &rejection) {
 		return Record{}, err

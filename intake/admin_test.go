@@ -411,3 +411,33 @@ func TestARetryFromMemoryAfterAPurgeIsANewOrder(t *testing.T) {
 		t.Errorf("the retry after the purge stored the purged receipt again: %s", again.Receipt)
 	}
 }
+
+// TestAResolveNotStoredSendsTheKeysNextMessage: an operator's resolve
+// whose commit fails leaves the key open, due for the settler after the
+// backoff; nothing but the resolve knows that time, so it sends the key's
+// settle message (over KV's queue), or the key waits for the sweep
+// (found by the simulator's settle chain invariant).
+func TestAResolveNotStoredSendsTheKeysNextMessage(t *testing.T) {
+	ctx := context.Background()
+	forEachStore(t, intake.Options{}, func(t *testing.T, e *settleEnv) {
+		leaveUnknown(t, e)
+		adminStore, ok := e.store.(intake.AdminStore)
+		if !ok {
+			t.Fatalf("%T is no AdminStore", e.store)
+		}
+		var scheduled []time.Time
+		e.opts.Schedule = func(_ context.Context, _ intake.Key, at time.Time) error {
+			scheduled = append(scheduled, at)
+			return nil
+		}
+		e.store = &commitFailing{Store: e.store}
+		admin := intake.NewAdmin(e.service(), adminStore)
+		if _, err := admin.Resolve(ctx, deskKey, intake.Resolution{Status: order.StatusAccepted}); !errors.Is(err, intake.ErrStorageUnavailable) {
+			t.Fatalf("Resolve whose commit failed = %v, want storage unavailable", err)
+		}
+		rec, err := admin.Inspect(ctx, deskKey)
+		if err != nil || rec.State != intake.Open || len(scheduled) != 1 || !scheduled[0].Equal(rec.NextAttempt) {
+			t.Fatalf("after the failed resolve: %v due %v, messages %v; want the key open and one message for when it is due", rec.State, rec.NextAttempt, scheduled)
+		}
+	})
+}

@@ -168,6 +168,8 @@ var mutants = []mutant{
 		"\tcase err != nil && st.NextAttempt.IsZero():\n", "\tcase err != nil:\n"},
 	{"a message that comes before its due time settles", "settlequeue/settlequeue.go",
 		"\tcase due.After(c.now()):\n", "\tcase false:\n"},
+	{"a resolve not stored sends no settle message", "intake/admin.go",
+		"if left := (*unstored)(nil); errors.As(err, &left) {", "if left := (*unstored)(nil); false && errors.As(err, &left) {"},
 	{"a retry that moves a given-up key's check sends no message", "intake/submit.go",
 		"if by == byClient && open.GiveUp == AwaitingCheck {", "if false {"},
 }
