@@ -458,12 +458,16 @@ func parseInt(v, unit string) (int64, error) {
 	return n, nil
 }
 
-// parseSeconds reads a whole number of seconds, at least 1 and at most a
-// day.
+// MaxSeconds is the most a setting read in seconds (parseSeconds) may
+// say: a day.
+const MaxSeconds = 86400
+
+// parseSeconds reads a whole number of seconds, at least 1 and at most
+// MaxSeconds.
 func parseSeconds(v string) (time.Duration, error) {
 	n, err := strconv.Atoi(strings.TrimSpace(v))
-	if err != nil || n < 1 || n > 86400 {
-		return 0, errors.New("must be a whole number of seconds from 1 to 86400")
+	if err != nil || n < 1 || n > MaxSeconds {
+		return 0, errors.New("must be a whole number of seconds from 1 to " + strconv.Itoa(MaxSeconds))
 	}
 	return time.Duration(n) * time.Second, nil
 }

@@ -416,8 +416,8 @@ func (s *Service) leaveOpen(ctx context.Context, key Key, claim Claim, cause err
 // of overdue keys: the Store's record says when it is due
 // (docs/operating.md, The settler).
 func (s *Service) schedule(ctx context.Context, key Key, at time.Time) {
-	if s.opts.Schedule == nil {
-		return
+	if s.opts.Schedule == nil || at.IsZero() {
+		return // no settler, or nothing is due
 	}
 	if err := s.opts.Schedule(context.WithoutCancel(ctx), key, at); err != nil {
 		s.opts.OnReleaseError(key, errs.Prefix("scheduling the settler", err))

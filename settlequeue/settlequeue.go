@@ -19,6 +19,12 @@ import (
 // sends itself again until then.
 const MaxDelay = 12 * time.Hour
 
+// MaxDue is how far ahead a message's due time may be: past the latest
+// any key is due (a give-up check 2 × KV_READ_LAG_SECONDS out, 48 hours
+// at most), so that a message carrying a later one, which the Worker
+// never writes, is refused rather than sent again for ever.
+const MaxDue = 7 * 24 * time.Hour
+
 // ErrNotMessage is returned by Consumer.Handle for a body that is not a
 // settle message: it is not retried.
 var ErrNotMessage = errors.New("settlequeue: not a settle message")
@@ -58,7 +64,16 @@ func ParseMessage(body []byte) (intake.Key, error) {
 }
 
 // parse reads what message wrote: the key, and its due time if the
-// message carries one (zero otherwise).
+// message carries one (zero otherwise). A due time MaxDue past now is
+// refused (ErrNotMessage).
+func (c Consumer) parse(body []byte) (intake.Key, time.Time, error) {
+	key, due, err := parse(body)
+	if err == nil && due.Sub(c.now()) > MaxDue {
+		return intake.Key{}, time.Time{}, ErrNotMessage
+	}
+	return key, due, err
+}
+
 func parse(body []byte) (intake.Key, time.Time, error) {
 	doc, err := jsjson.Parse(body, "client", "id", "due")
 	if err != nil || doc.Get("id").Kind != jsjson.String || doc.Get("id").Str == "" || doc.Get("client").Kind != jsjson.String {
@@ -113,7 +128,7 @@ func (c Consumer) now() time.Time {
 // message sent: retried in the queue's few seconds, it would find the key
 // not due yet (intake.Service.Settle).
 func (c Consumer) Handle(ctx context.Context, body []byte) error {
-	key, due, err := parse(body)
+	key, due, err := c.parse(body)
 	switch {
 	case err != nil:
 		return err

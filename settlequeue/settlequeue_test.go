@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/edge-orders/edge-orders/config"
 	"github.com/edge-orders/edge-orders/intake"
 	"github.com/edge-orders/edge-orders/kv"
 	"github.com/edge-orders/edge-orders/order"
@@ -234,6 +235,21 @@ func TestAMessageThatComesBeforeItsDueTimeIsSentAgain(t *testing.T) {
 		if _, err := settlequeue.ParseMessage([]byte(body)); !errors.Is(err, settlequeue.ErrNotMessage) {
 			t.Errorf("ParseMessage(%s) = %v, want ErrNotMessage", body, err)
 		}
+	}
+	// A due time past MaxDue, which the Worker never writes, is refused,
+	// not sent again for ever (found by a review).
+	s.settled, q.sent = nil, nil
+	far := `{"client":"desk-a","id":"k","due":` + strconv.FormatInt(clock.Add(settlequeue.MaxDue+time.Second).UnixMilli(), 10) + `}`
+	if err := c.Handle(ctx, []byte(far)); !errors.Is(err, settlequeue.ErrNotMessage) || len(q.messages()) != 0 || len(s.keys()) != 0 {
+		t.Errorf("Handle(%s) = %v, sending %v and settling %v; want ErrNotMessage, nothing sent or settled", far, err, q.messages(), s.keys())
+	}
+}
+
+// TestMaxDueIsPastEveryDueTime: the latest a key is due is a give-up
+// check 2 × KV_READ_LAG_SECONDS out, after a backoff.
+func TestMaxDueIsPastEveryDueTime(t *testing.T) {
+	if latest := 2*config.MaxSeconds*time.Second + intake.MaxSettleDelay; latest >= settlequeue.MaxDue {
+		t.Errorf("a key may be due %v out, past MaxDue (%v)", latest, settlequeue.MaxDue)
 	}
 }
 

@@ -11,21 +11,34 @@ import (
 // that leaves the key unknown sends the next message, for the key's due
 // time. The Cron sweep is for chains a named event broke, and is no
 // substitute for a chain that ends by itself: a key found overdue with no
-// message coming had its chain broken by one of these, since its due time
-// was written, or the Worker dropped it.
+// message coming had the chain of its current due time broken by one of
+// these, or the Worker dropped it.
 //
-//   - a send that failed, or a message the queue lost;
-//   - an isolate that died, or a client that gave up, while an actor of
-//     it worked on the key (a message or a retry it owed is never sent);
-//   - a message out of the queue's retries;
-//   - a sweep whose settling of the key failed, which sends nothing;
-//   - a message that ended on its consumer's own stale read of the key,
-//     which showed it not due (cause.go's staleRead);
+//   - after the due time was written: a send for the key that failed, a
+//     message of it the queue lost or retried to its end, a sweep whose
+//     settling of it failed (which sends nothing), or a message that ended
+//     on its consumer's own stale read of it (cause.go's staleRead);
+//   - after the due time was written, the isolate death or the client's
+//     going away of the request that wrote it (which owed the message), or
+//     of a settler working on the key (whose message is not redelivered
+//     here);
 //   - a write of the key's claim that failed (or landed, and was told it
 //     failed), by the request that then wrote the due time: kv.Store
-//     leaves such a key open and due, since the claim may have landed,
-//     and the request answers 503 without a gateway call or a message.
+//     leaves such a key open and due, since the claim may have landed, and
+//     the request answers 503 without a gateway call or a message;
+//   - for a key an old version left open or held before a migrating
+//     history began, that version's messages, which are not the history's.
 const chainBroken = "settle chain broken"
+
+// How a chain broke: what each kind of break excuses differs (chainBreak).
+type breakKind uint8
+
+const (
+	breakAfter      breakKind = iota // a message lost, or a settle that sent none
+	breakStopped                     // an actor on the key stopped
+	breakClaimWrite                  // a write of the key's claim failed
+	breakSeeded                      // an old version's, before the history
+)
 
 // settleMessage is one settle message on its way: delivered to consumer,
 // once one takes it, and done once handled.
@@ -34,17 +47,35 @@ type settleMessage struct {
 	done     bool
 }
 
-// chainBreak is an event that broke key's chain, when, and in whose run.
+// chainBreak is an event that broke key's chain, its kind, and in whose
+// run.
 type chainBreak struct {
-	at time.Time
-	by *actor
-	e  *event
+	kind breakKind
+	by   *actor
+	e    *event
 }
 
-// dueWrite is a key's due time as last written, when, and by whom.
+// dueWrite is a key's due time as last written, by whom, and seq, how
+// many events the history had then: a break after it has a higher id.
 type dueWrite struct {
-	due, at time.Time
-	by      *actor
+	due time.Time
+	by  *actor
+	seq int
+}
+
+// excuses reports whether b broke the chain of due.
+func (b chainBreak) excuses(due dueWrite, written bool) bool {
+	switch {
+	case !written:
+		return b.kind == breakSeeded
+	case b.kind == breakClaimWrite:
+		return b.by != nil && b.by.origin() == due.by.origin()
+	case b.e.id <= due.seq:
+		return false
+	case b.kind == breakStopped:
+		return b.by.origin() == due.by.origin() || b.by.kind == settlerActor
+	}
+	return b.kind == breakAfter
 }
 
 // sentSettle notes a message for body's key on its way.
@@ -61,26 +92,30 @@ func (w *world) sentSettle(body []byte) *settleMessage {
 // breakChain records what broke the chain of the key body names.
 func (w *world) breakChain(body []byte, format string, args ...any) {
 	if key, err := settlequeue.ParseMessage(body); err == nil {
-		w.breakChainOf(key.String(), format, args...)
+		w.breakChainOf(key.String(), breakAfter, format, args...)
 	}
 }
 
-func (w *world) breakChainOf(key keyName, format string, args ...any) {
+func (w *world) breakChainOf(key keyName, kind breakKind, format string, args ...any) {
 	if w.mode != KVMode || key == "" {
 		return
 	}
 	e := w.ck.newEvent(chainBroken, "%s: "+format, append([]any{key}, args...)...)
-	w.chainBreaks[key] = append(w.chainBreaks[key], chainBreak{at: w.now(), by: w.sched.running, e: e})
+	w.chainBreaks[key] = append(w.chainBreaks[key], chainBreak{kind: kind, by: w.sched.running, e: e})
 }
 
-// stoppedOn records the chains an actor that stops broke: the key it
+// stoppedOn records the chain an actor that stops may break: the key it
 // worked on, or its request's.
 func (w *world) stoppedOn(a *actor, why string) {
 	key := a.key
 	if key == "" && a.request != nil {
 		key = a.request.key
 	}
-	w.breakChainOf(key, "%s %s", a.name, why)
+	if w.mode != KVMode || key == "" {
+		return
+	}
+	e := w.ck.newEvent(chainBroken, "%s: %s %s", key, a.name, why)
+	w.chainBreaks[key] = append(w.chainBreaks[key], chainBreak{kind: breakStopped, by: a, e: e})
 }
 
 // noteDue notes key's due time after a write of its claim (a held
@@ -95,7 +130,7 @@ func (w *world) noteDue(key keyName) {
 		return // stored, gone, or given up on
 	}
 	if d, ok := w.dues[key]; !ok || !d.due.Equal(rec.NextAttempt) {
-		w.dues[key] = dueWrite{due: rec.NextAttempt, at: w.now(), by: w.sched.running}
+		w.dues[key] = dueWrite{due: rec.NextAttempt, by: w.sched.running, seq: len(w.ck.events)}
 	}
 }
 
@@ -113,7 +148,7 @@ func (w *world) handledSettle(m *settleMessage, key keyName, err error) {
 	}
 	for _, k := range []string{"pending:" + key, "result:" + key} {
 		if r, ok := w.ck.reads[m.consumer][k]; ok && r.stale != nil {
-			w.breakChainOf(key, "its message ended on %s", r.stale)
+			w.breakChainOf(key, breakAfter, "its message ended on %s", r.stale)
 			return
 		}
 	}
@@ -165,14 +200,14 @@ func (w *world) checkChainGoesOn(key intake.Key) {
 		w.now().Before(rec.NextAttempt.Add(sweepGrace)) || w.settleComing(name) {
 		return
 	}
-	due := w.dues[name]
+	due, written := w.dues[name]
 	for _, b := range w.chainBreaks[name] {
-		if !b.at.Before(due.at) || b.by != nil && b.by == due.by {
+		if b.excuses(due, written) {
 			w.count("a sweep found a key whose settle chain an event broke")
 			w.logf("allowed: the sweep finds %s: %s", name, b.e)
 			return
 		}
 	}
-	w.violate("the sweep found %s overdue since %s with no settle message coming, and no event broke its chain since its due time was written at %s",
-		name, rec.NextAttempt.Format("15:04:05.000"), due.at.Format("15:04:05.000"))
+	w.violate("the sweep found %s overdue since %s with no settle message coming, and no event broke its chain since its due time was written (after event %d)",
+		name, rec.NextAttempt.Format("15:04:05.000"), due.seq)
 }

@@ -317,7 +317,7 @@ func (n *namespace) call(ctx context.Context, op, key string, write bool, apply 
 	}
 	if w.fault("kv " + op + " fails before") {
 		if name, ok := strings.CutPrefix(key, "pending:"); ok && write {
-			w.breakChainOf(name, "%s was told its %s of the claim failed", w.sched.running.name, op)
+			w.breakChainOf(name, breakClaimWrite, "%s was told its %s of the claim failed", w.sched.running.name, op)
 		}
 		return errKVFault
 	}
@@ -333,7 +333,7 @@ func (n *namespace) call(ctx context.Context, op, key string, write bool, apply 
 	w.sched.yield()
 	if write && w.fault("kv "+op+" fails after") {
 		if name, ok := strings.CutPrefix(key, "pending:"); ok {
-			w.breakChainOf(name, "%s was told its %s of the claim failed, which landed", w.sched.running.name, op)
+			w.breakChainOf(name, breakClaimWrite, "%s was told its %s of the claim failed, which landed", w.sched.running.name, op)
 		}
 		return errKVFault
 	}

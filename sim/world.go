@@ -532,7 +532,7 @@ func (s settler) Settle(ctx context.Context, key intake.Key) (intake.Settlement,
 	st, err := s.inst.svc.Settle(ctx, key)
 	s.w.checkNoRow(s.w.sched.running.name, err)
 	if err != nil && st.NextAttempt.IsZero() && s.w.sched.running.name == "sweep" {
-		s.w.breakChainOf(key.String(), "the sweep's settling failed: %v", err)
+		s.w.breakChainOf(key.String(), breakAfter, "the sweep's settling failed: %v", err)
 	}
 	s.w.logf("%s: settled %s: %+v %v", s.w.sched.running.name, key, st, err)
 	return st, err
@@ -1123,10 +1123,10 @@ func (w *world) seedLegacyKV() {
 			w.kvStore.Begin(ctx, k.key, claim)
 			claim.Stage, claim.Attempts, claim.NextAttempt = intake.StageSent, 1, acceptedAt.Add(time.Second)
 			w.kvStore.Release(ctx, k.key, claim)
-			w.breakChainOf(k.key.String(), "left open by an old version before the history, its messages long gone")
+			w.breakChainOf(k.key.String(), breakSeeded, "left open by an old version before the history, its messages long gone")
 		case 3:
 			w.kvStore.Begin(ctx, k.key, claim)
-			w.breakChainOf(k.key.String(), "held by an old version before the history, which sent no message")
+			w.breakChainOf(k.key.String(), breakSeeded, "held by an old version before the history, which sent no message")
 		}
 	}
 	w.count("migration")
