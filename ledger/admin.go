@@ -63,25 +63,28 @@ func (o *Object) Purge(key intake.Key, token, orderID string) intake.Record {
 	now := o.now()
 	// The token first: a retry that comes after a new receipt was
 	// committed under the key reports its own purge and deletes nothing.
-	if p, ok := o.rows.purged(key.String()); ok && token != "" && p.token == token && now.Before(p.until) {
-		return p.rec
+	last, kept := o.rows.purged(key.String())
+	kept = kept && now.Before(last.until)
+	if kept && token != "" && last.token == token {
+		return last.rec
 	}
-	r, ok := o.rows.get(key.String())
-	if !ok {
-		return intake.Record{State: intake.Absent}
+	rec := intake.Record{State: intake.Absent}
+	if r, ok := o.rows.get(key.String()); ok {
+		rec = r.record(now)
 	}
-	rec := r.record(now)
-	if rec.State == intake.Stored && (orderID == "" || intake.OrderIDOf(rec) == orderID) {
+	deleted := rec.State == intake.Stored && (orderID == "" || intake.OrderIDOf(rec) == orderID)
+	if deleted {
 		o.rows.delete(key.String())
-		if token != "" {
-			// A tombstone, in the object's storage, so that the retry
-			// finds it in whatever isolate it comes to; it holds the
-			// purged receipt, so the sweep deletes it as soon as its
-			// window ends.
-			p := purged{key: key.String(), token: token, rec: rec, until: now.Add(repurgeWindow)}
-			o.rows.putPurged(p)
-			o.sweepBy(p.until)
-		}
+	}
+	// A tombstone, in the object's storage, so that the retry finds it in
+	// whatever isolate it comes to; it holds the purged receipt, so the
+	// sweep deletes it as soon as its window ends. A purge that deleted
+	// nothing keeps what it found too, so that its retry deletes no
+	// receipt committed since, unless another purge's tombstone is kept.
+	if token != "" && (deleted || !kept) {
+		p := purged{key: key.String(), token: token, rec: rec, until: now.Add(repurgeWindow)}
+		o.rows.putPurged(p)
+		o.sweepBy(p.until)
 	}
 	return rec
 }

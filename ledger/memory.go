@@ -113,6 +113,7 @@ func (m *MemoryStore) Sweep() {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.Alarm = time.Time{} // the alarm fired
+	m.obj.rows.setAlarm(time.Time{})
 	m.obj.Sweep()
 }
 

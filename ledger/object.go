@@ -369,12 +369,17 @@ func (o *Object) Stats() (rows int, nextSweep, alarm time.Time) {
 }
 
 // scheduleSweep sets the next sweep unless one is already set.
+// A sweep that is due and has not run yet stays due: moved on, by every
+// claim that lands before its alarm runs, it would never run.
 func (o *Object) scheduleSweep(now time.Time) {
-	if at := o.rows.nextSweep(); !at.IsZero() && now.Before(at) {
+	at := o.rows.nextSweep()
+	switch {
+	case at.IsZero():
+		at = now.Add(sweepEvery)
+		o.rows.setNextSweep(at)
+	case now.Before(at):
 		return
 	}
-	at := now.Add(sweepEvery)
-	o.rows.setNextSweep(at)
 	o.scheduleAlarm(at)
 }
 
@@ -385,8 +390,14 @@ func (o *Object) scheduleAlarm(at time.Time) {
 	if at.IsZero() {
 		return
 	}
-	if cur := o.rows.alarm(); !cur.IsZero() && cur.After(o.now()) && !at.Before(cur) {
-		return
+	if cur := o.rows.alarm(); !cur.IsZero() && !at.Before(cur) {
+		if cur.After(o.now()) {
+			return
+		}
+		// Due and not run yet (Alarm clears it as it runs): never moved
+		// later, which would have the due keys wait for at, but set
+		// again, in case the runtime lost it.
+		at = cur
 	}
 	o.rows.setAlarm(at)
 	o.setAlarm(at)
