@@ -118,9 +118,12 @@ func (w *world) stoppedOn(a *actor, why string) {
 	w.chainBreaks[key] = append(w.chainBreaks[key], chainBreak{kind: breakStopped, by: a, e: e})
 }
 
-// noteDue notes key's due time after a write of its claim (a held
-// claim's is its lease's end): when it was written, which bounds the
-// events that may have broken its chain.
+// noteDue notes key's due time after a write of its claim: the write
+// that made it due then, which owes the message for it and bounds the
+// events that may have broken its chain. An open key's and a held
+// claim's (its lease's end) are kept apart: a claim that then leaves the
+// key due when it was, as a client's retry of a key awaiting the give-up's
+// check does, relies on the chain that time already had.
 func (w *world) noteDue(key keyName) {
 	if w.mode != KVMode || w.direct {
 		return
@@ -129,9 +132,29 @@ func (w *world) noteDue(key keyName) {
 	if rec.NextAttempt.IsZero() {
 		return // stored, gone, or given up on
 	}
-	if d, ok := w.dues[key]; !ok || !d.due.Equal(rec.NextAttempt) {
-		w.dues[key] = dueWrite{due: rec.NextAttempt, by: w.sched.running, seq: len(w.ck.events)}
+	d := w.dues[key]
+	last := &d.open
+	if rec.State == intake.Held {
+		last = &d.held
 	}
+	if !last.due.Equal(rec.NextAttempt) {
+		*last = dueWrite{due: rec.NextAttempt, by: w.sched.running, seq: len(w.ck.events)}
+	}
+	w.dues[key] = d
+}
+
+// dueWrites is a key's last due time written open, and held.
+type dueWrites struct{ open, held dueWrite }
+
+// of is the write that made the key due at t, if one of them did.
+func (d dueWrites) of(t time.Time) (dueWrite, bool) {
+	switch {
+	case !d.open.due.IsZero() && d.open.due.Equal(t):
+		return d.open, true
+	case !d.held.due.IsZero() && d.held.due.Equal(t):
+		return d.held, true
+	}
+	return dueWrite{}, false
 }
 
 // handledSettle notes a message handled by its consumer, whose Handle
@@ -200,7 +223,7 @@ func (w *world) checkChainGoesOn(key intake.Key) {
 		w.now().Before(rec.NextAttempt.Add(sweepGrace)) || w.settleComing(name) {
 		return
 	}
-	due, written := w.dues[name]
+	due, written := w.dues[name].of(rec.NextAttempt)
 	for _, b := range w.chainBreaks[name] {
 		if b.excuses(due, written) {
 			w.count("a sweep found a key whose settle chain an event broke")
