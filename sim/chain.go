@@ -118,43 +118,30 @@ func (w *world) stoppedOn(a *actor, why string) {
 	w.chainBreaks[key] = append(w.chainBreaks[key], chainBreak{kind: breakStopped, by: a, e: e})
 }
 
-// noteDue notes key's due time after a write of its claim: the write
-// that made it due then, which owes the message for it and bounds the
-// events that may have broken its chain. An open key's and a held
-// claim's (its lease's end) are kept apart: a claim that then leaves the
-// key due when it was, as a client's retry of a key awaiting the give-up's
-// check does, relies on the chain that time already had.
+// noteDue notes key's due time after a write of its claim (a held
+// claim's is its lease's end): the first write of that time since the
+// key was last final or gone owes the message for it, and bounds the
+// events that may have broken its chain. A later write of the same time
+// relies on that chain: a takeover inherits the key's due time, and a
+// retry of a key awaiting the give-up's check leaves it as it was.
 func (w *world) noteDue(key keyName) {
 	if w.mode != KVMode || w.direct {
 		return
 	}
 	rec := w.peek(key)
-	if rec.NextAttempt.IsZero() {
-		return // stored, gone, or given up on
-	}
-	d := w.dues[key]
-	last := &d.open
-	if rec.State == intake.Held {
-		last = &d.held
-	}
-	if !last.due.Equal(rec.NextAttempt) {
-		*last = dueWrite{due: rec.NextAttempt, by: w.sched.running, seq: len(w.ck.events)}
-	}
-	w.dues[key] = d
-}
-
-// dueWrites is a key's last due time written open, and held.
-type dueWrites struct{ open, held dueWrite }
-
-// of is the write that made the key due at t, if one of them did.
-func (d dueWrites) of(t time.Time) (dueWrite, bool) {
 	switch {
-	case !d.open.due.IsZero() && d.open.due.Equal(t):
-		return d.open, true
-	case !d.held.due.IsZero() && d.held.due.Equal(t):
-		return d.held, true
+	case rec.State == intake.Stored || rec.State == intake.Absent:
+		delete(w.dues, key)
+		return
+	case rec.NextAttempt.IsZero():
+		return // given up on
 	}
-	return dueWrite{}, false
+	if w.dues[key] == nil {
+		w.dues[key] = make(map[int64]dueWrite) // by UnixNano: a time.Time is no map key
+	}
+	if _, ok := w.dues[key][rec.NextAttempt.UnixNano()]; !ok {
+		w.dues[key][rec.NextAttempt.UnixNano()] = dueWrite{due: rec.NextAttempt, by: w.sched.running, seq: len(w.ck.events)}
+	}
 }
 
 // handledSettle notes a message handled by its consumer, whose Handle
@@ -223,7 +210,7 @@ func (w *world) checkChainGoesOn(key intake.Key) {
 		w.now().Before(rec.NextAttempt.Add(sweepGrace)) || w.settleComing(name) {
 		return
 	}
-	due, written := w.dues[name].of(rec.NextAttempt)
+	due, written := w.dues[name][rec.NextAttempt.UnixNano()]
 	for _, b := range w.chainBreaks[name] {
 		if b.excuses(due, written) {
 			w.count("a sweep found a key whose settle chain an event broke")

@@ -123,11 +123,11 @@ type world struct {
 	// lastWriter is the actor whose write a KV key holds now.
 	lastWriter map[string]*actor
 	// settleMessages are each key's settle messages on their way,
-	// chainBreaks the events that broke its chain of them, and dues its
-	// due time as last written (chain.go).
+	// chainBreaks the events that broke its chain of them, and dues the
+	// first write of each of its due times (chain.go).
 	settleMessages map[keyName][]*settleMessage
 	chainBreaks    map[keyName][]chainBreak
-	dues           map[keyName]dueWrites
+	dues           map[keyName]map[int64]dueWrite
 	// lastMover is who last moved each key from one phase to another, in
 	// the store its absence is judged in (checkRefines).
 	lastMover  map[keyName]*actor
@@ -214,7 +214,7 @@ func run(mode Mode, choose func(n int, label string) int) *world {
 		commits: make(map[keyName]commit), storedRuns: make(map[keyName]storedRun), ledgerSaw: make(map[*actor]bool), receipts: make(map[keyName]map[string]keptReceipt), unresolved: make(map[keyName]time.Time),
 		absentSeen: make(map[*gatewayCall]bool), paged: make(map[keyName]time.Time), reported: make(map[string]time.Time), omsAnswered: make(map[string]time.Time), lastWriter: make(map[string]*actor),
 		lastMover: make(map[keyName]*actor), storedBodies: make(map[keyName]map[string]bool),
-		settleMessages: make(map[keyName][]*settleMessage), chainBreaks: make(map[keyName][]chainBreak), dues: make(map[keyName]dueWrites)}
+		settleMessages: make(map[keyName][]*settleMessage), chainBreaks: make(map[keyName][]chainBreak), dues: make(map[keyName]map[int64]dueWrite)}
 	start := time.Date(2026, 11, 24, 9, 30, 0, 0, time.UTC)
 	// The scheduler picks who runs next fairly, from bits (uniform), as
 	// the driver picks its actions: rapid's integer draws lean toward 0.
