@@ -65,7 +65,7 @@ deploy: tools
 # difference from the contract.
 smoke:
 	@[ -n "$(URL)" ] || { echo "make smoke: set URL=, the Worker's address (and TOKEN=, a client's token)"; exit 2; }
-	API_TOKEN="$(TOKEN)" ./submit-order.sh "$(URL)"
+	@API_TOKEN="$$TOKEN" ./submit-order.sh "$(URL)"
 
 # The edit-test loop: no Node.js, no wrangler; the end-to-end tests skip.
 unit:

@@ -26,9 +26,12 @@ ORDER='{"symbol":"MSFT","side":"buy","quantity":100}'
 WORK="$(mktemp -d)"
 trap 'rm -rf "$WORK"' EXIT
 
+# The token goes to curl in a file of $WORK (mode 700), never on its
+# command line, which every user of the machine can read (ps).
 AUTH=()
 if [ -n "${API_TOKEN:-}" ]; then
-  AUTH=(-H "Authorization: Bearer $API_TOKEN")
+  printf 'Authorization: Bearer %s\n' "$API_TOKEN" >"$WORK/auth.header"
+  AUTH=(-H "@$WORK/auth.header")
 fi
 
 # submit NAME: POSTs the order, keeping headers and body in $WORK/NAME.*

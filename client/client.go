@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -231,7 +232,7 @@ func (c *Client) Submit(ctx context.Context, order Order) (*Result, error) {
 // header, in quotes with " and \ escaped, so that the Worker reads
 // exactly key: a bare "x" would name x, and a bare comma a list.
 //
-// It retries transport failures but TLS trust failures, 409 in_progress, 500 (but misconfigured),
+// It retries transport failures but TLS trust failures, 400 unreadable_body, 409 in_progress, 500 (but misconfigured),
 // 502, 503 (but outcome_unresolved) and 504, up to Options.MaxAttempts requests, waiting at most
 // MaxRetryWait before each, and stops early when the next wait would pass
 // ctx's deadline or Options.CallTimeout, which also ends a request in
@@ -314,6 +315,16 @@ func checkURL(baseURL string) error {
 	return nil
 }
 
+// redactURL is s without its user information, query and fragment.
+func redactURL(s string) string {
+	u, err := url.Parse(s)
+	if err != nil {
+		return "(the Worker's URL)"
+	}
+	u.User, u.RawQuery, u.ForceQuery, u.Fragment = nil, "", false, ""
+	return u.String()
+}
+
 // errCallTimeout is the cause of a call's context that its CallTimeout
 // ended: context.DeadlineExceeded, told apart from the caller's deadline.
 var errCallTimeout = fmt.Errorf("%w", context.DeadlineExceeded)
@@ -392,6 +403,12 @@ func (c *Client) once(ctx context.Context, method, key string, body []byte) (out
 	}
 	resp, err := c.opts.HTTPClient.Do(req)
 	if err != nil {
+		// net/http names the URL, its query and user name included: keep
+		// them out of the message, as checkURL does.
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			ue.URL = redactURL(ue.URL)
+		}
 		return outcome{err: &Error{Err: err}}, nil
 	}
 	defer resp.Body.Close()

@@ -221,6 +221,8 @@ func (e *Error) Retryable() bool {
 		return e.Err != nil && !untrusted(e.Err)
 	case http.StatusConflict, http.StatusBadGateway, http.StatusGatewayTimeout:
 		return true
+	case http.StatusBadRequest:
+		return e.Problem.Code == "unreadable_body" // the body ended early; nothing was claimed
 	case http.StatusInternalServerError:
 		return e.Problem.Code != "misconfigured"
 	case http.StatusServiceUnavailable:

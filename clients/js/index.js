@@ -100,6 +100,8 @@ export class EdgeOrdersError extends Error {
       case 502:
       case 504:
         return true;
+      case 400:
+        return this.code === "unreadable_body"; // the body ended early; nothing was claimed
       case 500:
         return this.code !== "misconfigured";
       case 503:
@@ -264,7 +266,9 @@ export class Client {
     const headers = this.#headers(key, body);
     const refused = unbuildable(this.url, method, headers, body);
     if (refused) {
-      throw new InvalidRequestError(`edge-orders: ${method} with Idempotency-Key ${JSON.stringify(key)}: the request cannot be built: ${refused.message}`, { cause: refused, method, key });
+      // Not refused.message, nor it as the cause: fetch's names the URL,
+      // with its credentials and query.
+      throw new InvalidRequestError(`edge-orders: ${method} with Idempotency-Key ${JSON.stringify(key)}: the request cannot be built: fetch refused it (${refused.name}; a URL with credentials, say)`, { method, key });
     }
     const maxAttempts = positive(options.maxAttempts, this.maxAttempts);
     // The call's deadline is the earlier of its own and the client's

@@ -208,6 +208,13 @@ function answerError(e, mine) {
     show("unreadable", "No answer this page can read",
       `No answer came that this page may read: the network may be down, or the Worker does not allow this page's origin (${location.origin}) in its ALLOWED_ORIGINS, so the browser hides its answers. ` +
         "The order may or may not have been sent. Submit again sends it under the same key, which can never place it twice.");
+  } else if (e instanceof EdgeOrdersError && e.retryable) {
+    // A request (or the settler, asking the OMS) still holds the key, or the
+    // Worker's storage failed, or it crashed: the order may exist. Not a
+    // failure: keep checking under the same key.
+    show("unknown", "Outcome not yet known",
+      `The Worker answered ${e.status} ${e.code || ""}: this order may or may not exist yet. This page checks again by itself, under the same key. Do not open a new ticket for it.`);
+    recheck = setTimeout(() => open(mine) && lookup(), 2000);
   } else {
     show("error", "Failed", e instanceof EdgeOrdersError ? `${e.status} ${e.code || ""}: ${e.problem?.detail ?? e.message}` : String(e));
   }

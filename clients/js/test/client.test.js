@@ -116,6 +116,7 @@ test("a crashed Worker and a proxy's 5xx are retried under the same key: one 502
     ["500 internal_error", answer(500, problem("internal_error", 500))],
     ["a platform's 500 page", answer(500, "<h1>Worker threw exception</h1>", { "Content-Type": "text/html" })],
     ["a proxy's 504", answer(504, "gateway timeout", { "Content-Type": "text/plain" })],
+    ["400 unreadable_body (docs/http.md: retry)", answer(400, problem("unreadable_body", 400))],
   ];
   for (const [name, step] of cases) {
     await t.test(name, async () => {

@@ -104,3 +104,11 @@ test("every request names the client and its version in User-Agent", async () =>
   await c.lookup("k-ua");
   assert.deepEqual(agents, [USER_AGENT, USER_AGENT, USER_AGENT]);
 });
+
+test("a request fetch will not build: its error never shows the URL's credentials or query", async () => {
+  const c = new Client("http://desk:s3cr3t-pass@worker.test/orders?token=s3cr3t-q", { fetch: async () => new Response(receipt, { status: 201 }) });
+  const err = await failure(c.submit(order, { key: "k-build" }));
+  assert.ok(err instanceof InvalidRequestError, `${err.name}: ${err.message}`);
+  const shown = `${err.message} ${err.cause?.message ?? ""} ${String(err.stack)}`;
+  assert.ok(!shown.includes("s3cr3t"), `the error shows a secret: ${shown.split("\n")[0]}`);
+});
