@@ -64,7 +64,7 @@ deploy: tools
 # Worker, replays it and looks it up (submit-order.sh); non-zero on any
 # difference from the contract.
 smoke:
-	@[ -n "$(URL)" ] || { echo "make smoke: set URL=, the Worker's address (and TOKEN=, a client's token)"; exit 2; }
+	@[ -n "$(URL)" ] || { echo "make smoke: set URL=, the Worker's address (and TOKEN, a client's token: TOKEN=... make smoke URL=...)"; exit 2; }
 	@API_TOKEN="$$TOKEN" ./submit-order.sh "$(URL)"
 
 # The edit-test loop: no Node.js, no wrangler; the end-to-end tests skip.
