@@ -120,7 +120,7 @@ func (w *world) stoppedOn(a *actor, why string) {
 
 // noteDue notes key's due time after a write of its claim (a held
 // claim's is its lease's end): the first write of that time since the
-// key was last final or gone owes the message for it, and bounds the
+// key's claim was last gone owes the message for it, and bounds the
 // events that may have broken its chain. A later write of the same time
 // relies on that chain: a takeover inherits the key's due time, and a
 // retry of a key awaiting the give-up's check leaves it as it was.
@@ -128,9 +128,9 @@ func (w *world) noteDue(key keyName) {
 	if w.mode != KVMode || w.direct {
 		return
 	}
-	rec := w.peek(key)
+	rec := w.peekClaim(key) // a claim left beside a receipt outlives it
 	switch {
-	case rec.State == intake.Stored || rec.State == intake.Absent:
+	case rec.State == intake.Absent:
 		delete(w.dues, key)
 		return
 	case rec.NextAttempt.IsZero():
