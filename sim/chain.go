@@ -55,8 +55,9 @@ type chainBreak struct {
 	e    *event
 }
 
-// dueWrite is a key's due time as last written, by whom, and seq, how
-// many events the history had then: a break after it has a higher id.
+// dueWrite is the first write of one of a key's due times (noteDue): by
+// whom, and seq, how many events the history had then: a break after it
+// has a higher id.
 type dueWrite struct {
 	due time.Time
 	by  *actor
