@@ -16,8 +16,10 @@ import (
 //
 //   - after the due time was written: a send for the key that failed, a
 //     message of it the queue lost or retried to its end, a sweep whose
-//     settling of it failed (which sends nothing), or a message that ended
-//     on its consumer's own stale read of it (cause.go's staleRead);
+//     settling of it failed (which sends nothing), a message that ended
+//     on its consumer's own stale read of it (cause.go's staleRead), or one
+//     that found the key final, with a claim left beside its receipt that
+//     outlives it;
 //   - after the due time was written, the isolate death or the client's
 //     going away of the request that wrote it (which owed the message), or
 //     of a settler working on the key (whose message is not redelivered
@@ -154,7 +156,14 @@ func (w *world) handledSettle(m *settleMessage, key keyName, err error) {
 	if err != nil || w.mode != KVMode || w.messageComing(key) {
 		return
 	}
-	if rec := w.peek(key); rec.State != intake.Open || rec.NextAttempt.IsZero() {
+	switch rec := w.peek(key); {
+	case rec.State == intake.Stored && !w.peekClaim(key).NextAttempt.IsZero():
+		// Final: the chain is done with. The claim left beside the
+		// receipt (written on a stale read of it) may outlive it, and
+		// read due once alone: not this chain's to settle.
+		w.breakChainOf(key, breakAfter, "its message found the key final, with a claim left beside its receipt")
+		return
+	case rec.State != intake.Open || rec.NextAttempt.IsZero():
 		return
 	}
 	for _, k := range []string{"pending:" + key, "result:" + key} {
