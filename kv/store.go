@@ -325,7 +325,13 @@ func (k *Store) Commit(ctx context.Context, key intake.Key, c intake.Claim, r in
 	// A second more than the claim's own TTL: each is rounded to whole
 	// seconds from its own write's time, so the claim's may end up to a
 	// second past KeepUntil, and the receipt must end no sooner.
-	if err := k.ns.Put(ctx, resultPrefix+key.String(), entry, PutOptions{TTL: max(r.TTL, claimTTL(c, k.now())+time.Second)}); err != nil {
+	// A claim kept only for its lease (the reference's) was written
+	// before this, and ends no later than a receipt kept as long.
+	keep := claimTTL(c, k.now())
+	if !c.KeepUntil.IsZero() {
+		keep += time.Second
+	}
+	if err := k.ns.Put(ctx, resultPrefix+key.String(), entry, PutOptions{TTL: max(r.TTL, keep)}); err != nil {
 		return err
 	}
 	if c.GiveUp.Unresolved() && !k.ReleaseClaims {

@@ -61,28 +61,25 @@ func (o *Object) List(client, after string, states intake.Attention, limit int) 
 // purge it made, not a key that was never there. "" is no token.
 func (o *Object) Purge(key intake.Key, token, orderID string) intake.Record {
 	now := o.now()
-	// The token first: a retry that comes after a new receipt was
+	// The token first: each call's own tombstone, so that no other
+	// purge's hides it, and a retry that comes after a new receipt was
 	// committed under the key reports its own purge and deletes nothing.
-	last, kept := o.rows.purged(key.String())
-	kept = kept && now.Before(last.until)
-	if kept && token != "" && last.token == token {
+	slot := token + ":" + key.String() // a token has no colon
+	if last, ok := o.rows.purged(slot); ok && token != "" && now.Before(last.until) {
 		return last.rec
 	}
 	rec := intake.Record{State: intake.Absent}
 	if r, ok := o.rows.get(key.String()); ok {
 		rec = r.record(now)
 	}
-	deleted := rec.State == intake.Stored && (orderID == "" || intake.OrderIDOf(rec) == orderID)
-	if deleted {
+	if rec.State == intake.Stored && (orderID == "" || intake.OrderIDOf(rec) == orderID) {
 		o.rows.delete(key.String())
 	}
 	// A tombstone, in the object's storage, so that the retry finds it in
-	// whatever isolate it comes to; it holds the purged receipt, so the
-	// sweep deletes it as soon as its window ends. A purge that deleted
-	// nothing keeps what it found too, so that its retry deletes no
-	// receipt committed since, unless another purge's tombstone is kept.
-	if token != "" && (deleted || !kept) {
-		p := purged{key: key.String(), token: token, rec: rec, until: now.Add(repurgeWindow)}
+	// whatever isolate it comes to; it holds what the purge found, purged
+	// or not, so the sweep deletes it as soon as its window ends.
+	if token != "" {
+		p := purged{key: slot, token: token, rec: rec, until: now.Add(repurgeWindow)}
 		o.rows.putPurged(p)
 		o.sweepBy(p.until)
 	}
@@ -93,10 +90,11 @@ func (o *Object) Purge(key intake.Key, token, orderID string) intake.Record {
 // round trip retried at once, with room to spare.
 const repurgeWindow = time.Minute
 
-// purged is a purge's tombstone: the key, its call's token, what it
-// purged, and until when a retry with the token gets it.
+// purged is a purge's tombstone: its name (the call's token and the key,
+// so that no other purge's hides it), the token, what the purge found,
+// purged or not, and until when a retry with the token gets it.
 type purged struct {
-	key   string
+	key   string // token:key
 	token string
 	rec   intake.Record
 	until time.Time

@@ -108,10 +108,10 @@ type table interface {
 	// after, in key order: an operator's listing (admin.go); read is how
 	// many rows the store read to find them.
 	scan(after string, limit int) (rows []row, read int)
-	// purged is key's tombstone, the last purge of it, if one is kept;
-	// putPurged keeps p in place of key's last, until p.until, and
-	// deleteExpired deletes it then (admin.go).
-	purged(key string) (purged, bool)
+	// purged is the tombstone kept under name, one purge call's (its
+	// token and key, Object.Purge), if one is kept; putPurged keeps p
+	// under p.key until p.until, and deleteExpired deletes it then.
+	purged(name string) (purged, bool)
 	putPurged(p purged)
 }
 

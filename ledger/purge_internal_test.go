@@ -74,7 +74,7 @@ func TestAPurgeRetriedInAnotherIsolateReportsItsPurge(t *testing.T) {
 	if got := m.obj.Purge(key, "call-1", ""); got.State != intake.Stored {
 		t.Fatalf("the purge = %v, want the receipt", got.State)
 	}
-	if p, ok := m.obj.rows.purged(key.String()); !ok || p.token != "call-1" {
+	if p, ok := m.obj.rows.purged("call-1:" + key.String()); !ok || p.token != "call-1" {
 		t.Fatalf("tombstone %+v, %v; want the purge's, in the object's storage", p, ok)
 	}
 	fresh := Object{rows: m.obj.rows, now: m.obj.now, setAlarm: func(time.Time) {}}
@@ -83,7 +83,7 @@ func TestAPurgeRetriedInAnotherIsolateReportsItsPurge(t *testing.T) {
 	}
 	now = now.Add(repurgeWindow)
 	fresh.Sweep()
-	if _, ok := m.obj.rows.purged(key.String()); ok {
+	if _, ok := m.obj.rows.purged("call-1:" + key.String()); ok {
 		t.Errorf("the tombstone is kept past its window")
 	}
 	if got := fresh.Purge(key, "call-1", ""); got.State != intake.Absent {
