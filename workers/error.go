@@ -11,3 +11,17 @@ type Error struct {
 }
 
 func (e *Error) Error() string { return e.Message }
+
+// failureText is err's message as a task's failure crosses to JavaScript,
+// where "" means success: nil is "", and an error without a message (a
+// binding's rejection with an empty one) is still a failure, so that its
+// queue message is retried rather than acknowledged.
+func failureText(err error) string {
+	switch {
+	case err == nil:
+		return ""
+	case err.Error() == "":
+		return "workers: a task failed with an error without a message"
+	}
+	return err.Error()
+}

@@ -87,8 +87,5 @@ func runTask(task func() error) (failure string) {
 			failure = "workers: panic in a task"
 		}
 	}()
-	if err := task(); err != nil {
-		return err.Error()
-	}
-	return ""
+	return failureText(task())
 }
