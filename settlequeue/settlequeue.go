@@ -136,13 +136,22 @@ func (c Consumer) Handle(ctx context.Context, body []byte) error {
 		return c.Schedule(ctx, key, due)
 	}
 	st, err := c.Settler.Settle(ctx, key)
-	switch {
-	case err != nil && st.NextAttempt.IsZero():
-		return err
-	case st.Final:
-		return nil
+	if owed, serr := c.followUp(ctx, key, st, err); owed {
+		return serr
 	}
-	return c.Schedule(ctx, key, st.NextAttempt)
+	return err
+}
+
+// followUp sends key's next message when the settling that answered st
+// and err owes one: the key is not final, and it was settled without an
+// error, or an error came with the time the key is due (an answer that
+// could not be stored). It reports whether one was owed, and the send's
+// error.
+func (c Consumer) followUp(ctx context.Context, key intake.Key, st intake.Settlement, err error) (owed bool, sendErr error) {
+	if st.Final || err != nil && st.NextAttempt.IsZero() {
+		return false, nil
+	}
+	return true, c.Schedule(ctx, key, st.NextAttempt)
 }
 
 // Overdue lists keys the settler was due for before a time: kv.Store does.
@@ -162,10 +171,8 @@ func (c Consumer) Sweep(ctx context.Context, overdue Overdue, now time.Time, gra
 	keys, first := overdue.Overdue(ctx, now.Add(-grace), limit)
 	for _, key := range keys {
 		st, err := c.Settler.Settle(ctx, key)
-		if !st.Final && (err == nil || !st.NextAttempt.IsZero()) {
-			if serr := c.Schedule(ctx, key, st.NextAttempt); err == nil {
-				err = serr
-			}
+		if _, serr := c.followUp(ctx, key, st, err); err == nil {
+			err = serr
 		}
 		if err != nil && first == nil {
 			first = err

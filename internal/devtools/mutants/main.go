@@ -167,7 +167,7 @@ var mutants = []mutant{
 	{"a settler's answer not stored hides when the key is due", "intake/settle.go",
 		"\t\tif errors.As(err, &left) {", "\t\tif false {"},
 	{"the consumer sends no next message after a settler's error", "settlequeue/settlequeue.go",
-		"\tcase err != nil && st.NextAttempt.IsZero():\n", "\tcase err != nil:\n"},
+		"if st.Final || err != nil && st.NextAttempt.IsZero() {", "if st.Final || err != nil {"},
 	{"a message that comes before its due time settles", "settlequeue/settlequeue.go",
 		"\tcase due.After(c.now()):\n", "\tcase false:\n"},
 	{"a claim pushes back the object's alarm that is due", "ledger/object.go",
