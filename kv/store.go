@@ -322,11 +322,12 @@ func (k *Store) putClaim(ctx context.Context, key intake.Key, c intake.Claim, op
 // it would list the key as unresolved until it expires.
 func (k *Store) Commit(ctx context.Context, key intake.Key, c intake.Claim, r intake.Result) error {
 	entry := Entry{Value: string(r.Body), Metadata: metadata{fingerprint: r.Fingerprint, rejected: r.Rejected}.encode()}
-	// A second more than the claim's own TTL: each is rounded to whole
-	// seconds from its own write's time, so the claim's may end up to a
-	// second past KeepUntil, and the receipt must end no sooner.
-	// A claim kept only for its lease (the reference's) was written
-	// before this, and ends no later than a receipt kept as long.
+	// Beside a claim kept to a KeepUntil, a second more than the claim's
+	// own TTL: each is rounded to whole seconds from its own write's time,
+	// so the claim's may end up to a second past KeepUntil, and the
+	// receipt must end no sooner. A claim kept only for its lease (the
+	// reference's) was written before this, and ends no later than a
+	// receipt kept as long: that receipt keeps the reference's TTL.
 	keep := claimTTL(c, k.now())
 	if !c.KeepUntil.IsZero() {
 		keep += time.Second

@@ -100,11 +100,16 @@ func (w *world) breakChain(body []byte, format string, args ...any) {
 }
 
 func (w *world) breakChainOf(key keyName, kind breakKind, format string, args ...any) {
+	w.breakBy(key, kind, w.sched.running, format, args...)
+}
+
+// breakBy records an event of by's that broke key's chain.
+func (w *world) breakBy(key keyName, kind breakKind, by *actor, format string, args ...any) {
 	if w.mode != KVMode || key == "" {
 		return
 	}
 	e := w.ck.newEvent(chainBroken, "%s: "+format, append([]any{key}, args...)...)
-	w.chainBreaks[key] = append(w.chainBreaks[key], chainBreak{kind: kind, by: w.sched.running, e: e})
+	w.chainBreaks[key] = append(w.chainBreaks[key], chainBreak{kind: kind, by: by, e: e})
 }
 
 // stoppedOn records the chain an actor that stops may break: the key it
@@ -114,11 +119,7 @@ func (w *world) stoppedOn(a *actor, why string) {
 	if key == "" && a.request != nil {
 		key = a.request.key
 	}
-	if w.mode != KVMode || key == "" {
-		return
-	}
-	e := w.ck.newEvent(chainBroken, "%s: %s %s", key, a.name, why)
-	w.chainBreaks[key] = append(w.chainBreaks[key], chainBreak{kind: breakStopped, by: a, e: e})
+	w.breakBy(key, breakStopped, a, "%s %s", a.name, why)
 }
 
 // noteDue notes key's due time after a write of its claim (a held
