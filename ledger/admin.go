@@ -65,8 +65,10 @@ func (o *Object) Purge(key intake.Key, token, orderID string) intake.Record {
 	// purge's hides it, and a retry that comes after a new receipt was
 	// committed under the key reports its own purge and deletes nothing.
 	slot := token + ":" + key.String() // a token has no colon
-	if last, ok := o.rows.purged(slot); ok && token != "" && now.Before(last.until) {
-		return last.rec
+	if token != "" {
+		if last, ok := o.rows.purged(slot); ok && now.Before(last.until) {
+			return last.rec
+		}
 	}
 	rec := intake.Record{State: intake.Absent}
 	if r, ok := o.rows.get(key.String()); ok {
