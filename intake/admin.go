@@ -223,7 +223,7 @@ func (a *Admin) Resolve(ctx context.Context, key Key, res Resolution) (Record, e
 	defer s.inFlight.remove(cacheKey, entry)
 
 	claim := Claim{Token: s.opts.NewID(), Lease: s.opts.PendingTTL, By: RoleResolver, KeepUntil: s.keepUntil(now)}
-	rec, err := s.store.Begin(ctx, key, claim)
+	taken, rec, err := s.begin(ctx, key, claim)
 	if err == nil && rec.State == Absent && s.fallback() {
 		// During a migration a key KV mode left open, and the sweep has
 		// not adopted yet, is adopted first, not due for the Store's
@@ -232,7 +232,7 @@ func (a *Admin) Resolve(ctx context.Context, key Key, res Resolution) (Record, e
 		if adopted, err = s.adoptOpen(ctx, key, now.Add(s.opts.PendingTTL)); err != nil {
 			return Record{}, err
 		}
-		rec, err = s.store.Begin(ctx, key, claim)
+		taken, rec, err = s.begin(ctx, key, claim)
 		if err == nil && rec.State == Absent && !adopted && s.adoptable(ctx, key) {
 			// Another request held the key in the Store while the
 			// adoption looked, and has let it go since (a retry of
@@ -255,7 +255,7 @@ func (a *Admin) Resolve(ctx context.Context, key Key, res Resolution) (Record, e
 		// key for an operator (an older ledger object).
 		return Record{}, ErrInProgress
 	}
-	claim = TakeOver(claim, rec)
+	claim = taken
 	mismatch := res.OrderID != "" && rec.OrderID != res.OrderID
 	if mismatch || !rec.HasOrder || claim.Fingerprint == "" {
 		claim.NextAttempt = rec.NextAttempt

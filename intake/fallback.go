@@ -69,18 +69,18 @@ func (s *Service) renew(ctx context.Context, key Key, claim *Claim) error {
 	if claim.Stage == StageTentative {
 		claim.Stage = StageFirm
 	}
-	rec, err := s.store.Begin(ctx, key, *claim)
+	// If the lease ran out, and another request left the key open
+	// meanwhile, the claim takes it over (begin): its order id may be at
+	// the OMS, and is the key's.
+	taken, rec, err := s.begin(ctx, key, *claim)
 	switch {
 	case err != nil:
 		s.release(ctx, key, *claim)
 		return storageUnavailable(err)
-	case rec.State == TookOver:
-		// The lease ran out, and another request left the key open
-		// meanwhile: its order id may be at the OMS, and is the key's.
-		*claim = TakeOver(*claim, rec)
-	case rec.State != Claimed:
+	case !rec.State.Holds():
 		return ErrInProgress // the lease ran out and another request holds the key
 	}
+	*claim = taken
 	return nil
 }
 
@@ -153,23 +153,21 @@ func (s *Service) adoptOrderID(ctx context.Context, sub *submission, claim *Clai
 	// free, if the claim's lease ended while it read KV and its release
 	// changed nothing, and what KV showed may be stale by then.
 	adopted.Token, adopted.Stage = s.opts.NewID(), s.tentative()
-	rec, err := s.store.Begin(ctx, sub.key, adopted)
+	taken, rec, err := s.begin(ctx, sub.key, adopted)
 	switch {
 	case err != nil:
 		return Outcome{}, true, storageUnavailable(err)
-	case rec.State == Claimed:
-		// The key was free: the claim goes, and the retry reads KV again.
-		s.release(ctx, sub.key, adopted)
-		return Outcome{}, true, ErrInProgress
 	case rec.State != TookOver || rec.OrderID != adopted.OrderID:
-		// Another request took the key over in between, with this order
-		// id: it is in progress.
-		if rec.State == TookOver {
-			s.release(ctx, sub.key, TakeOver(adopted, rec))
+		// The key was free, or another request holds it, or took it over
+		// in between and left it open with another order id: it is in
+		// progress. A claim that holds the key goes, and the retry reads
+		// KV again.
+		if rec.State.Holds() {
+			s.release(ctx, sub.key, taken)
 		}
 		return Outcome{}, true, ErrInProgress
 	}
-	*claim = TakeOver(adopted, rec)
+	*claim = taken
 	return Outcome{}, false, nil
 }
 
@@ -261,16 +259,11 @@ func (s *Service) adoptOpen(ctx context.Context, key Key, due time.Time) (bool, 
 	claim := Claim{Token: s.opts.NewID(), Fingerprint: old.Fingerprint, Order: old.Order, OrderID: old.OrderID,
 		AcceptedAt: old.AcceptedAt, Lease: s.opts.PendingTTL, Stage: s.tentative(), By: RoleAdopter,
 		KeepUntil: later(s.keepUntil(old.AcceptedAt), claimedAt.Add(s.opts.ResultTTL))}
-	rec, err := s.store.Begin(ctx, key, claim)
-	switch {
-	case err != nil:
+	// A key the Store has open already (adopted before, or by a client's
+	// retry) is its settler's, as it was (claimFree gives it back).
+	if _, claimed, err := s.claimFree(ctx, key, claim); err != nil {
 		return false, storageUnavailable(err)
-	case rec.State == TookOver:
-		// The Store had the key open already (adopted before, or by a
-		// client's retry): its settler's, as it was.
-		s.release(ctx, key, TakeOver(claim, rec))
-		return false, nil
-	case rec.State != Claimed:
+	} else if !claimed {
 		return false, nil
 	}
 	// Read again, now that the claim holds the key: an operator's purge

@@ -75,11 +75,7 @@ func (s *Service) copyFromFallback(ctx context.Context, key Key, rec Record) Rec
 		return rec
 	}
 	claim := Claim{Token: s.opts.NewID(), Fingerprint: rec.Fingerprint, Lease: s.opts.PendingTTL, Stage: s.tentative()}
-	got, err := s.store.Begin(ctx, key, claim)
-	if err != nil || got.State != Claimed {
-		if err == nil && got.State == TookOver {
-			s.release(ctx, key, TakeOver(claim, got))
-		}
+	if _, claimed, _ := s.claimFree(ctx, key, claim); !claimed {
 		return rec
 	}
 	// Read again, now that the claim holds the key: an operator's purge

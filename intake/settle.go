@@ -112,7 +112,7 @@ func (s *Service) settle(ctx context.Context, key Key) (Settlement, error) {
 	// have (the key was accepted before now): a Store that cannot tell how
 	// long the key was kept (KV) must not write it back shorter.
 	claim := Claim{Token: s.opts.NewID(), Lease: s.opts.PendingTTL, By: RoleSettler, KeepUntil: s.keepUntil(now)}
-	rec, err := s.store.Begin(ctx, key, claim)
+	claim, rec, err := s.begin(ctx, key, claim)
 	switch {
 	case err != nil:
 		return Settlement{}, storageUnavailable(err)
@@ -123,7 +123,6 @@ func (s *Service) settle(ctx context.Context, key Key) (Settlement, error) {
 	case rec.State != TookOver:
 		return Settlement{Final: true}, nil
 	}
-	claim = TakeOver(claim, rec)
 	if !rec.HasOrder || claim.Fingerprint == "" {
 		// An Open key stored without its order, by an older version: only
 		// a client's retry, which brings the order, can settle it.

@@ -152,7 +152,7 @@ func (s *Service) attempt(ctx context.Context, sub *submission, now time.Time) (
 		// KV's stand-in it claims and releases the key, and is told 422).
 		claim.Admit = func(ctx context.Context) error { return s.admit(ctx, sub) }
 	}
-	rec, err := s.store.Begin(ctx, sub.key, claim)
+	claim, rec, err := s.begin(ctx, sub.key, claim)
 	claim.Admit = nil
 	switch {
 	case errors.Is(err, ErrRateLimited) && s.life.Tentative && s.outlasted(now):
@@ -193,12 +193,6 @@ func (s *Service) attempt(ctx context.Context, sub *submission, now time.Time) (
 
 	// The claim is ours: from here on every way out commits or releases it.
 	panichook.At(panichook.Claimed, cacheKey)
-	if rec.State == TookOver {
-		// Begin took over an Open key: an earlier attempt may have reached
-		// the gateway, so its order id, and the order it is for, are the
-		// key's for good.
-		claim = TakeOver(claim, rec)
-	}
 	if err := sub.parse(); err != nil {
 		s.release(ctx, sub.key, claim)
 		return Outcome{}, err
@@ -225,6 +219,30 @@ func (s *Service) attempt(ctx context.Context, sub *submission, now time.Time) (
 		}
 	}
 	return s.place(ctx, sub.key, claim, byClient)
+}
+
+// begin has the Store's Begin decide what claim does to key, and returns
+// the claim as it then holds the key: one that took an open key over
+// carries the key's order id, time and order, which an earlier attempt
+// may have sent to the gateway, and so are the key's for good
+// (TakeOver). Every driver begins through it.
+func (s *Service) begin(ctx context.Context, key Key, claim Claim) (Claim, Record, error) {
+	rec, err := s.store.Begin(ctx, key, claim)
+	if err == nil && rec.State == TookOver {
+		claim = TakeOver(claim, rec)
+	}
+	return claim, rec, err
+}
+
+// claimFree is begin for a driver that acts only on a free key (a copy
+// or an adoption from the Fallback): an open key its claim took over is
+// given back as it was, and claimed says whether the claim holds key.
+func (s *Service) claimFree(ctx context.Context, key Key, claim Claim) (rec Record, claimed bool, err error) {
+	taken, rec, err := s.begin(ctx, key, claim)
+	if err == nil && rec.State == TookOver {
+		s.release(ctx, key, taken)
+	}
+	return rec, err == nil && rec.State == Claimed, err
 }
 
 // placer is who calls the gateway: a client's request, the settler, or

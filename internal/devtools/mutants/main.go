@@ -119,7 +119,7 @@ var mutants = []mutant{
 		"\t{PhaseHeld, EventClaim, PhaseHeld, RoleClient, \"planted\"},\n\t{PhaseOpen, EventTakeOver, PhaseHeld, writers,"},
 	// A migration's reads of KV, which may outlast a claim's lease.
 	{"a claim made firm after another left the key open keeps its own order id", "intake/fallback.go",
-		"\t\t*claim = TakeOver(*claim, rec)\n", ""},
+		"\t*claim = taken\n\treturn nil\n", "\tclaim.Stage = taken.Stage\n\treturn nil\n"},
 	{"an adoption acts on a read of KV that came back after its claim's lease", "intake/fallback.go",
 		"again.OrderID != old.OrderID || s.outlasted(claimedAt)", "again.OrderID != old.OrderID"},
 	{"the settler calls after its read of KV without holding its key again", "intake/settle.go",
