@@ -34,6 +34,7 @@ import {
   RejectedError,
   StorageUnavailableError,
   UnauthorizedError,
+  backoff,
   newKey,
 } from "@edge-orders/client";
 
@@ -49,6 +50,11 @@ const client = new Client(workerURL, { attemptTimeoutMs: 15_000 });
 
 // How long one Submit keeps retrying before it says what it knows.
 const submitBudgetMs = 20_000;
+// How soon the page checks again after a retryable answer (a 409, a 5xx):
+// at least the first, and up to a backoff that doubles with each one in a
+// row, to the longest.
+const firstRecheckMs = 2_000;
+const maxRecheckMs = 60_000;
 // Where the open ticket lives until its order has a final answer.
 const stored = "edge-orders.ticket";
 
@@ -187,6 +193,7 @@ function answerError(e, mine) {
     // Still unknown after this Submit's budget: the Worker keeps settling
     // it; look it up when it next asks the OMS.
     const wait = Math.max(e.retryAfterMs, 1000);
+    mine.rechecks = 0; // the Worker answers: its settler is on it
     show("unknown", "Outcome not yet known",
       `The OMS did not confirm order ${e.orderId}. The Worker is settling it by itself (${e.omsAttempts} calls so far${e.nextAttemptAt ? `, next at ${e.nextAttemptAt.toLocaleTimeString()}` : ""}). ` +
         "This page checks again by itself. Do not open a new ticket for it.");
@@ -211,10 +218,15 @@ function answerError(e, mine) {
   } else if (e instanceof EdgeOrdersError && e.retryable) {
     // A request (or the settler, asking the OMS) still holds the key, or the
     // Worker's storage failed, or it crashed: the order may exist. Not a
-    // failure: keep checking under the same key.
+    // failure: keep checking under the same key, less often the longer it
+    // lasts (an outage is not asked every 2 s), and never sooner than the
+    // Worker's Retry-After.
+    const inARow = mine.rechecks ?? 0;
+    mine.rechecks = inARow + 1;
+    const wait = Math.max(e.retryAfterMs, firstRecheckMs, backoff(inARow + 1, firstRecheckMs, maxRecheckMs));
     show("unknown", "Outcome not yet known",
-      `The Worker answered ${e.status} ${e.code || ""}: this order may or may not exist yet. This page checks again by itself, under the same key. Do not open a new ticket for it.`);
-    recheck = setTimeout(() => open(mine) && lookup(), 2000);
+      `The Worker answered ${e.status} ${e.code || ""}: this order may or may not exist yet. This page checks again by itself in ${seconds(wait)}, under the same key. Do not open a new ticket for it.`);
+    recheck = setTimeout(() => open(mine) && lookup(), wait);
   } else {
     show("error", "Failed", e instanceof EdgeOrdersError ? `${e.status} ${e.code || ""}: ${e.problem?.detail ?? e.message}` : String(e));
   }
