@@ -214,11 +214,15 @@ func (h *Handler) adminRoute(method, path, query string) (adminRoute, error) {
 	if err != nil {
 		return route, err
 	}
+	hasOrderID := false
 	for _, p := range pairs {
-		if p[0] != orderIDParam || route.orderID != "" || !preconditioned(route.action) {
+		if p[0] != orderIDParam || hasOrderID || !preconditioned(route.action) {
 			return route, invalidQuery("a resolve or a purge takes orderId, once; nothing else takes a query")
 		}
-		route.orderID = p[1]
+		if p[1] == "" {
+			return route, invalidQuery(emptyOrderID)
+		}
+		route.orderID, hasOrderID = p[1], true
 	}
 	return h.keyRoute(route, parts[0], parts[1])
 }
@@ -227,6 +231,10 @@ func (h *Handler) adminRoute(method, path, query string) (adminRoute, error) {
 // precondition: the order id the operator saw; the key must still hold
 // it, or nothing is done (409 order_mismatch).
 const orderIDParam = "orderId"
+
+// emptyOrderID refuses orderId= with no value: it names no order id a key
+// could hold, and must not read as no precondition at all.
+const emptyOrderID = "orderId is the order id you saw, not empty; leave it out to act without one"
 
 // preconditioned reports whether action takes orderIDParam.
 func preconditioned(action string) bool { return action == actionResolve || action == actionPurge }
@@ -257,8 +265,11 @@ func (h *Handler) queryRoute(method, path, query string) (adminRoute, error) {
 			key, hasKey = value, true
 		case name == orderIDParam && !hasOrderID && preconditioned(route.action):
 			id, ok := unescape(value)
-			if !ok {
+			switch {
+			case !ok:
 				return route, invalidQuery("the query is not percent-encoded")
+			case id == "":
+				return route, invalidQuery(emptyOrderID)
 			}
 			route.orderID, hasOrderID = id, true
 		default:
