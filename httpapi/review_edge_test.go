@@ -1,6 +1,12 @@
 package httpapi_test
 
 import (
+	"net/http"
+	"strings"
+
+	"github.com/edge-orders/edge-orders/httpapi"
+	"github.com/edge-orders/edge-orders/kv"
+	"github.com/edge-orders/edge-orders/metrics"
 	"testing"
 )
 
@@ -21,5 +27,22 @@ func TestAnEmptyOrderIDIsNoPreconditionToSkip(t *testing.T) {
 		if got := decodeEntry(t, e.do("GET", "/admin/orders/desk-a/k1", opsToken, "")); got.State != "unknown" {
 			t.Errorf("after POST %s the key is %s, want still unknown", path, got.State)
 		}
+	}
+}
+
+// TestAHeadLookupCountsAsALookup: a HEAD is answered as a GET, a lookup
+// (docs/http.md), so its data point's event is lookup, not other (a
+// preflight, a refusal: docs/metrics.md).
+func TestAHeadLookupCountsAsALookup(t *testing.T) {
+	var points []metrics.Point
+	h := httpapi.New(newService(kv.NewMemoryNamespace()), httpapi.Options{Metrics: func(p metrics.Point) { points = append(points, p) }})
+	if w := serve(h, request(http.MethodPost, ptr("k"), strings.NewReader(validBody))); w.Code != 201 {
+		t.Fatalf("order = %d %s", w.Code, w.Body)
+	}
+	if w := serve(h, request(http.MethodHead, ptr("k"), nil)); w.Code != 200 {
+		t.Fatalf("HEAD = %d", w.Code)
+	}
+	if got := points[len(points)-1]; got.Event != metrics.Lookup || got.Outcome != metrics.Replay {
+		t.Errorf("HEAD's data point: event %s outcome %s, want lookup replay", got.Event, got.Outcome)
 	}
 }

@@ -79,7 +79,7 @@ type Event string
 
 const (
 	Submit Event = "submit" // a POST: an order
-	Lookup Event = "lookup" // a GET: a key looked up
+	Lookup Event = "lookup" // a GET or HEAD: a key looked up
 	Other  Event = "other"  // any other method: a preflight, a refusal
 	Settle Event = "settle" // a settle attempt: no client waits
 	// Trap: the Go program trapped (docs/operating.md), one point however
@@ -92,7 +92,7 @@ func EventOf(method string) Event {
 	switch method {
 	case "POST":
 		return Submit
-	case "GET":
+	case "GET", "HEAD":
 		return Lookup
 	}
 	return Other
