@@ -518,7 +518,8 @@ const bridge = {
     pending = null;
     const line = JSON.parse(onTrap.line);
     line.error = `${line.error}: ${cause?.stack ?? cause}`;
-    console.log(JSON.stringify(line));
+    // An answer of 500: an error line, as eventlog.To writes one.
+    console.error(JSON.stringify(line));
     try {
       onTrap.dataset?.writeDataPoint(onTrap.point);
     } catch {
