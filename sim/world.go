@@ -894,6 +894,11 @@ func (w *world) drive() {
 				size = min(size, 3*sweepLimit/2)
 			}
 			w.burst(inst, size)
+		case 11:
+			// A client back for a key the settler gave up on: its retry
+			// calls the OMS with the key's order id.
+			k = w.givenUpKey(k)
+			w.submit(inst, k, k.order.JSON())
 		case 3:
 			w.submit(inst, k, k.other.JSON())
 		case 4:
@@ -930,7 +935,23 @@ func (w *world) drive() {
 // actionNames name the driver's actions, each drawn as often as another:
 // a run prints their realised mix.
 var actionNames = [...]string{"submit", "submit", "submit", "submit another order", "lookup", "submit an invalid body",
-	"pause", "wait", "time jump", "kill an isolate", "burst"}
+	"pause", "wait", "time jump", "kill an isolate", "burst", "retry a key given up on"}
+
+// givenUpKey is a key the settler gave up on, chosen among them, or k if
+// there is none.
+func (w *world) givenUpKey(k *clientKey) *clientKey {
+	var given []*clientKey
+	for _, c := range w.keys {
+		if _, ok := w.unresolved[c.key.String()]; ok {
+			given = append(given, c)
+		}
+	}
+	if len(given) == 0 {
+		return k
+	}
+	w.count("retry of a key given up on")
+	return given[w.choose(len(given), "key given up on")]
+}
 
 // maxFinalRetries bounds the keys retried at a history's end.
 const maxFinalRetries = 64
