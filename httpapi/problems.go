@@ -155,7 +155,8 @@ var problems = []struct {
 	{errClientOnAdmin, problem{statusForbidden, "forbidden", "Client token on the admin API",
 		"The admin API takes an admin token (ADMIN_TOKENS), not a client's.", "", metrics.Unauthorized, ""}},
 	{errAdminNoRoute, problem{statusNotFound, "no_such_path", "No such admin path",
-		"The admin API serves /admin/orders and /admin/orders/{client}/{key}, with /resolve.", "", metrics.Invalid, ""}},
+		"The admin API serves " + ordersPath + ", " + ordersPath + "/{client}/{key} (and /resolve), " + OrderPath + "?client=…&key=… (and " + OrderPath + "/resolve), " +
+			DeadLettersPath + ", " + DeadLettersPath + "/{client}/{key} and " + DeadLetterPath + "?client=…&key=….", "", metrics.Invalid, ""}},
 	{errAdminMethod, problem{statusMethodNotAllowed, "method_not_allowed", "Method not allowed",
 		"This admin path does not take this method; see the Allow header.", "", metrics.Invalid, ""}},
 	{errUnknownClient, problem{statusNotFound, "unknown_client", "Unknown client",
