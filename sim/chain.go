@@ -25,9 +25,12 @@ import (
 //     of a settler working on the key (whose message is not redelivered
 //     here);
 //   - a write of the key's claim that failed (or landed, and was told it
-//     failed), by the request that then wrote the due time: kv.Store
-//     leaves such a key open and due, since the claim may have landed, and
-//     the request answers 503 without a gateway call or a message;
+//     failed), by the request that wrote the due time, before that write
+//     or after it: kv.Store leaves a key whose claim write failed open and
+//     due, since the claim may have landed, and the request answers 503
+//     without a gateway call or a message; a release that failed leaves
+//     the due time in place, while the request's message is for the time
+//     the release meant to write;
 //   - for a key an old version left open or held before a migrating
 //     history began, that version's messages, which are not the history's.
 const chainBroken = "settle chain broken"

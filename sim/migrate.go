@@ -242,7 +242,7 @@ func (w *world) operatorResolve(inst *instance, k *clientKey) {
 		rec, err = admin.Resolve(ctx, k.key, res)
 		w.logf("%s: %s %v %v", a.name, res.Status, rec.State, err)
 		w.checkNoRow(a.name, err)
-		event, stale := w.ownKVEvent(k.key.String(), a)
+		event, stale := w.ownKVEvent(k.key.String(), a, nil)
 		switch {
 		case err == nil:
 			w.count("key resolved")
@@ -365,11 +365,12 @@ func (w *world) purgeDeletedOneOf(key keyName, bodies [][]byte, from, to time.Ti
 	return true
 }
 
-// purgeTouchedBetween is purgedBetween of a purge that deleted a copy of
-// the receipt in either store: the key may then be gone before the other
-// copy's time.
+// purgeTouchedBetween reports whether a purge of key started from from
+// on, at to at the latest, and has deleted a copy of the receipt in
+// either store: the key may then be gone before the other copy's time. A
+// purge still running that has deleted nothing excuses no absence.
 func (w *world) purgeTouchedBetween(key keyName, from, to time.Time) bool {
-	return w.purgeBetween(key, from, to, func(p *purge) bool { return p.touched })
+	return w.anyPurge(key, func(p *purge) bool { return p.touched && !p.start.Before(from) && !p.start.After(to) })
 }
 
 // purgedOutcomeOf reports whether a purge of key, whenever it began,
@@ -591,7 +592,7 @@ func (w *world) checkResolveOverwrite(kvKey string, e *kv.Entry) {
 	if old == nil || old.Value == e.Value || prev.by == writer || (!w.mig.resolvers[prev.by] && !w.mig.resolvers[writer]) {
 		return
 	}
-	if event, ok := w.ownKVEvent(name, writer); ok {
+	if event, ok := w.ownKVEvent(name, writer, prev.by); ok {
 		w.allowBy("a resolve's receipt and a retry's overwrote one another", event)
 		return
 	}
@@ -599,10 +600,11 @@ func (w *world) checkResolveOverwrite(kvKey string, e *kv.Entry) {
 }
 
 // ownKVEvent is a KV event of key's that writer itself met: its read of
-// the key that missed a write, or its claim written over another's.
-func (w *world) ownKVEvent(key keyName, writer *actor) (*event, bool) {
+// the key that missed a write (of other's, when other is set), or its
+// claim written over another's.
+func (w *world) ownKVEvent(key keyName, writer, other *actor) (*event, bool) {
 	writer = writer.origin() // work after its response is its request's
-	if e := w.missBy(writer, key); e != nil {
+	if e := w.missBy(writer, key, other); e != nil {
 		return e, true
 	}
 	if cw := w.ck.lastClaim[writer][key]; cw != nil && cw.cause != nil {
@@ -611,15 +613,23 @@ func (w *world) ownKVEvent(key keyName, writer *actor) (*event, bool) {
 	return nil, false
 }
 
-// missBy is a's read of key's KV entries that missed a write, as the
-// stale read it is; nil if a read none so.
-func (w *world) missBy(a *actor, key keyName) *event {
+// missBy is a's read of key's KV entries that missed a write (one of
+// other's request, when other is set), as the stale read it is; nil if a
+// read none so.
+func (w *world) missBy(a *actor, key keyName, other *actor) *event {
+	if a == nil {
+		return nil
+	}
 	for _, kvKey := range []string{"pending:" + key, "result:" + key} {
 		for _, m := range w.misses[kvKey] {
-			if a != nil && m.reader.origin() == a.origin() && len(m.missed) > 0 {
-				last := m.missed[len(m.missed)-1]
-				return w.ck.newEvent(staleRead, "%s read %s at %s, missing %s's write at %s", actorName(a), kvKey,
-					m.at.Format("15:04:05.000"), actorName(last.by), last.at.Format("15:04:05.000"))
+			if m.reader.origin() != a.origin() {
+				continue
+			}
+			for i := len(m.missed) - 1; i >= 0; i-- {
+				if v := m.missed[i]; other == nil || v.by != nil && v.by.origin() == other.origin() {
+					return w.ck.newEvent(staleRead, "%s read %s at %s, missing %s's write at %s", actorName(a), kvKey,
+						m.at.Format("15:04:05.000"), actorName(v.by), v.at.Format("15:04:05.000"))
+				}
 			}
 		}
 	}
