@@ -81,6 +81,9 @@ func (n *Binding) Delete(ctx context.Context, key string) error {
 
 // List implements Lister with one list call per page.
 func (n *Binding) List(ctx context.Context, prefix, cursor string, limit int) ([]Listed, string, error) {
+	if err := CheckListLimit(limit); err != nil {
+		return nil, "", err
+	}
 	keys, next, err := n.kv.List(ctx, prefix, cursor, limit)
 	if err != nil {
 		return nil, "", errs.Prefix("kv: list "+strconv.Quote(prefix), err)

@@ -23,6 +23,7 @@ func TestNamespaceConformance(t *testing.T) {
 		t.Skip("no KV namespace: run through test/conformance in wrangler dev")
 	}
 	kvtest.Run(t, kv.NewBinding(ns), "conformance:")
+	kvtest.RunLister(t, kv.NewBinding(ns), "conformance:")
 }
 
 // TestStoreConformanceInWorkerd runs the checks every intake.Store passes

@@ -135,7 +135,7 @@ func (s *DeadLetterStore) Letters(ctx context.Context, key intake.Key) ([]intake
 	}
 	cursor := ""
 	for range maxLetterPages {
-		names, next, err := s.ns.List(ctx, deadLetterName(key, "")+deadLetterSeparator, cursor, 1000)
+		names, next, err := s.ns.List(ctx, deadLetterName(key, "")+deadLetterSeparator, cursor, MaxListKeys)
 		if err != nil {
 			return nil, errs.Prefix("kv: listing a key's dead letters", err)
 		}

@@ -22,6 +22,9 @@ const (
 	MaxMetadataBytes = 1024
 	// MaxValueBytes is the largest value KV accepts.
 	MaxValueBytes = 25 << 20
+	// MaxListKeys is the most keys one list call returns, and the largest
+	// limit it takes.
+	MaxListKeys = 1000
 )
 
 var (
@@ -80,6 +83,15 @@ func CheckTTL(ttl time.Duration) error {
 	if ttl < 0 || (ttl > 0 && ttl < MinTTL) {
 		return errs.Wrap(ErrInvalid, strconv.FormatInt(int64(ttl/time.Second), 10)+" seconds is under KV's minimum expiration TTL of "+
 			strconv.FormatInt(int64(MinTTL/time.Second), 10)+" seconds ("+ErrInvalid.Error()+")")
+	}
+	return nil
+}
+
+// CheckListLimit returns an error wrapping ErrInvalid for a list limit
+// outside 1 to MaxListKeys: KV never returns more keys a call.
+func CheckListLimit(limit int) error {
+	if limit < 1 || limit > MaxListKeys {
+		return errs.Detail(ErrInvalid, "a list limit of "+strconv.Itoa(limit)+" is outside 1 to "+strconv.Itoa(MaxListKeys))
 	}
 	return nil
 }

@@ -146,6 +146,9 @@ func (m *MemoryNamespace) List(ctx context.Context, prefix, cursor string, limit
 	if err := enter(ctx); err != nil {
 		return nil, "", err
 	}
+	if err := CheckListLimit(limit); err != nil {
+		return nil, "", err
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	now := m.Now()

@@ -13,6 +13,7 @@ import (
 
 func TestMemoryConformance(t *testing.T) {
 	kvtest.Run(t, kv.NewMemoryNamespace(), "conformance:")
+	kvtest.RunLister(t, kv.NewMemoryNamespace(), "conformance:")
 }
 
 func TestMemoryExpiry(t *testing.T) {

@@ -671,4 +671,4 @@ const (
 )
 
 // listPage is how many keys a KV list call returns at most.
-const listPage = 1000
+const listPage = MaxListKeys

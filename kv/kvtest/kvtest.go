@@ -5,6 +5,8 @@ package kvtest
 import (
 	"context"
 	"errors"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -127,6 +129,77 @@ func Run(t *testing.T, s kv.Namespace, prefix string) {
 		}
 		if _, err := s.Get(ctx, key("ttl")); !errors.Is(err, kv.ErrNotFound) {
 			t.Fatalf("Get after refused Put error = %v, want ErrNotFound", err)
+		}
+	})
+}
+
+// RunLister checks s's List against what Store's walks, the admin
+// listing and the dead letters rely on from Workers KV's list: only the
+// names under the prefix, in byte order (':' '/' '%' and the dead
+// letters' separator 0x7f included), each with its metadata, every name
+// once across pages whatever the limit, "" as the last page's cursor, and
+// a limit from 1 to kv.MaxListKeys. Keys it writes start with prefix.
+func RunLister(t *testing.T, s interface {
+	kv.Namespace
+	kv.Lister
+}, prefix string) {
+	ctx := context.Background()
+	p := prefix + "list:"
+	names := []string{p + "a", p + "a/b", p + "a:b", p + "a%3A", p + "a\x7f1", p + "b", p + "1", p + "10000", p + "1\x7fz"}
+	for i, n := range names {
+		meta := []byte(`{"i":` + string(rune('0'+i)) + `}`)
+		if err := s.Put(ctx, n, kv.Entry{Value: "1", Metadata: meta}, kv.PutOptions{TTL: time.Hour}); err != nil {
+			t.Fatalf("Put(%q): %v", n, err)
+		}
+	}
+	if err := s.Put(ctx, prefix+"lisu", kv.Entry{Value: "1"}, kv.PutOptions{TTL: time.Hour}); err != nil {
+		t.Fatal(err)
+	}
+	want := append([]string(nil), names...)
+	slices.Sort(want) // byte order, as KV lists
+	for _, limit := range []int{1, 2, 3, kv.MaxListKeys} {
+		t.Run("every name once, in order, at limit "+strconv.Itoa(limit), func(t *testing.T) {
+			var got []string
+			cursor := ""
+			for calls := 0; ; calls++ {
+				if calls > 2*len(names)+2 {
+					t.Fatalf("no last page after %d calls: %q", calls, got)
+				}
+				page, next, err := s.List(ctx, p, cursor, limit)
+				if err != nil {
+					t.Fatalf("List: %v", err)
+				}
+				if len(page) > limit {
+					t.Fatalf("List(limit %d) = %d names", limit, len(page))
+				}
+				for _, l := range page {
+					got = append(got, l.Name)
+					i := slices.Index(names, l.Name)
+					if i < 0 || string(l.Metadata) != `{"i":`+string(rune('0'+i))+`}` {
+						t.Errorf("List gave %q with metadata %s", l.Name, l.Metadata)
+					}
+				}
+				if next == "" {
+					break
+				}
+				cursor = next
+			}
+			if !slices.Equal(got, want) {
+				t.Errorf("listed %q, want %q", got, want)
+			}
+		})
+	}
+	t.Run("the prefix ends at the separator", func(t *testing.T) {
+		page, next, err := s.List(ctx, p+"1\x7f", "", kv.MaxListKeys)
+		if err != nil || next != "" || len(page) != 1 || page[0].Name != p+"1\x7fz" {
+			t.Errorf("List(%q) = %v, %q, %v; want only %q", p+"1\x7f", page, next, err, p+"1\x7fz")
+		}
+	})
+	t.Run("a limit outside 1 to MaxListKeys is ErrInvalid", func(t *testing.T) {
+		for _, limit := range []int{0, kv.MaxListKeys + 1} {
+			if _, _, err := s.List(ctx, p, "", limit); !errors.Is(err, kv.ErrInvalid) {
+				t.Errorf("List(limit %d) error = %v, want ErrInvalid", limit, err)
+			}
 		}
 	})
 }
