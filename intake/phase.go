@@ -229,7 +229,7 @@ var Transitions = []Transition{
 	{PhaseStored, EventExpire, PhaseAbsent, RoleTime,
 		"RESULT_TTL after the commit, and no sooner than the claim's KeepUntil"},
 	{PhaseUnresolved, EventExpire, PhaseAbsent, RoleTime,
-		"RESULT_TTL after the give-up"},
+		"RESULT_TTL after the give-up at the least: the settler's claim keeps the key as long as a claim of its own (KeepUntil)"},
 }
 
 // Next is the phase event by by moves a key in from to; false if no row
