@@ -280,3 +280,20 @@ func TestNoMetricsNoTally(t *testing.T) {
 type gatewayFunc func(ctx context.Context, p intake.Placement) error
 
 func (f gatewayFunc) Place(ctx context.Context, p intake.Placement) error { return f(ctx, p) }
+
+// TestAHeadLookupCountsAsALookup: a HEAD is answered as a GET, a lookup
+// (docs/http.md), so its data point's event is lookup, not other (a
+// preflight, a refusal: docs/metrics.md).
+func TestAHeadLookupCountsAsALookup(t *testing.T) {
+	var points []metrics.Point
+	h := httpapi.New(newService(kv.NewMemoryNamespace()), httpapi.Options{Metrics: func(p metrics.Point) { points = append(points, p) }})
+	if w := serve(h, request(http.MethodPost, ptr("k"), strings.NewReader(validBody))); w.Code != 201 {
+		t.Fatalf("order = %d %s", w.Code, w.Body)
+	}
+	if w := serve(h, request(http.MethodHead, ptr("k"), nil)); w.Code != 200 {
+		t.Fatalf("HEAD = %d", w.Code)
+	}
+	if got := points[len(points)-1]; got.Event != metrics.Lookup || got.Outcome != metrics.Replay {
+		t.Errorf("HEAD's data point: event %s outcome %s, want lookup replay", got.Event, got.Outcome)
+	}
+}
