@@ -143,3 +143,24 @@ type ManyGetter interface {
 	// GetMany returns the entry of each key, nil for one not found.
 	GetMany(ctx context.Context, keys ...string) ([]*Entry, error)
 }
+
+// GetMany is ns's GetMany where it has one (ManyGetter), else each key's
+// Get in turn: the entry of each key, nil for one not found, or the first
+// error, as one call of the binding's fails whole.
+func GetMany(ctx context.Context, ns Namespace, keys ...string) ([]*Entry, error) {
+	if many, ok := ns.(ManyGetter); ok {
+		return many.GetMany(ctx, keys...)
+	}
+	entries := make([]*Entry, len(keys))
+	for i, key := range keys {
+		e, err := ns.Get(ctx, key)
+		switch {
+		case errors.Is(err, ErrNotFound):
+		case err != nil:
+			return nil, err
+		default:
+			entries[i] = &e
+		}
+	}
+	return entries, nil
+}

@@ -80,9 +80,9 @@ func (k *Store) Lifecycle() intake.Lifecycle {
 const ReadsLag = 60 * time.Second
 
 // Lookup implements intake.Store: it reads result:<key> and pending:<key>
-// at once, one round trip instead of two: in one call where the namespace
-// reads several keys at once (ManyGetter, as the binding does), else on
-// two goroutines. A stored outcome wins over a claim.
+// at once, one round trip instead of two where the namespace reads
+// several keys at once (ManyGetter, as the binding does). A stored
+// outcome wins over a claim.
 func (k *Store) Lookup(ctx context.Context, key intake.Key) (intake.Record, error) {
 	stored, pending, err := k.readBoth(ctx, key)
 	if err != nil {
@@ -103,54 +103,14 @@ func (k *Store) record(stored, pending *Entry) intake.Record {
 	return intake.Record{State: intake.Absent}
 }
 
-// readBoth reads result:<key> and pending:<key>, nil for one not found.
+// readBoth reads result:<key> and pending:<key>, nil for one not found
+// (GetMany).
 func (k *Store) readBoth(ctx context.Context, key intake.Key) (stored, pending *Entry, err error) {
-	if many, ok := k.ns.(ManyGetter); ok {
-		entries, err := many.GetMany(ctx, resultPrefix+key.String(), pendingPrefix+key.String())
-		if err != nil {
-			return nil, nil, err
-		}
-		return entries[0], entries[1], nil
-	}
-	type read struct {
-		e   *Entry
-		err error
-	}
-	claim := make(chan read, 1)
-	get := func(kvKey string) (*Entry, error) {
-		e, err := k.ns.Get(ctx, kvKey)
-		switch {
-		case errors.Is(err, ErrNotFound):
-			return nil, nil
-		case err != nil:
-			return nil, err
-		}
-		return &e, nil
-	}
-	go func() {
-		defer func() {
-			if p := recover(); p != nil {
-				claim <- read{err: panicked{p}}
-			}
-		}()
-		e, err := get(pendingPrefix + key.String())
-		claim <- read{e, err}
-	}()
-	stored, err = get(resultPrefix + key.String())
-	// Always wait: a lookup left running could outlive the request.
-	c := <-claim
-	if p, ok := c.err.(panicked); ok {
-		panic(p.value) // on the request's goroutine, where it is recovered
-	}
-	switch {
-	case err != nil:
+	entries, err := GetMany(ctx, k.ns, resultPrefix+key.String(), pendingPrefix+key.String())
+	if err != nil {
 		return nil, nil, err
-	case c.err != nil && stored != nil:
-		return stored, nil, nil // the outcome wins over the claim
-	case c.err != nil:
-		return nil, nil, c.err
 	}
-	return stored, c.e, nil
+	return entries[0], entries[1], nil
 }
 
 // claimRecord reads a claim. The reference's, and one made without a
@@ -175,11 +135,6 @@ func claimRecordAt(m metadata, value string, now time.Time) intake.Record {
 	rec.State = intake.ClaimState(m.open, m.leaseUntil, false, m.orderID, now)
 	return rec
 }
-
-// panicked carries a panic from a lookup goroutine to the request's.
-type panicked struct{ value any }
-
-func (panicked) Error() string { return "panic in a KV lookup" }
 
 // Begin implements intake.Store as the reference does: look up, then write
 // the claim marker with the lease as its TTL. Once an order may reach a
