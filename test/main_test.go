@@ -443,6 +443,18 @@ func (w *target) kvList(t *testing.T, prefix string) []storedKey {
 // line, a late second "created" say, comes well within this.
 const logQuiet = time.Second
 
+// sawLog reports whether the Worker's log holds s within wait: for a line
+// that must come, whose relay from workerd through wrangler's inspector
+// may lag on a loaded machine past a quiet second.
+func (w *target) sawLog(s string, wait time.Duration) bool {
+	for deadline := time.Now().Add(wait); !strings.Contains(w.Logs(), s); time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			return false
+		}
+	}
+	return true
+}
+
 // countLog counts the Worker's log lines containing s once the log has gone
 // quiet (nothing new for logQuiet), or after wait at most, which fails t:
 // a count taken at the first match could miss a later line.
