@@ -233,12 +233,17 @@ func (a *Admin) Resolve(ctx context.Context, key Key, res Resolution) (Record, e
 			return Record{}, err
 		}
 		taken, rec, err = s.begin(ctx, key, claim)
-		if err == nil && rec.State == Absent && !adopted && s.adoptable(ctx, key) {
+		if err == nil && rec.State == Absent && !adopted {
 			// Another request held the key in the Store while the
 			// adoption looked, and has let it go since (a retry of
-			// another order, told 422): KV still holds it open. The
-			// operator tries again, as for any key in progress.
-			return Record{}, ErrInProgress
+			// another order, told 422), or the adoption's read outlasted
+			// its claim: KV still holds it open. The operator tries
+			// again, as for any key in progress. A read of KV that fails
+			// says nothing of the key: storage is unavailable.
+			var open bool
+			if open, err = s.adoptable(ctx, key); open {
+				return Record{}, ErrInProgress
+			}
 		}
 	}
 	switch {

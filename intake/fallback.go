@@ -209,10 +209,10 @@ func isAdoptable(old Record) bool {
 }
 
 // adoptable reports whether the Fallback holds key open with its order
-// now; false when it cannot be read.
-func (s *Service) adoptable(ctx context.Context, key Key) bool {
+// now, and the Fallback's error when it cannot be read.
+func (s *Service) adoptable(ctx context.Context, key Key) (bool, error) {
 	old, err := s.opts.Fallback.Lookup(ctx, key)
-	return err == nil && isAdoptable(old)
+	return err == nil && isAdoptable(old), err
 }
 
 // outlasted reports whether a claim made at claimedAt may have lost its

@@ -515,3 +515,48 @@ func TestAResolveWhoseClaimFailsAfterTheAdoptionSaysStorageUnavailable(t *testin
 		t.Fatalf("Resolve whose claim failed (claims %d) = %v; want ErrStorageUnavailable", claims, err)
 	}
 }
+
+// scriptedFallback answers the n-th Lookup (from 1) with its script's
+// step for n, if any, after the read.
+type scriptedFallback struct {
+	intake.Fallback
+	n    int
+	step map[int]func() error
+}
+
+func (f *scriptedFallback) Lookup(ctx context.Context, key intake.Key) (intake.Record, error) {
+	rec, err := f.Fallback.Lookup(ctx, key)
+	f.n++
+	if step := f.step[f.n]; step != nil {
+		if serr := step(); serr != nil {
+			return intake.Record{}, serr
+		}
+	}
+	return rec, err
+}
+
+// TestAResolveWhoseReadOfKVFailsAfterItsAdoptionOutlastedSaysStorageUnavailable:
+// the resolve's adoption read KV again past its claim's lease and let the
+// key go, and the resolve's look at KV, to tell a key in progress from
+// one with nothing held, failed: the operator is told storage failed, not
+// that the key holds nothing, which KV holds open with an order the OMS
+// may have (found by a long run, seed 229299513, ledger, migrating).
+func TestAResolveWhoseReadOfKVFailsAfterItsAdoptionOutlastedSaysStorageUnavailable(t *testing.T) {
+	ctx := context.Background()
+	clock, old, mem, g, _ := migratingService(t)
+	fb := &scriptedFallback{Fallback: kv.NewStore(old, clock.Now), step: map[int]func() error{
+		2: func() error { clock.Advance(config.DefaultPendingTTL + time.Second); return nil }, // the adoption's second read
+		3: func() error { return errStorage },                                                 // the resolve's own
+	}}
+	svc := intake.New(mem, intake.Options{ResultTTL: config.DefaultResultTTL, PendingTTL: config.DefaultPendingTTL, Gateway: g,
+		Now: clock.Now, Fallback: fb, FallbackUntil: acceptedAt.Add(48 * time.Hour)})
+	admin := intake.NewAdmin(svc, mem)
+	res := intake.Resolution{Status: order.StatusAccepted, OrderID: "order-x"}
+	if _, err := admin.Resolve(ctx, key("k"), res); fb.n != 3 || !errors.Is(err, intake.ErrStorageUnavailable) {
+		t.Fatalf("Resolve whose read of KV failed (reads %d) = %v; want ErrStorageUnavailable", fb.n, err)
+	}
+	rec, err := admin.Resolve(ctx, key("k"), res)
+	if err != nil || rec.State != intake.Stored {
+		t.Fatalf("Resolve again = %v, %v; want the answer stored", rec.State, err)
+	}
+}

@@ -108,7 +108,7 @@ var mutants = []mutant{
 	{"a resolve claims as a client, and Step lets it claim a free key", "intake/admin.go",
 		"Lease: s.opts.PendingTTL, By: RoleResolver, KeepUntil", "Lease: s.opts.PendingTTL, KeepUntil"},
 	{"a resolve racing a request that held a key only KV keeps open says not found", "intake/admin.go",
-		"if err == nil && rec.State == Absent && !adopted && s.adoptable(ctx, key) {", "if err == nil && rec.State == Absent && !adopted && false {"},
+		"if open, err = s.adoptable(ctx, key); open {", "if open, err = s.adoptable(ctx, key); open && false {"},
 	{"StepRelease: a late release reopens a key its tentative claim freed", "intake/step.go",
 		"\tcase from == PhaseAbsent:\n\t\treturn Move{Event: EventNone, To: PhaseAbsent, Claim: c}, nil\n", ""},
 	{"Step: a claim takes over another order's open key", "intake/step.go",
