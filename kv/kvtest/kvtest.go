@@ -43,6 +43,21 @@ func Run(t *testing.T, s kv.Namespace, prefix string) {
 		}
 	})
 
+	t.Run("a read of several keys gives each its entry, nil for one missing", func(t *testing.T) {
+		if err := s.Put(ctx, key("many"), kv.Entry{Value: "v", Metadata: []byte(`{"m":1}`)}, kv.PutOptions{}); err != nil {
+			t.Fatalf("Put: %v", err)
+		}
+		// Through the binding's GetMany in workerd, one Get after another
+		// in memory: Store's lookup reads a key's receipt and claim so.
+		got, err := kv.GetMany(ctx, s, key("missing"), key("many"))
+		if err != nil {
+			t.Fatalf("GetMany: %v", err)
+		}
+		if len(got) != 2 || got[0] != nil || got[1] == nil || got[1].Value != "v" || string(got[1].Metadata) != `{"m":1}` {
+			t.Fatalf("GetMany(missing, many) = %v, want [nil, v with its metadata]", got)
+		}
+	})
+
 	t.Run("entry without metadata has nil metadata", func(t *testing.T) {
 		if err := s.Put(ctx, key("plain"), kv.Entry{Value: "1"}, kv.PutOptions{}); err != nil {
 			t.Fatalf("Put: %v", err)
