@@ -32,7 +32,10 @@ import (
 //     the due time in place, while the request's message is for the time
 //     the release meant to write;
 //   - for a key an old version left open or held before a migrating
-//     history began, that version's messages, which are not the history's.
+//     history began, that version's messages, which are not the history's;
+//   - a write of a due time the key had before, whose writer's own stale
+//     read returned a version due then and missed the write that moved
+//     the key on since (noteRevivedDue).
 const chainBroken = "settle chain broken"
 
 // How a chain broke: what each kind of break excuses differs (chainBreak).
@@ -148,6 +151,27 @@ func (w *world) noteDue(key keyName) {
 	}
 	if _, ok := w.dues[key][rec.NextAttempt.UnixNano()]; !ok {
 		w.dues[key][rec.NextAttempt.UnixNano()] = dueWrite{due: rec.NextAttempt, by: w.sched.running, seq: len(w.ck.events)}
+		return
+	}
+	w.noteRevivedDue(key, rec.NextAttempt)
+}
+
+// noteRevivedDue notes a write of due, a due time key had before, that
+// its writer's own stale read revived: the version it read was due then,
+// and it missed the write that moved the key on since (a give-up, another
+// due time), which ended that time's chain. A retry of a key awaiting the
+// give-up's check leaves its due time as it read it, relying on its chain.
+func (w *world) noteRevivedDue(key keyName, due time.Time) {
+	a := w.sched.running
+	if a == nil {
+		return
+	}
+	for _, reader := range []*actor{a, a.origin()} {
+		r, ok := w.ck.reads[reader]["pending:"+key]
+		if ok && r.stale != nil && r.entry != nil && w.decodeClaim(key, r.entry, r.at).NextAttempt.Equal(due) {
+			w.breakChainOf(key, breakAfter, "%s wrote its due time %s again, from %s", a.name, due.Format("15:04:05.000"), r.stale)
+			return
+		}
 	}
 }
 
