@@ -214,15 +214,16 @@ func (h *Handler) adminRoute(method, path, query string) (adminRoute, error) {
 	if err != nil {
 		return route, err
 	}
-	hasOrderID := false
 	for _, p := range pairs {
-		if p[0] != orderIDParam || hasOrderID || !preconditioned(route.action) {
+		// An orderId given is never empty (refused below), so a second one
+		// finds route.orderID set.
+		if p[0] != orderIDParam || route.orderID != "" || !preconditioned(route.action) {
 			return route, invalidQuery("a resolve or a purge takes orderId, once; nothing else takes a query")
 		}
 		if p[1] == "" {
 			return route, invalidQuery(emptyOrderID)
 		}
-		route.orderID, hasOrderID = p[1], true
+		route.orderID = p[1]
 	}
 	return h.keyRoute(route, parts[0], parts[1])
 }

@@ -211,7 +211,7 @@ func RunLister(t *testing.T, s interface {
 		}
 	})
 	t.Run("a limit outside 1 to MaxListKeys is ErrInvalid", func(t *testing.T) {
-		for _, limit := range []int{0, kv.MaxListKeys + 1} {
+		for _, limit := range []int{0, -1, kv.MaxListKeys + 1, 5000} {
 			if _, _, err := s.List(ctx, p, "", limit); !errors.Is(err, kv.ErrInvalid) {
 				t.Errorf("List(limit %d) error = %v, want ErrInvalid", limit, err)
 			}
