@@ -249,15 +249,16 @@ func (a *Admin) Resolve(ctx context.Context, key Key, res Resolution) (Record, e
 	switch {
 	case err != nil:
 		return Record{}, storageUnavailable(err)
-	case rec.State == Held:
-		return Record{}, ErrInProgress
+	case rec.Took == EventTakeOver:
+		// The operator's claim holds the open key: it resolves it.
 	case rec.State == Stored:
 		return Record{}, ErrOutcomeFinal
 	case rec.State == Absent:
 		return Record{}, ErrNotFound
-	case rec.State != TookOver:
-		// Open, and not taken: a Store that cannot take an unresolved
-		// key for an operator (an older ledger object).
+	default:
+		// Held by another claim; or Open, and not taken: a Store that
+		// cannot take an unresolved key for an operator (an older
+		// ledger object).
 		return Record{}, ErrInProgress
 	}
 	claim = taken

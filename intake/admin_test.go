@@ -156,7 +156,7 @@ func TestResolveRefusesAndChangesNothing(t *testing.T) {
 			held := intake.Key{Client: deskKey.Client, ID: "held"}
 			c := intake.Claim{Token: "live", Fingerprint: fingerprint(t, validBody), Order: parsedValid(t), OrderID: "order-held",
 				AcceptedAt: acceptedAt, Lease: time.Minute, KeepUntil: acceptedAt.Add(time.Hour)}
-			if rec, err := e.store.Begin(ctx, held, c); err != nil || rec.State != intake.Claimed {
+			if rec, err := e.store.Begin(ctx, held, c); err != nil || rec.Took != intake.EventClaim {
 				t.Fatalf("Begin = %v, %v", rec.State, err)
 			}
 			if _, err := admin.Resolve(ctx, held, intake.Resolution{Status: order.StatusAccepted}); !errors.Is(err, intake.ErrInProgress) {

@@ -77,7 +77,7 @@ func (s *Service) renew(ctx context.Context, key Key, claim *Claim) error {
 	case err != nil:
 		s.release(ctx, key, *claim)
 		return storageUnavailable(err)
-	case !rec.State.Holds():
+	case !rec.Holds():
 		return ErrInProgress // the lease ran out and another request holds the key
 	}
 	*claim = taken
@@ -157,12 +157,12 @@ func (s *Service) adoptOrderID(ctx context.Context, sub *submission, claim *Clai
 	switch {
 	case err != nil:
 		return Outcome{}, true, storageUnavailable(err)
-	case rec.State != TookOver || rec.OrderID != adopted.OrderID:
+	case rec.Took != EventTakeOver || rec.OrderID != adopted.OrderID:
 		// The key was free, or another request holds it, or took it over
 		// in between and left it open with another order id: it is in
 		// progress. A claim that holds the key goes, and the retry reads
 		// KV again.
-		if rec.State.Holds() {
+		if rec.Holds() {
 			s.release(ctx, sub.key, taken)
 		}
 		return Outcome{}, true, ErrInProgress

@@ -159,8 +159,8 @@ func openInOldNamespace(t *testing.T, ns kv.Namespace, now func() time.Time, k i
 	store := kv.NewStore(ns, now)
 	c := intake.Claim{Token: "old", Fingerprint: o.Fingerprint(), Order: o, OrderID: orderID, AcceptedAt: now(),
 		Lease: config.DefaultPendingTTL, KeepUntil: now().Add(keepWindow)}
-	if rec, err := store.Begin(ctx, k, c); err != nil || rec.State != intake.Claimed {
-		t.Fatalf("old Begin = %+v, %v; want Claimed", rec, err)
+	if rec, err := store.Begin(ctx, k, c); err != nil || rec.Took != intake.EventClaim {
+		t.Fatalf("old Begin = %+v, %v; want a claim", rec, err)
 	}
 	c.Stage = intake.StageSent
 	if err := store.Release(ctx, k, c); err != nil {

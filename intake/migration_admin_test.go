@@ -401,7 +401,7 @@ func TestAPurgeThatFindsTheKeyHeldDuringTheMigrationWaits(t *testing.T) {
 	looking := intake.New(mem, opts)
 	operator := intake.New(mem, opts)
 	copying := intake.Claim{Token: "copying", Lease: time.Minute}
-	if rec, err := mem.Begin(ctx, key("kept"), copying); err != nil || rec.State != intake.Claimed {
+	if rec, err := mem.Begin(ctx, key("kept"), copying); err != nil || rec.Took != intake.EventClaim {
 		t.Fatalf("the copying request's claim = %v, %v", rec.State, err)
 	}
 	admin := intake.NewAdmin(operator, mem)
@@ -467,7 +467,7 @@ func TestAResolveRacingARequestThatHeldTheKeyIsInProgress(t *testing.T) {
 			// The adoption's look at the ledger finds the retry holding the key.
 			held = true
 			mem.RoundTrip = nil
-			if rec, err := mem.Begin(ctx, key("k"), other); err != nil || rec.State != intake.Claimed {
+			if rec, err := mem.Begin(ctx, key("k"), other); err != nil || rec.Took != intake.EventClaim {
 				t.Fatalf("the other request's claim = %+v, %v", rec, err)
 			}
 			apply()

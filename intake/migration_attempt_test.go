@@ -85,8 +85,8 @@ func TestAClaimMadeFirmAfterAnotherLeftTheKeyOpenTakesItsOrderID(t *testing.T) {
 		clock.Advance(config.DefaultPendingTTL + time.Second)
 		other := intake.Claim{Token: "other", Fingerprint: o.Fingerprint(), Order: o, OrderID: "order-y", AcceptedAt: clock.Now(),
 			Lease: config.DefaultPendingTTL, KeepUntil: clock.Now().Add(keepWindow)}
-		if rec, err := mem.Begin(ctx, fresh, other); err != nil || rec.State != intake.Claimed {
-			t.Fatalf("the other's Begin = %+v, %v; want Claimed: the first claim's lease ended", rec, err)
+		if rec, err := mem.Begin(ctx, fresh, other); err != nil || rec.Took != intake.EventClaim {
+			t.Fatalf("the other's Begin = %+v, %v; want a claim: the first claim's lease ended", rec, err)
 		}
 		other.Stage = intake.StageSent
 		if err := mem.Release(ctx, fresh, other); err != nil {
@@ -129,7 +129,7 @@ func TestTheSettlersLastCallWaitsForTheHolderItsReadOfKVOutlasted(t *testing.T) 
 	hooked.afterLookup = func() {
 		clock.Advance(config.DefaultPendingTTL + time.Second)
 		other := intake.Claim{Token: "other", Fingerprint: o.Fingerprint(), Order: o, AcceptedAt: clock.Now(), Lease: config.DefaultPendingTTL}
-		if rec, err := mem.Begin(ctx, deskKey, other); err != nil || rec.State != intake.TookOver {
+		if rec, err := mem.Begin(ctx, deskKey, other); err != nil || rec.Took != intake.EventTakeOver {
 			t.Errorf("another request's Begin = %+v, %v; want it to take over the key the settler's lease let go", rec, err)
 		}
 	}

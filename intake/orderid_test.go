@@ -177,8 +177,8 @@ func TestTakeoverNearTheEndOfTheKeepWindowOutlivesTheRow(t *testing.T) {
 		}
 		first := intake.Claim{Token: "first", Fingerprint: o.Fingerprint(), Order: o, OrderID: "order-x", AcceptedAt: acceptedAt,
 			Lease: config.DefaultPendingTTL, KeepUntil: acceptedAt.Add(keepWindow)}
-		if rec, err := mem.Begin(ctx, key("k"), first); err != nil || rec.State != intake.Claimed {
-			t.Fatalf("first Begin = %+v, %v; want Claimed", rec, err)
+		if rec, err := mem.Begin(ctx, key("k"), first); err != nil || rec.Took != intake.EventClaim {
+			t.Fatalf("first Begin = %+v, %v; want a claim", rec, err)
 		}
 		first.Stage = intake.StageSent
 		if err := mem.Release(ctx, key("k"), first); err != nil {
@@ -187,8 +187,8 @@ func TestTakeoverNearTheEndOfTheKeepWindowOutlivesTheRow(t *testing.T) {
 		clock.Advance(keepWindow - 30*time.Second)
 		// The settler's claim: no KeepUntil of its own.
 		takeover := intake.Claim{Token: "takeover", Lease: config.DefaultPendingTTL, By: intake.RoleSettler}
-		if rec, err := mem.Begin(ctx, key("k"), takeover); err != nil || rec.State != intake.TookOver || rec.OrderID != "order-x" {
-			t.Fatalf("takeover = %+v, %v; want TookOver with order-x", rec, err)
+		if rec, err := mem.Begin(ctx, key("k"), takeover); err != nil || rec.Took != intake.EventTakeOver || rec.OrderID != "order-x" {
+			t.Fatalf("takeover = %+v, %v; want a takeover with order-x", rec, err)
 		}
 		clock.Advance(40 * time.Second)
 		if rec, err := mem.Lookup(ctx, key("k")); err != nil || rec.State != intake.Held || rec.OrderID != "order-x" {

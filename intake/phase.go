@@ -77,7 +77,7 @@ func CheckWrittenPhase(rec Record) error {
 // PhaseOf is rec's phase.
 func PhaseOf(rec Record) Phase {
 	switch rec.State {
-	case Held, Claimed, TookOver:
+	case Held:
 		return PhaseHeld
 	case Stored:
 		return PhaseStored
@@ -131,7 +131,8 @@ func (r Role) String() string {
 type Event uint8
 
 const (
-	EventClaim          Event = iota // a new claim of a free key
+	EventNone           Event = iota // no event: the key stays as it is (a claim that took nothing, a record no claim took)
+	EventClaim                       // a new claim of a free key
 	EventTakeOver                    // a claim of a key open with its order id
 	EventCommit                      // the outcome stored
 	EventReleaseOpen                 // released without an outcome, its order id kept
@@ -146,7 +147,7 @@ const (
 	EventExpire                      // a record's time is over
 )
 
-var eventNames = []string{"claim", "take over", "commit", "release open", "release for the check", "give up", "release unsent", "purge", "lease ends", "lease on a given-up key ends", "lease on a checked key ends", "tentative lease ends", "expire"}
+var eventNames = []string{"none", "claim", "take over", "commit", "release open", "release for the check", "give up", "release unsent", "purge", "lease ends", "lease on a given-up key ends", "lease on a checked key ends", "tentative lease ends", "expire"}
 
 func (e Event) String() string {
 	if int(e) < len(eventNames) {

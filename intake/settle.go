@@ -116,11 +116,12 @@ func (s *Service) settle(ctx context.Context, key Key) (Settlement, error) {
 	switch {
 	case err != nil:
 		return Settlement{}, storageUnavailable(err)
+	case rec.Took == EventTakeOver:
 	case rec.State == Held:
 		return Settlement{NextAttempt: DueAfterHolder(rec, s.opts.PendingTTL, now), Attempts: rec.Attempts, Result: SettleBusy}, nil
 	case rec.State == Open:
 		return Settlement{Final: true, Unresolved: rec.GiveUp.Unresolved(), Attempts: rec.Attempts}, nil
-	case rec.State != TookOver:
+	default:
 		return Settlement{Final: true}, nil
 	}
 	if !rec.HasOrder || claim.Fingerprint == "" {

@@ -31,9 +31,6 @@ type Move struct {
 	Claim Claim
 }
 
-// EventNone is no event: the key stays as it is.
-const EventNone Event = 255
-
 // ErrNoRow is matched by the error Step and StepRelease return for a move
 // the table has no row for: a bug, which the simulator fails on.
 var ErrNoRow = errors.New("intake: no row of the table allows the move")

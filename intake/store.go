@@ -33,29 +33,17 @@ type State uint8
 const (
 	// Absent: nothing live is stored under the key.
 	Absent State = iota
-	// Held: another request's live claim holds the key.
+	// Held: a live claim holds the key: another request's, or, once
+	// Begin took the key (Record.Took), the caller's.
 	Held
 	// Stored: the key's outcome is stored: a receipt, or a rejection.
 	Stored
-	// Claimed is returned by Begin only: the caller's claim now holds the
-	// key, which was free, under the claim's own order id.
-	Claimed
 	// Open: an earlier claim sent, or may have sent, the order to the
 	// gateway and ended without an outcome. The key keeps that claim's
 	// order id and is free: the next Begin for the same order takes it
 	// over, with the order id.
 	Open
-	// TookOver is returned by Begin only: the caller's claim now holds
-	// the key, which was Open, under the order id, time, order, attempts
-	// and give-up the key kept (set in the record), which the claim
-	// carries from then on (TakeOver): an earlier attempt may have reached
-	// the gateway with them.
-	TookOver
 )
-
-// Holds reports whether the caller's claim holds the key once Begin
-// returned s: Claimed, or TookOver.
-func (s State) Holds() bool { return s == Claimed || s == TookOver }
 
 // Record is what a Store found under a key.
 type Record struct {
@@ -73,8 +61,8 @@ type Record struct {
 	// in its Lifecycle (TellsExpiry).
 	Expires time.Time
 	// OrderID and AcceptedAt are the order id and time kept for the key:
-	// set for Held, Open and TookOver, whose order id the claim must then
-	// use.
+	// set for Held and Open, and for a takeover, whose claim must then use
+	// them.
 	OrderID    string
 	AcceptedAt time.Time
 	// Order is the order the key's claim is for, kept with the claim so
@@ -86,7 +74,7 @@ type Record struct {
 	// answer stored; NextAttempt is when the settler is due to call again (zero
 	// when no call is due); GiveUp says whether the settler gave up
 	// (Options.SettleMaxAge), or awaits the give-up's check at NextAttempt.
-	// Set for Held, Open and TookOver.
+	// Set for Held and Open, and for a takeover.
 	Attempts    int
 	NextAttempt time.Time
 	GiveUp      GiveUp
@@ -94,10 +82,23 @@ type Record struct {
 	// the flags above, before the clock moved it on (a lease that ended);
 	// PhaseAbsent where the record does not say: a record written before
 	// phases were, a claim in the reference's layout, a receipt in KV
-	// (whose key says it is stored), a record Begin made (Claimed).
+	// (whose key says it is stored), a record of Begin's claim (Took).
 	// CheckWrittenPhase tells whether it agrees with the flags.
 	WrittenPhase Phase
+	// Took is what Begin's claim did, as Step decided it: EventClaim, the
+	// claim now holds the key, which was free, under its own order id;
+	// EventTakeOver, the claim now holds the key, which was Open, under
+	// the order id, time, order, attempts and give-up the key kept (set
+	// in the record), which the claim carries from then on (TakeOver):
+	// an earlier attempt may have reached the gateway with them. Either
+	// way State is Held. EventNone for a record Begin left as it found
+	// it, and for every record Lookup returns.
+	Took Event
 }
+
+// Holds reports whether Begin's claim now holds the key: it claimed it,
+// or took it over (Took).
+func (r Record) Holds() bool { return r.Took != EventNone }
 
 // GiveUp is how far the settler has given up on a key.
 type GiveUp uint8
@@ -251,16 +252,17 @@ var ErrLostClaim = errors.New("intake: claim lost to another request")
 // mean the call took effect but its answer was lost, which the lifecycle
 // allows for. A Store must never return an outcome it did not store.
 type Store interface {
-	// Begin claims key for c, unless an outcome is stored (Stored, with the
-	// body) or another request's live claim holds it (Held). An Open key is
-	// taken over, keeping its order id, order and attempts (TookOver,
-	// with them set), unless both it and c have fingerprints and they differ:
-	// then it stays Open and Begin returns it. The settler's claim
-	// (c.By) takes over only an Open key that is due (DueFor): not one
-	// given up on, but one whose give-up awaits its check once the check
-	// is due; an operator's, any Open key. Step decides. It
-	// returns Claimed or TookOver when c now holds the key. An error that
-	// wraps ErrStorageUnavailable says that Begin wrote nothing.
+	// Begin claims key for c, unless an outcome is stored (Stored, with
+	// the body) or another request's live claim holds it (Held). An Open
+	// key is taken over, keeping its order id, order and attempts (set in
+	// the record), unless both it and c have fingerprints and they
+	// differ: then it stays Open and Begin returns it. The settler's
+	// claim (c.By) takes over only an Open key that is due (DueFor): not
+	// one given up on, but one whose give-up awaits its check once the
+	// check is due; an operator's, any Open key. Step decides. When c
+	// now holds the key, Begin returns Held, and Took says how c took
+	// it. An error that wraps ErrStorageUnavailable says that Begin wrote
+	// nothing.
 	Begin(ctx context.Context, key Key, c Claim) (Record, error)
 	// Commit stores r under key and ends c. It returns ErrLostClaim if c no
 	// longer holds the key, where a Store can tell.

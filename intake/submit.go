@@ -178,6 +178,9 @@ func (s *Service) attempt(ctx context.Context, sub *submission, now time.Time) (
 			s.opened.put(cacheKey, claim, now)
 		}
 		return Outcome{}, storageUnavailable(err)
+	case rec.Holds():
+		// The claim is ours: from here on every way out commits or
+		// releases it.
 	case rec.State == Stored:
 		s.cacheRead(cacheKey, rec, now)
 		return s.replay(rec, sub)
@@ -191,7 +194,6 @@ func (s *Service) attempt(ctx context.Context, sub *submission, now time.Time) (
 		return Outcome{}, ErrKeyReused
 	}
 
-	// The claim is ours: from here on every way out commits or releases it.
 	panichook.At(panichook.Claimed, cacheKey)
 	if err := sub.parse(); err != nil {
 		s.release(ctx, sub.key, claim)
@@ -228,7 +230,7 @@ func (s *Service) attempt(ctx context.Context, sub *submission, now time.Time) (
 // (TakeOver). Every driver begins through it.
 func (s *Service) begin(ctx context.Context, key Key, claim Claim) (Claim, Record, error) {
 	rec, err := s.store.Begin(ctx, key, claim)
-	if err == nil && rec.State == TookOver {
+	if err == nil && rec.Took == EventTakeOver {
 		claim = TakeOver(claim, rec)
 	}
 	return claim, rec, err
@@ -239,10 +241,10 @@ func (s *Service) begin(ctx context.Context, key Key, claim Claim) (Claim, Recor
 // given back as it was, and claimed says whether the claim holds key.
 func (s *Service) claimFree(ctx context.Context, key Key, claim Claim) (rec Record, claimed bool, err error) {
 	taken, rec, err := s.begin(ctx, key, claim)
-	if err == nil && rec.State == TookOver {
+	if err == nil && rec.Took == EventTakeOver {
 		s.release(ctx, key, taken)
 	}
-	return rec, err == nil && rec.State == Claimed, err
+	return rec, err == nil && rec.Took == EventClaim, err
 }
 
 // placer is who calls the gateway: a client's request, the settler, or

@@ -59,8 +59,8 @@ func TestClaimCarriesAnyOrder(t *testing.T) {
 			k := intake.Key{Client: "desk-a", ID: "k"}
 			o := order.Order{Symbol: tc.symbol, Side: order.Sell, Quantity: order.MaxQuantity}
 			first := claimFor(c, "first", o)
-			if rec, err := store.Begin(ctx, k, first); err != nil || rec.State != intake.Claimed {
-				t.Fatalf("Begin = %+v, %v; want Claimed", rec.State, err)
+			if rec, err := store.Begin(ctx, k, first); err != nil || rec.Took != intake.EventClaim {
+				t.Fatalf("Begin = %+v, %v; want a claim", rec.State, err)
 			}
 			e, err := mem.Get(ctx, "pending:desk-a:k")
 			if err != nil {
@@ -103,7 +103,10 @@ func TestClaimCarriesAnyOrder(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			wantOrder("the retry's Begin", rec, intake.TookOver)
+			wantOrder("the retry's Begin", rec, intake.Held)
+			if rec.Took != intake.EventTakeOver {
+				t.Errorf("the retry's Begin took %v, want a takeover", rec.Took)
+			}
 		})
 	}
 }
@@ -114,8 +117,8 @@ func leaveOpen(t *testing.T, store *kv.Store, c *settleClock, k intake.Key, due 
 	t.Helper()
 	ctx := context.Background()
 	cl := claimFor(c, k.String(), order.Order{Symbol: "AAPL", Side: order.Buy, Quantity: 10})
-	if rec, err := store.Begin(ctx, k, cl); err != nil || rec.State != intake.Claimed {
-		t.Fatalf("Begin(%v) = %+v, %v; want Claimed", k, rec, err)
+	if rec, err := store.Begin(ctx, k, cl); err != nil || rec.Took != intake.EventClaim {
+		t.Fatalf("Begin(%v) = %+v, %v; want a claim", k, rec, err)
 	}
 	cl.Stage, cl.Attempts, cl.NextAttempt = intake.StageSent, 1, due
 	if unresolved {
@@ -311,7 +314,7 @@ func TestAHeldClaimOnAnUnresolvedKeyHolds(t *testing.T) {
 	}
 	retry := cl
 	retry.Token, retry.Stage, retry.GiveUp = "retry", intake.StageFirm, intake.NotGivenUp
-	if rec, err := store.Begin(ctx, k, retry); err != nil || rec.State != intake.TookOver || rec.GiveUp != intake.GivenUp {
+	if rec, err := store.Begin(ctx, k, retry); err != nil || rec.Took != intake.EventTakeOver || rec.GiveUp != intake.GivenUp {
 		t.Fatalf("the retry's Begin = %+v, %v; want the unresolved key TookOver", rec, err)
 	}
 	if rec, err := store.Lookup(ctx, k); err != nil || rec.State != intake.Held {
@@ -376,7 +379,7 @@ func TestAReceiptForAnUnresolvedKeyTakesItsClaimAlong(t *testing.T) {
 	c.now = c.now.Add(2 * time.Second)
 	retry := claimFor(c, "retry", order.Order{Symbol: "AAPL", Side: order.Buy, Quantity: 10})
 	rec, err := store.Begin(ctx, k, retry)
-	if err != nil || rec.State != intake.TookOver || rec.GiveUp != intake.GivenUp {
+	if err != nil || rec.Took != intake.EventTakeOver || rec.GiveUp != intake.GivenUp {
 		t.Fatalf("the retry's Begin = %+v, %v; want the unresolved key TookOver", rec, err)
 	}
 	retry.OrderID, retry.AcceptedAt, retry.GiveUp = rec.OrderID, rec.AcceptedAt, intake.GivenUp

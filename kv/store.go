@@ -189,7 +189,7 @@ func (k *Store) Begin(ctx context.Context, key intake.Key, c intake.Claim) (inta
 		}
 		return intake.Record{}, err
 	}
-	return intake.Record{State: intake.Claimed}, nil
+	return intake.Record{State: intake.Held, Took: intake.EventClaim}, nil
 }
 
 // unwritten is err, from a Begin that wrote nothing: its read failed, or
@@ -223,7 +223,8 @@ func (k *Store) takeOver(ctx context.Context, key intake.Key, c intake.Claim, op
 		}
 		return intake.Record{}, err
 	}
-	open.State, open.WrittenPhase = intake.TookOver, intake.PhaseAbsent // what was there, not what this claim wrote
+	open.State, open.Took = intake.Held, intake.EventTakeOver
+	open.WrittenPhase = intake.PhaseAbsent // what was there, not what this claim wrote
 	return open, nil
 }
 

@@ -124,7 +124,7 @@ func TestLookupAndBeginInEachState(t *testing.T) {
 		wantBegin intake.State
 		wantFound intake.State // what Lookup finds, before Begin
 	}{
-		{"nothing stored is claimed", func(*testing.T, *recordedStore) {}, intake.Claimed, intake.Absent},
+		{"nothing stored is claimed", func(*testing.T, *recordedStore) {}, intake.Held, intake.Absent},
 		{"a claim holds the key", func(t *testing.T, s *recordedStore) { s.putClaim(t, "k") }, intake.Held, intake.Held},
 		{"a receipt is stored", func(t *testing.T, s *recordedStore) {
 			s.put(t, "result:k", kv.Entry{Value: "r", Metadata: []byte(`{"fingerprint":"f"}`)}, time.Hour)
@@ -144,14 +144,14 @@ func TestLookupAndBeginInEachState(t *testing.T) {
 			}
 			s.wantNoWrites(t, "Lookup", 0)
 			rec, err := s.store.Begin(ctx, openKey("k"), claim)
-			if err != nil || rec.State != tc.wantBegin {
-				t.Fatalf("Begin = %+v, %v; want state %v", rec, err, tc.wantBegin)
+			if claims := tc.wantFound == intake.Absent; err != nil || rec.State != tc.wantBegin || rec.Holds() != claims {
+				t.Fatalf("Begin = %+v, %v; want state %v, its claim holding the key %v", rec, err, tc.wantBegin, claims)
 			}
 			if tc.wantBegin == intake.Stored && (string(rec.Body) != "r" || rec.Fingerprint != "f") {
 				t.Errorf("Begin = %+v, want the stored receipt r with fingerprint f", rec)
 			}
 			puts := s.rec.Filter(kvtest.OpPut, "")
-			if tc.wantBegin != intake.Claimed {
+			if !rec.Holds() {
 				if len(s.rec.Writes()) != 0 {
 					t.Errorf("Begin wrote %v, want nothing when it does not claim", s.rec.Writes())
 				}
@@ -236,7 +236,7 @@ func TestAReleaseRefusedByTheWriteLimitWaitsOutTheSecond(t *testing.T) {
 			key := intake.Key{Client: "desk-a", ID: "k"}
 			claim := intake.Claim{Token: "t", Fingerprint: fingerprint(t, validBody), OrderID: "o", AcceptedAt: *now,
 				Lease: config.DefaultPendingTTL, KeepUntil: now.Add(time.Hour)}
-			if rec, err := store.Begin(ctx, key, claim); err != nil || rec.State != intake.Claimed {
+			if rec, err := store.Begin(ctx, key, claim); err != nil || rec.Took != intake.EventClaim {
 				t.Fatalf("Begin = %+v, %v", rec, err)
 			}
 			*now = now.Add(50 * time.Millisecond)
@@ -277,7 +277,7 @@ func TestAClaimRefusedByTheWriteLimitLeavesTheKeyAlone(t *testing.T) {
 	hooked.Before = func(op kvtest.Op, k string) error {
 		if op == kvtest.OpPut && strings.HasPrefix(k, "pending:") {
 			hooked.Before = nil
-			if rec, err := first.Begin(ctx, key, claim("a", validBody)); err != nil || rec.State != intake.Claimed {
+			if rec, err := first.Begin(ctx, key, claim("a", validBody)); err != nil || rec.Took != intake.EventClaim {
 				t.Fatalf("the first Begin = %+v, %v", rec, err)
 			}
 		}

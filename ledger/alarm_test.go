@@ -20,8 +20,8 @@ func leaveOpen(t *testing.T, m *ledger.MemoryStore, c *clock, key intake.Key, du
 	o := order.Order{Symbol: "AAPL", Side: order.Buy, Quantity: 10}
 	claim := intake.Claim{Token: "t-" + key.String(), Fingerprint: o.Fingerprint(), Order: o, OrderID: "order-" + key.String(),
 		AcceptedAt: c.now, Lease: time.Minute, KeepUntil: c.now.Add(48 * time.Hour)}
-	if rec, err := m.Begin(ctx, key, claim); err != nil || rec.State != intake.Claimed {
-		t.Fatalf("Begin(%v) = %+v, %v; want Claimed", key, rec, err)
+	if rec, err := m.Begin(ctx, key, claim); err != nil || rec.Took != intake.EventClaim {
+		t.Fatalf("Begin(%v) = %+v, %v; want a claim", key, rec, err)
 	}
 	claim.Stage, claim.Attempts, claim.NextAttempt = intake.StageSent, 1, due
 	if err := m.Release(ctx, key, claim); err != nil {
@@ -82,8 +82,8 @@ func TestAlarmReturnsDueKeys(t *testing.T) {
 		ctx := context.Background()
 		for _, key := range []intake.Key{desk, open} {
 			settler := intake.Claim{Token: "settler-" + key.String(), Lease: time.Minute, By: intake.RoleSettler}
-			if rec, err := m.Begin(ctx, key, settler); err != nil || rec.State != intake.TookOver {
-				t.Fatalf("the settler's Begin(%v) = %+v, %v; want TookOver", key, rec, err)
+			if rec, err := m.Begin(ctx, key, settler); err != nil || rec.Took != intake.EventTakeOver {
+				t.Fatalf("the settler's Begin(%v) = %+v, %v; want a takeover", key, rec, err)
 			}
 			if err := m.Commit(ctx, key, settler, intake.Result{Body: []byte(`{"orderId":"x"}`), TTL: 24 * time.Hour}); err != nil {
 				t.Fatal(err)
@@ -140,8 +140,8 @@ func TestAlarmSkipsUnresolvedKeys(t *testing.T) {
 	claim := leaveOpen(t, m, c, key, c.now.Add(time.Second))
 	settler := intake.Claim{Token: "settler", Lease: time.Minute, By: intake.RoleSettler}
 	c.Advance(time.Second)
-	if rec, err := m.Begin(ctx, key, settler); err != nil || rec.State != intake.TookOver {
-		t.Fatalf("the settler's Begin = %+v, %v; want TookOver", rec, err)
+	if rec, err := m.Begin(ctx, key, settler); err != nil || rec.Took != intake.EventTakeOver {
+		t.Fatalf("the settler's Begin = %+v, %v; want a takeover", rec, err)
 	}
 	settler.OrderID, settler.AcceptedAt, settler.Stage, settler.GiveUp = claim.OrderID, claim.AcceptedAt, intake.StageSent, intake.GivenUp
 	settler.KeepUntil = c.now.Add(24 * time.Hour)
@@ -169,8 +169,8 @@ func TestAnOpenRowStaysOpenWhenATakeoverIsReleasedUnsent(t *testing.T) {
 	first := leaveOpen(t, m, c, k, c.now.Add(time.Second))
 	retry := first
 	retry.Token, retry.Stage, retry.Attempts, retry.NextAttempt = "t-retry", intake.StageFirm, 0, time.Time{}
-	if rec, err := m.Begin(ctx, k, retry); err != nil || rec.State != intake.TookOver {
-		t.Fatalf("the retry's Begin = %+v, %v; want TookOver", rec, err)
+	if rec, err := m.Begin(ctx, k, retry); err != nil || rec.Took != intake.EventTakeOver {
+		t.Fatalf("the retry's Begin = %+v, %v; want a takeover", rec, err)
 	}
 	if err := m.Release(ctx, k, retry); err != nil {
 		t.Fatal(err)
@@ -196,8 +196,8 @@ func TestAnOutcomeIsKeptAsLongAsItsClaimKeptTheKey(t *testing.T) {
 	cl := leaveOpen(t, m, c, k, c.now.Add(time.Second))
 	settler := cl
 	settler.Token = "t-settler"
-	if rec, err := m.Begin(ctx, k, settler); err != nil || rec.State != intake.TookOver {
-		t.Fatalf("Begin = %+v, %v; want TookOver", rec, err)
+	if rec, err := m.Begin(ctx, k, settler); err != nil || rec.Took != intake.EventTakeOver {
+		t.Fatalf("Begin = %+v, %v; want a takeover", rec, err)
 	}
 	if err := m.Commit(ctx, k, settler, intake.Result{Body: []byte(`{"orderId":"x"}`), Fingerprint: cl.Fingerprint, TTL: time.Hour}); err != nil {
 		t.Fatal(err)
@@ -220,14 +220,14 @@ func TestAClaimThatDiedMidCallStaysOpenAfterATakeoverReleasedUnsent(t *testing.T
 	o := order.Order{Symbol: "AAPL", Side: order.Buy, Quantity: 10}
 	dead := intake.Claim{Token: "t-dead", Fingerprint: o.Fingerprint(), Order: o, OrderID: "order-k", AcceptedAt: c.now,
 		Lease: time.Minute, KeepUntil: c.now.Add(48 * time.Hour)}
-	if rec, err := m.Begin(ctx, k, dead); err != nil || rec.State != intake.Claimed {
-		t.Fatalf("Begin = %+v, %v; want Claimed", rec, err)
+	if rec, err := m.Begin(ctx, k, dead); err != nil || rec.Took != intake.EventClaim {
+		t.Fatalf("Begin = %+v, %v; want a claim", rec, err)
 	}
 	c.Advance(time.Minute + time.Second) // the holder died at the gateway
 	retry := dead
 	retry.Token = "t-retry"
-	if rec, err := m.Begin(ctx, k, retry); err != nil || rec.State != intake.TookOver {
-		t.Fatalf("the retry's Begin = %+v, %v; want TookOver", rec, err)
+	if rec, err := m.Begin(ctx, k, retry); err != nil || rec.Took != intake.EventTakeOver {
+		t.Fatalf("the retry's Begin = %+v, %v; want a takeover", rec, err)
 	}
 	if err := m.Release(ctx, k, retry); err != nil {
 		t.Fatal(err)
@@ -249,8 +249,8 @@ func TestATentativeClaimWhoseLeaseEndedCommitsNothing(t *testing.T) {
 	o := order.Order{Symbol: "AAPL", Side: order.Buy, Quantity: 10}
 	claim := intake.Claim{Token: "t", Fingerprint: o.Fingerprint(), Order: o, OrderID: "order-k", AcceptedAt: c.now,
 		Lease: time.Minute, KeepUntil: c.now.Add(48 * time.Hour), Stage: intake.StageTentative}
-	if rec, err := m.Begin(ctx, key, claim); err != nil || rec.State != intake.Claimed {
-		t.Fatalf("Begin = %+v, %v; want Claimed", rec, err)
+	if rec, err := m.Begin(ctx, key, claim); err != nil || rec.Took != intake.EventClaim {
+		t.Fatalf("Begin = %+v, %v; want a claim", rec, err)
 	}
 	c.now = c.now.Add(time.Minute + time.Second)
 	receipt := intake.Result{Body: []byte(`{"orderId":"kv-order","status":"accepted"}`), Fingerprint: o.Fingerprint(), TTL: time.Hour}

@@ -131,9 +131,9 @@ type Object struct {
 // Claim claims key for c unless a live outcome or another live claim
 // holds it. An expired row is treated as absent and replaced. An open key,
 // or one whose claim's lease ran out, is taken over with the order id,
-// order and attempts it keeps (returned with TookOver), unless it is
+// order and attempts it keeps (returned with them, Took EventTakeOver), unless it is
 // another order's: then it is returned as it is. A claim with c's own
-// token is Claimed again, its lease renewed, so a call retried after its
+// token is claimed again, its lease renewed, so a call retried after its
 // answer was lost does no harm. The settler's claim (c.By) takes over
 // an open key once it is due, not one given up on; an operator's, any
 // open key; neither claims a free key. intake.Step decides which; it fails,
@@ -193,9 +193,9 @@ func (o *Object) Claim(key intake.Key, c intake.Claim) (intake.Record, error) {
 	// a takeover retried with its own token (its answer was lost, and the
 	// RPC sent again) too, whose order id, derived from the key and the
 	// order, is its own (r.sent: it took the row over).
-	claimed := intake.Record{State: intake.Claimed, Fingerprint: r.fingerprint}
+	claimed := intake.Record{State: intake.Held, Took: intake.EventClaim, Fingerprint: r.fingerprint}
 	if rec.State == intake.Open || r.sent || r.orderID != c.OrderID {
-		claimed.State = intake.TookOver
+		claimed.Took = intake.EventTakeOver
 		claimed.OrderID, claimed.AcceptedAt, claimed.Attempts, claimed.GiveUp = r.orderID, r.acceptedAt, r.attempts, r.giveUp
 		// When the key was due, as KV's takeover says too: a claim
 		// released unsent (a refused resolve) leaves it due then.

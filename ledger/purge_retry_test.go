@@ -16,7 +16,7 @@ func settleOpen(t *testing.T, m *ledger.MemoryStore, key intake.Key, open intake
 	t.Helper()
 	ctx := context.Background()
 	settler := intake.Claim{Token: token, Lease: time.Minute, By: intake.RoleSettler, KeepUntil: open.KeepUntil}
-	if rec, err := m.Begin(ctx, key, settler); err != nil || rec.State != intake.TookOver {
+	if rec, err := m.Begin(ctx, key, settler); err != nil || rec.Took != intake.EventTakeOver {
 		t.Fatalf("the settler's Begin = %+v, %v", rec, err)
 	}
 	receipt := []byte(`{"orderId":"` + open.OrderID + `","status":"accepted"}`)

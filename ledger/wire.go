@@ -323,17 +323,34 @@ func decodeCommitted(b []byte) error {
 	return nil
 }
 
-// encodeRecord is a record as the object answers it. A takeover goes as
-// the version before wrote it, and as decodeRecord reads it: Claimed,
-// with the key's order id.
+// A record's state as the wire numbers it, fixed since the first
+// version: a Worker and an object of different versions meet in a
+// rolling deploy. A claim Begin took goes as wireClaimed, with the key's
+// order id for a takeover.
+const (
+	wireAbsent  = 0
+	wireHeld    = 1
+	wireStored  = 2
+	wireClaimed = 3
+	wireOpen    = 4
+)
+
+var wireStates = [...]intake.State{wireAbsent: intake.Absent, wireHeld: intake.Held, wireStored: intake.Stored,
+	wireClaimed: intake.Held, wireOpen: intake.Open}
+
+// wireState is rec's state as the wire numbers it.
+func wireState(rec intake.Record) int64 {
+	if rec.Holds() {
+		return wireClaimed
+	}
+	return [...]int64{intake.Absent: wireAbsent, intake.Held: wireHeld, intake.Stored: wireStored, intake.Open: wireOpen}[rec.State]
+}
+
+// encodeRecord is a record as the object answers it.
 func encodeRecord(rec intake.Record) []byte {
 	var d doc
 	d.member(mState)
-	state := rec.State
-	if state == intake.TookOver {
-		state = intake.Claimed
-	}
-	d.b = strconv.AppendInt(d.b, int64(state), 10)
+	d.b = strconv.AppendInt(d.b, wireState(rec), 10)
 	d.str(mFingerprint, rec.Fingerprint)
 	if rec.Body != nil {
 		d.member(mReceipt)
@@ -356,11 +373,13 @@ func encodeRecord(rec intake.Record) []byte {
 // Stored record must carry its receipt, an Open one its order id.
 func decodeRecord(b []byte) (intake.Record, error) {
 	r, err := read(b)
-	if state := r.o.Get(mState); err != nil || state.Kind != jsjson.Number || state.Num != float64(int(state.Num)) ||
-		state.Num < 0 || state.Num > float64(intake.Open) {
+	state := r.o.Get(mState)
+	if err != nil || state.Kind != jsjson.Number || state.Num != float64(int(state.Num)) ||
+		state.Num < 0 || state.Num >= float64(len(wireStates)) {
 		return intake.Record{}, errNotRecord
 	}
-	rec := intake.Record{State: intake.State(r.num(mState)), Fingerprint: r.str(mFingerprint),
+	wire := int(state.Num)
+	rec := intake.Record{State: wireStates[wire], Fingerprint: r.str(mFingerprint),
 		Expires: r.time(mExpires), OrderID: r.str(mOrderID), AcceptedAt: r.time(mAcceptedAt),
 		Attempts: int(r.num(mAttempts)), NextAttempt: r.time(mNextAttempt), GiveUp: r.giveUp()}
 	rec.WrittenPhase, _ = intake.ParsePhase(r.str(mPhase))
@@ -371,8 +390,10 @@ func decodeRecord(b []byte) (intake.Record, error) {
 	switch {
 	case rec.State == intake.Stored && rec.Body == nil, rec.State == intake.Open && rec.OrderID == "":
 		return intake.Record{}, errNotRecord
-	case rec.State == intake.Claimed && rec.OrderID != "":
-		rec.State = intake.TookOver
+	case wire == wireClaimed && rec.OrderID != "":
+		rec.Took = intake.EventTakeOver
+	case wire == wireClaimed:
+		rec.Took = intake.EventClaim
 	}
 	return rec, nil
 }

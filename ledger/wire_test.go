@@ -114,7 +114,8 @@ func TestRecordRoundTrips(t *testing.T) {
 			AcceptedAt: ms(10), Order: o, HasOrder: true, NextAttempt: ms(20)}},
 		{"a receipt", intake.Record{State: intake.Stored, Body: receipt, Fingerprint: o.Fingerprint(), Expires: ms(30)}},
 		{"a rejection", intake.Record{State: intake.Stored, Body: []byte(`{"status":"rejected","reason":"\"x\""}`), Rejected: true, Expires: ms(30)}},
-		{"taken over", intake.Record{State: intake.TookOver, Fingerprint: "fp", OrderID: "order-2", AcceptedAt: ms(40),
+		{"claimed", intake.Record{State: intake.Held, Took: intake.EventClaim, Fingerprint: "fp"}},
+		{"taken over", intake.Record{State: intake.Held, Took: intake.EventTakeOver, Fingerprint: "fp", OrderID: "order-2", AcceptedAt: ms(40),
 			Order: o, HasOrder: true, Attempts: 3}},
 		{"open, being settled", intake.Record{State: intake.Open, Fingerprint: "fp", OrderID: "order-3", AcceptedAt: ms(50),
 			Order: o, HasOrder: true, Attempts: 4, NextAttempt: ms(60)}},
@@ -141,14 +142,22 @@ func TestRecordRoundTrips(t *testing.T) {
 
 // TestATakeoverIsOnTheWireAsTheVersionBeforeWroteIt: an object and a
 // Worker of different versions meet during a deployment, and the version
-// before said a takeover with Claimed and the key's order id.
+// before said a claim with state 3, and a takeover with 3 and the key's
+// order id, and numbered the others as they still are.
 func TestATakeoverIsOnTheWireAsTheVersionBeforeWroteIt(t *testing.T) {
-	if got := string(encodeRecord(intake.Record{State: intake.TookOver, OrderID: "o"})); !strings.Contains(got, `"state":3,`) {
-		t.Errorf("a takeover encodes as %s, want state 3 (Claimed)", got)
+	if got := string(encodeRecord(intake.Record{State: intake.Held, Took: intake.EventTakeOver, OrderID: "o"})); !strings.Contains(got, `"state":3,`) {
+		t.Errorf("a takeover encodes as %s, want state 3", got)
 	}
-	for answer, want := range map[string]intake.State{`{"state":3,"orderId":"o"}`: intake.TookOver, `{"state":3}`: intake.Claimed} {
-		if rec, err := decodeRecord([]byte(answer)); err != nil || rec.State != want {
-			t.Errorf("decodeRecord(%s) = %+v, %v; want state %d", answer, rec, err, want)
+	for answer, want := range map[string]intake.Record{
+		`{"state":3,"orderId":"o"}`: {State: intake.Held, Took: intake.EventTakeOver, OrderID: "o"},
+		`{"state":3}`:               {State: intake.Held, Took: intake.EventClaim},
+		`{"state":0}`:               {State: intake.Absent},
+		`{"state":1}`:               {State: intake.Held},
+		`{"state":2,"receipt":"r"}`: {State: intake.Stored, Body: []byte("r")},
+		`{"state":4,"orderId":"o"}`: {State: intake.Open, OrderID: "o"},
+	} {
+		if rec, err := decodeRecord([]byte(answer)); err != nil || !reflect.DeepEqual(rec, want) {
+			t.Errorf("decodeRecord(%s) = %+v, %v; want %+v", answer, rec, err, want)
 		}
 	}
 }
@@ -239,9 +248,9 @@ func FuzzDecodeRecord(f *testing.F) {
 			return
 		}
 		switch {
-		case rec.State > intake.TookOver:
+		case rec.State > intake.Open:
 			t.Fatalf("decodeRecord(%q) accepted state %d", b, rec.State)
-		case rec.State == intake.TookOver && rec.OrderID == "":
+		case rec.Took == intake.EventTakeOver && rec.OrderID == "":
 			t.Fatalf("decodeRecord(%q) accepted a takeover without an order id", b)
 		case rec.State == intake.Stored && rec.Body == nil:
 			t.Fatalf("decodeRecord(%q) accepted a receipt without a body", b)
@@ -271,8 +280,8 @@ func TestAnAdoptionReleasedByTheVersionBeforeStaysOpen(t *testing.T) {
 	if err != nil || c.Stage != intake.StageTentative {
 		t.Fatalf("decodeClaim(the claim) = %+v, %v; want a tentative claim", c, err)
 	}
-	if rec, err := m.obj.Claim(key, c); err != nil || rec.State != intake.Claimed {
-		t.Fatalf("Claim = %+v, %v; want Claimed", rec, err)
+	if rec, err := m.obj.Claim(key, c); err != nil || rec.Took != intake.EventClaim {
+		t.Fatalf("Claim = %+v, %v; want a claim", rec, err)
 	}
 	if key, c, err = decodeClaim([]byte(releaseDoc)); err != nil || c.Stage != intake.StageSent {
 		t.Fatalf("decodeClaim(the release) = %+v, %v; want it sent", c, err)

@@ -60,7 +60,7 @@ func (a *adminSuite) placed(token, orderID string) intake.Claim {
 func (a *adminSuite) openKey(t *testing.T, key intake.Key, orderID string, unresolved bool) {
 	t.Helper()
 	c := a.placed("open-"+orderID, orderID)
-	a.mustBegin(t, key, c, intake.Claimed)
+	a.mustTake(t, key, c, intake.EventClaim)
 	c.Stage, c.Attempts = intake.StageSent, 3
 	if unresolved {
 		c.GiveUp = intake.GivenUp
@@ -76,7 +76,7 @@ func (a *adminSuite) openKey(t *testing.T, key intake.Key, orderID string, unres
 func (a *adminSuite) storeKey(t *testing.T, key intake.Key, body string) {
 	t.Helper()
 	c := a.placed("stored", "order-s")
-	a.mustBegin(t, key, c, intake.Claimed)
+	a.mustTake(t, key, c, intake.EventClaim)
 	a.mustCommit(t, key, c, intake.Result{Body: []byte(body), Fingerprint: adminOrder.Fingerprint(), TTL: time.Hour})
 	// Then released, as the Service does over a Store whose claim stays
 	// beside its outcome (KV's, listed until it goes).
@@ -108,7 +108,7 @@ func (a *adminSuite) purges(t *testing.T) {
 			t.Errorf("Purge returned body %q, want the stored one", rec.Body)
 		}
 		a.mustLookup(t, key, intake.Absent)
-		a.mustBegin(t, key, a.placed("new", "order-new"), intake.Claimed)
+		a.mustTake(t, key, a.placed("new", "order-new"), intake.EventClaim)
 	})
 
 	t.Run("purge with another order id leaves the outcome", func(t *testing.T) {
@@ -142,7 +142,7 @@ func (a *adminSuite) purges(t *testing.T) {
 
 	t.Run("purge leaves a live claim holding its key", func(t *testing.T) {
 		key := a.newKey()
-		a.mustBegin(t, key, a.placed("a", "order-1"), intake.Claimed)
+		a.mustTake(t, key, a.placed("a", "order-1"), intake.EventClaim)
 		a.mustPurge(t, key, intake.Held)
 		a.mustLookup(t, key, intake.Held)
 	})
@@ -191,7 +191,7 @@ func (a *adminSuite) lists(t *testing.T) {
 	key := func(name string) intake.Key { return intake.Key{Client: client, ID: a.prefix + name} }
 	a.openKey(t, key("unknown"), "order-u", false)
 	a.openKey(t, key("unresolved"), "order-x", true)
-	a.mustBegin(t, key("held"), a.placed("h", "order-h"), intake.Claimed)
+	a.mustTake(t, key("held"), a.placed("h", "order-h"), intake.EventClaim)
 	a.storeKey(t, key("stored"), `{"r":1}`)
 	a.openKey(t, intake.Key{Client: other, ID: a.prefix + "unknown"}, "order-o", false)
 
@@ -279,7 +279,7 @@ func (a *adminSuite) resolving(t *testing.T) {
 		key := a.newKey()
 		a.openKey(t, key, "order-1", true)
 		a.mustBegin(t, key, settler("s"), intake.Open)
-		rec := a.mustBegin(t, key, operator("op"), intake.TookOver)
+		rec := a.mustTake(t, key, operator("op"), intake.EventTakeOver)
 		wantOrderID(t, rec, "order-1")
 		if !rec.HasOrder || rec.Order != adminOrder {
 			t.Errorf("taken over with order %+v (has %v), want %+v", rec.Order, rec.HasOrder, adminOrder)
@@ -289,7 +289,7 @@ func (a *adminSuite) resolving(t *testing.T) {
 	t.Run("an operator's claim takes over an unknown key", func(t *testing.T) {
 		key := a.newKey()
 		a.openKey(t, key, "order-1", false)
-		wantOrderID(t, a.mustBegin(t, key, operator("op"), intake.TookOver), "order-1")
+		wantOrderID(t, a.mustTake(t, key, operator("op"), intake.EventTakeOver), "order-1")
 	})
 
 	t.Run("an operator's claim claims no absent key", func(t *testing.T) {

@@ -16,7 +16,7 @@ func (s *suite) claims(t *testing.T) {
 
 	t.Run("the first claim wins and later ones see it held", func(t *testing.T) {
 		key := s.newKey()
-		s.mustBegin(t, key, claim("a", "fp-a"), intake.Claimed)
+		s.mustTake(t, key, claim("a", "fp-a"), intake.EventClaim)
 		rec := s.mustBegin(t, key, claim("b", "fp-b"), intake.Held)
 		if rec.Fingerprint != "fp-a" {
 			t.Errorf("held fingerprint = %q, want fp-a", rec.Fingerprint)
@@ -29,15 +29,15 @@ func (s *suite) claims(t *testing.T) {
 			return
 		}
 		key := s.newKey()
-		s.mustBegin(t, key, claim("a", "fp"), intake.Claimed)
-		s.mustBegin(t, key, claim("a", "fp"), intake.Claimed)
+		s.mustTake(t, key, claim("a", "fp"), intake.EventClaim)
+		s.mustTake(t, key, claim("a", "fp"), intake.EventClaim)
 	})
 
 	t.Run("clients never share a key", func(t *testing.T) {
 		key := s.newKey()
 		other := intake.Key{Client: "other", ID: key.ID}
-		s.mustBegin(t, key, claim("a", "fp"), intake.Claimed)
-		s.mustBegin(t, other, claim("b", "fp"), intake.Claimed)
+		s.mustTake(t, key, claim("a", "fp"), intake.EventClaim)
+		s.mustTake(t, other, claim("b", "fp"), intake.EventClaim)
 	})
 
 	t.Run("concurrent claims on one key: exactly one is claimed", func(t *testing.T) {
@@ -47,7 +47,7 @@ func (s *suite) claims(t *testing.T) {
 		}
 		key := s.newKey()
 		const n = 16
-		states := make([]intake.State, n)
+		states := make([]intake.Record, n)
 		errs := make([]error, n)
 		var wg sync.WaitGroup
 		for i := range n {
@@ -56,7 +56,7 @@ func (s *suite) claims(t *testing.T) {
 				defer wg.Done()
 				var rec intake.Record
 				rec, errs[i] = s.store.Begin(ctx, key, claim(fmt.Sprint("t", i), "fp"))
-				states[i] = rec.State
+				states[i] = rec
 			}()
 		}
 		wg.Wait()
@@ -65,10 +65,10 @@ func (s *suite) claims(t *testing.T) {
 			if errs[i] != nil {
 				t.Fatalf("Begin %d: %v", i, errs[i])
 			}
-			if states[i] == intake.Claimed {
+			if states[i].Took == intake.EventClaim {
 				claimed++
-			} else if states[i] != intake.Held {
-				t.Fatalf("Begin %d state = %v, want Claimed or Held", i, states[i])
+			} else if states[i].State != intake.Held || states[i].Holds() {
+				t.Fatalf("Begin %d = state %v, took %v; want a claim, or held by another", i, states[i].State, states[i].Took)
 			}
 		}
 		if claimed != 1 {

@@ -17,7 +17,7 @@ func (s *suite) commits(t *testing.T) {
 	t.Run("a committed receipt is returned byte for byte with its fingerprint", func(t *testing.T) {
 		key := s.newKey()
 		c := claim("a", "fp-a")
-		s.mustBegin(t, key, c, intake.Claimed)
+		s.mustTake(t, key, c, intake.EventClaim)
 		body := `{"orderId":"1","symbol":"ü 😀 \u2028"}`
 		s.mustCommit(t, key, c, receipt(body, "fp-a"))
 		for _, rec := range []intake.Record{s.mustLookup(t, key, intake.Stored), s.mustBegin(t, key, claim("b", "fp-b"), intake.Stored)} {
@@ -31,13 +31,13 @@ func (s *suite) commits(t *testing.T) {
 		key, kept := s.newKey(), s.newKey()
 		c := claim("a", "fp")
 		before := s.now()
-		s.mustBegin(t, key, c, intake.Claimed)
+		s.mustTake(t, key, c, intake.EventClaim)
 		s.mustCommit(t, key, c, receipt("r", "fp"))
 		after := s.now()
 		// A claim kept past its TTL keeps its outcome as long (intake.Claim.KeepUntil).
 		long := claim("a", "fp")
 		long.KeepUntil = before.Add(2 * time.Hour).Truncate(time.Millisecond)
-		s.mustBegin(t, kept, long, intake.Claimed)
+		s.mustTake(t, kept, long, intake.EventClaim)
 		s.mustCommit(t, kept, long, receipt("r", "fp"))
 		told := []intake.Record{s.mustLookup(t, key, intake.Stored), s.mustBegin(t, key, claim("b", "fp"), intake.Stored)}
 		toldKept := []intake.Record{s.mustLookup(t, kept, intake.Stored), s.mustBegin(t, kept, claim("b", "fp"), intake.Stored)}
@@ -67,7 +67,7 @@ func (s *suite) commits(t *testing.T) {
 		}
 		key := s.newKey()
 		c := claim("a", "fp")
-		s.mustBegin(t, key, c, intake.Claimed)
+		s.mustTake(t, key, c, intake.EventClaim)
 		s.mustCommit(t, key, c, receipt("first", "fp"))
 		s.mustCommit(t, key, c, receipt("second", "fp"))
 		if rec := s.mustLookup(t, key, intake.Stored); string(rec.Body) != "first" {
@@ -83,7 +83,7 @@ func (s *suite) commits(t *testing.T) {
 		if err := s.store.Commit(ctx, key, claim("nobody", "fp"), receipt("x", "fp")); !errors.Is(err, intake.ErrLostClaim) {
 			t.Fatalf("Commit on an unclaimed key = %v, want ErrLostClaim", err)
 		}
-		s.mustBegin(t, key, claim("a", "fp"), intake.Claimed)
+		s.mustTake(t, key, claim("a", "fp"), intake.EventClaim)
 		if err := s.store.Commit(ctx, key, claim("b", "fp"), receipt("x", "fp")); !errors.Is(err, intake.ErrLostClaim) {
 			t.Fatalf("Commit with another token = %v, want ErrLostClaim", err)
 		}

@@ -22,18 +22,18 @@ func (s *suite) expiry(t *testing.T) {
 		// One wait serves every key here, so a real clock waits once.
 		taken, slow, expiring, kept := s.newKey(), s.newKey(), s.newKey(), s.newKey()
 		short := intake.Claim{Token: "a", Fingerprint: "fp", Lease: s.opts.Short}
-		s.mustBegin(t, taken, short, intake.Claimed)
-		s.mustBegin(t, slow, short, intake.Claimed)
-		s.mustBegin(t, expiring, claim("a", "fp"), intake.Claimed)
+		s.mustTake(t, taken, short, intake.EventClaim)
+		s.mustTake(t, slow, short, intake.EventClaim)
+		s.mustTake(t, expiring, claim("a", "fp"), intake.EventClaim)
 		s.mustCommit(t, expiring, claim("a", "fp"), intake.Result{Body: []byte("old"), Fingerprint: "fp", TTL: s.opts.Short})
 		dead := s.sent("a", "fp", "order-1")
 		dead.Lease = s.opts.Short
-		s.mustBegin(t, kept, dead, intake.Claimed)
+		s.mustTake(t, kept, dead, intake.EventClaim)
 		givenUp := s.newKey()
 		s.leaveUnresolved(t, givenUp)
 		lapsed := s.sent("c", "fp", "order-2")
 		lapsed.Lease = s.opts.Short
-		if rec := s.mustBegin(t, givenUp, lapsed, intake.TookOver); rec.GiveUp != intake.GivenUp {
+		if rec := s.mustTake(t, givenUp, lapsed, intake.EventTakeOver); rec.GiveUp != intake.GivenUp {
 			t.Fatalf("a client's takeover of an unresolved key came back %+v, want it unresolved", rec)
 		}
 		s.opts.Advance(s.pastShort())
@@ -48,12 +48,12 @@ func (s *suite) expiry(t *testing.T) {
 
 		t.Run("a dead holder's sent order keeps its id past the lease", func(t *testing.T) {
 			wantOrderID(t, s.mustLookup(t, kept, intake.Open), "order-1")
-			wantOrderID(t, s.mustBegin(t, kept, s.sent("b", "fp", "order-2"), intake.TookOver), "order-1")
+			wantOrderID(t, s.mustTake(t, kept, s.sent("b", "fp", "order-2"), intake.EventTakeOver), "order-1")
 		})
 
 		t.Run("an expired claim is taken over and its holder's commit refused", func(t *testing.T) {
 			s.mustLookup(t, taken, intake.Absent)
-			s.mustBegin(t, taken, claim("b", "fp"), intake.Claimed)
+			s.mustTake(t, taken, claim("b", "fp"), intake.EventClaim)
 			if err := s.store.Commit(ctx, taken, short, receipt("late", "fp")); s.opts.Fenced && !errors.Is(err, intake.ErrLostClaim) {
 				t.Fatalf("commit after the takeover = %v, want ErrLostClaim", err)
 			}
@@ -70,7 +70,7 @@ func (s *suite) expiry(t *testing.T) {
 
 		t.Run("an expired receipt is never served and its key is new again", func(t *testing.T) {
 			s.mustLookup(t, expiring, intake.Absent)
-			rec := s.mustBegin(t, expiring, claim("b", "fp"), intake.Claimed)
+			rec := s.mustTake(t, expiring, claim("b", "fp"), intake.EventClaim)
 			if rec.Body != nil {
 				t.Fatalf("Begin after expiry returned receipt %q", rec.Body)
 			}
@@ -83,7 +83,7 @@ func (s *suite) expiry(t *testing.T) {
 func (s *suite) leaveUnresolved(t *testing.T, key intake.Key) {
 	t.Helper()
 	c := s.sent("given-up", "fp", "order-1")
-	s.mustBegin(t, key, c, intake.Claimed)
+	s.mustTake(t, key, c, intake.EventClaim)
 	c.Stage, c.Attempts, c.GiveUp = intake.StageSent, 5, intake.GivenUp
 	if err := s.store.Release(context.Background(), key, c); err != nil {
 		t.Fatalf("Release: %v", err)

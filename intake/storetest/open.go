@@ -19,7 +19,7 @@ func (s *suite) open(t *testing.T) {
 	t.Run("a released sent claim leaves the key open with its order id", func(t *testing.T) {
 		key := s.newKey()
 		c := s.sent("a", "fp", "order-1")
-		if rec := s.mustBegin(t, key, c, intake.Claimed); rec.OrderID != "" {
+		if rec := s.mustTake(t, key, c, intake.EventClaim); rec.OrderID != "" {
 			t.Fatalf("a new claim came back with order id %q, want its own (none returned)", rec.OrderID)
 		}
 		wantOrderID(t, s.mustLookup(t, key, intake.Held), "order-1")
@@ -34,7 +34,7 @@ func (s *suite) open(t *testing.T) {
 		})
 		t.Run("the same order takes it over with the order id", func(t *testing.T) {
 			retry := s.sent("c", "fp", "order-3")
-			wantOrderID(t, s.mustBegin(t, key, retry, intake.TookOver), "order-1")
+			wantOrderID(t, s.mustTake(t, key, retry, intake.EventTakeOver), "order-1")
 			s.mustLookup(t, key, intake.Held)
 			s.mustCommit(t, key, retry, intake.Result{Body: []byte("rejected"), Rejected: true, Fingerprint: "fp", TTL: time.Hour})
 			if rec := s.mustLookup(t, key, intake.Stored); !rec.Rejected || string(rec.Body) != "rejected" {
@@ -54,15 +54,15 @@ func (s *suite) open(t *testing.T) {
 		}
 		key := s.newKey()
 		first := s.sent("a", "fp", "order-1")
-		s.mustBegin(t, key, first, intake.Claimed)
+		s.mustTake(t, key, first, intake.EventClaim)
 		first.Stage, first.Attempts = intake.StageSent, 1
 		if err := s.store.Release(ctx, key, first); err != nil {
 			t.Fatalf("Release: %v", err)
 		}
 		retry := s.sent("b", "fp", "order-1")
 		retry.AcceptedAt = accepted.Add(time.Minute)
-		s.mustBegin(t, key, retry, intake.TookOver)
-		rec := s.mustBegin(t, key, retry, intake.TookOver)
+		s.mustTake(t, key, retry, intake.EventTakeOver)
+		rec := s.mustTake(t, key, retry, intake.EventTakeOver)
 		wantOrderID(t, rec, "order-1")
 		if rec.Attempts != 1 {
 			t.Fatalf("the retried takeover came back with %d attempts, want the key's 1", rec.Attempts)
@@ -72,7 +72,7 @@ func (s *suite) open(t *testing.T) {
 	t.Run("a released claim that was never sent frees the key", func(t *testing.T) {
 		key := s.newKey()
 		c := s.sent("a", "fp", "order-1")
-		s.mustBegin(t, key, c, intake.Claimed)
+		s.mustTake(t, key, c, intake.EventClaim)
 		if err := s.store.Release(ctx, key, c); err != nil {
 			t.Fatalf("Release: %v", err)
 		}
@@ -97,7 +97,7 @@ func (s *suite) open(t *testing.T) {
 			}
 			key := s.newKey()
 			first := s.sent("a", "fp", "order-1")
-			s.mustBegin(t, key, first, intake.Claimed)
+			s.mustTake(t, key, first, intake.EventClaim)
 			first.Stage = intake.StageSent
 			if err := s.store.Release(ctx, key, first); err != nil {
 				t.Fatalf("Release: %v", err)
@@ -106,7 +106,7 @@ func (s *suite) open(t *testing.T) {
 			if lost.sent {
 				takeover.AcceptedAt, takeover.Stage = accepted.Add(30*time.Second), intake.StageSent
 			}
-			s.mustBegin(t, key, takeover, intake.TookOver)
+			s.mustTake(t, key, takeover, intake.EventTakeOver)
 			if err := s.store.Release(ctx, key, takeover); err != nil {
 				t.Fatalf("Release: %v", err)
 			}
@@ -123,13 +123,13 @@ func (s *suite) open(t *testing.T) {
 		}
 		key := s.newKey()
 		first := s.sent("a", "fp", "order-1")
-		s.mustBegin(t, key, first, intake.Claimed)
+		s.mustTake(t, key, first, intake.EventClaim)
 		first.Stage, first.GiveUp, first.Attempts = intake.StageSent, intake.GivenUp, 9
 		if err := s.store.Release(ctx, key, first); err != nil {
 			t.Fatalf("Release: %v", err)
 		}
 		takeover := s.sent("b", "fp", "order-1")
-		s.mustBegin(t, key, takeover, intake.TookOver)
+		s.mustTake(t, key, takeover, intake.EventTakeOver)
 		if err := s.store.Release(ctx, key, takeover); err != nil {
 			t.Fatalf("Release: %v", err)
 		}

@@ -25,14 +25,14 @@ func (s *suite) phases(t *testing.T) {
 	t.Run("a sent claim writes its key's phase", func(t *testing.T) {
 		key := s.newKey()
 		c := s.sent("a", "fp", "order-1")
-		s.mustBegin(t, key, c, intake.Claimed)
+		s.mustTake(t, key, c, intake.EventClaim)
 		wantWritten(t, s.mustLookup(t, key, intake.Held), intake.PhaseHeld)
 		c.Stage = intake.StageSent
 		release(t, key, c)
 		wantWritten(t, s.mustLookup(t, key, intake.Open), intake.PhaseOpen)
 
 		retry := s.sent("b", "fp", "order-2")
-		s.mustBegin(t, key, retry, intake.TookOver)
+		s.mustTake(t, key, retry, intake.EventTakeOver)
 		wantWritten(t, s.mustLookup(t, key, intake.Held), intake.PhaseHeld)
 		retry.Stage, retry.GiveUp = intake.StageSent, intake.GivenUp
 		release(t, key, retry)
@@ -51,7 +51,7 @@ func (s *suite) phases(t *testing.T) {
 		s.leaveUnresolved(t, key)
 		c := s.sent("a", "fp", "order-2")
 		c.Lease = s.opts.Short
-		s.mustBegin(t, key, c, intake.TookOver)
+		s.mustTake(t, key, c, intake.EventTakeOver)
 		s.opts.Advance(s.pastShort())
 		// Held to unresolved is the table's row for the end of a lease on
 		// a key given up on: checkPhase in mustLookup holds it to that.

@@ -18,7 +18,7 @@ func (s *suite) releases(t *testing.T) {
 			return
 		}
 		key := s.newKey()
-		s.mustBegin(t, key, claim("a", "fp"), intake.Claimed)
+		s.mustTake(t, key, claim("a", "fp"), intake.EventClaim)
 		if err := s.store.Release(ctx, key, claim("b", "fp")); err != nil {
 			t.Fatalf("Release by another: %v", err)
 		}
@@ -27,13 +27,13 @@ func (s *suite) releases(t *testing.T) {
 			t.Fatalf("Release: %v", err)
 		}
 		s.mustLookup(t, key, intake.Absent)
-		s.mustBegin(t, key, claim("b", "fp"), intake.Claimed)
+		s.mustTake(t, key, claim("b", "fp"), intake.EventClaim)
 	})
 
 	t.Run("release leaves a receipt alone", func(t *testing.T) {
 		key := s.newKey()
 		c := claim("a", "fp")
-		s.mustBegin(t, key, c, intake.Claimed)
+		s.mustTake(t, key, c, intake.EventClaim)
 		s.mustCommit(t, key, c, receipt("r", "fp"))
 		if err := s.store.Release(ctx, key, c); err != nil {
 			t.Fatalf("Release: %v", err)

@@ -80,14 +80,31 @@ func wantOrderID(t *testing.T, rec intake.Record, orderID string) {
 	}
 }
 
+// mustBegin has c's Begin leave key alone, showing want.
 func (s *suite) mustBegin(t *testing.T, key intake.Key, c intake.Claim, want intake.State) intake.Record {
+	t.Helper()
+	rec := s.begin(t, key, c)
+	if rec.State != want || rec.Holds() {
+		t.Fatalf("Begin(%s) = state %v, took %v; want %v, untaken", c.Token, rec.State, rec.Took, want)
+	}
+	return rec
+}
+
+// mustTake has c's Begin take key, by event want: a claim, or a takeover.
+func (s *suite) mustTake(t *testing.T, key intake.Key, c intake.Claim, want intake.Event) intake.Record {
+	t.Helper()
+	rec := s.begin(t, key, c)
+	if rec.Took != want || rec.State != intake.Held {
+		t.Fatalf("Begin(%s) = state %v, took %v; want held, took %v", c.Token, rec.State, rec.Took, want)
+	}
+	return rec
+}
+
+func (s *suite) begin(t *testing.T, key intake.Key, c intake.Claim) intake.Record {
 	t.Helper()
 	rec, err := s.store.Begin(context.Background(), key, c)
 	if err != nil {
 		t.Fatalf("Begin(%s): %v", c.Token, err)
-	}
-	if rec.State != want {
-		t.Fatalf("Begin(%s) state = %v, want %v", c.Token, rec.State, want)
 	}
 	checkPhase(t, rec)
 	return rec

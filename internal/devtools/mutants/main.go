@@ -135,7 +135,7 @@ var mutants = []mutant{
 	{"a rate-limit refusal told after its claim's lease", "intake/submit.go",
 		"case errors.Is(err, ErrRateLimited) && s.life.Tentative && s.outlasted(now):", "case false:"},
 	{"adopting KV's order id leaves a claim on a free key behind", "intake/fallback.go",
-		"\t\tif rec.State.Holds() {\n\t\t\ts.release(ctx, sub.key, taken)\n", "\t\tif rec.State == TookOver {\n\t\t\ts.release(ctx, sub.key, taken)\n"},
+		"\t\tif rec.Holds() {\n\t\t\ts.release(ctx, sub.key, taken)\n", "\t\tif rec.Took == EventTakeOver {\n\t\t\ts.release(ctx, sub.key, taken)\n"},
 	{"a claim whose admission outlasted its lease calls without holding its key", "intake/submit.go",
 		"\tcase s.outlasted(now):\n\t\t// Begin, or", "\tcase false:\n\t\t// Begin, or"},
 	{"a ledger claim that did not learn its key was given up on reopens it", "ledger/object.go",
