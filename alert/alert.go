@@ -6,6 +6,7 @@ package alert
 import (
 	"context"
 	"errors"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -126,13 +127,60 @@ func (p *Pager) Page(ctx context.Context, e Event) error {
 }
 
 // scrub keeps the secrets out of a transport error's text, which the
-// runtime may write with the URL in it.
+// runtime may write with the URL in it, as given or normalised (its host
+// in lower case, a "/" added): the URL is taken out whole, and then each
+// part of it that may carry a token (secretParts), and the routing key.
 func (p *Pager) scrub(text string) string {
 	text = strings.ReplaceAll(text, p.opts.URL, "ALERT_WEBHOOK_URL")
+	for _, part := range secretParts(p.opts.URL) {
+		text = strings.ReplaceAll(text, part, "[ALERT_WEBHOOK_URL]")
+	}
 	if p.opts.RoutingKey != "" {
 		text = strings.ReplaceAll(text, p.opts.RoutingKey, "ALERT_ROUTING_KEY")
 	}
 	return text
+}
+
+// minSecretPart is the shortest part of the URL scrub takes out by itself:
+// shorter ones ("/", "v2") would garble the text and hide nothing.
+const minSecretPart = 6
+
+// secretParts are the parts of url that may carry a token, longest
+// first: its user info, its path, query and fragment together, its path,
+// its query, each query value, and its fragment. The host stays, so that an error
+// still says where the page went.
+func secretParts(url string) []string {
+	_, rest, ok := strings.Cut(url, "://")
+	if !ok {
+		rest = url
+	}
+	authority, tail := rest, ""
+	if i := strings.IndexAny(rest, "/?#"); i >= 0 {
+		authority, tail = rest[:i], rest[i:]
+	}
+	parts := []string{tail}
+	if i := strings.LastIndexByte(authority, '@'); i >= 0 {
+		parts = append(parts, authority[:i])
+	}
+	beforeFragment, fragment, _ := strings.Cut(tail, "#")
+	parts = append(parts, fragment)
+	path, query, hasQuery := strings.Cut(beforeFragment, "?")
+	parts = append(parts, path)
+	if hasQuery {
+		parts = append(parts, query)
+		for pair := range strings.SplitSeq(query, "&") {
+			_, value, _ := strings.Cut(pair, "=")
+			parts = append(parts, value)
+		}
+	}
+	kept := parts[:0]
+	for _, part := range parts {
+		if len(part) >= minSecretPart {
+			kept = append(kept, part)
+		}
+	}
+	slices.SortFunc(kept, func(a, b string) int { return len(b) - len(a) })
+	return kept
 }
 
 // body is e as an Events API v2 trigger. The summary says what to do; the

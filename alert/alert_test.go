@@ -114,6 +114,9 @@ func TestPageFailuresAreErrorsWithoutSecrets(t *testing.T) {
 		{"the pager is down", &recorder{status: 503}, alert.ErrRefused},
 		{"a redirect is not taken", &recorder{status: 302}, alert.ErrRefused},
 		{"no answer", &recorder{err: errors.New("fetch to " + url + " failed with " + routingKey)}, nil},
+		// The runtime may write the URL back normalised, not as given.
+		{"no answer, its host in capitals", &recorder{err: errors.New("fetch to https://PAGER.example/v2/enqueue?token=url-secret failed")}, nil},
+		{"no answer, its query alone", &recorder{err: errors.New("bad query token=url-secret")}, nil},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -141,5 +144,36 @@ func TestBudgetBoundsThePagesOfARun(t *testing.T) {
 	}
 	if err := p.Page(t.Context(), unresolved); err != nil || len(r.sent) != 3 {
 		t.Errorf("a page outside the run = %v (%d sent), want it sent", err, len(r.sent))
+	}
+}
+
+// TestATransportErrorShowsNoPartOfTheURLThatMayCarryAToken: a runtime may
+// quote the URL in any form, or a part of it alone; each part that may
+// carry a token is taken out, and the host stays, to say where the page
+// went.
+func TestATransportErrorShowsNoPartOfTheURLThatMayCarryAToken(t *testing.T) {
+	const hook = "https://ops:pa55word-1@hooks.example/services/T0KEN-PATH?sig=s1gnature-2&v=1#frag-secret-3"
+	for _, quoted := range []string{
+		hook,
+		"https://ops:pa55word-1@HOOKS.example/services/T0KEN-PATH?sig=s1gnature-2&v=1#frag-secret-3",
+		"https://hooks.example/services/T0KEN-PATH/",
+		"user ops:pa55word-1 refused",
+		"signature s1gnature-2 expired",
+		"fragment frag-secret-3",
+	} {
+		r := &recorder{err: errors.New("fetch failed: " + quoted)}
+		p := alert.New(alert.Options{URL: hook, RoutingKey: routingKey, Source: "edge-orders", Send: r.send})
+		err := p.Page(t.Context(), unresolved)
+		if err == nil {
+			t.Fatal("Page = nil, want the transport's error")
+		}
+		for _, secret := range []string{"pa55word-1", "T0KEN-PATH", "s1gnature-2", "frag-secret-3"} {
+			if strings.Contains(err.Error(), secret) {
+				t.Errorf("an error quoting %q shows %q: %v", quoted, secret, err)
+			}
+		}
+		if strings.HasPrefix(quoted, "https://hooks") && !strings.Contains(err.Error(), "hooks.example") {
+			t.Errorf("an error quoting %q no longer says the host: %v", quoted, err)
+		}
 	}
 }
