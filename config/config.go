@@ -272,6 +272,14 @@ func Load(lookup func(name string) (string, bool)) (Config, error) {
 		// Half a pager pages no one, and would fail every page at run time.
 		return Config{}, &Error{Var: AlertURLVar, Reason: "and " + AlertRoutingKeyVar + " are set together or not at all"}
 	}
+	if c.PendingTTL > MaxSeconds*time.Second {
+		// A lease is how long a request that died blocks its key, and
+		// when a settler that found the key held looks again: a day is
+		// far past any request, and keeps that look within the settle
+		// queue's MaxDue.
+		return Config{}, &Error{Var: PendingTTLVar, Reason: "a claim's " + strconv.FormatInt(int64(c.PendingTTL/time.Second), 10) +
+			" seconds is over a day (" + strconv.Itoa(MaxSeconds) + ")"}
+	}
 	if c.PendingTTL > c.ResultTTL {
 		// A claim that outlived its receipt would block a key that is
 		// otherwise free, and expire after it.

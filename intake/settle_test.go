@@ -1383,3 +1383,40 @@ func TestTheCheckAfterAnAnswerNotStoredWaitsForReads(t *testing.T) {
 		}
 	})
 }
+
+// TestARetryOfAKeyAwaitingTheCheckSendsAMessageForIt: a client's retry of
+// a key awaiting the give-up's check, whose call fails too, leaves the
+// check due when it read it, and sends a message for that time: its read
+// may be stale, the check given up since and its chain ended, and the
+// due time would then wait for the sweep, minutes (a long simulation
+// found it). Over a Store whose reads are exact no key awaits a check.
+func TestARetryOfAKeyAwaitingTheCheckSendsAMessageForIt(t *testing.T) {
+	ctx := context.Background()
+	const maxAge = time.Hour
+	forEachStore(t, intake.Options{SettleMaxAge: maxAge}, func(t *testing.T, e *settleEnv) {
+		if e.store.Lifecycle().ReadsLag == 0 {
+			t.Skip("no key awaits the give-up's check")
+		}
+		leaveUnknown(t, e)
+		e.clock.Advance(maxAge)
+		e.g.answer(errLost)
+		st, err := e.service().Settle(ctx, deskKey)
+		if err != nil || !st.Unresolved || st.Final {
+			t.Fatalf("the last call = %+v, %v; want the key awaiting the check", st, err)
+		}
+		var scheduled []time.Time
+		e.opts.Schedule = func(_ context.Context, _ intake.Key, at time.Time) error {
+			scheduled = append(scheduled, at)
+			return nil
+		}
+		e.clock.Advance(time.Second)
+		e.g.answer(errLost)
+		_, err = e.service().Submit(ctx, deskKey, []byte(validBody), "")
+		if u := (*intake.Unsettled)(nil); !errors.As(err, &u) || u.GiveUp != intake.AwaitingCheck || !u.NextAttempt.Equal(st.NextAttempt) {
+			t.Fatalf("the retry = %v; want its outcome unknown, the check due at %v as before", err, st.NextAttempt)
+		}
+		if len(scheduled) != 1 || !scheduled[0].Equal(st.NextAttempt) {
+			t.Fatalf("Schedule told %v; want one message, for the check's due time %v", scheduled, st.NextAttempt)
+		}
+	})
+}

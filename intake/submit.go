@@ -364,13 +364,7 @@ func (s *Service) keep(ctx context.Context, key Key, claim Claim, result Result,
 				claim.GiveUp = AwaitingCheck
 				claim.NextAttempt = s.opts.Now().Add(max(SettleBackoff(claim.Attempts+1), 2*s.life.ReadsLag))
 			}
-			open := s.leaveOpen(ctx, key, claim, err, min(by, bySettler))
-			if by == byClient && open.GiveUp == AwaitingCheck {
-				// The check is due at a new time, which no message of the
-				// settler's is for: one that comes before it ends there.
-				s.schedule(ctx, key, open.NextAttempt)
-			}
-			return &unstored{err: err, open: open}
+			return &unstored{err: err, open: s.leaveOpen(ctx, key, claim, err, min(by, bySettler))}
 		}
 		return err
 	}
@@ -422,9 +416,15 @@ func (s *Service) leaveOpen(ctx context.Context, key Key, claim Claim, cause err
 	// A client's unknown outcome schedules the settler for the due time it
 	// wrote; the settler's own attempts are scheduled by their caller. A
 	// message that comes before its key is due was sent for an earlier due
-	// time, and ends there (Settle), so one chain settles a key. A chain
-	// whose message is lost is found by the Store's due time.
-	if by == byClient && claim.GiveUp == NotGivenUp {
+	// time, and ends there (Settle), so one chain settles a key. So does a
+	// retry of a key awaiting the give-up's check, which leaves the due
+	// time it read: that read may be stale, and the time's chain ended
+	// (the check gave up since). When it was not, two messages come for
+	// the time: the one that finds the other's claim is sent again for
+	// its lease's end, and ends then, the key final or due at another
+	// time. A chain whose message is lost is found by the Store's due
+	// time.
+	if by == byClient && claim.GiveUp != GivenUp {
 		s.schedule(ctx, key, claim.NextAttempt)
 	}
 	return &Unsettled{OrderID: claim.OrderID, Attempts: claim.Attempts, NextAttempt: claim.NextAttempt,
@@ -535,7 +535,9 @@ func (s *Service) release(ctx context.Context, key Key, claim Claim) error {
 
 // ReleaseTwice calls store.Release, and once more if that fails: a claim
 // left behind blocks its key for the whole lease, and Release is idempotent
-// for its claim. It ignores ctx's cancellation, so that a request
+// for its claim. Not when the error says no call may follow it
+// (NoResend: a Durable Object that is overloaded, which another call
+// only loads more). It ignores ctx's cancellation, so that a request
 // abandoned midway still frees its key. Every Store and the Service
 // release through it.
 func ReleaseTwice(ctx context.Context, store interface {
@@ -543,7 +545,8 @@ func ReleaseTwice(ctx context.Context, store interface {
 }, key Key, claim Claim) error {
 	ctx = context.WithoutCancel(ctx)
 	err := store.Release(ctx, key, claim)
-	if err != nil {
+	var final interface{ NoResend() bool }
+	if err != nil && !(errors.As(err, &final) && final.NoResend()) {
 		err = store.Release(ctx, key, claim)
 	}
 	return err

@@ -72,8 +72,16 @@ func retryOnce(call func() error) error {
 	if again := call(); again == nil || !overloaded(again) {
 		return again
 	}
-	return err
+	return resentOverloaded{err}
 }
+
+// resentOverloaded is a first try's error whose resend the object
+// answered overloaded: the first's error stands (errors.As finds it), and
+// no call follows (intake.ReleaseTwice).
+type resentOverloaded struct{ error }
+
+func (e resentOverloaded) Unwrap() error { return e.error }
+func (resentOverloaded) NoResend() bool  { return true }
 
 // retryable reports whether err is one the runtime marks retryable, and
 // not overloaded.

@@ -81,3 +81,70 @@ func TestAClaimWhoseResendWasOverloadedIsReleased(t *testing.T) {
 		t.Fatalf("due for the settler: %v, want nothing", keys)
 	}
 }
+
+// TestAReleaseTheObjectAnswersOverloadedIsNotSentAgain: a release the
+// object answered overloaded, at once or on retryOnce's resend, is not
+// sent again by ReleaseTwice: another call only loads it more
+// (docs/operating.md). A review found it sent twice, and three times.
+func TestAReleaseTheObjectAnswersOverloadedIsNotSentAgain(t *testing.T) {
+	overloaded := &workers.Error{Message: "overloaded", Retryable: true, Overloaded: true}
+	lost := &workers.Error{Message: "network", Retryable: true}
+	for _, tc := range []struct {
+		name    string
+		answers []error // the release calls' answers, in turn; nil after
+		want    int
+	}{
+		{"overloaded at once", []error{overloaded}, 1},
+		{"overloaded on the resend", []error{lost, overloaded}, 2},
+		{"lost, then lost again", []error{lost, lost}, 3}, // retryOnce's resend, then ReleaseTwice's
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			now := time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
+			store := ledger.NewMemoryStore()
+			store.Now = func() time.Time { return now }
+			releases := 0
+			store.RoundTrip = func(_ context.Context, method string, apply func()) error {
+				switch method {
+				case "claim":
+					apply()
+					return &workers.Error{Message: "claim's answer lost"} // not retryable: Begin releases
+				case "release":
+					releases++
+					if releases <= len(tc.answers) {
+						return tc.answers[releases-1]
+					}
+				}
+				apply()
+				return nil
+			}
+			key := intake.Key{Client: "desk-a", ID: "k"}
+			claim := intake.Claim{Token: "t", Fingerprint: "fp", OrderID: "o", AcceptedAt: now, Lease: time.Minute, KeepUntil: now.Add(time.Hour)}
+			if _, err := store.Begin(ctx, key, claim); err == nil {
+				t.Fatal("Begin whose answer was lost succeeded")
+			}
+			if releases != tc.want {
+				t.Fatalf("%d release calls, want %d", releases, tc.want)
+			}
+		})
+	}
+}
+
+// TestACallWithoutATokenHoldsNoOpenKey: an open row's token is empty, and
+// a commit or release that carries none (a malformed call, across
+// versions) must not match it: it holds nothing.
+func TestACallWithoutATokenHoldsNoOpenKey(t *testing.T) {
+	ctx := context.Background()
+	m, c := newMemory()
+	key := intake.Key{Client: "desk-a", ID: "k"}
+	leaveOpen(t, m, c, key, c.now.Add(time.Minute))
+	if err := m.Commit(ctx, key, intake.Claim{}, intake.Result{Body: []byte(`{"x":1}`), TTL: time.Hour}); !errors.Is(err, intake.ErrLostClaim) {
+		t.Errorf("a commit without a token = %v, want ErrLostClaim", err)
+	}
+	if err := m.Release(ctx, key, intake.Claim{}); err != nil {
+		t.Errorf("a release without a token = %v, want nil, changing nothing", err)
+	}
+	if rec, err := m.Lookup(ctx, key); err != nil || rec.State != intake.Open {
+		t.Fatalf("the key = %+v, %v; want it still open", rec, err)
+	}
+}

@@ -230,7 +230,9 @@ func (o *Object) Commit(key intake.Key, c intake.Claim, r intake.Result) error {
 	cur, ok := o.rows.get(key.String())
 	now := o.now()
 	switch {
-	case !ok || cur.token != c.Token:
+	case !ok || c.Token == "" || cur.token != c.Token:
+		// An open row's token is empty: a claim without one holds
+		// nothing.
 		return intake.ErrLostClaim
 	case cur.receipt != nil:
 		return nil
@@ -256,7 +258,7 @@ func (o *Object) Commit(key intake.Key, c intake.Claim, r intake.Result) error {
 // less long. Otherwise the row goes. intake.StepRelease decides which.
 func (o *Object) Release(key intake.Key, c intake.Claim) error {
 	cur, ok := o.rows.get(key.String())
-	if !ok || cur.token != c.Token || cur.receipt != nil {
+	if !ok || c.Token == "" || cur.token != c.Token || cur.receipt != nil {
 		return nil
 	}
 	now := o.now()

@@ -251,6 +251,12 @@ func TestMaxDueIsPastEveryDueTime(t *testing.T) {
 	if latest := 2*config.MaxSeconds*time.Second + intake.MaxSettleDelay; latest >= settlequeue.MaxDue {
 		t.Errorf("a key may be due %v out, past MaxDue (%v)", latest, settlequeue.MaxDue)
 	}
+	// A settler that finds the key held looks again when the holder's
+	// lease ends (intake.DueAfterHolder), a whole lease out at most.
+	vars := map[string]string{"RESULT_TTL_SECONDS": "2592000", "PENDING_TTL_SECONDS": "691200", "OPEN_ACCESS": "true"} // 30 days, 8
+	if cfg, err := config.Load(func(n string) (string, bool) { v, ok := vars[n]; return v, ok }); err == nil && cfg.PendingTTL >= settlequeue.MaxDue {
+		t.Errorf("config takes a lease of %v, past MaxDue (%v): a settler's look at a held key would be refused", cfg.PendingTTL, settlequeue.MaxDue)
+	}
 }
 
 // TestScheduleSendsTheKeysMessage: Schedule is what intake.Options.Schedule

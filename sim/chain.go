@@ -32,10 +32,7 @@ import (
 //     the due time in place, while the request's message is for the time
 //     the release meant to write;
 //   - for a key an old version left open or held before a migrating
-//     history began, that version's messages, which are not the history's;
-//   - a write of a due time the key had before, whose writer's own stale
-//     read returned a version due then and missed the write that moved
-//     the key on since (noteRevivedDue).
+//     history began, that version's messages, which are not the history's.
 const chainBroken = "settle chain broken"
 
 // How a chain broke: what each kind of break excuses differs (chainBreak).
@@ -131,9 +128,12 @@ func (w *world) stoppedOn(a *actor, why string) {
 // noteDue notes key's due time after a write of its claim (a held
 // claim's is its lease's end): the first write of that time since the
 // key's claim was last gone owes the message for it, and bounds the
-// events that may have broken its chain. A later write of the same time
-// relies on that chain: a takeover inherits the key's due time, and a
-// retry of a key awaiting the give-up's check leaves it as it was.
+// events that may have broken its chain. A takeover that writes the same
+// time again relies on that chain: it inherits the key's due time. A
+// client's release that does (a retry of a key awaiting the give-up's
+// check leaves the time as it read it) owes a message for it too, since
+// its read may have been stale, and the time's chain ended since: the
+// latest such write bounds the breaks.
 func (w *world) noteDue(key keyName) {
 	if w.mode != KVMode || w.direct {
 		return
@@ -149,29 +149,10 @@ func (w *world) noteDue(key keyName) {
 	if w.dues[key] == nil {
 		w.dues[key] = make(map[int64]dueWrite) // by UnixNano: a time.Time is no map key
 	}
-	if _, ok := w.dues[key][rec.NextAttempt.UnixNano()]; !ok {
-		w.dues[key][rec.NextAttempt.UnixNano()] = dueWrite{due: rec.NextAttempt, by: w.sched.running, seq: len(w.ck.events)}
-		return
-	}
-	w.noteRevivedDue(key, rec.NextAttempt)
-}
-
-// noteRevivedDue notes a write of due, a due time key had before, that
-// its writer's own stale read revived: the version it read was due then,
-// and it missed the write that moved the key on since (a give-up, another
-// due time), which ended that time's chain. A retry of a key awaiting the
-// give-up's check leaves its due time as it read it, relying on its chain.
-func (w *world) noteRevivedDue(key keyName, due time.Time) {
 	a := w.sched.running
-	if a == nil {
-		return
-	}
-	for _, reader := range []*actor{a, a.origin()} {
-		r, ok := w.ck.reads[reader]["pending:"+key]
-		if ok && r.stale != nil && r.entry != nil && w.decodeClaim(key, r.entry, r.at).NextAttempt.Equal(due) {
-			w.breakChainOf(key, breakAfter, "%s wrote its due time %s again, from %s", a.name, due.Format("15:04:05.000"), r.stale)
-			return
-		}
+	_, seen := w.dues[key][rec.NextAttempt.UnixNano()]
+	if !seen || rec.State == intake.Open && a != nil && a.origin().kind == requestActor {
+		w.dues[key][rec.NextAttempt.UnixNano()] = dueWrite{due: rec.NextAttempt, by: a, seq: len(w.ck.events)}
 	}
 }
 

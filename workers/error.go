@@ -12,6 +12,10 @@ type Error struct {
 
 func (e *Error) Error() string { return e.Message }
 
+// NoResend reports whether the call that failed must not be sent again:
+// the Durable Object is overloaded, and another call only loads it more.
+func (e *Error) NoResend() bool { return e.Overloaded }
+
 // failureText is err's message as a task's failure crosses to JavaScript,
 // where "" means success: nil is "", and an error without a message (a
 // binding's rejection with an empty one) is still a failure, so that its

@@ -180,8 +180,8 @@ var mutants = []mutant{
 		"slot := token + \":\" + key.String()", "slot := key.String()"},
 	{"a resolve not stored sends no settle message", "intake/admin.go",
 		"if left := (*unstored)(nil); errors.As(err, &left) {", "if left := (*unstored)(nil); false && errors.As(err, &left) {"},
-	{"a retry that moves a given-up key's check sends no message", "intake/submit.go",
-		"if by == byClient && open.GiveUp == AwaitingCheck {", "if false {"},
+	{"a retry that leaves a key awaiting the give-up's check (moved, or as it read it) sends no message", "intake/submit.go",
+		"if by == byClient && claim.GiveUp != GivenUp {", "if by == byClient && claim.GiveUp == NotGivenUp {"},
 }
 
 // simOnly are the defences KV's limits make necessary, each removed; the
