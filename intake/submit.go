@@ -545,11 +545,22 @@ func ReleaseTwice(ctx context.Context, store interface {
 }, key Key, claim Claim) error {
 	ctx = context.WithoutCancel(ctx)
 	err := store.Release(ctx, key, claim)
-	var final interface{ NoResend() bool }
-	if err != nil && !(errors.As(err, &final) && final.NoResend()) {
+	if err != nil && !noResend(err) {
 		err = store.Release(ctx, key, claim)
 	}
 	return err
+}
+
+// noResend reports whether err, or an error it wraps, says no call may
+// follow it (a NoResend method that says so). It unwraps by hand:
+// TinyGo's errors.As panics on an interface target.
+func noResend(err error) bool {
+	for ; err != nil; err = errors.Unwrap(err) {
+		if e, ok := err.(interface{ NoResend() bool }); ok && e.NoResend() {
+			return true
+		}
+	}
+	return false
 }
 
 // admit asks Options.Limit whether sub's client, or for the open Worker

@@ -82,11 +82,13 @@ func TestAClaimWhoseResendWasOverloadedIsReleased(t *testing.T) {
 	}
 }
 
-// TestAReleaseTheObjectAnswersOverloadedIsNotSentAgain: a release the
-// object answered overloaded, at once or on retryOnce's resend, is not
-// sent again by ReleaseTwice: another call only loads it more
-// (docs/operating.md). A review found it sent twice, and three times.
-func TestAReleaseTheObjectAnswersOverloadedIsNotSentAgain(t *testing.T) {
+// TestClientSendsNoReleaseAgainThatTheObjectAnsweredOverloaded: a release
+// the object answered overloaded, at once or on retryOnce's resend, is
+// not sent again by ReleaseTwice: another call only loads it more
+// (docs/operating.md). A review found it sent twice, and three times. It
+// runs in workerd too, built by the Worker's compiler (TestClient...):
+// TinyGo's errors.As panics where the standard library's does not.
+func TestClientSendsNoReleaseAgainThatTheObjectAnsweredOverloaded(t *testing.T) {
 	overloaded := &workers.Error{Message: "overloaded", Retryable: true, Overloaded: true}
 	lost := &workers.Error{Message: "network", Retryable: true}
 	for _, tc := range []struct {
@@ -97,6 +99,7 @@ func TestAReleaseTheObjectAnswersOverloadedIsNotSentAgain(t *testing.T) {
 		{"overloaded at once", []error{overloaded}, 1},
 		{"overloaded on the resend", []error{lost, overloaded}, 2},
 		{"lost, then lost again", []error{lost, lost}, 3}, // retryOnce's resend, then ReleaseTwice's
+		{"failed, with no mark", []error{errors.New("refused")}, 2},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := context.Background()

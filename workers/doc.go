@@ -83,7 +83,11 @@
 //     and runs no finalizers, where standard Go's runs them; the bridge
 //     relies on neither (Numbers and bytes, above);
 //   - libraries: TinyGo's reflect cannot do all that encoding/json needs
-//     and t.Skip cannot end a test; the Worker uses neither.
+//     and t.Skip cannot end a test; the Worker uses neither. Its errors.As
+//     into an interface (var x interface{ M() }) panics on an error that
+//     does not implement it (TinyGo 0.40.1): the Worker asserts while it
+//     unwraps instead (intake's noResend), and the ledger's conformance
+//     run in workerd, built by TinyGo, takes that path.
 //
 // Which one auto picks follows the bench and soak (bench/README.md has the
 // figures, and the rows that keep standard Go the default).
