@@ -2,6 +2,8 @@ module github.com/edge-orders/edge-orders
 
 go 1.25
 
+toolchain go1.25.5
+
 require (
 	github.com/chromedp/cdproto v0.159.0
 	github.com/chromedp/chromedp v0.23.0

@@ -3,6 +3,7 @@ package intake
 import (
 	"context"
 	"errors"
+	"slices"
 	"time"
 
 	"github.com/edge-orders/edge-orders/internal/errs"
@@ -552,15 +553,19 @@ func ReleaseTwice(ctx context.Context, store interface {
 }
 
 // noResend reports whether err, or an error it wraps, says no call may
-// follow it (a NoResend method that says so). It unwraps by hand:
-// TinyGo's errors.As panics on an interface target.
+// follow it (a NoResend method that says so). It unwraps by hand, as
+// errors.As would: TinyGo's errors.As into an interface matches any
+// error, and the method call then traps.
 func noResend(err error) bool {
-	for ; err != nil; err = errors.Unwrap(err) {
-		if e, ok := err.(interface{ NoResend() bool }); ok && e.NoResend() {
-			return true
-		}
+	switch e := err.(type) {
+	case nil:
+		return false
+	case interface{ NoResend() bool }:
+		return e.NoResend()
+	case interface{ Unwrap() []error }:
+		return slices.ContainsFunc(e.Unwrap(), noResend)
 	}
-	return false
+	return noResend(errors.Unwrap(err))
 }
 
 // admit asks Options.Limit whether sub's client, or for the open Worker

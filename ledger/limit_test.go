@@ -100,6 +100,7 @@ func TestClientSendsNoReleaseAgainThatTheObjectAnsweredOverloaded(t *testing.T) 
 		{"overloaded on the resend", []error{lost, overloaded}, 2},
 		{"lost, then lost again", []error{lost, lost}, 3}, // retryOnce's resend, then ReleaseTwice's
 		{"failed, with no mark", []error{errors.New("refused")}, 2},
+		{"overloaded, joined to another error", []error{errors.Join(errors.New("and"), overloaded)}, 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := context.Background()

@@ -6,7 +6,6 @@ import (
 	"context"
 	"errors"
 	"strconv"
-	"sync"
 	"time"
 
 	"github.com/edge-orders/edge-orders/intake"
@@ -45,23 +44,19 @@ func object(state workers.State) *Object {
 // alarm runs the object's alarm: the sweep when it is due, then the
 // settler for every key due, each as a request would (a synchronous claim
 // step, the gateway call, a synchronous commit step), all at once; then the
-// next alarm. The keys run on the Worker's kept goroutines (workers.Go).
+// next alarm. The keys run on the Worker's kept goroutines (settleAll);
+// the alarm fails if one panicked.
 func alarm(ctx context.Context, state workers.State, env workers.Env, newSettler func(workers.Env, intake.Store) *intake.Service) error {
 	o := object(state)
 	keys := o.Alarm(settleBatch)
+	var err error
 	if settler := newSettler(env, NewLocal(o)); settler != nil && len(keys) > 0 {
-		var wg sync.WaitGroup
-		for _, key := range keys {
-			wg.Add(1)
-			workers.Go(func() {
-				defer wg.Done()
-				settler.Settle(ctx, key) // a key left due is tried again
-			})
-		}
-		wg.Wait()
+		err = settleAll(keys, workers.Go, func(key intake.Key) {
+			settler.Settle(ctx, key) // a key left due is tried again
+		})
 	}
 	o.AlarmDone(intake.FirstSettleDelay)
-	return nil
+	return err
 }
 
 func serveObject(state workers.State, method string, arg []byte) ([]byte, error) {
