@@ -278,13 +278,22 @@ func TestAdminPurge(t *testing.T) {
 		t.Run("an unknown key is not purged", func(t *testing.T) {
 			symbol, key := newSymbol(t), newKey(t)
 			a.oms.script(symbol, drop, failBefore, failBefore, failBefore, failBefore, failBefore, failBefore, failBefore, failBefore)
-			wantUnknown(t, w.deskPost(t, key, gatewayOrder(symbol)))
+			first := w.deskPost(t, key, gatewayOrder(symbol))
+			wantUnknown(t, first)
+			// The settler, due a second later, may be on the key by the
+			// time a loaded machine asks: in progress, and not purged
+			// either. The OMS fails all its calls.
 			refused := w.admin(t, "DELETE", keyPath(key), adminToken, "")
-			wantProblem(t, refused, 409, "outcome_not_final")
+			if strings.Contains(refused.body, `"in_progress"`) {
+				wantProblem(t, refused, 409, "in_progress")
+			} else {
+				wantProblem(t, refused, 409, "outcome_not_final")
+			}
 			detail := w.admin(t, "GET", keyPath(key), adminToken, "")
 			var got adminEntry
-			if detail.status != 200 || json.Unmarshal([]byte(detail.body), &got) != nil || got.State != "unknown" {
-				t.Errorf("detail after the refused purge = %d %s, want still unknown", detail.status, detail.body)
+			if detail.status != 200 || json.Unmarshal([]byte(detail.body), &got) != nil || got.State != "unknown" && got.State != "in_progress" ||
+				!strings.Contains(first.body, `"orderId":"`+got.OrderID+`"`) {
+				t.Errorf("detail after the refused purge = %d %s, want the key still unknown (or in progress), with the order id of %s", detail.status, detail.body, first.body)
 			}
 		})
 	})
