@@ -173,6 +173,12 @@ func secretParts(url string) []string {
 			parts = append(parts, value)
 		}
 	}
+	// A URL parser may percent-encode a character of a part (WHATWG's
+	// encodes "=", ";", "|" in user info, "{" "}" in a path): each run
+	// between such characters goes too.
+	for _, part := range slices.Clone(parts) {
+		parts = append(parts, strings.FieldsFunc(part, func(r rune) bool { return !unreserved(r) })...)
+	}
 	kept := parts[:0]
 	for _, part := range parts {
 		if len(part) >= minSecretPart {
@@ -240,4 +246,10 @@ type budgetKey struct{}
 // b. A Page under a context without one is not bounded.
 func WithBudget(ctx context.Context, b *Budget) context.Context {
 	return context.WithValue(ctx, budgetKey{}, b)
+}
+
+// unreserved reports whether r is a character no URL parser encodes
+// (RFC 3986's unreserved).
+func unreserved(r rune) bool {
+	return 'a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9' || strings.ContainsRune("-._~", r)
 }

@@ -177,3 +177,17 @@ func TestATransportErrorShowsNoPartOfTheURLThatMayCarryAToken(t *testing.T) {
 		}
 	}
 }
+
+// TestANormalisedUserInfoIsScrubbed: a URL parser (WHATWG's, as fetch's)
+// percent-encodes "=" and other characters in user info, so the URL as
+// quoted no longer holds the user info as configured; the password's
+// token must not show all the same (a review found it did).
+func TestANormalisedUserInfoIsScrubbed(t *testing.T) {
+	const hook = "https://ops:c2VjcmV0LXRva2Vu=@hooks.example/v2/enqueue"
+	const quoted = "https://ops:c2VjcmV0LXRva2Vu%3D@hooks.example/v2/enqueue" // new URL(hook).href
+	r := &recorder{err: errors.New("fetch failed: " + quoted)}
+	p := alert.New(alert.Options{URL: hook, RoutingKey: routingKey, Source: "edge-orders", Send: r.send})
+	if err := p.Page(t.Context(), unresolved); err == nil || strings.Contains(err.Error(), "c2VjcmV0LXRva2Vu") || !strings.Contains(err.Error(), "hooks.example") {
+		t.Errorf("Page = %v: want the password's token gone, and the host", err)
+	}
+}

@@ -64,9 +64,10 @@ type chainBreak struct {
 // whom, and seq, how many events the history had then: a break after it
 // has a higher id.
 type dueWrite struct {
-	due time.Time
-	by  *actor
-	seq int
+	due      time.Time
+	by       *actor
+	seq      int
+	attempts int // the key's attempts as written
 }
 
 // excuses reports whether b broke the chain of due.
@@ -129,11 +130,13 @@ func (w *world) stoppedOn(a *actor, why string) {
 // claim's is its lease's end): the first write of that time since the
 // key's claim was last gone owes the message for it, and bounds the
 // events that may have broken its chain. A takeover that writes the same
-// time again relies on that chain: it inherits the key's due time. A
-// client's release that does (a retry of a key awaiting the give-up's
-// check leaves the time as it read it) owes a message for it too, since
-// its read may have been stale, and the time's chain ended since: the
-// latest such write bounds the breaks.
+// time again relies on that chain: it inherits the key's due time, and
+// so does a release that made no call (a claim write that failed, put
+// back as it was; another order's retry). A client's release after a
+// call that failed too (one attempt more: a retry of a key awaiting the
+// give-up's check leaves the time as it read it) sends a message for it,
+// since its read may have been stale and the time's chain ended since:
+// the latest such write bounds the breaks.
 func (w *world) noteDue(key keyName) {
 	if w.mode != KVMode || w.direct {
 		return
@@ -150,9 +153,9 @@ func (w *world) noteDue(key keyName) {
 		w.dues[key] = make(map[int64]dueWrite) // by UnixNano: a time.Time is no map key
 	}
 	a := w.sched.running
-	_, seen := w.dues[key][rec.NextAttempt.UnixNano()]
-	if !seen || rec.State == intake.Open && a != nil && a.origin().kind == requestActor {
-		w.dues[key][rec.NextAttempt.UnixNano()] = dueWrite{due: rec.NextAttempt, by: a, seq: len(w.ck.events)}
+	prev, seen := w.dues[key][rec.NextAttempt.UnixNano()]
+	if !seen || rec.State == intake.Open && a != nil && a.origin().kind == requestActor && rec.Attempts > prev.attempts {
+		w.dues[key][rec.NextAttempt.UnixNano()] = dueWrite{due: rec.NextAttempt, by: a, seq: len(w.ck.events), attempts: rec.Attempts}
 	}
 }
 

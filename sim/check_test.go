@@ -429,3 +429,60 @@ func TestAPurgeThatBeganBeforeAReceiptFreesItsKeyByItsDelete(t *testing.T) {
 		})
 	}
 }
+
+// TestARewriteWithoutAMessageDoesNotTakeOverTheChain: a settler leaves the key awaiting the give-up's check at T and owes its
+// chain. A client's request takes the key over and, its claim's write
+// failing (kv.Store's takeOver), writes the key back as it was, due at T,
+// and sends no message (it made no call). The settler's chain then ends
+// with no event that broke it: the sweep finding the key overdue is a
+// violation, which the request's own failed write does not excuse
+// (docs/reliability.md: only the request that made the key due, or a
+// retry whose call failed too and sent a message). A review found the
+// checker excusing it.
+func TestARewriteWithoutAMessageDoesNotTakeOverTheChain(t *testing.T) {
+	w, _, _ := checkedWorld(t, KVMode)
+	w.dues, w.chainBreaks, w.settleMessages = make(map[keyName]map[int64]dueWrite), make(map[keyName][]chainBreak), make(map[keyName][]*settleMessage)
+	ctx := context.Background()
+	key := w.keyOf(checkedKey)
+	settler := &actor{name: "settler", inst: &instance{id: 0}, kind: settlerActor}
+	request := &actor{name: "request", inst: &instance{id: 1}, kind: requestActor}
+	accepted := w.now()
+	due := accepted.Add(30 * time.Second)
+	c := intake.Claim{Token: "s", Fingerprint: "fp", OrderID: "order-1", AcceptedAt: accepted, Lease: time.Minute,
+		KeepUntil: accepted.Add(24 * time.Hour), Order: order.Order{Symbol: "AAPL", Side: order.Buy, Quantity: 10}}
+	// The entries kv.Store writes, made on a namespace of their own
+	// (the simulator's waits on its scheduler) and written as each actor.
+	mem := kv.NewMemoryNamespace()
+	clock := accepted
+	store := kv.NewStore(mem, func() time.Time { clock = clock.Add(2 * time.Second); return clock })
+	if _, err := store.Begin(ctx, key, c); err != nil {
+		t.Fatal(err)
+	}
+	left := c
+	left.Stage, left.GiveUp, left.NextAttempt = intake.StageSent, intake.AwaitingCheck, due
+	if err := store.Release(ctx, key, left); err != nil {
+		t.Fatal(err)
+	}
+	entry, err := mem.Get(ctx, "pending:"+checkedKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	as(w, settler, 0, func() { w.ns.write("pending:"+checkedKey, &entry, 0) })
+	if rec := w.peekClaim(checkedKey); rec.State != intake.Open || !rec.NextAttempt.Equal(due) {
+		t.Fatalf("set up: %+v", rec)
+	}
+	as(w, request, time.Second, func() {
+		// kv.Store.takeOver: the claim's put failed; the key goes back as it was.
+		w.breakChainOf(checkedKey, breakClaimWrite, "%s was told its put of the claim failed", request.name)
+		again := entry
+		w.ns.write("pending:"+checkedKey, &again, 0)
+	})
+	if rec := w.peekClaim(checkedKey); rec.State != intake.Open || !rec.NextAttempt.Equal(due) {
+		t.Fatalf("after the reopen: %+v", rec)
+	}
+	w.sched.now = due.Add(sweepGrace + time.Minute)
+	w.checkChainGoesOn(key)
+	if !violated(w, "no settle message coming") {
+		t.Errorf("the settler's chain for %v ended unexcused, and the checker excused it: %v (counts %v)", due, w.violations, w.counts)
+	}
+}
