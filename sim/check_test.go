@@ -198,8 +198,8 @@ func TestALookupIsJudgedByItsOwnRead(t *testing.T) {
 // the key was not final erases an outcome stored while it ran; the key's
 // absence after a call is excused by the purge's own delete of that
 // call's outcome after the call began, in the store the absence is judged
-// in, while no other writer has moved the key since; never by a delete
-// before the call, or of another order's outcome.
+// in, while no other writer's move has left that order on the key since;
+// never by a delete before the call, or of another order's outcome.
 func TestAPurgeExcusesAKeysAbsenceByItsOwnDelete(t *testing.T) {
 	w, _, receipt := checkedWorld(t, LedgerMode)
 	began := w.now()
@@ -223,8 +223,9 @@ func TestAPurgeExcusesAKeysAbsenceByItsOwnDelete(t *testing.T) {
 		t.Fatal("a purge that deleted order-1's outcome excused the absence of order-2's")
 	}
 	w.lastMover[checkedKey] = &actor{name: "a later writer"}
+	w.carried[checkedKey] = map[string]time.Time{"order-1": call.Add(2 * time.Minute)}
 	if excused() {
-		t.Fatal("a purge excused the key's absence though another writer moved the key after its delete")
+		t.Fatal("a purge excused the key's absence though another writer left order-1 on the key after its delete")
 	}
 }
 
@@ -282,6 +283,34 @@ func TestAPurgeExcusesOnlyTheDeleteOfTheOrderItNamed(t *testing.T) {
 	w.checkFinalRetries()
 	if !violated(w, "but a retry once quiet got") {
 		t.Errorf("a purge of order-1 excused order-2's receipt being placed anew: %q", w.violations)
+	}
+}
+
+// TestAPurgeExcusesItsOrdersAbsenceUntilTheOrderIsBack: a purge that
+// deleted order-1's receipt excuses the key's absence as far as order-1
+// is concerned even once another order's claim moved the key and lapsed
+// (absent again: a long ledger run, migrating, seed 131334445), and no
+// longer once a write left order-1 on the key again.
+func TestAPurgeExcusesItsOrdersAbsenceUntilTheOrderIsBack(t *testing.T) {
+	w, _, _ := checkedWorld(t, LedgerMode)
+	began := w.now()
+	receipt := order.Receipt{OrderID: "order-1", Status: order.StatusAccepted, AcceptedAt: began,
+		Order: order.Order{Symbol: "MSFT", Side: order.Sell, Quantity: 3}}.JSON()
+	p := &purge{start: began, end: began.Add(2 * time.Minute), by: &actor{name: "operator purge"}, touched: true, erased: true,
+		deleted: began.Add(time.Minute), deletedBody: receipt}
+	w.mig.purges[checkedKey] = []*purge{p}
+	w.carried[checkedKey] = map[string]time.Time{"order-1": began.Add(time.Second), "order-2": began.Add(10 * time.Minute)}
+	w.lastMover[checkedKey] = &actor{name: "submit of order-2"} // its claim lapsed since
+	if !w.purgedOutcomeOf(checkedKey, "order-1", began, began.Add(time.Hour)) {
+		t.Error("another order's lapsed claim took the purge's excuse away from order-1's absence")
+	}
+	w.carried[checkedKey]["order-1"] = began.Add(20 * time.Minute)
+	if w.purgedOutcomeOf(checkedKey, "order-1", began, began.Add(time.Hour)) {
+		t.Error("the purge still excused order-1's absence once a write left order-1 on the key again")
+	}
+	w.lastMover[checkedKey] = p.by
+	if !w.purgedOutcomeOf(checkedKey, "order-1", began, began.Add(time.Hour)) {
+		t.Error("the purge, the key's last mover, did not excuse order-1's absence")
 	}
 }
 

@@ -354,7 +354,7 @@ func (n *namespace) write(key string, e *kv.Entry, ttl time.Duration) {
 			if e == nil {
 				op = "kv delete " + key
 			}
-			w.checkRefines(name, before, w.kvPhase(name), op)
+			w.checkRefines(name, before, w.peekKV(name), op)
 		}()
 	}
 	v := version{entry: e, at: w.now(), by: w.sched.running, seq: n.writes}

@@ -375,13 +375,16 @@ func (w *world) purgeTouchedBetween(key keyName, from, to time.Time) bool {
 
 // purgedOutcomeOf reports whether a purge of key, whenever it began,
 // deleted an outcome of orderID (the call's) from from on, at to at the
-// latest, in the store the key's absence is judged in, and no other
-// writer has moved the key there since: a purge that began while the key
-// was not final erases an outcome stored while it ran
-// (intake.Admin.Purge), as its own write shows. It counts the excuse.
+// latest, in the store the key's absence is judged in, and no move of
+// the key there has left orderID on it since (another order's claim that
+// lapsed, say, leaves it absent again, and orderID's outcome still gone
+// by the purge's delete): a purge that began while the key was not final
+// erases an outcome stored while it ran (intake.Admin.Purge), as its own
+// write shows. It counts the excuse.
 func (w *world) purgedOutcomeOf(key keyName, orderID string, from, to time.Time) bool {
 	if !w.anyPurge(key, func(p *purge) bool {
-		return w.lastMover[key] == p.by && p.deletedNamed(from, to, func(b []byte) bool {
+		carried, ok := w.carried[key][orderID]
+		return (w.lastMover[key] == p.by || !ok || carried.Before(p.deleted)) && p.deletedNamed(from, to, func(b []byte) bool {
 			id, _, _ := order.ReceiptFields(b)
 			return id == orderID
 		})

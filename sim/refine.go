@@ -2,6 +2,7 @@ package sim
 
 import (
 	"strings"
+	"time"
 
 	"github.com/edge-orders/edge-orders/intake"
 )
@@ -40,13 +41,13 @@ func roleOf(a *actor) (intake.Role, bool) {
 }
 
 // checkRefines checks a write of key by the running actor that moved it
-// from what it held before, exactly, to phase to (where says which
-// write).
-func (w *world) checkRefines(key keyName, before intake.Record, to intake.Phase, where string) {
+// from what it held before, exactly, to what it holds after (where says
+// which write).
+func (w *world) checkRefines(key keyName, before, after intake.Record, where string) {
 	if w.direct {
 		return
 	}
-	from := intake.PhaseOf(before)
+	from, to := intake.PhaseOf(before), intake.PhaseOf(after)
 	a := w.sched.running
 	role, ok := roleOf(a)
 	if !ok || from == to {
@@ -57,6 +58,12 @@ func (w *world) checkRefines(key keyName, before intake.Record, to intake.Phase,
 	judged := strings.HasPrefix(where, "ledger") == (w.mode == LedgerMode)
 	if judged {
 		w.lastMover[key] = a.origin()
+		if id := intake.OrderIDOf(after); id != "" {
+			if w.carried[key] == nil {
+				w.carried[key] = make(map[string]time.Time)
+			}
+			w.carried[key][id] = w.now()
+		}
 	}
 	w.count("table row: " + from.String() + " → " + to.String() + " by " + role.String())
 	if role == intake.RolePurger && from == intake.PhaseStored {

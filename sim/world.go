@@ -129,8 +129,10 @@ type world struct {
 	chainBreaks    map[keyName][]chainBreak
 	dues           map[keyName]map[int64]dueWrite
 	// lastMover is who last moved each key from one phase to another, in
-	// the store its absence is judged in (checkRefines).
+	// the store its absence is judged in (checkRefines), and carried when
+	// such a move last left each order id on the key.
 	lastMover  map[keyName]*actor
+	carried    map[keyName]map[string]time.Time
 	unresolved map[keyName]time.Time
 	absentSeen map[*gatewayCall]bool // its key reported absent too early
 	// paged is when the pager took a page for each key
@@ -213,7 +215,7 @@ func run(mode Mode, choose func(n int, label string) int) *world {
 	w := &world{mode: mode, choices: choose, counts: make(map[string]int), chances: make(map[string]int), misses: make(map[string][]miss), ck: newCausality(),
 		commits: make(map[keyName]commit), storedRuns: make(map[keyName]storedRun), ledgerSaw: make(map[*actor]bool), receipts: make(map[keyName]map[string]keptReceipt), unresolved: make(map[keyName]time.Time),
 		absentSeen: make(map[*gatewayCall]bool), paged: make(map[keyName]time.Time), reported: make(map[string]time.Time), omsAnswered: make(map[string]time.Time), lastWriter: make(map[string]*actor),
-		lastMover: make(map[keyName]*actor), storedBodies: make(map[keyName]map[string]bool),
+		lastMover: make(map[keyName]*actor), carried: make(map[keyName]map[string]time.Time), storedBodies: make(map[keyName]map[string]bool),
 		settleMessages: make(map[keyName][]*settleMessage), chainBreaks: make(map[keyName][]chainBreak), dues: make(map[keyName]map[int64]dueWrite)}
 	start := time.Date(2026, 11, 24, 9, 30, 0, 0, time.UTC)
 	// The scheduler picks who runs next fairly, from bits (uniform), as
@@ -245,7 +247,7 @@ func run(mode Mode, choose func(n int, label string) int) *world {
 					w.violate("%s, by the ledger's %s: %v", key, method, err)
 				}
 			}
-			w.checkRefines(key.String(), before, intake.PhaseOf(after), "ledger "+method)
+			w.checkRefines(key.String(), before, after, "ledger "+method)
 			w.observeLedgerMint(key.String(), method, before, after)
 			w.observeLedgerCommit(key.String(), method, before, after)
 			w.trackStored(key.String(), w.asPeeked(key.String(), after))
