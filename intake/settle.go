@@ -117,6 +117,7 @@ func (s *Service) settle(ctx context.Context, key Key) (Settlement, error) {
 	case err != nil:
 		return Settlement{}, storageUnavailable(err)
 	case rec.Took == EventTakeOver:
+		// The settler's claim holds the open key: it settles it.
 	case rec.State == Held:
 		return Settlement{NextAttempt: DueAfterHolder(rec, s.opts.PendingTTL, now), Attempts: rec.Attempts, Result: SettleBusy}, nil
 	case rec.State == Open:

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/edge-orders/edge-orders/intake"
-	"github.com/edge-orders/edge-orders/ledger"
 	"github.com/edge-orders/edge-orders/workers"
 )
 
@@ -19,9 +18,8 @@ import (
 // yet place.
 func TestARefusalIsAnsweredOnlyOnceItsClaimIsGone(t *testing.T) {
 	ctx := context.Background()
-	now := time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
-	store := ledger.NewMemoryStore()
-	store.Now = func() time.Time { return now }
+	store, c := newMemory()
+	now := c.now
 	errRelease := errors.New("ledger: release failed")
 	store.RoundTrip = func(_ context.Context, method string, apply func()) error {
 		if method == "release" {
@@ -51,9 +49,8 @@ func TestARefusalIsAnsweredOnlyOnceItsClaimIsGone(t *testing.T) {
 // rate limit never admitted (found by a review).
 func TestAClaimWhoseResendWasOverloadedIsReleased(t *testing.T) {
 	ctx := context.Background()
-	now := time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
-	store := ledger.NewMemoryStore()
-	store.Now = func() time.Time { return now }
+	store, c := newMemory()
+	now := c.now
 	claims := 0
 	store.RoundTrip = func(_ context.Context, method string, apply func()) error {
 		if method == "claim" {
@@ -76,7 +73,7 @@ func TestAClaimWhoseResendWasOverloadedIsReleased(t *testing.T) {
 	if rec, err := store.Lookup(ctx, key); err != nil || rec.State != intake.Absent {
 		t.Fatalf("after the failed Begin the key is %v, %v; want it released", rec.State, err)
 	}
-	now = now.Add(time.Minute + time.Second)
+	c.Advance(time.Minute + time.Second)
 	if keys := store.DueKeys(10); len(keys) != 0 {
 		t.Fatalf("due for the settler: %v, want nothing", keys)
 	}
@@ -104,9 +101,8 @@ func TestClientSendsNoReleaseAgainThatTheObjectAnsweredOverloaded(t *testing.T) 
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := context.Background()
-			now := time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
-			store := ledger.NewMemoryStore()
-			store.Now = func() time.Time { return now }
+			store, c := newMemory()
+			now := c.now
 			releases := 0
 			store.RoundTrip = func(_ context.Context, method string, apply func()) error {
 				switch method {

@@ -335,15 +335,20 @@ const (
 	wireOpen    = 4
 )
 
-var wireStates = [...]intake.State{wireAbsent: intake.Absent, wireHeld: intake.Held, wireStored: intake.Stored,
-	wireClaimed: intake.Held, wireOpen: intake.Open}
+// wireStates reads the wire's numbers, and stateWires writes them, but
+// for a claim Begin took (wireState).
+var (
+	wireStates = [...]intake.State{wireAbsent: intake.Absent, wireHeld: intake.Held, wireStored: intake.Stored,
+		wireClaimed: intake.Held, wireOpen: intake.Open}
+	stateWires = [...]int64{intake.Absent: wireAbsent, intake.Held: wireHeld, intake.Stored: wireStored, intake.Open: wireOpen}
+)
 
 // wireState is rec's state as the wire numbers it.
 func wireState(rec intake.Record) int64 {
 	if rec.Holds() {
 		return wireClaimed
 	}
-	return [...]int64{intake.Absent: wireAbsent, intake.Held: wireHeld, intake.Stored: wireStored, intake.Open: wireOpen}[rec.State]
+	return stateWires[rec.State]
 }
 
 // encodeRecord is a record as the object answers it.

@@ -80,9 +80,6 @@ func (w *world) checkRefines(key keyName, before, after intake.Record, where str
 		key, actorName(a), key, from, to, where)
 }
 
-// kvPhase is key's phase in KV now, read exactly.
-func (w *world) kvPhase(key keyName) intake.Phase { return intake.PhaseOf(w.peekKV(key)) }
-
 // blindWrite is the event that let a's KV write move key to to from
 // another phase than the table's rows allow from: KV has no
 // compare-and-swap, so a writer acts on the phase it read, and the write
