@@ -264,8 +264,7 @@ func (a *Admin) Resolve(ctx context.Context, key Key, res Resolution) (Record, e
 	claim = taken
 	mismatch := res.OrderID != "" && rec.OrderID != res.OrderID
 	if mismatch || !rec.HasOrder || claim.Fingerprint == "" {
-		claim.NextAttempt = rec.NextAttempt
-		s.release(ctx, key, claim)
+		s.release(ctx, key, GiveBack(claim, rec))
 		if mismatch {
 			return Record{}, ErrPrecondition
 		}

@@ -157,11 +157,15 @@ func (s *Service) adoptOrderID(ctx context.Context, sub *submission, claim *Clai
 	switch {
 	case err != nil:
 		return Outcome{}, true, storageUnavailable(err)
-	case rec.Took != EventTakeOver || rec.OrderID != adopted.OrderID:
-		// The key was free, or another request holds it, or took it over
-		// in between and left it open with another order id: it is in
-		// progress. A claim that holds the key goes, and the retry reads
-		// KV again.
+	case rec.Took == EventTakeOver && rec.OrderID != adopted.OrderID:
+		// Another request took the key over in between and left it open
+		// with another order id: the key is given back as it was, and the
+		// retry reads KV again.
+		s.release(ctx, sub.key, GiveBack(taken, rec))
+		return Outcome{}, true, ErrInProgress
+	case rec.Took != EventTakeOver:
+		// The key was free, or another request holds it: a claim that
+		// holds the key goes.
 		if rec.Holds() {
 			s.release(ctx, sub.key, taken)
 		}

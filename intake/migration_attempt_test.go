@@ -267,3 +267,39 @@ func TestARequestWhoseReadOfKVOutlastedItsLeaseActsOnNothingItRead(t *testing.T)
 		t.Fatalf("the retry = %s, %v; want KV's order-x placed", out.OrderID, err)
 	}
 }
+
+// TestAnAdoptionThatFindsTheKeyOpenGivesItBackDueWhenItWas: between the
+// adoption's look at the ledger, which found nothing, and its claim, a
+// client's retry adopted the key itself and left it open, backing off
+// after a call that failed. The adoption's claim takes that key over and
+// gives it back (GiveBack) as it found it: due after the retry's backoff,
+// not at once, which would have the settler call the OMS early.
+func TestAnAdoptionThatFindsTheKeyOpenGivesItBackDueWhenItWas(t *testing.T) {
+	ctx := context.Background()
+	clock, old, mem := migrating(t)
+	o, err := order.Parse([]byte(validBody))
+	if err != nil {
+		t.Fatal(err)
+	}
+	due := acceptedAt.Add(30 * time.Second)
+	hooked := &beginHook{Store: mem, stage: intake.StageTentative, before: func() {
+		retry := intake.Claim{Token: "retry", Fingerprint: o.Fingerprint(), Order: o, OrderID: "order-x", AcceptedAt: acceptedAt,
+			Lease: config.DefaultPendingTTL, KeepUntil: acceptedAt.Add(keepWindow)}
+		if rec, err := mem.Begin(ctx, key("k"), retry); err != nil || rec.Took != intake.EventClaim {
+			t.Fatalf("the retry's Begin = %+v, %v; want a claim", rec, err)
+		}
+		retry.Stage, retry.Attempts, retry.NextAttempt = intake.StageSent, 1, due
+		if err := mem.Release(ctx, key("k"), retry); err != nil {
+			t.Fatal(err)
+		}
+	}}
+	svc := intake.New(hooked, intake.Options{ResultTTL: config.DefaultResultTTL, PendingTTL: config.DefaultPendingTTL,
+		Gateway: &idRecorder{answer: func(int, intake.Placement) error { return nil }}, Now: clock.Now,
+		Fallback: kv.NewStore(old, clock.Now), FallbackUntil: acceptedAt.Add(48 * time.Hour)})
+	if adopted, err := svc.Adopt(ctx, key("k")); err != nil || adopted || !hooked.ran {
+		t.Fatalf("Adopt = %v, %v (the retry ran: %v); want the key left to the retry", adopted, err, hooked.ran)
+	}
+	if rec, err := mem.Lookup(ctx, key("k")); err != nil || rec.State != intake.Open || rec.OrderID != "order-x" || !rec.NextAttempt.Equal(due) {
+		t.Fatalf("the ledger holds %v %s due %v, %v; want it open with order-x, due %v as the retry left it", rec.State, rec.OrderID, rec.NextAttempt, err, due)
+	}
+}

@@ -128,8 +128,7 @@ func (s *Service) settle(ctx context.Context, key Key) (Settlement, error) {
 	if !rec.HasOrder || claim.Fingerprint == "" {
 		// An Open key stored without its order, by an older version: only
 		// a client's retry, which brings the order, can settle it.
-		claim.NextAttempt = time.Time{}
-		s.release(ctx, key, claim)
+		s.release(ctx, key, GiveBack(claim, rec))
 		return Settlement{Final: true, Attempts: claim.Attempts}, nil
 	}
 	// Past SettleMaxAge the gateway is called one last time before the

@@ -160,6 +160,27 @@ func TakeOver(c Claim, rec Record) Claim {
 	return c
 }
 
+// GiveBack is claim taken, which took over the open key rec, as its
+// release hands the key back as it found it: open with the key's order
+// id, order, attempts and give-up (TakeOver carried them), due when it
+// was due. A driver that wanted the key free, a resolve refused, and a
+// takeover whose write failed give a key back through it.
+func GiveBack(taken Claim, rec Record) Claim {
+	taken.Stage, taken.NextAttempt = StageSent, rec.NextAttempt
+	return taken
+}
+
+// HasOrder reports whether c carries its order, which the settler needs to
+// call the gateway without the client: an older version's open key kept
+// only the order's fingerprint, and a claim for a body that is not an
+// order has neither.
+func (c Claim) HasOrder() bool { return c.Fingerprint != "" && c.Order.Symbol != "" }
+
+// Placeable reports whether c is for an order that may reach a gateway
+// (KeepUntil): should its write fail, it may have landed, and the key is
+// left open with c's order id rather than freed.
+func (c Claim) Placeable() bool { return c.Fingerprint != "" && !c.KeepUntil.IsZero() }
+
 // ClaimState is what a claim its Store wrote is at now: Held until its
 // lease ends (a lease the Store cannot tell, zero, until the claim goes),
 // or once released; then Open with its order id, or Absent for a
@@ -176,15 +197,15 @@ func ClaimState(released bool, leaseUntil time.Time, tentative bool, orderID str
 }
 
 // DueAt is when the settler is due for a key written at now with claim c,
-// held until leaseUntil or released: never for a key without its order or
-// a tentative claim, or one not kept past its lease (c.KeepUntil), whose
+// held until leaseUntil or released: never for a key without its order
+// (HasOrder) or a tentative claim, or one not kept past its lease (c.KeepUntil), whose
 // order reaches nothing outside; for a key given up on, only for the
 // check it awaits, and not before the lease ends; for a held claim, when
 // its lease ends, since its holder may die; for a released one, at
 // c.NextAttempt, or at once if no attempt set it.
 func DueAt(c Claim, released bool, leaseUntil, now time.Time) time.Time {
 	switch {
-	case c.Fingerprint == "" || c.Stage == StageTentative || !c.KeepUntil.After(leaseUntil) && !released:
+	case !c.HasOrder() || c.Stage == StageTentative || !c.KeepUntil.After(leaseUntil) && !released:
 		return time.Time{}
 	case c.GiveUp == GivenUp:
 		return time.Time{}
@@ -240,7 +261,7 @@ func Unanswered(c Claim, last, settles bool, readsLag, resultTTL time.Duration, 
 	case last && c.GiveUp == NotGivenUp && readsLag > 0:
 		c.GiveUp = AwaitingCheck
 		c.KeepUntil = later(c.KeepUntil, now.Add(resultTTL))
-		c.NextAttempt = now.Add(max(SettleBackoff(c.Attempts), 2*readsLag))
+		c.NextAttempt = CheckDue(c.Attempts, readsLag, now)
 	case last:
 		c.GiveUp, giveUp = GivenUp, true
 		c.KeepUntil = later(c.KeepUntil, now.Add(resultTTL))
@@ -250,6 +271,13 @@ func Unanswered(c Claim, last, settles bool, readsLag, resultTTL time.Duration, 
 		c.NextAttempt = now.Add(SettleBackoff(c.Attempts))
 	}
 	return c, giveUp
+}
+
+// CheckDue is when the give-up's check is due, for a key released at now
+// after its attempts-th unanswered gateway call, over reads that lag
+// readsLag: after the backoff, and once reads have caught up.
+func CheckDue(attempts int, readsLag time.Duration, now time.Time) time.Time {
+	return now.Add(max(SettleBackoff(attempts), 2*readsLag))
 }
 
 // The settler's backoff: capped and exponential, from the first attempt

@@ -164,7 +164,7 @@ func TestAClaimHoldsItsKeyUntilItsLeaseEnds(t *testing.T) {
 func TestTheSettlerIsDueWhenDueAtSays(t *testing.T) {
 	lease, next := stepNow.Add(time.Minute), stepNow.Add(10*time.Second)
 	kept := stepNow.Add(24 * time.Hour)
-	c := intake.Claim{Fingerprint: "fp", KeepUntil: kept}
+	c := intake.Claim{Fingerprint: "fp", Order: stepOrder, KeepUntil: kept}
 	with := func(mod func(*intake.Claim)) intake.Claim { return modified(c, mod) }
 	for _, tc := range []struct {
 		name     string
@@ -175,7 +175,8 @@ func TestTheSettlerIsDueWhenDueAtSays(t *testing.T) {
 		{"a held claim, when its lease ends", c, false, lease},
 		{"a released one, at once", c, true, stepNow},
 		{"or when its attempt said", with(func(d *intake.Claim) { d.NextAttempt = next }), true, next},
-		{"never without its order", with(func(d *intake.Claim) { d.Fingerprint = "" }), true, time.Time{}},
+		{"never without its order", with(func(d *intake.Claim) { d.Fingerprint, d.Order = "", order.Order{} }), true, time.Time{}},
+		{"nor with only its fingerprint (an older version's key)", with(func(d *intake.Claim) { d.Order = order.Order{} }), true, time.Time{}},
 		{"nor for a tentative claim", with(func(d *intake.Claim) { d.Stage = intake.StageTentative }), false, time.Time{}},
 		{"nor for a claim kept no longer than its lease", with(func(d *intake.Claim) { d.KeepUntil = lease }), false, time.Time{}},
 		{"a key given up on, never", with(func(d *intake.Claim) { d.GiveUp = intake.GivenUp }), true, time.Time{}},

@@ -167,7 +167,7 @@ func (s *Service) attempt(ctx context.Context, sub *submission, now time.Time) (
 	case errors.Is(err, ErrRateLimited) || errors.Is(err, ErrStorageUnavailable):
 		return Outcome{}, err
 	case err != nil:
-		if claim.Fingerprint != "" && !claim.KeepUntil.IsZero() && !migrating {
+		if claim.Placeable() && !migrating {
 			// A claim whose write failed may have landed (a Begin that
 			// wrote nothing says ErrStorageUnavailable, answered above),
 			// and a Store may leave it open (KV does): a retry in this
@@ -185,14 +185,12 @@ func (s *Service) attempt(ctx context.Context, sub *submission, now time.Time) (
 	case rec.State == Stored:
 		s.cacheRead(cacheKey, rec, now)
 		return s.replay(rec, sub)
-	case rec.State == Held:
-		if ForAnotherOrder(rec.Fingerprint, claim.Fingerprint) {
-			return Outcome{}, ErrKeyReused
-		}
-		return Outcome{}, ErrInProgress
-	case rec.State == Open:
-		// Begin leaves an Open key alone only for a different order.
+	case ForAnotherOrder(rec.Fingerprint, claim.Fingerprint):
+		// Held or open, for another order.
 		return Outcome{}, ErrKeyReused
+	default:
+		// Held by another request: Step leaves a client no other key.
+		return Outcome{}, ErrInProgress
 	}
 
 	panichook.At(panichook.Claimed, cacheKey)
@@ -243,7 +241,7 @@ func (s *Service) begin(ctx context.Context, key Key, claim Claim) (Claim, Recor
 func (s *Service) claimFree(ctx context.Context, key Key, claim Claim) (rec Record, claimed bool, err error) {
 	taken, rec, err := s.begin(ctx, key, claim)
 	if err == nil && rec.Took == EventTakeOver {
-		s.release(ctx, key, taken)
+		s.release(ctx, key, GiveBack(taken, rec))
 	}
 	return rec, err == nil && rec.Took == EventClaim, err
 }
@@ -363,7 +361,7 @@ func (s *Service) keep(ctx context.Context, key Key, claim Claim, result Result,
 			s.receipts.forget(key.String())
 			if claim.GiveUp == AwaitingCheck || claim.GiveUp == GivenUp && by == byClient {
 				claim.GiveUp = AwaitingCheck
-				claim.NextAttempt = s.opts.Now().Add(max(SettleBackoff(claim.Attempts+1), 2*s.life.ReadsLag))
+				claim.NextAttempt = CheckDue(claim.Attempts+1, s.life.ReadsLag, s.opts.Now())
 			}
 			return &unstored{err: err, open: s.leaveOpen(ctx, key, claim, err, min(by, bySettler))}
 		}

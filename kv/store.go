@@ -181,7 +181,7 @@ func (k *Store) Begin(ctx context.Context, key intake.Key, c intake.Claim) (inta
 		// may reach a gateway is left open with it rather than deleted:
 		// the read that found the key free may have been stale, and a
 		// delete would take an open key's order id and order with it.
-		if c.Fingerprint != "" && !c.KeepUntil.IsZero() {
+		if c.Placeable() {
 			c.Stage = intake.StageSent
 		}
 		if rerr := intake.ReleaseTwice(ctx, k, key, c); rerr != nil {
@@ -216,9 +216,7 @@ func (k *Store) takeOver(ctx context.Context, key intake.Key, c intake.Claim, op
 		if errors.Is(err, ErrRateLimited) {
 			return intake.Record{}, unwritten{err} // refused: the key is as it was
 		}
-		back := c
-		back.Stage, back.NextAttempt = intake.StageSent, open.NextAttempt
-		if rerr := intake.ReleaseTwice(ctx, k, key, back); rerr != nil {
+		if rerr := intake.ReleaseTwice(ctx, k, key, intake.GiveBack(c, open)); rerr != nil {
 			err = errs.Wrap(err, err.Error()+" (and reopening the key: "+rerr.Error()+")")
 		}
 		return intake.Record{}, err
@@ -242,14 +240,12 @@ func (k *Store) putClaim(ctx context.Context, key intake.Key, c intake.Claim, op
 	now := k.now()
 	ttl := claimTTL(c, now)
 	// An older version's open key kept no order: nothing but a client's
-	// retry, which brings it, can settle the key, so it is never due.
-	withOrder := c.Fingerprint != "" && c.Order.Symbol != ""
+	// retry, which brings it, can settle the key, so it is never due
+	// (DueAt).
 	m := metadata{fingerprint: c.Fingerprint, orderID: c.OrderID, acceptedAt: c.AcceptedAt, client: key.Client,
-		order: c.Order, hasOrder: withOrder, leaseUntil: now.Add(c.Lease), open: open,
+		order: c.Order, hasOrder: c.HasOrder(), leaseUntil: now.Add(c.Lease), open: open,
 		attempts: c.Attempts, unresolved: c.GiveUp.Unresolved()}
-	if withOrder {
-		m.due = intake.DueAt(c, open, m.leaseUntil, now)
-	}
+	m.due = intake.DueAt(c, open, m.leaseUntil, now)
 	m.phase = intake.PhaseOf(claimRecordAt(m, e.Value, now))
 	e.Metadata = m.encode()
 	if len(e.Metadata) > MaxMetadataBytes {

@@ -163,14 +163,10 @@ func (o *Object) Claim(key intake.Key, c intake.Claim) (intake.Record, error) {
 		case move.Event == intake.EventClaim:
 			r = row{key: key.String(), client: key.Client}
 		}
-		// The row is what Step made of the claim. A row kept without its
-		// order, by an older version, takes none from the claim that takes
-		// it over.
+		// The row is what Step made of the claim: with the key's order, or
+		// the claim's where the key kept none (TakeOver).
 		c = move.Claim
-		r.fingerprint, r.hasOrder, r.order = c.Fingerprint, c.Fingerprint != "" && (rec.HasOrder || rec.Fingerprint == ""), order.Order{}
-		if r.hasOrder {
-			r.order = c.Order
-		}
+		r.fingerprint, r.order, r.hasOrder = c.Fingerprint, c.Order, c.HasOrder()
 		r.orderID, r.acceptedAt, r.attempts, r.giveUp = c.OrderID, c.AcceptedAt, c.Attempts, c.GiveUp
 		// An open row's order id may have reached the gateway (its last
 		// holder may have died mid-call): the row remembers it, so that
@@ -209,12 +205,9 @@ func (o *Object) Claim(key intake.Key, c intake.Claim) (intake.Record, error) {
 // order, its give-up and the check it awaits, and how long the row is
 // kept.
 func (r row) claim() intake.Claim {
-	c := intake.Claim{GiveUp: r.giveUp, NextAttempt: r.due, KeepUntil: r.expires}
+	c := intake.Claim{Fingerprint: r.fingerprint, Order: r.order, GiveUp: r.giveUp, NextAttempt: r.due, KeepUntil: r.expires}
 	if r.tentative {
 		c.Stage = intake.StageTentative
-	}
-	if r.hasOrder {
-		c.Fingerprint = r.fingerprint
 	}
 	return c
 }

@@ -155,13 +155,13 @@ var mutants = []mutant{
 	{"a retry of a key given up on answers before its commit", "intake/submit.go",
 		"if by == byClient && s.settledWithoutClient && claim.GiveUp != GivenUp {", "if by == byClient && s.settledWithoutClient {"},
 	{"the check after an answer not stored does not wait for reads", "intake/submit.go",
-		"max(SettleBackoff(claim.Attempts+1), 2*s.life.ReadsLag)", "SettleBackoff(claim.Attempts + 1)"},
+		"claim.NextAttempt = CheckDue(claim.Attempts+1, s.life.ReadsLag, s.opts.Now())", "claim.NextAttempt = s.opts.Now().Add(SettleBackoff(claim.Attempts + 1))"},
 	{"a receipt kept to its claim's rounded TTL, not a second past it", "kv/store.go",
 		"\t\tkeep += time.Second\n", "\n"},
 	{"a stand-in's receipt kept a second past the reference's", "kv/store.go",
 		"\tif !c.KeepUntil.IsZero() {\n\t\tkeep += time.Second\n", "\tif true {\n\t\tkeep += time.Second\n"},
-	{"an older version's open key without its order is made due", "kv/store.go",
-		"withOrder := c.Fingerprint != \"\" && c.Order.Symbol != \"\"", "withOrder := c.Fingerprint != \"\""},
+	{"an older version's open key without its order is made due", "intake/step.go",
+		"func (c Claim) HasOrder() bool { return c.Fingerprint != \"\" && c.Order.Symbol != \"\" }", "func (c Claim) HasOrder() bool { return c.Fingerprint != \"\" }"},
 	{"a refused resolve over the ledger leaves the key due at once", "ledger/object.go",
 		"\t\tclaimed.NextAttempt = rec.NextAttempt\n", "\n"},
 	{"a settler's answer not stored hides when the key is due", "intake/settle.go",
@@ -182,6 +182,10 @@ var mutants = []mutant{
 		"if left := (*unstored)(nil); errors.As(err, &left) {", "if left := (*unstored)(nil); false && errors.As(err, &left) {"},
 	{"a retry that leaves a key awaiting the give-up's check (moved, or as it read it) sends no message", "intake/submit.go",
 		"if by == byClient && claim.GiveUp != GivenUp {", "if by == byClient && claim.GiveUp == NotGivenUp {"},
+	{"a key taken over by a driver that wanted it free is given back due at once", "intake/submit.go",
+		"\t\ts.release(ctx, key, GiveBack(taken, rec))\n", "\t\ts.release(ctx, key, taken)\n"},
+	{"the ledger keeps no order from a retry of an older row without its order", "ledger/object.go",
+		"r.fingerprint, r.order, r.hasOrder = c.Fingerprint, c.Order, c.HasOrder()\n", "r.fingerprint, r.order, r.hasOrder = c.Fingerprint, c.Order, c.HasOrder() && (rec.HasOrder || rec.Fingerprint == \"\")\n"},
 }
 
 // simOnly are the defences KV's limits make necessary, each removed; the

@@ -1,0 +1,52 @@
+package ledger
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/edge-orders/edge-orders/intake"
+	"github.com/edge-orders/edge-orders/order"
+)
+
+// unanswered is a gateway whose every call ends without an answer.
+type unanswered struct{ calls []intake.Placement }
+
+func (g *unanswered) Place(_ context.Context, p intake.Placement) error {
+	g.calls = append(g.calls, p)
+	return errors.New("gateway timeout")
+}
+
+// TestAnOlderRowWithoutItsOrderTakesItsRetrysOrder: an older version kept
+// open rows with the order's fingerprint and order id but not the order,
+// which the settler needs to call the OMS without the client. A retry of
+// the same order takes the row over with the row's order id and its own
+// order (TakeOver: the claim keeps its order where the key kept none), and
+// the row keeps that order from then on: when the retry's call fails too,
+// the key is due for the alarm, as KV mode leaves it, instead of waiting
+// for another retry of a client that may never come.
+func TestAnOlderRowWithoutItsOrderTakesItsRetrysOrder(t *testing.T) {
+	ctx := context.Background()
+	now := time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
+	m := NewMemoryStore()
+	m.Now = func() time.Time { return now }
+	key := intake.Key{Client: "desk", ID: "old"}
+	o := order.Order{Symbol: "AAPL", Side: order.Buy, Quantity: 10}
+	m.obj.rows.put(row{key: key.String(), client: key.Client, fingerprint: o.Fingerprint(), orderID: "old-order",
+		acceptedAt: now.Add(-time.Hour), sent: true, attempts: 1, expires: now.Add(48 * time.Hour)})
+	g := &unanswered{}
+	svc := intake.New(m, intake.Options{ResultTTL: 24 * time.Hour, PendingTTL: time.Minute, SettleMaxAge: 24 * time.Hour,
+		Gateway: g, Now: m.Now})
+	var open *intake.Unsettled
+	if _, err := svc.Submit(ctx, key, o.JSON(), ""); !errors.As(err, &open) || len(g.calls) != 1 || g.calls[0].OrderID != "old-order" {
+		t.Fatalf("Submit = %v, with calls %+v; want an unknown outcome of one call under old-order", err, g.calls)
+	}
+	rec, err := m.Lookup(ctx, key)
+	if err != nil || rec.State != intake.Open || !rec.HasOrder || rec.Order != o || rec.NextAttempt.IsZero() {
+		t.Fatalf("Lookup = %v with order %v (%v), due %v, %v; want it open with the retry's order, due for the alarm", rec.State, rec.Order, rec.HasOrder, rec.NextAttempt, err)
+	}
+	if m.Alarm.IsZero() || m.Alarm.After(rec.NextAttempt) {
+		t.Errorf("the alarm is set for %v; want it by %v", m.Alarm, rec.NextAttempt)
+	}
+}
