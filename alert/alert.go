@@ -130,15 +130,55 @@ func (p *Pager) Page(ctx context.Context, e Event) error {
 // runtime may write with the URL in it, as given or normalised (its host
 // in lower case, a "/" added): the URL is taken out whole, and then each
 // part of it that may carry a token (secretParts), and the routing key.
+//
+// A URL parser percent-encodes some characters of a part and not others
+// (WHATWG's writes "=" in user info as %3D, but not "+"), which may leave
+// no run of a part whole: the text is scrubbed once more with its escapes
+// decoded, against the parts as configured and decoded.
 func (p *Pager) scrub(text string) string {
 	text = strings.ReplaceAll(text, p.opts.URL, "ALERT_WEBHOOK_URL")
-	for _, part := range secretParts(p.opts.URL) {
-		text = strings.ReplaceAll(text, part, "[ALERT_WEBHOOK_URL]")
+	parts := append(secretParts(p.opts.URL), secretParts(percentDecoded(p.opts.URL))...)
+	slices.SortFunc(parts, func(a, b string) int { return len(b) - len(a) })
+	scrubParts := func(text string) string {
+		for _, part := range parts {
+			text = strings.ReplaceAll(text, part, "[ALERT_WEBHOOK_URL]")
+		}
+		if p.opts.RoutingKey != "" {
+			text = strings.ReplaceAll(text, p.opts.RoutingKey, "ALERT_ROUTING_KEY")
+		}
+		return text
 	}
-	if p.opts.RoutingKey != "" {
-		text = strings.ReplaceAll(text, p.opts.RoutingKey, "ALERT_ROUTING_KEY")
+	return scrubParts(percentDecoded(scrubParts(text)))
+}
+
+// percentDecoded is s with each %XX escape decoded; a % that starts no
+// escape stays as it is.
+func percentDecoded(s string) string {
+	if !strings.Contains(s, "%") {
+		return s
 	}
-	return text
+	b := make([]byte, 0, len(s))
+	for i := 0; i < len(s); i++ {
+		if s[i] == '%' && i+2 < len(s) && isHex(s[i+1]) && isHex(s[i+2]) {
+			b = append(b, unhex(s[i+1])<<4|unhex(s[i+2]))
+			i += 2
+			continue
+		}
+		b = append(b, s[i])
+	}
+	return string(b)
+}
+
+func isHex(c byte) bool { return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F' }
+
+func unhex(c byte) byte {
+	switch {
+	case c <= '9':
+		return c - '0'
+	case c <= 'F':
+		return c - 'A' + 10
+	}
+	return c - 'a' + 10
 }
 
 // minSecretPart is the shortest part of the URL scrub takes out by itself:

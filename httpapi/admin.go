@@ -3,6 +3,7 @@ package httpapi
 import (
 	"context"
 	"errors"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -210,6 +211,9 @@ func (h *Handler) adminRoute(method, path, query string) (adminRoute, error) {
 	default:
 		return adminRoute{}, errAdminNoRoute
 	}
+	if route.action == "" {
+		return route, errAdminMethod // before the query, which depends on the action
+	}
 	pairs, err := queryPairs(query)
 	if err != nil {
 		return route, err
@@ -254,6 +258,9 @@ func (h *Handler) queryRoute(method, path, query string) (adminRoute, error) {
 		route.action = actionInspect
 	case method == "DELETE":
 		route.action = actionPurge
+	}
+	if route.action == "" {
+		return route, errAdminMethod // before the query, which depends on the action
 	}
 	var client, key string
 	var hasClient, hasKey, hasOrderID bool
@@ -317,7 +324,9 @@ func (h *Handler) keyRoute(route adminRoute, clientSegment, keySegment string) (
 
 // queryPairs is query's name=value pairs in order, each percent-decoded
 // as a path segment is (a '+' is a plus, in every admin query), the empty
-// ones left out.
+// ones left out. A name given twice is refused: no value may silently
+// override another (state=unknown&state=unresolved would list only the
+// unresolved keys).
 func queryPairs(query string) ([][2]string, error) {
 	var pairs [][2]string
 	for _, pair := range strings.Split(query, "&") {
@@ -329,6 +338,9 @@ func queryPairs(query string) ([][2]string, error) {
 		value, vok := unescape(rawValue)
 		if !nok || !vok {
 			return nil, invalidQuery("the query is not percent-encoded")
+		}
+		if slices.ContainsFunc(pairs, func(p [2]string) bool { return p[0] == name }) {
+			return nil, invalidQuery("each parameter is given at most once")
 		}
 		pairs = append(pairs, [2]string{name, value})
 	}

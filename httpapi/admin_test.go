@@ -343,6 +343,11 @@ func TestAdminRefusesBadInputAndChangesNothing(t *testing.T) {
 		{"a resolve of nothing", "POST", "/admin/orders/desk-a/nothing/resolve", `{"status":"accepted"}`, 404, "not_found"},
 		{"a path the API has not", "GET", "/admin/clients", "", 404, "no_such_path"},
 		{"a method the path takes not", "PUT", "/admin/orders/desk-a/k1", "", 405, "method_not_allowed"},
+		{"a method the path takes not, with a query", "PUT", "/admin/orders/desk-a/k1?orderId=x", "", 405, "method_not_allowed"},
+		{"a method the query path takes not, with a query", "PUT", "/admin/order?client=desk-a&key=k1&orderId=x", "", 405, "method_not_allowed"},
+		{"a listing's state given twice", "GET", "/admin/orders?state=unknown&state=unresolved", "", 400, "invalid_query"},
+		{"a listing's client given twice", "GET", "/admin/orders?client=nobody&client=desk-a", "", 400, "invalid_query"},
+		{"a dead letters' limit given twice", "GET", "/admin/deadletters?limit=1&limit=2", "", 400, "invalid_query"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -20,6 +20,7 @@ package apitest
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -162,6 +163,23 @@ func (v *Validator) ValidateResponse(r *http.Request, status int, header http.He
 	input.SetBodyBytes(body)
 	if err := openapi3filter.ValidateResponse(context.Background(), input); err != nil {
 		return fmt.Errorf("apitest: %s response %d: %w", r.Method, status, err)
+	}
+	return nil
+}
+
+// ValidateProblem checks body against the document's Problem schema, whose
+// table ties each problem code to its type and status.
+func (v *Validator) ValidateProblem(body []byte) error {
+	ref := v.doc.Components.Schemas["Problem"]
+	if ref == nil || ref.Value == nil {
+		return errors.New("apitest: openapi.yaml has no Problem schema")
+	}
+	var doc any
+	if err := json.Unmarshal(body, &doc); err != nil {
+		return fmt.Errorf("apitest: problem body: %w", err)
+	}
+	if err := ref.Value.VisitJSON(doc, openapi3.MultiErrors()); err != nil {
+		return fmt.Errorf("apitest: problem %s: %w", body, err)
 	}
 	return nil
 }
