@@ -84,7 +84,7 @@ const ReadsLag = 60 * time.Second
 // several keys at once (ManyGetter, as the binding does). A stored
 // outcome wins over a claim.
 func (k *Store) Lookup(ctx context.Context, key intake.Key) (intake.Record, error) {
-	stored, pending, err := k.readBoth(ctx, key)
+	stored, pending, _, err := k.readBoth(ctx, key)
 	if err != nil {
 		return intake.Record{}, err
 	}
@@ -104,14 +104,51 @@ func (k *Store) record(stored, pending *Entry) intake.Record {
 }
 
 // readBoth reads result:<key> and pending:<key>, nil for one not found
-// (GetMany).
-func (k *Store) readBoth(ctx context.Context, key intake.Key) (stored, pending *Entry, err error) {
-	entries, err := GetMany(ctx, k.ns, resultPrefix+key.String(), pendingPrefix+key.String())
-	if err != nil {
-		return nil, nil, err
+// (GetMany), in one round trip. For the open Worker's key it reads the
+// TypeScript reference's names of the key too (referenceID), and takes
+// what the reference wrote there where the Worker's own name holds
+// nothing. storedAt is the name stored was read from.
+func (k *Store) readBoth(ctx context.Context, key intake.Key) (stored, pending *Entry, storedAt string, err error) {
+	names := []string{resultPrefix + key.String(), pendingPrefix + key.String()}
+	ref, hasRef := referenceID(key)
+	if hasRef {
+		names = append(names, resultPrefix+ref, pendingPrefix+ref)
 	}
-	return entries[0], entries[1], nil
+	entries, err := GetMany(ctx, k.ns, names...)
+	if err != nil {
+		return nil, nil, "", err
+	}
+	stored, pending, storedAt = entries[0], entries[1], names[0]
+	if hasRef && stored == nil && byReference(entries[2]) {
+		stored, storedAt = entries[2], names[2]
+	}
+	if hasRef && pending == nil && byReference(entries[3]) {
+		pending = entries[3]
+	}
+	return stored, pending, storedAt, nil
 }
+
+// referenceID is the name the TypeScript reference gave the open Worker's
+// key id when its client sent the key quoted, as the Idempotency-Key
+// draft's string (`"abc"`): the header as it came, quotes and all. This
+// Worker reads the quoted form as the key itself (abc), so a retry after
+// the route moved from the reference must find what the reference stored
+// under the quoted name. A client's key has none: the reference had no
+// clients.
+func referenceID(key intake.Key) (string, bool) {
+	if key.Client != "" {
+		return "", false
+	}
+	return `"` + strings.NewReplacer(`\`, `\\`, `"`, `\"`).Replace(key.ID) + `"`, true
+}
+
+// byReference reports whether e is an entry the TypeScript reference
+// wrote: it wrote no metadata, and this Worker writes a receipt, and a
+// claim for an order, with metadata. So the reference's name of the key
+// abc, result:"abc", which is also this Worker's own name of another key
+// (the id "abc", quotes and all), is taken for abc's only where the
+// reference wrote it.
+func byReference(e *Entry) bool { return e != nil && e.Metadata == nil }
 
 // claimRecord reads a claim. The reference's, and one made without a
 // gateway, have no metadata: they hold the key until they expire. The
@@ -146,7 +183,7 @@ func claimRecordAt(m metadata, value string, now time.Time) intake.Record {
 // left beside it, if any (a failed delete, or ReleaseClaims false), so
 // that the sweep never lists it again.
 func (k *Store) Begin(ctx context.Context, key intake.Key, c intake.Claim) (intake.Record, error) {
-	stored, pending, err := k.readBoth(ctx, key)
+	stored, pending, _, err := k.readBoth(ctx, key)
 	if err != nil {
 		return intake.Record{}, unwritten{err}
 	}

@@ -1,0 +1,87 @@
+package kv_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/edge-orders/edge-orders/intake"
+	"github.com/edge-orders/edge-orders/kv"
+	"github.com/edge-orders/edge-orders/kv/kvtest"
+)
+
+// referenceReceipt is a receipt as the TypeScript reference stored it: the
+// receipt alone, no metadata.
+const referenceReceipt = `{"orderId":"11111111-2222-4333-8444-555555555555","status":"accepted","symbol":"AAPL","side":"buy","quantity":10,"acceptedAt":"2026-03-14T15:00:00.000Z"}`
+
+// TestAQuotedKeyTheReferenceStoredReplays: the reference stored a key as
+// its header came, quotes and all, so a client that sent the draft's
+// quoted form "abc" left its receipt under result:"abc"; this Worker reads
+// that header as the key abc. A retry after the route moved to this
+// Worker, over the same namespace, replays that receipt, in whichever form
+// it sends the key, instead of placing a second order (found by a review).
+func TestAQuotedKeyTheReferenceStoredReplays(t *testing.T) {
+	for _, name := range []string{`result:abc`, `result:"abc"`} {
+		s := newRecordedStore()
+		s.put(t, name, kv.Entry{Value: referenceReceipt}, time.Hour)
+		out, err := s.service().Submit(context.Background(), openKey("abc"), []byte(validBody), "")
+		if err != nil || !out.Replayed || string(out.Receipt) != referenceReceipt {
+			t.Errorf("stored by the reference under %s: Submit = %+v, %v; want its receipt replayed", name, out, err)
+		}
+		if puts := s.rec.Count(kvtest.OpPut, ""); puts != 0 {
+			t.Errorf("stored by the reference under %s: %d puts, want none", name, puts)
+		}
+	}
+}
+
+// TestTheReferencesClaimOfAQuotedKeyHoldsIt: a request the reference was
+// still running for the quoted key when the route moved holds the key
+// (its claim, "1" with no metadata, until it expires), as for the key's
+// own claim.
+func TestTheReferencesClaimOfAQuotedKeyHoldsIt(t *testing.T) {
+	s := newRecordedStore()
+	s.put(t, `pending:"abc"`, kv.Entry{Value: "1"}, time.Minute)
+	if _, err := s.service().Submit(context.Background(), openKey("abc"), []byte(validBody), ""); !errors.Is(err, intake.ErrInProgress) {
+		t.Errorf("Submit = %v, want ErrInProgress while the reference's claim holds the key", err)
+	}
+}
+
+// TestAnotherKeysNameIsNotTheReferences: the key id "abc", quotes and
+// all, is this Worker's own key (its client sent "\"abc\""), stored under
+// result:"abc" with its fingerprint. That name is no receipt of the key
+// abc's: only what the reference wrote, without metadata, is.
+func TestAnotherKeysNameIsNotTheReferences(t *testing.T) {
+	ctx := context.Background()
+	s := newRecordedStore()
+	if _, err := s.service().Submit(ctx, openKey(`"abc"`), []byte(validBody), ""); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := s.stored(t, `result:"abc"`); !ok {
+		t.Fatal(`result:"abc" missing`)
+	}
+	if rec, err := s.store.Lookup(ctx, openKey("abc")); err != nil || rec.State != intake.Absent {
+		t.Errorf("Lookup(abc) = %v, %v; want nothing: the receipt is another key's", rec.State, err)
+	}
+	if rec, err := s.store.Lookup(ctx, intake.Key{Client: "desk-a", ID: "abc"}); err != nil || rec.State != intake.Absent {
+		t.Errorf("a client's key abc: Lookup = %v, %v; want nothing: the reference had no clients", rec.State, err)
+	}
+}
+
+// TestAPurgeOfAQuotedKeyDeletesTheReferencesReceipt: a purge of the key
+// deletes the receipt it found, under the reference's name, so that no
+// lookup finds it again.
+func TestAPurgeOfAQuotedKeyDeletesTheReferencesReceipt(t *testing.T) {
+	ctx := context.Background()
+	s := newRecordedStore()
+	s.put(t, `result:"abc"`, kv.Entry{Value: referenceReceipt}, time.Hour)
+	if rec, err := s.store.Purge(ctx, openKey("abc"), ""); err != nil || rec.State != intake.Stored {
+		t.Fatalf("Purge = %v, %v; want the reference's receipt purged", rec.State, err)
+	}
+	if _, ok := s.stored(t, `result:"abc"`); ok {
+		t.Errorf(`result:"abc" is still there`)
+	}
+	if rec, err := s.store.Lookup(ctx, openKey("abc")); err != nil || rec.State != intake.Absent {
+		t.Errorf("Lookup after the purge = %v, %v; want nothing", rec.State, err)
+	}
+}
