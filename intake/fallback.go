@@ -18,17 +18,17 @@ func (s *Service) fallback() bool {
 
 // beforeSending is a migration's steps between a client's claim and its
 // gateway call (done when they answered the submission): the key is
-// looked up in the Fallback (adopt); a new order, neither replayed from
-// the Fallback nor taken over, asks the limit, since a replay must not
-// count; and the claim is renewed (renew), firm: until the Fallback has
+// looked up in the Fallback (adopt); a new order (NewOrder: the claim
+// that took the key by took, neither replayed from the Fallback nor
+// taken over), asks the limit, since a replay must not count; and the claim is renewed (renew), firm: until the Fallback has
 // been asked, the Store's own order id is not the key's, and a request
 // that died would have left it behind for the settler; and the reads of
 // KV may have outlasted the claim's lease.
-func (s *Service) beforeSending(ctx context.Context, sub *submission, claim *Claim) (out Outcome, done bool, err error) {
+func (s *Service) beforeSending(ctx context.Context, sub *submission, claim *Claim, took Event) (out Outcome, done bool, err error) {
 	if out, done, err := s.adopt(ctx, sub, claim); done {
 		return out, true, err
 	}
-	if s.opts.Limit != nil && claim.Stage != StageSent {
+	if s.opts.Limit != nil && NewOrder(took, *claim) {
 		if err := s.admit(ctx, sub); err != nil {
 			s.release(ctx, sub.key, *claim)
 			return Outcome{}, true, err

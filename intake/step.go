@@ -181,6 +181,15 @@ func (c Claim) HasOrder() bool { return c.Fingerprint != "" && c.Order.Symbol !=
 // left open with c's order id rather than freed.
 func (c Claim) Placeable() bool { return c.Fingerprint != "" && !c.KeepUntil.IsZero() }
 
+// NewOrder reports whether claim c, which took its key by took
+// (Record.Took), places a new order: the one thing the rate limit counts.
+// It claimed a free key, and carries no earlier attempt's order id
+// (StageSent: taken over from the key, from a migration's Fallback, or
+// from this instance's memory of a key a stale read shows free). A
+// replay, a takeover and a retry of the same order place none. Both
+// stores ask Claim.Admit by it, and so does a migrating request.
+func NewOrder(took Event, c Claim) bool { return took == EventClaim && c.Stage != StageSent }
+
 // ClaimState is what a claim its Store wrote is at now: Held until its
 // lease ends (a lease the Store cannot tell, zero, until the claim goes),
 // or once released; then Open with its order id, or Absent for a

@@ -208,7 +208,7 @@ func (s *Service) attempt(ctx context.Context, sub *submission, now time.Time) (
 	claim.Order = sub.order
 	switch {
 	case migrating:
-		if out, done, err := s.beforeSending(ctx, sub, &claim); done {
+		if out, done, err := s.beforeSending(ctx, sub, &claim, rec.Took); done {
 			return out, err
 		}
 	case s.outlasted(now):

@@ -202,7 +202,7 @@ func (k *Store) Begin(ctx context.Context, key intake.Key, c intake.Claim) (inta
 	case move.Event == intake.EventTakeOver:
 		return k.takeOver(ctx, key, move.Claim, rec)
 	}
-	if c.Admit != nil {
+	if c.Admit != nil && intake.NewOrder(move.Event, move.Claim) {
 		if err := c.Admit(ctx); err != nil {
 			return intake.Record{}, err
 		}

@@ -39,7 +39,7 @@ func (s adapter) Begin(ctx context.Context, key intake.Key, c intake.Claim) (int
 		}
 		return intake.Record{}, err
 	}
-	if rec.Took == intake.EventClaim && c.Admit != nil {
+	if c.Admit != nil && intake.NewOrder(rec.Took, c) {
 		if err := c.Admit(ctx); err != nil {
 			if rerr := intake.ReleaseTwice(ctx, s, key, c); rerr != nil && c.Stage != intake.StageTentative {
 				// The claim stays, due for the settler once its lease
