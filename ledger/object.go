@@ -259,9 +259,11 @@ func (o *Object) Release(key intake.Key, c intake.Claim) error {
 	joined.Attempts = max(cur.attempts, c.Attempts)
 	joined.KeepUntil = latest(cur.expires, c.KeepUntil)
 	if c.GiveUp == intake.NotGivenUp && cur.giveUp.Unresolved() {
-		// A claim that did not learn the key was given up on awaits no
-		// check of it: the key stays given up on.
-		joined.GiveUp, joined.NextAttempt = intake.GivenUp, time.Time{}
+		// A claim that took the key over without learning its give-up
+		// (the answer to its Claim was lost) leaves the key as it found
+		// it: given up on, or awaiting the give-up's check, due when the
+		// row says (what TakeOver would have carried).
+		joined.GiveUp, joined.NextAttempt = cur.giveUp, cur.due
 	}
 	move, err := intake.StepRelease(joined, intake.PhaseOf(cur.record(now)), cur.sent || cur.orderID != c.OrderID)
 	switch {

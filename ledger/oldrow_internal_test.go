@@ -50,3 +50,32 @@ func TestAnOlderRowWithoutItsOrderTakesItsRetrysOrder(t *testing.T) {
 		t.Errorf("the alarm is set for %v; want it by %v", m.Alarm, rec.NextAttempt)
 	}
 }
+
+// TestAReleaseThatNeverLearnedTheCheckLeavesItDue: a claim took over a key
+// awaiting the give-up's check, but the answer to its Claim was lost, so
+// it never learned of the check, and its client released it. The key
+// stays as it was, awaiting the check, due: turned into a key given up
+// on, it would never be asked about again, though the OMS answered the
+// retry whose commit failed.
+func TestAReleaseThatNeverLearnedTheCheckLeavesItDue(t *testing.T) {
+	now := time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
+	m := NewMemoryStore()
+	m.Now = func() time.Time { return now }
+	key := intake.Key{Client: "desk", ID: "checked"}
+	o := order.Order{Symbol: "AAPL", Side: order.Buy, Quantity: 10}
+	m.obj.rows.put(row{key: key.String(), client: key.Client, fingerprint: o.Fingerprint(), order: o, hasOrder: true, orderID: "o-1",
+		acceptedAt: now.Add(-time.Hour), sent: true, attempts: 3, giveUp: intake.AwaitingCheck, due: now.Add(10 * time.Second),
+		expires: now.Add(48 * time.Hour)})
+	c := intake.Claim{Token: "retry", Fingerprint: o.Fingerprint(), Order: o, OrderID: "o-1", AcceptedAt: now,
+		Lease: time.Minute, KeepUntil: now.Add(24 * time.Hour)}
+	if rec, err := m.obj.Claim(key, c); err != nil || rec.Took != intake.EventTakeOver {
+		t.Fatalf("Claim = %+v, %v; want a takeover (whose answer the client never sees)", rec, err)
+	}
+	if err := m.obj.Release(key, c); err != nil {
+		t.Fatal(err)
+	}
+	r, _ := m.obj.rows.get(key.String())
+	if r.giveUp != intake.AwaitingCheck || r.due.IsZero() {
+		t.Errorf("the row is %v, due %v; want it awaiting the check, due", r.giveUp, r.due)
+	}
+}
