@@ -185,12 +185,13 @@ func (o *Object) Claim(key intake.Key, c intake.Claim) (intake.Record, error) {
 	o.put(r, now)
 	o.scheduleSweep(now)
 	o.scheduleAlarm(r.due)
-	// A takeover says so, with what the key kept, every time it is asked:
-	// a takeover retried with its own token (its answer was lost, and the
+	// A takeover says so, with what the key kept, every time it is asked
+	// (r.sent: it took the row over, and Step's takeover set it): a
+	// takeover retried with its own token (its answer was lost, and the
 	// RPC sent again) too, whose order id, derived from the key and the
-	// order, is its own (r.sent: it took the row over).
+	// order, may be its own.
 	claimed := intake.Record{State: intake.Held, Took: intake.EventClaim, Fingerprint: r.fingerprint}
-	if rec.State == intake.Open || r.sent || r.orderID != c.OrderID {
+	if r.sent || r.orderID != c.OrderID {
 		claimed.Took = intake.EventTakeOver
 		claimed.OrderID, claimed.AcceptedAt, claimed.Attempts, claimed.GiveUp = r.orderID, r.acceptedAt, r.attempts, r.giveUp
 		// When the key was due, as KV's takeover says too: a claim

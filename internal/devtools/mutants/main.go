@@ -131,7 +131,7 @@ var mutants = []mutant{
 		"\tcase r.flag(mTentative):\n\t\treturn intake.StageTentative\n\tcase r.flag(mSent):\n\t\treturn intake.StageSent\n"},
 	// Found by reviews: the answers of retried calls and slow ones.
 	{"a takeover whose claim call was sent again answers as a new claim", "ledger/object.go",
-		"if rec.State == intake.Open || r.sent || r.orderID != c.OrderID {", "if rec.State == intake.Open || r.orderID != c.OrderID {"},
+		"\tif r.sent || r.orderID != c.OrderID {", "\tif r.orderID != c.OrderID {"},
 	{"a rate-limit refusal told after its claim's lease", "intake/submit.go",
 		"case errors.Is(err, ErrRateLimited) && s.life.Tentative && s.outlasted(now):", "case false:"},
 	{"adopting KV's order id leaves a claim on a free key behind", "intake/fallback.go",
