@@ -348,6 +348,8 @@ func TestAdminRefusesBadInputAndChangesNothing(t *testing.T) {
 		{"a listing's state given twice", "GET", "/admin/orders?state=unknown&state=unresolved", "", 400, "invalid_query"},
 		{"a listing's client given twice", "GET", "/admin/orders?client=nobody&client=desk-a", "", 400, "invalid_query"},
 		{"a dead letters' limit given twice", "GET", "/admin/deadletters?limit=1&limit=2", "", 400, "invalid_query"},
+		{"a method a dead letter's path takes not, with a query", "PUT", "/admin/deadletters/desk-a/k1?bogus=1", "", 405, "method_not_allowed"},
+		{"a method a dead letter's query path takes not", "PUT", "/admin/deadletter?client=desk-a&key=k1&bogus=1", "", 405, "method_not_allowed"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

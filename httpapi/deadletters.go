@@ -53,6 +53,9 @@ func (h *Handler) deadLetterRoute(method, path, query string) (adminRoute, error
 		route.action = actionAcknowledge
 	}
 	if path == DeadLetterPath {
+		if route.action == "" {
+			return route, errAdminMethod, true // before the query, which depends on the action
+		}
 		pairs, err := rawQueryPairs(query, "client", "key", letterParam)
 		if err != nil {
 			return route, err, true
@@ -70,6 +73,9 @@ func (h *Handler) deadLetterRoute(method, path, query string) (adminRoute, error
 	parts := strings.Split(rest, "/")
 	if len(parts) != 2 {
 		return adminRoute{}, errAdminNoRoute, true
+	}
+	if route.action == "" {
+		return route, errAdminMethod, true
 	}
 	if _, err := rawQueryPairs(query, letterParam); err != nil {
 		return route, err, true

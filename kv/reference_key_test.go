@@ -3,12 +3,14 @@ package kv_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/edge-orders/edge-orders/intake"
 	"github.com/edge-orders/edge-orders/kv"
 	"github.com/edge-orders/edge-orders/kv/kvtest"
+	"github.com/edge-orders/edge-orders/order"
 )
 
 // referenceReceipt is a receipt as the TypeScript reference stored it: the
@@ -83,5 +85,69 @@ func TestAPurgeOfAQuotedKeyDeletesTheReferencesReceipt(t *testing.T) {
 	}
 	if rec, err := s.store.Lookup(ctx, openKey("abc")); err != nil || rec.State != intake.Absent {
 		t.Errorf("Lookup after the purge = %v, %v; want nothing", rec.State, err)
+	}
+}
+
+// TestAKeyWhoseQuotedNameIsPastKVsLimitStillWorks: escaping the quotes of
+// a long key id makes a name past KV's 512 bytes, which KV refuses; the
+// reference could never have written it, so it is not read, and the key
+// works as it did (found by a review: every call for it failed).
+func TestAKeyWhoseQuotedNameIsPastKVsLimitStillWorks(t *testing.T) {
+	id := strings.Repeat(`"`, 250) + "abcde"
+	s := newRecordedStore()
+	if _, err := s.service().Submit(context.Background(), openKey(id), []byte(validBody), ""); err != nil {
+		t.Fatalf("Submit = %v", err)
+	}
+}
+
+// TestAPurgeDeletesTheKeysOutcomesUnderBothNames: the reference stored a
+// receipt under result:"abc" and another under result:abc (its clients
+// sent the key both ways), or this Worker placed an order under abc before
+// it read the reference's name. A purge deletes both: the key is free, and
+// no receipt comes back once the other is gone (found by a review).
+func TestAPurgeDeletesTheKeysOutcomesUnderBothNames(t *testing.T) {
+	ctx := context.Background()
+	s := newRecordedStore()
+	if _, err := s.service().Submit(ctx, openKey("abc"), []byte(validBody), ""); err != nil {
+		t.Fatal(err)
+	}
+	s.put(t, `result:"abc"`, kv.Entry{Value: referenceReceipt}, time.Hour)
+	if rec, err := s.store.Purge(ctx, openKey("abc"), ""); err != nil || rec.State != intake.Stored {
+		t.Fatalf("Purge = %v, %v; want the key's receipt purged", rec.State, err)
+	}
+	if rec, err := s.store.Lookup(ctx, openKey("abc")); err != nil || rec.State != intake.Absent {
+		t.Errorf("Lookup after the purge = %v %s, %v; want nothing", rec.State, rec.Body, err)
+	}
+}
+
+// TestTheWorkersOwnOpenKeyWinsOverTheReferencesReceipt: a version before
+// this one missed the reference's receipt under result:"abc" and left the
+// key abc open with its own order id, which may be at the OMS. The key is
+// the Worker's own: it stays open for the settler, which asks the OMS and
+// stores that order's outcome, rather than reading as the reference's
+// receipt, which would have the settler delete the open claim unasked.
+func TestTheWorkersOwnOpenKeyWinsOverTheReferencesReceipt(t *testing.T) {
+	ctx := context.Background()
+	mem, store, c := newSettleStore()
+	// The version before, which read no quoted name, claimed the key and
+	// left it open; the reference's receipt was there all along.
+	claim := claimFor(c, "second", order.Order{Symbol: "AAPL", Side: order.Buy, Quantity: 10})
+	if rec, err := store.Begin(ctx, openKey("abc"), claim); err != nil || rec.Took != intake.EventClaim {
+		t.Fatalf("Begin = %+v, %v; want the key claimed", rec, err)
+	}
+	claim.Stage = intake.StageSent
+	if err := store.Release(ctx, openKey("abc"), claim); err != nil {
+		t.Fatal(err)
+	}
+	if err := mem.Put(ctx, `result:"abc"`, kv.Entry{Value: referenceReceipt}, kv.PutOptions{TTL: time.Hour}); err != nil {
+		t.Fatal(err)
+	}
+	if rec, err := store.Lookup(ctx, openKey("abc")); err != nil || rec.State != intake.Open || rec.OrderID != "order-second" {
+		t.Fatalf("Lookup = %v %s, %v; want the key open with its own order id", rec.State, rec.OrderID, err)
+	}
+	c.now = c.now.Add(time.Hour)
+	settler := intake.Claim{Token: "settler", Lease: kv.MinTTL, By: intake.RoleSettler, KeepUntil: c.now.Add(keep)}
+	if rec, err := store.Begin(ctx, openKey("abc"), settler); err != nil || rec.Took != intake.EventTakeOver || rec.OrderID != "order-second" {
+		t.Errorf("the settler's Begin = %+v, %v; want it to take the open key over, to ask the OMS about order second", rec, err)
 	}
 }

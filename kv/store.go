@@ -105,10 +105,13 @@ func (k *Store) record(stored, pending *Entry) intake.Record {
 
 // readBoth reads result:<key> and pending:<key>, nil for one not found
 // (GetMany), in one round trip. For the open Worker's key it reads the
-// TypeScript reference's names of the key too (referenceID), and takes
-// what the reference wrote there where the Worker's own name holds
-// nothing. storedAt is the name stored was read from.
-func (k *Store) readBoth(ctx context.Context, key intake.Key) (stored, pending *Entry, storedAt string, err error) {
+// TypeScript reference's names of the key too (referenceID), and for a
+// key the Worker holds nothing under of its own, takes what the reference
+// wrote there (byReference): a key the Worker has written is its own,
+// whatever the reference left beside it. outcomes are the names an
+// outcome of the key is stored under, its own and the reference's, which
+// a purge deletes.
+func (k *Store) readBoth(ctx context.Context, key intake.Key) (stored, pending *Entry, outcomes []string, err error) {
 	names := []string{resultPrefix + key.String(), pendingPrefix + key.String()}
 	ref, hasRef := referenceID(key)
 	if hasRef {
@@ -116,16 +119,22 @@ func (k *Store) readBoth(ctx context.Context, key intake.Key) (stored, pending *
 	}
 	entries, err := GetMany(ctx, k.ns, names...)
 	if err != nil {
-		return nil, nil, "", err
+		return nil, nil, nil, err
 	}
-	stored, pending, storedAt = entries[0], entries[1], names[0]
-	if hasRef && stored == nil && byReference(entries[2]) {
-		stored, storedAt = entries[2], names[2]
+	stored, pending = entries[0], entries[1]
+	if stored != nil {
+		outcomes = append(outcomes, names[0])
 	}
-	if hasRef && pending == nil && byReference(entries[3]) {
-		pending = entries[3]
+	if !hasRef {
+		return stored, pending, outcomes, nil
 	}
-	return stored, pending, storedAt, nil
+	if byReference(entries[2]) {
+		outcomes = append(outcomes, names[2])
+	}
+	if stored == nil && pending == nil {
+		stored, pending = byReferenceOnly(entries[2]), byReferenceOnly(entries[3])
+	}
+	return stored, pending, outcomes, nil
 }
 
 // referenceID is the name the TypeScript reference gave the open Worker's
@@ -133,13 +142,15 @@ func (k *Store) readBoth(ctx context.Context, key intake.Key) (stored, pending *
 // draft's string (`"abc"`): the header as it came, quotes and all. This
 // Worker reads the quoted form as the key itself (abc), so a retry after
 // the route moved from the reference must find what the reference stored
-// under the quoted name. A client's key has none: the reference had no
-// clients.
+// under the quoted name. A client's key has none (the reference had no
+// clients), and neither has a key whose quoted name would be past KV's
+// limit: the reference could not have written it.
 func referenceID(key intake.Key) (string, bool) {
 	if key.Client != "" {
 		return "", false
 	}
-	return `"` + strings.NewReplacer(`\`, `\\`, `"`, `\"`).Replace(key.ID) + `"`, true
+	ref := `"` + strings.NewReplacer(`\`, `\\`, `"`, `\"`).Replace(key.ID) + `"`
+	return ref, len(pendingPrefix)+len(ref) <= MaxKeyBytes
 }
 
 // byReference reports whether e is an entry the TypeScript reference
@@ -149,6 +160,14 @@ func referenceID(key intake.Key) (string, bool) {
 // (the id "abc", quotes and all), is taken for abc's only where the
 // reference wrote it.
 func byReference(e *Entry) bool { return e != nil && e.Metadata == nil }
+
+// byReferenceOnly is e if the reference wrote it, else nil.
+func byReferenceOnly(e *Entry) *Entry {
+	if byReference(e) {
+		return e
+	}
+	return nil
+}
 
 // claimRecord reads a claim. The reference's, and one made without a
 // gateway, have no metadata: they hold the key until they expire. The

@@ -171,6 +171,29 @@ func TestReferenceLayoutReplays(t *testing.T) {
 	}
 }
 
+// TestAQuotedKeyTheReferenceStoredReplays: the TypeScript Worker stored a
+// key as its header came, so a client that sent the draft's quoted form
+// left its receipt under result:"<key>", quotes and all. The Go Worker,
+// which reads the quoted form as the key itself, replays that receipt from
+// real KV to a retry in either form, and places nothing.
+func TestAQuotedKeyTheReferenceStoredReplays(t *testing.T) {
+	shareWorkers(t)
+	requireWorker(t)
+	w := kvWorker
+	key := newKey(t)
+	stored := `{"orderId":"7c1f0d2e-3f0e-4b8e-9d47-0d7a1f7c2b11","status":"accepted","symbol":"AAPL","side":"sell","quantity":7,"acceptedAt":"2026-01-02T03:04:05.678Z"}`
+	w.kvPut(t, `result:"`+key+`"`, stored)
+	for _, sent := range []string{`"` + key + `"`, key} {
+		got := w.post(t, sent, `{"symbol":"AAPL","side":"sell","quantity":7}`)
+		if got.status != 200 || got.body != stored || got.header.Get("Idempotent-Replay") != "true" {
+			t.Fatalf("Idempotency-Key: %s = %d %s replay=%q, want 200 with the reference's receipt", sent, got.status, got.body, got.header.Get("Idempotent-Replay"))
+		}
+	}
+	if keys := w.kvList(t, "result:"+key); len(keys) != 0 {
+		t.Errorf("stored %v, want no receipt of its own", keys)
+	}
+}
+
 // TestConcurrentRetriesPlaceOneOrder fires many requests with one key at once.
 func TestConcurrentRetriesPlaceOneOrder(t *testing.T) {
 	shareWorkers(t)
