@@ -3,6 +3,7 @@ package client
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -165,6 +166,14 @@ type Client struct {
 	url  string
 	opts Options
 }
+
+// String names the client by its Worker's URL, without the URL's user
+// information, query and fragment, and never with its token: a caller
+// that logs a Client (fmt's %v and %+v) logs no secret.
+func (c *Client) String() string { return "client.Client(" + redactURL(c.url) + ")" }
+
+// GoString is String, for fmt's %#v.
+func (c *Client) GoString() string { return c.String() }
 
 // New returns a Client for the Worker at baseURL (the Worker answers on
 // every path but /idempotency, its policy, so any other URL of it will do). opts may be nil. It returns an
@@ -346,6 +355,10 @@ func checkToken(token string) error {
 func (c *Client) do(ctx context.Context, method, key string, body []byte) (*Result, error) {
 	ctx, cancel := context.WithTimeoutCause(ctx, c.opts.CallTimeout, errCallTimeout)
 	defer cancel()
+	// What earlier attempts said of the order: the Worker's last answer,
+	// and the last retryable failure. Each was retryable, or the call
+	// would have returned it.
+	var answered, failed *Error
 	for attempt := 1; ; attempt++ {
 		res, err := c.once(ctx, method, key, body)
 		if err != nil {
@@ -360,8 +373,21 @@ func (c *Client) do(ctx context.Context, method, key string, body []byte) (*Resu
 		if e.StatusCode == 0 && context.Cause(ctx) == errCallTimeout {
 			e.Err = fmt.Errorf("client: the call's %v timeout (Options.CallTimeout) passed: %w", c.opts.CallTimeout, e.Err)
 		}
+		if known := cmp.Or(answered, failed); known != nil && e.StatusCode == 0 && (untrusted(e.Err) || ctx.Err() != nil) {
+			// This attempt says nothing of the order: its request never
+			// left (a certificate not trusted: a rotated one, another
+			// edge), or the call ended it in flight. What an earlier
+			// attempt said stands: an order the Worker is settling, say,
+			// which a final error here would hide from a caller who might
+			// then send it again under a new key.
+			known.Attempts = attempt
+			return nil, known
+		}
 		if !e.Retryable() || attempt >= c.opts.MaxAttempts || ctx.Err() != nil {
 			return nil, e
+		}
+		if failed = e; e.StatusCode != 0 {
+			answered = e
 		}
 		wait := c.wait(attempt, e)
 		if deadline, ok := ctx.Deadline(); ok && c.opts.Now().Add(wait).After(deadline) {

@@ -214,7 +214,8 @@ func (e *Error) Is(target error) bool {
 // outcome_unresolved (the Worker stopped asking the order-management
 // system, so no answer is seconds away; see ErrOutcomeUnresolved). So is a
 // TLS trust failure (see untrusted): the request never left the client,
-// and no retry makes the certificate trusted.
+// and no retry makes the certificate trusted. (A retry that meets one
+// returns what an earlier attempt said instead: the order may exist.)
 func (e *Error) Retryable() bool {
 	switch e.StatusCode {
 	case 0:

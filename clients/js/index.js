@@ -198,6 +198,10 @@ const errorClasses = {
  * so one Client may serve any number of orders at once.
  */
 export class Client {
+  // The bearer token, private: a caller that logs the client
+  // (console.log, JSON.stringify) logs no secret.
+  #token;
+
   /**
    * @param {string} url the Worker's address; it answers on every path
    *   but /idempotency, its policy.
@@ -210,7 +214,7 @@ export class Client {
    */
   constructor(url, options = {}) {
     this.url = checkURL(String(url));
-    this.token = checkToken(options.token ?? "");
+    this.#token = checkToken(options.token ?? "");
     this.maxAttempts = positive(options.maxAttempts, DEFAULT_MAX_ATTEMPTS);
     this.maxDelayMs = Math.min(positive(options.maxDelayMs, DEFAULT_MAX_DELAY_MS), MAX_RETRY_WAIT_MS);
     this.baseDelayMs = Math.min(positive(options.baseDelayMs, DEFAULT_BASE_DELAY_MS), this.maxDelayMs);
@@ -278,7 +282,10 @@ export class Client {
     const deadline = Math.min(Number.isNaN(own) ? Infinity : own, timeout);
     const passed = deadline === timeout ? `the call's ${this.callTimeoutMs} ms timeout passed` : "the deadline passed";
     const signal = options.signal;
-    let answered; // the last error the Worker answered with
+    // What earlier attempts said of the order: the Worker's last answer,
+    // and the last retryable failure. Each was retryable, or the call
+    // would have thrown it.
+    let answered, failed;
     for (let attempt = 1; ; attempt++) {
       const outcome = await this.#once(method, key, headers, body, signal, deadline, passed);
       if (!(outcome instanceof EdgeOrdersError)) {
@@ -286,10 +293,17 @@ export class Client {
       }
       let e = outcome;
       const ended = signal?.aborted || e[deadlinePassed] === true || this.now() >= deadline;
-      // A call ended by its signal or deadline while a retry was in flight
-      // reports what the Worker last said (an order it is settling, say),
-      // which tells the caller more than the abort does.
-      if (ended && e instanceof NetworkError && answered) e = answered;
+      // An attempt that says nothing of the order, ended by the call's
+      // signal or deadline in flight, or never sent (a certificate not
+      // trusted: a rotated one, another edge), reports what an earlier
+      // attempt said: an order the Worker is settling, say, which a final
+      // error would hide from a caller who might send it again under a
+      // new key.
+      const known = answered ?? failed;
+      if (known && ((ended && e instanceof NetworkError) || e instanceof CertificateError)) {
+        throw Object.assign(known, { method, key, attempts: attempt });
+      }
+      failed = e;
       if (e.status !== 0) answered = e;
       Object.assign(e, { method, key, attempts: attempt });
       if (!e.retryable || attempt >= maxAttempts || ended) {
@@ -311,7 +325,7 @@ export class Client {
     const headers = { "Idempotency-Key": keyHeader(key), Accept: "application/json, application/problem+json" };
     if (!inBrowser()) headers["User-Agent"] = USER_AGENT;
     if (body !== undefined) headers["Content-Type"] = "application/json";
-    if (this.token) headers.Authorization = `Bearer ${this.token}`;
+    if (this.#token) headers.Authorization = `Bearer ${this.#token}`;
     return headers;
   }
 

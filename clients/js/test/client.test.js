@@ -3,6 +3,7 @@
 // beside them run against the real Worker (worker.test.js).
 import { test } from "node:test";
 import assert from "node:assert/strict";
+import { inspect } from "node:util";
 
 import {
   Client,
@@ -376,6 +377,31 @@ test("a call whose deadline ends a retry in flight reports the Worker's last ans
   assert.ok(err instanceof OutcomeUnknownError, `${err}`);
   assert.equal(err.attempts, 2);
   assert.equal(err.orderId, orderId);
+});
+
+test("a retry that meets a certificate it does not trust reports the Worker's last answer, retryable", async () => {
+  // The first attempt's outcome is unknown: order orderId may be placed. The
+  // retry's handshake fails (a rotated certificate, another edge), so it
+  // says nothing of the order: a final error would have the caller send it
+  // again under a new key (found by a review).
+  let calls = 0;
+  const untrusted = Object.assign(new Error("unable to verify the first certificate"), { code: "UNABLE_TO_VERIFY_LEAF_SIGNATURE" });
+  const fetch = () => {
+    if (++calls === 1) return Promise.resolve(unknown("0")());
+    return Promise.reject(new TypeError("fetch failed", { cause: untrusted }));
+  };
+  const err = await fastClient(fetch).submit(order).catch((e) => e);
+  assert.ok(err instanceof OutcomeUnknownError, `${err}`);
+  assert.equal(err.retryable, true);
+  assert.equal(err.attempts, 2);
+  assert.equal(err.orderId, orderId);
+});
+
+test("a client logged or serialised shows no token", () => {
+  const c = new Client("https://worker.test", { token: "s3cret-token-1234" });
+  for (const shown of [JSON.stringify(c), inspect(c), String(Object.entries(c))]) {
+    assert.ok(!shown.includes("s3cret"), shown);
+  }
 });
 
 test("a lookup says when its receipt or rejection expires, where the Worker tells it", async () => {
