@@ -177,12 +177,6 @@ func (s *Service) attempt(ctx context.Context, sub *submission, now time.Time) (
 			// Fallback may hold the key's order id.
 			now = s.opts.Now()
 			s.opened.put(cacheKey, claim, now)
-			// And the key it left open, or wrote back as its read found
-			// it, may be due: a read that was stale may have revived a
-			// due time whose chain of settle messages has ended (the
-			// give-up's check gave up since). A message now settles a key
-			// that is due, and ends at once on one that is not (Settle).
-			s.schedule(ctx, sub.key, now)
 		}
 		return Outcome{}, storageUnavailable(err)
 	case rec.Holds():
