@@ -43,7 +43,7 @@ func TestInFlightDuplicate(t *testing.T) {
 		// zero sends the second duplicate once the first has given up.
 		lastWrite int
 	}{
-		{"kv", map[string]int{"ORDERS.put": 1500}, 6},       // 4 reads (the key's names and the reference's), the claim, the receipt
+		{"kv", map[string]int{"ORDERS.put": 1500}, 4},       // 2 reads, the claim, the receipt
 		{"ledger", map[string]int{"LEDGER.claim": 3000}, 0}, // the claim; the commit follows the answer
 	} {
 		t.Run(c.mode, func(t *testing.T) {
