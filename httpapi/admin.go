@@ -316,9 +316,6 @@ func (h *Handler) keyRoute(route adminRoute, clientSegment, keySegment string) (
 	if err := checkKey(id); err != nil {
 		return route, err
 	}
-	if route.action == "" {
-		return route, errAdminMethod
-	}
 	return route, nil
 }
 

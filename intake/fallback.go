@@ -20,7 +20,8 @@ func (s *Service) fallback() bool {
 // gateway call (done when they answered the submission): the key is
 // looked up in the Fallback (adopt); a new order (NewOrder: the claim
 // that took the key by took, neither replayed from the Fallback nor
-// taken over), asks the limit, since a replay must not count; and the claim is renewed (renew), firm: until the Fallback has
+// taken over) asks the limit, since a replay must not count; and the
+// claim is renewed (renew), firm: until the Fallback has
 // been asked, the Store's own order id is not the key's, and a request
 // that died would have left it behind for the settler; and the reads of
 // KV may have outlasted the claim's lease.
