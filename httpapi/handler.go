@@ -278,7 +278,7 @@ func (h *Handler) serve(ctx context.Context, r *workers.Request, m *measure) (re
 	if err != nil {
 		return fail(err)
 	}
-	key := intake.Key{Client: line.Client, ID: id}
+	key := intake.Key{Client: line.Client, ID: id, Quoted: header[0] == '"'}
 	panichook.At(panichook.Early, id)
 
 	var out intake.Outcome

@@ -16,6 +16,11 @@ type Key struct {
 	Client string
 	// ID is the Idempotency-Key.
 	ID string
+	// Quoted says the client sent the key in the IETF draft's quoted form
+	// ("abc" for abc). It is the same key; the open Worker's KV store also
+	// reads what the TypeScript reference, which kept the header as it
+	// came, stored under that form (kv.Store).
+	Quoted bool
 }
 
 // String is the key in its scoped form, client:id, or id alone for the

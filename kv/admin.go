@@ -110,13 +110,17 @@ func nameKey(name, client string, scoped bool) (intake.Key, bool) {
 	return intake.Key{ID: name}, true
 }
 
-// Purge implements intake.AdminStore: if result:<key> is there, it
-// deletes pending:<key>, then result:<key>. In that order, a purge that
-// fails midway leaves the outcome stored, never an open claim without
-// it, which the settler would take for an unknown outcome. Deletes take
-// up to 60 s to be seen in every location, as every KV write does.
+// Purge implements intake.AdminStore: if result:<key> is there (or the
+// TypeScript reference's name of the key, readBoth, which a purge reads
+// whatever form the operator named the key in), it deletes pending:<key>,
+// then every outcome of the key, its own and the reference's, so that
+// none is found once the other is gone. In that order, a purge that fails
+// midway leaves an outcome stored, never an open claim without it, which
+// the settler would take for an unknown outcome. Deletes take up to 60 s
+// to be seen in every location, as every KV write does.
 func (k *Store) Purge(ctx context.Context, key intake.Key, orderID string) (intake.Record, error) {
-	stored, pending, err := k.readBoth(ctx, key)
+	key.Quoted = true
+	stored, pending, outcomes, err := k.readBoth(ctx, key)
 	if err != nil {
 		return intake.Record{}, err
 	}
@@ -127,8 +131,10 @@ func (k *Store) Purge(ctx context.Context, key intake.Key, orderID string) (inta
 	if err := k.ns.Delete(ctx, pendingPrefix+key.String()); err != nil {
 		return intake.Record{}, errs.Prefix("kv: purge: deleting the claim", err)
 	}
-	if err := k.ns.Delete(ctx, resultPrefix+key.String()); err != nil {
-		return intake.Record{}, errs.Prefix("kv: purge: deleting the outcome", err)
+	for _, name := range outcomes {
+		if err := k.ns.Delete(ctx, name); err != nil {
+			return intake.Record{}, errs.Prefix("kv: purge: deleting the outcome", err)
+		}
 	}
 	return rec, nil
 }

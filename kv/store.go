@@ -84,7 +84,7 @@ const ReadsLag = 60 * time.Second
 // several keys at once (ManyGetter, as the binding does). A stored
 // outcome wins over a claim.
 func (k *Store) Lookup(ctx context.Context, key intake.Key) (intake.Record, error) {
-	stored, pending, err := k.readBoth(ctx, key)
+	stored, pending, _, err := k.readBoth(ctx, key)
 	if err != nil {
 		return intake.Record{}, err
 	}
@@ -104,13 +104,70 @@ func (k *Store) record(stored, pending *Entry) intake.Record {
 }
 
 // readBoth reads result:<key> and pending:<key>, nil for one not found
-// (GetMany).
-func (k *Store) readBoth(ctx context.Context, key intake.Key) (stored, pending *Entry, err error) {
-	entries, err := GetMany(ctx, k.ns, resultPrefix+key.String(), pendingPrefix+key.String())
-	if err != nil {
-		return nil, nil, err
+// (GetMany), in one round trip. For an open Worker's key its client sent
+// quoted (Key.Quoted), it reads the TypeScript reference's names of the
+// key too (referenceID), and for a key the Worker holds nothing under of
+// its own, takes what the reference wrote there (byReference): a key the
+// Worker has written is its own, whatever the reference left beside it.
+// outcomes are the names an outcome of the key is stored under, its own
+// and the reference's, which a purge deletes.
+func (k *Store) readBoth(ctx context.Context, key intake.Key) (stored, pending *Entry, outcomes []string, err error) {
+	names := []string{resultPrefix + key.String(), pendingPrefix + key.String()}
+	ref, hasRef := referenceID(key)
+	if hasRef {
+		names = append(names, resultPrefix+ref, pendingPrefix+ref)
 	}
-	return entries[0], entries[1], nil
+	entries, err := GetMany(ctx, k.ns, names...)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	stored, pending = entries[0], entries[1]
+	if stored != nil {
+		outcomes = append(outcomes, names[0])
+	}
+	if !hasRef {
+		return stored, pending, outcomes, nil
+	}
+	if byReference(entries[2]) {
+		outcomes = append(outcomes, names[2])
+	}
+	if stored == nil && pending == nil {
+		stored, pending = byReferenceOnly(entries[2]), byReferenceOnly(entries[3])
+	}
+	return stored, pending, outcomes, nil
+}
+
+// referenceID is the name the TypeScript reference gave an open Worker's
+// key its client sent quoted, as the Idempotency-Key draft's string
+// (`"abc"`): the header as it came, quotes and all. This Worker reads the
+// quoted form as the key itself (abc), so a retry after the route moved
+// from the reference, repeating its header unchanged as the draft asks,
+// must find what the reference stored under the quoted name. Only such a
+// key pays for the two extra reads. A client's key has none (the
+// reference had no clients), and neither has a key whose quoted name
+// would be past KV's limit: the reference could not have written it.
+func referenceID(key intake.Key) (string, bool) {
+	if !key.Quoted || key.Client != "" {
+		return "", false
+	}
+	ref := `"` + strings.NewReplacer(`\`, `\\`, `"`, `\"`).Replace(key.ID) + `"`
+	return ref, len(pendingPrefix)+len(ref) <= MaxKeyBytes
+}
+
+// byReference reports whether e is an entry the TypeScript reference
+// wrote: it wrote no metadata, and this Worker writes a receipt, and a
+// claim for an order, with metadata. So the reference's name of the key
+// abc, result:"abc", which is also this Worker's own name of another key
+// (the id "abc", quotes and all), is taken for abc's only where the
+// reference wrote it.
+func byReference(e *Entry) bool { return e != nil && e.Metadata == nil }
+
+// byReferenceOnly is e if the reference wrote it, else nil.
+func byReferenceOnly(e *Entry) *Entry {
+	if byReference(e) {
+		return e
+	}
+	return nil
 }
 
 // claimRecord reads a claim. The reference's, and one made without a
@@ -146,7 +203,7 @@ func claimRecordAt(m metadata, value string, now time.Time) intake.Record {
 // left beside it, if any (a failed delete, or ReleaseClaims false), so
 // that the sweep never lists it again.
 func (k *Store) Begin(ctx context.Context, key intake.Key, c intake.Claim) (intake.Record, error) {
-	stored, pending, err := k.readBoth(ctx, key)
+	stored, pending, _, err := k.readBoth(ctx, key)
 	if err != nil {
 		return intake.Record{}, unwritten{err}
 	}

@@ -157,17 +157,30 @@ func TestContract(t *testing.T) {
 }
 
 // TestReferenceLayoutReplays stores a receipt the way the TypeScript Worker
-// writes it and checks the Go Worker replays it byte for byte.
+// writes it and checks the Go Worker replays it byte for byte, from real
+// KV, and places nothing. The reference stored a key as its header came:
+// a client that sent the draft's quoted form left its receipt under
+// result:"<key>", quotes and all, which the Go Worker, reading the quoted
+// form as the key itself, replays to a retry that repeats the header.
 func TestReferenceLayoutReplays(t *testing.T) {
 	shareWorkers(t)
 	requireWorker(t)
 	w := kvWorker
-	key := newKey(t)
 	stored := `{"orderId":"0b4f4c2e-3f0e-4b8e-9d47-0d7a1f7c2b11","status":"accepted","symbol":"AAPL","side":"sell","quantity":7,"acceptedAt":"2026-01-02T03:04:05.678Z"}`
-	w.kvPut(t, "result:"+key, stored)
-	got := w.post(t, key, `{"symbol":"AAPL","side":"sell","quantity":7}`)
-	if got.status != 200 || got.body != stored || got.header.Get("Idempotent-Replay") != "true" {
-		t.Fatalf("got %d %s replay=%q, want 200 with the stored body", got.status, got.body, got.header.Get("Idempotent-Replay"))
+	for _, quoted := range []bool{false, true} {
+		key := newKey(t)
+		sent := key
+		if quoted {
+			sent = `"` + key + `"`
+		}
+		w.kvPut(t, "result:"+sent, stored)
+		got := w.post(t, sent, `{"symbol":"AAPL","side":"sell","quantity":7}`)
+		if got.status != 200 || got.body != stored || got.header.Get("Idempotent-Replay") != "true" {
+			t.Fatalf("stored under result:%s, Idempotency-Key: %s = %d %s replay=%q, want 200 with the stored body", sent, sent, got.status, got.body, got.header.Get("Idempotent-Replay"))
+		}
+		if keys := w.kvList(t, "result:"+key); quoted && len(keys) != 0 {
+			t.Errorf("stored %v, want no receipt of the Worker's own", keys)
+		}
 	}
 }
 
