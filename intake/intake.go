@@ -31,6 +31,12 @@ var (
 	// handed out, and a retry under the same key places at most one order
 	// (see the Store for what holds across instances).
 	ErrStorageUnavailable = errors.New("intake: storage unavailable")
+	// ErrGivenBack marks a Begin whose write of a takeover failed, after
+	// which the Store wrote the key back open as its read had found it
+	// (GiveBack; KV, which has no compare-and-swap). That read may have
+	// been stale: the due time written back may be past, its chain of
+	// settle messages ended since, so the caller sends a message.
+	ErrGivenBack = errors.New("intake: the key was given back as it was found")
 	// ErrOutcomeUnknown is matched by every *Unsettled: the gateway's
 	// answer is unknown (a timeout, a lost connection, a 5xx), so the OMS
 	// may or may not have the order.

@@ -178,6 +178,13 @@ func (s *Service) attempt(ctx context.Context, sub *submission, now time.Time) (
 			now = s.opts.Now()
 			s.opened.put(cacheKey, claim, now)
 		}
+		if errors.Is(err, ErrGivenBack) {
+			// The key it wrote back as its read found it may be due, that
+			// read stale, and the due time's chain of messages ended since
+			// (the give-up's check gave up). A message now settles a key
+			// that is due, and ends at once on one that is not.
+			s.schedule(ctx, sub.key, s.opts.Now())
+		}
 		return Outcome{}, storageUnavailable(err)
 	case rec.Holds():
 		// The claim is ours: from here on every way out commits or

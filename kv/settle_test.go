@@ -391,3 +391,45 @@ func TestAReceiptForAnUnresolvedKeyTakesItsClaimAlong(t *testing.T) {
 		t.Fatalf("the claim beside the receipt: %v; want it deleted", err)
 	}
 }
+
+// TestAFailedTakeoverGivenBackSendsASettleMessage: a retry found the key
+// awaiting the give-up's check, its due time past: a stale read of a key
+// whose check has given up on it since, which ended the chain of settle
+// messages for that time. The retry's claim write failed before it
+// landed, and the key was written back as the read found it: due, with no
+// message coming, so it waited minutes for the sweep (found by a long
+// simulation, KV, -rapid.seed=19281288752). The retry now sends a
+// message, which settles a due key at once and ends at once on one that
+// is not due.
+func TestAFailedTakeoverGivenBackSendsASettleMessage(t *testing.T) {
+	ctx := context.Background()
+	mem, store, c := newSettleStore()
+	k := intake.Key{Client: "desk-a", ID: "checked"}
+	o := order.Order{Symbol: "AAPL", Side: order.Buy, Quantity: 10}
+	open := claimFor(c, "first", o)
+	if _, err := store.Begin(ctx, k, open); err != nil {
+		t.Fatal(err)
+	}
+	open.Stage, open.Attempts, open.GiveUp, open.NextAttempt = intake.StageSent, 2, intake.AwaitingCheck, c.now.Add(time.Minute)
+	if err := store.Release(ctx, k, open); err != nil {
+		t.Fatal(err)
+	}
+	c.now = c.now.Add(5 * time.Minute)
+	faulty := &kvtest.Faulty{Namespace: mem}
+	faulty.Set(kvtest.Fault{Op: kvtest.OpPut, Prefix: "pending:", Nth: 1}) // the retry's claim; its write-back lands
+	var scheduled []time.Time
+	svc := intake.New(kv.NewStore(faulty, c.Now), intake.Options{ResultTTL: 24 * time.Hour, PendingTTL: kv.MinTTL, SettleMaxAge: time.Hour,
+		Gateway: noCalls{t}, Now: c.Now, Schedule: func(_ context.Context, _ intake.Key, at time.Time) error {
+			scheduled = append(scheduled, at)
+			return nil
+		}})
+	if _, err := svc.Submit(ctx, k, o.JSON(), ""); !errors.Is(err, intake.ErrStorageUnavailable) {
+		t.Fatalf("Submit = %v; want storage unavailable, its claim not written", err)
+	}
+	if rec, err := store.Lookup(ctx, k); err != nil || rec.State != intake.Open || rec.GiveUp != intake.AwaitingCheck || rec.NextAttempt.After(c.now) {
+		t.Fatalf("Lookup = %v %v due %v, %v; want the key written back awaiting its check, due", rec.State, rec.GiveUp, rec.NextAttempt, err)
+	}
+	if len(scheduled) != 1 || scheduled[0].After(c.now) {
+		t.Errorf("Schedule told %v; want one message, due now", scheduled)
+	}
+}

@@ -260,6 +260,14 @@ func (e unwritten) Error() string {
 
 func (e unwritten) Unwrap() []error { return []error{intake.ErrStorageUnavailable, e.err} }
 
+// givenBack is a takeover's failed write, after which the key was written
+// back open as the takeover found it (intake.ErrGivenBack).
+type givenBack struct{ err error }
+
+func (e givenBack) Error() string { return e.err.Error() + " (the key given back as it was)" }
+
+func (e givenBack) Unwrap() []error { return []error{intake.ErrGivenBack, e.err} }
+
 // takeOver writes c, a claim Step made of the Open key open. A failed
 // write may still have landed and would hold the key for its lease: the
 // key is written back open, as it was, trying twice. A claim on an
@@ -274,9 +282,9 @@ func (k *Store) takeOver(ctx context.Context, key intake.Key, c intake.Claim, op
 			return intake.Record{}, unwritten{err} // refused: the key is as it was
 		}
 		if rerr := intake.ReleaseTwice(ctx, k, key, intake.GiveBack(c, open)); rerr != nil {
-			err = errs.Wrap(err, err.Error()+" (and reopening the key: "+rerr.Error()+")")
+			return intake.Record{}, errs.Wrap(err, err.Error()+" (and reopening the key: "+rerr.Error()+")")
 		}
-		return intake.Record{}, err
+		return intake.Record{}, givenBack{err}
 	}
 	open.State, open.Took = intake.Held, intake.EventTakeOver
 	open.WrittenPhase = intake.PhaseAbsent // what was there, not what this claim wrote

@@ -28,9 +28,11 @@ import (
 //     failed), by the request that wrote the due time, before that write
 //     or after it: kv.Store leaves a key whose claim write failed open and
 //     due, since the claim may have landed, and the request answers 503
-//     without a gateway call or a message; a release that failed leaves
-//     the due time in place, while the request's message is for the time
-//     the release meant to write;
+//     without a gateway call or a message (a takeover it gave back sends
+//     one, intake.ErrGivenBack, and wrote no due time of its own: the
+//     break excuses only a due time its own request wrote); a release
+//     that failed leaves the due time in place, while the request's
+//     message is for the time the release meant to write;
 //   - for a key an old version left open or held before a migrating
 //     history began, that version's messages, which are not the history's.
 const chainBroken = "settle chain broken"
