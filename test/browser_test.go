@@ -132,8 +132,8 @@ type tab struct {
 	ctx   context.Context
 	shot  string // the screenshots' folder
 	label string // the case, for the screenshots' names
-	// posts counts the POSTs the page sent to the Worker.
-	posts atomic.Int64
+	// posts and gets count the POSTs and GETs the page sent to the Worker.
+	posts, gets atomic.Int64
 }
 
 // openTicket opens the ticket at pageURL in a new tab (a fresh
@@ -149,8 +149,12 @@ func openTicket(t *testing.T, browser context.Context, pageURL, worker, shots st
 			if err != nil {
 				return
 			}
-			if ev.Request.Method == http.MethodPost && strings.HasPrefix(ev.Request.URL, worker) {
+			switch {
+			case !strings.HasPrefix(ev.Request.URL, worker):
+			case ev.Request.Method == http.MethodPost:
 				tb.posts.Add(1)
+			case ev.Request.Method == http.MethodGet:
+				tb.gets.Add(1)
 			}
 		}
 	}()
@@ -457,23 +461,28 @@ func TestBrowser(t *testing.T) {
 		}
 	})
 
-	t.Run("New ticket is refused while a lookup is in flight, and a reload resumes the intent: one order", func(t *testing.T) {
-		tb, symbol := open(t, allowed, "lookup-pending")
+	t.Run("New ticket is refused while a check is in flight, and a reload resumes the intent: one order", func(t *testing.T) {
+		tb, symbol := open(t, allowed, "check-pending")
 		oms.script(symbol, drop) // placed, its answer lost: the outcome is unknown
-		hold := holdLookup(t, tb, worker)
+		hold := holdCheck(t, tb, worker)
 		tb.fill(symbol)
 		key := tb.text("key")
 		tb.submit()
 		hold.wait(t, tb)
-		tb.screenshot("1-lookup-pending")
+		tb.screenshot("1-check-pending")
+		// It checks by sending the order again, which settles it in every
+		// mode; a lookup may find nothing where the order exists.
+		if n := tb.gets.Load(); n != 0 {
+			t.Errorf("the page sent %d GETs, want none: it checks an unknown outcome by POST", n)
+		}
 		if disabled := eval[bool](tb, `document.getElementById("new").disabled`); !disabled {
-			t.Errorf("New ticket is enabled while the ticket's lookup is in flight, want it disabled")
+			t.Errorf("New ticket is enabled while the ticket's check is in flight, want it disabled")
 		}
 		tb.do(chromedp.Click(chromedp.ID("new")))
 		if got, stored := tb.text("key"), tb.storedKey(); got != key || stored != key {
-			t.Fatalf("after New ticket with the lookup in flight: key %q, stored %q; want the ticket's %q kept", got, stored, key)
+			t.Fatalf("after New ticket with the check in flight: key %q, stored %q; want the ticket's %q kept", got, stored, key)
 		}
-		// Let the reloaded page's requests through; the held lookup dies
+		// Let the reloaded page's requests through; the held check dies
 		// with the page it was sent from, unanswered.
 		hold.passOthers()
 		tb.do(chromedp.Reload())
@@ -492,15 +501,15 @@ func TestBrowser(t *testing.T) {
 		}
 	})
 
-	t.Run("a stale lookup never touches a newer ticket, nor its saved intent", func(t *testing.T) {
-		tb, symbol := open(t, allowed, "stale-lookup")
+	t.Run("a stale check never touches a newer ticket, nor its saved intent", func(t *testing.T) {
+		tb, symbol := open(t, allowed, "stale-check")
 		oms.script(symbol, drop)
-		hold := holdLookup(t, tb, worker)
+		hold := holdCheck(t, tb, worker)
 		tb.fill(symbol)
 		older := tb.text("key")
 		tb.submit()
 		hold.wait(t, tb)
-		// The Worker settles the order meanwhile, so the held lookup's
+		// The Worker settles the order meanwhile, so the held check's
 		// answer is a receipt: what would show on, and clear, a newer ticket.
 		settle := newGoClient(t, w.URL(), nil)
 		placed, err := settle.SubmitWithKey(t.Context(), older, client.Order{Symbol: symbol, Side: client.Buy, Quantity: 25})
@@ -519,7 +528,7 @@ func TestBrowser(t *testing.T) {
 		tb.waitFor(`!document.getElementById("submit").disabled`, 20*time.Second)
 		tb.screenshot("1-stale-answer-ignored")
 		if got, shown, state := tb.storedKey(), tb.receipts(), tb.state(); got != newer || len(shown) != 0 || state != "new" {
-			t.Errorf("after the older ticket's lookup answered: stored key %q, receipts %v, state %s (%s); want %q, none, new",
+			t.Errorf("after the older ticket's check answered: stored key %q, receipts %v, state %s (%s); want %q, none, new",
 				got, shown, state, tb.text("status"), newer)
 		}
 		tb.do(chromedp.Reload())
@@ -641,25 +650,26 @@ func TestBrowser(t *testing.T) {
 	})
 }
 
-// lookupHold drives a tab's order to an unknown outcome in a few seconds
-// and holds the page's first lookup of it before it reaches the Worker.
-// The Worker's answer to the order (the OMS's answer lost: 503
-// outcome_unknown) reaches the page with Retry-After: 1, and the browser
-// repeats it for the page's retries instead of sending them, so the client
-// gives up after its attempts and the page looks the order up.
-type lookupHold struct {
-	held     chan fetch.RequestID // the held lookup, once
+// checkHold drives a tab's order to an unknown outcome in a few seconds
+// and holds the page's first check of it (the order sent again by itself,
+// #status[data-checking]) before it reaches the Worker. The Worker's
+// answer to the order (the OMS's answer lost: 503 outcome_unknown)
+// reaches the page with Retry-After: 1, and the browser repeats it for the
+// client's retries instead of sending them, so the client gives up after
+// its attempts and the page checks again.
+type checkHold struct {
+	held     chan fetch.RequestID // the held check, once
 	released atomic.Bool          // every request from now on passes
 	first    atomic.Int64         // the status of the Worker's answer to the order
 	ctx      context.Context
-	// answered is closed once the Worker's answer to a released lookup
-	// has gone on to the page.
+	// answered is closed once the Worker's answer to a released check has
+	// gone on to the page.
 	answered   chan struct{}
 	answerOnce sync.Once
 }
 
-// holdLookup starts holding a tab's requests to worker as lookupHold says.
-func holdLookup(t *testing.T, tb *tab, worker string) *lookupHold {
+// holdCheck starts holding a tab's requests to worker as checkHold says.
+func holdCheck(t *testing.T, tb *tab, worker string) *checkHold {
 	t.Helper()
 	if _, err := chromedp.Call(tb.ctx, fetch.Enable, fetch.EnableParams{Patterns: []*fetch.RequestPattern{
 		{URLPattern: worker + "*", RequestStage: fetch.RequestStageRequest},
@@ -667,8 +677,15 @@ func holdLookup(t *testing.T, tb *tab, worker string) *lookupHold {
 	}}); err != nil {
 		t.Fatal(err)
 	}
-	h := &lookupHold{held: make(chan fetch.RequestID, 1), answered: make(chan struct{}), ctx: tb.ctx}
+	h := &checkHold{held: make(chan fetch.RequestID, 1), answered: make(chan struct{}), ctx: tb.ctx}
 	paused := chromedp.Events(tb.ctx, fetch.RequestPaused)
+	// checking reports whether the page's request now is its check.
+	checking := func() bool {
+		ctx, cancel := context.WithTimeout(tb.ctx, 10*time.Second)
+		defer cancel()
+		on, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`document.getElementById("status").hasAttribute("data-checking")`))
+		return err == nil && on
+	}
 	go func() {
 		var unknown *fetch.FulfillRequestParams // the Worker's answer to the order, Retry-After: 1
 		for ev, err := range paused {
@@ -678,8 +695,8 @@ func holdLookup(t *testing.T, tb *tab, worker string) *lookupHold {
 			atResponse := ev.ResponseStatusCode != 0 || ev.ResponseErrorReason != ""
 			method := ev.Request.Method
 			switch {
-			case h.released.Load() || method == http.MethodOptions:
-			case method == http.MethodPost && atResponse && unknown == nil:
+			case h.released.Load() || method != http.MethodPost:
+			case atResponse && unknown == nil:
 				h.first.Store(ev.ResponseStatusCode)
 				body, err := chromedp.Call(tb.ctx, fetch.GetResponseBody, fetch.GetResponseBodyParams{RequestID: ev.RequestID})
 				if err != nil {
@@ -695,21 +712,24 @@ func holdLookup(t *testing.T, tb *tab, worker string) *lookupHold {
 				}
 				unknown = &fetch.FulfillRequestParams{ResponseCode: ev.ResponseStatusCode, Body: body.Body,
 					ResponseHeaders: append(headers, &fetch.HeaderEntry{Name: "Retry-After", Value: "1"})}
-				fallthrough
-			case method == http.MethodPost && !atResponse && unknown != nil:
 				answer := *unknown
 				answer.RequestID = ev.RequestID
 				chromedp.Call(tb.ctx, fetch.FulfillRequest, answer)
 				continue
-			case method == http.MethodGet && !atResponse:
+			case !atResponse && unknown != nil && checking():
 				select {
 				case h.held <- ev.RequestID:
 					continue
 				default:
 				}
+			case !atResponse && unknown != nil:
+				answer := *unknown
+				answer.RequestID = ev.RequestID
+				chromedp.Call(tb.ctx, fetch.FulfillRequest, answer)
+				continue
 			}
 			chromedp.Call(tb.ctx, fetch.ContinueRequest, fetch.ContinueRequestParams{RequestID: ev.RequestID})
-			if method == http.MethodGet && atResponse && h.released.Load() {
+			if method == http.MethodPost && atResponse && h.released.Load() {
 				h.answerOnce.Do(func() { close(h.answered) })
 			}
 		}
@@ -717,26 +737,26 @@ func holdLookup(t *testing.T, tb *tab, worker string) *lookupHold {
 	return h
 }
 
-// wait waits until the page's lookup is held.
-func (h *lookupHold) wait(t *testing.T, tb *tab) {
+// wait waits until the page's check is held.
+func (h *checkHold) wait(t *testing.T, tb *tab) {
 	t.Helper()
 	select {
 	case id := <-h.held:
 		h.held <- id
 	case <-time.After(30 * time.Second):
-		tb.screenshot("no-lookup")
-		t.Fatalf("no lookup held in 30 s; the Worker answered the order with %d; the page says %s: %s", h.first.Load(), tb.state(), tb.text("status"))
+		tb.screenshot("no-check")
+		t.Fatalf("no check held in 30 s; the Worker answered the order with %d; the page says %s: %s", h.first.Load(), tb.state(), tb.text("status"))
 	}
 	if got := h.first.Load(); got != http.StatusServiceUnavailable {
 		t.Fatalf("the Worker answered the order with %d, want 503 outcome_unknown", got)
 	}
 }
 
-// passOthers lets every later request through, and keeps the held lookup.
-func (h *lookupHold) passOthers() { h.released.Store(true) }
+// passOthers lets every later request through, and keeps the held check.
+func (h *checkHold) passOthers() { h.released.Store(true) }
 
-// release lets the held lookup and every later request through.
-func (h *lookupHold) release() {
+// release lets the held check and every later request through.
+func (h *checkHold) release() {
 	h.released.Store(true)
 	select {
 	case id := <-h.held:
@@ -745,14 +765,14 @@ func (h *lookupHold) release() {
 	}
 }
 
-// releaseUntilAnswered releases the held lookup and waits until the
+// releaseUntilAnswered releases the held check and waits until the
 // browser has passed the Worker's answer to it on to the page.
-func (h *lookupHold) releaseUntilAnswered(t *testing.T, tb *tab) {
+func (h *checkHold) releaseUntilAnswered(t *testing.T, tb *tab) {
 	t.Helper()
 	h.release()
 	select {
 	case <-h.answered:
 	case <-time.After(20 * time.Second):
-		t.Fatal("the held lookup got no answer from the Worker in 20 s")
+		t.Fatal("the held check got no answer from the Worker in 20 s")
 	}
 }

@@ -10,12 +10,13 @@
 //   the same key instead of a new one. Only the ticket's own final answer
 //   clears it.
 // - One request at a time: Submit and New ticket are disabled while the
-//   ticket's order or lookup is in flight, and every answer is checked
+//   ticket's order or its check is in flight, and every answer is checked
 //   against the open ticket's key, so an answer that comes late never
 //   lands on a newer ticket.
 // - Each answer a person must tell apart has its own state (data-state on
 //   #status): placed, replayed (placed earlier), rejected (with the OMS's
-//   reason), unknown (the Worker is settling it), unresolved, rate-limited,
+//   reason), unknown (the Worker is settling it; the page checks again by
+//   sending the same order under the same key), unresolved, rate-limited,
 //   invalid, unauthorized, and unreadable (no answer this page may read:
 //   the network, or a Worker that does not allow this page's origin).
 //
@@ -69,7 +70,7 @@ const newButton = $("new");
 // asked under the open ticket's key.
 let ticket;
 let inFlight = false; // a request, the page's only one, is in flight
-let recheck; // the timer of a lookup while the Worker settles the order
+let recheck; // the timer of the next check while the Worker settles the order
 
 $("worker").textContent = workerURL;
 $("origin").textContent = location.origin;
@@ -155,16 +156,27 @@ function onRetry({ attempt, error, waitMs }) {
   }
 }
 
-async function send(resuming) {
+// send sends the open ticket's order: how is "new" (Submit), "resuming"
+// (after a reload) or "checking" (again, by itself, while its outcome is
+// not yet known). A check is the same order under the same key, by POST,
+// not a lookup: a POST settles an open order in every mode (a lookup only
+// reads what a settler stored, and may find nothing where the order
+// exists), and a key that holds an order can never place a second one.
+async function send(how) {
   if (inFlight) return;
   const mine = ticket;
   busy(true);
   clearTimeout(recheck);
-  show(resuming ? "resuming" : "sending", resuming ? "Resuming" : "Sending",
-    resuming ? "This ticket was sent before the page reloaded: sending the same order again under its key, to learn its outcome."
-      : "Sending the order.");
+  if (how === "resuming") {
+    show("resuming", "Resuming", "This ticket was sent before the page reloaded: sending the same order again under its key, to learn its outcome.");
+  } else if (how === "new") {
+    show("sending", "Sending", "Sending the order.");
+  }
+  const once = how === "checking" ? { maxAttempts: 1 } : { deadline: Date.now() + submitBudgetMs };
+  // data-checking on #status marks a check in flight (styled "checking…").
+  $("status").toggleAttribute("data-checking", how === "checking");
   try {
-    const result = await client.submit(mine.order, { key: mine.key, deadline: Date.now() + submitBudgetMs, onRetry: (e) => open(mine) && onRetry(e) });
+    const result = await client.submit(mine.order, { key: mine.key, ...once, onRetry: (e) => open(mine) && onRetry(e) });
     if (!open(mine)) return;
     settled(mine);
     showReceipt(result);
@@ -176,6 +188,7 @@ async function send(resuming) {
   } catch (e) {
     if (open(mine)) answerError(e, mine);
   } finally {
+    $("status").removeAttribute("data-checking");
     busy(false);
   }
 }
@@ -195,9 +208,9 @@ function answerError(e, mine) {
     const wait = Math.max(e.retryAfterMs, 1000);
     mine.rechecks = 0; // the Worker answers: its settler is on it
     show("unknown", "Outcome not yet known",
-      `The OMS did not confirm order ${e.orderId}. The Worker is settling it by itself (${e.omsAttempts} calls so far${e.nextAttemptAt ? `, next at ${e.nextAttemptAt.toLocaleTimeString()}` : ""}). ` +
+      `The OMS did not confirm order ${e.orderId}. The Worker is settling it by itself (${e.omsAttempts} call${e.omsAttempts === 1 ? "" : "s"} so far${e.nextAttemptAt ? `, next at ${e.nextAttemptAt.toLocaleTimeString()}` : ""}). ` +
         "This page checks again by itself. Do not open a new ticket for it.");
-    recheck = setTimeout(() => open(mine) && lookup(), wait);
+    recheck = setTimeout(() => open(mine) && send("checking"), wait);
   } else if (e instanceof RateLimitedError) {
     show("rate-limited", "Rate limited", `Too many new orders: the Worker takes new ones again in ${seconds(e.retryAfterMs)}. Nothing was placed; Submit then sends this ticket under the same key.`);
   } else if (e instanceof InvalidOrderError) {
@@ -226,28 +239,9 @@ function answerError(e, mine) {
     const wait = Math.max(e.retryAfterMs, firstRecheckMs, backoff(inARow + 1, firstRecheckMs, maxRecheckMs));
     show("unknown", "Outcome not yet known",
       `The Worker answered ${e.status} ${e.code || ""}: this order may or may not exist yet. This page checks again by itself in ${seconds(wait)}, under the same key. Do not open a new ticket for it.`);
-    recheck = setTimeout(() => open(mine) && lookup(), wait);
+    recheck = setTimeout(() => open(mine) && send("checking"), wait);
   } else {
     show("error", "Failed", e instanceof EdgeOrdersError ? `${e.status} ${e.code || ""}: ${e.problem?.detail ?? e.message}` : String(e));
-  }
-}
-
-// lookup asks for the outcome of an order the Worker is settling, until
-// it is final.
-async function lookup() {
-  if (inFlight) return;
-  const mine = ticket;
-  busy(true);
-  try {
-    const result = await client.lookup(mine.key, { maxAttempts: 1 });
-    if (!open(mine)) return;
-    settled(mine);
-    showReceipt(result);
-    show("replayed", "Placed earlier", `Order ${result.receipt.orderId} was placed: the Worker settled it with the OMS.`);
-  } catch (e) {
-    if (open(mine)) answerError(e, mine);
-  } finally {
-    busy(false);
   }
 }
 
@@ -261,7 +255,7 @@ form.addEventListener("submit", (event) => {
     save();
   }
   fields.forEach((f) => (f.disabled = true));
-  send(false);
+  send("new");
 });
 
 newButton.addEventListener("click", openTicket);
@@ -276,7 +270,7 @@ if (left?.key) {
     $("side").value = ticket.order.side;
     $("quantity").value = String(ticket.order.quantity);
     fields.forEach((f) => (f.disabled = true));
-    send(true);
+    send("resuming");
   } else {
     show("new", "Ticket", "Fill in the order and submit it.");
   }
