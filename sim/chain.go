@@ -47,6 +47,18 @@ const (
 	breakSeeded                      // an old version's, before the history
 )
 
+func (k breakKind) String() string {
+	switch k {
+	case breakAfter:
+		return "a message lost, or a settle that sent none"
+	case breakStopped:
+		return "an actor on the key stopped"
+	case breakClaimWrite:
+		return "its request's claim write failed"
+	}
+	return "an old version's, before the history"
+}
+
 // settleMessage is one settle message on its way: delivered to consumer,
 // once one takes it, and done once handled.
 type settleMessage struct {
@@ -237,7 +249,7 @@ func (w *world) checkChainGoesOn(key intake.Key) {
 	due, written := w.dues[name][rec.NextAttempt.UnixNano()]
 	for _, b := range w.chainBreaks[name] {
 		if b.excuses(due, written) {
-			w.count("a sweep found a key whose settle chain an event broke")
+			w.count("a sweep found a key whose settle chain an event broke: " + b.kind.String())
 			w.logf("allowed: the sweep finds %s: %s", name, b.e)
 			return
 		}
