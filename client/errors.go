@@ -40,10 +40,10 @@ var (
 	// is settling it with the order-management system by itself.
 	// Problem.OrderID is the order, Problem.Attempts the calls so far and
 	// Problem.NextAttemptAt when the Worker calls next. Retryable under the
-	// same key, which never places a second order: a submission asks the
-	// order-management system itself once the key is due, and settles it in
-	// every mode; a lookup finds the outcome only once a settler stored it
-	// (none runs in KV mode without a settle queue).
+	// same key, which never places a second order: a submission takes the
+	// key over and asks the order-management system itself, which settles
+	// it in every mode; a lookup finds the outcome only once a settler
+	// stored it (none runs in KV mode without a settle queue).
 	// An unresolved outcome matches it too.
 	ErrOutcomeUnknown = errors.New("client: order outcome unknown")
 	// ErrOutcomeUnresolved: the order-management system never confirmed the

@@ -112,15 +112,16 @@ func nameKey(name, client string, scoped bool) (intake.Key, bool) {
 
 // Purge implements intake.AdminStore: if result:<key> is there (or the
 // TypeScript reference's name of the key, readBoth, which a purge reads
-// whatever form the operator named the key in), it deletes pending:<key>,
-// then every outcome of the key, its own and the reference's, so that
-// none is found once the other is gone. In that order, a purge that fails
-// midway leaves an outcome stored, never an open claim without it, which
-// the settler would take for an unknown outcome. Deletes take up to 60 s
-// to be seen in every location, as every KV write does.
+// whatever form the operator named the key in), it deletes pending:<key>
+// and the reference's claim, then every outcome of the key, its own and
+// the reference's, so that none is found once the other is gone, and no
+// claim holds the key. In that order, a purge that fails midway leaves an
+// outcome stored, never an open claim without it, which the settler would
+// take for an unknown outcome. Deletes take up to 60 s to be seen in
+// every location, as every KV write does.
 func (k *Store) Purge(ctx context.Context, key intake.Key, orderID string) (intake.Record, error) {
 	key.Quoted = true
-	stored, pending, outcomes, err := k.readBoth(ctx, key)
+	stored, pending, others, err := k.readBoth(ctx, key)
 	if err != nil {
 		return intake.Record{}, err
 	}
@@ -131,7 +132,7 @@ func (k *Store) Purge(ctx context.Context, key intake.Key, orderID string) (inta
 	if err := k.ns.Delete(ctx, pendingPrefix+key.String()); err != nil {
 		return intake.Record{}, errs.Prefix("kv: purge: deleting the claim", err)
 	}
-	for _, name := range outcomes {
+	for _, name := range others {
 		if err := k.ns.Delete(ctx, name); err != nil {
 			return intake.Record{}, errs.Prefix("kv: purge: deleting the outcome", err)
 		}

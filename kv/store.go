@@ -109,9 +109,10 @@ func (k *Store) record(stored, pending *Entry) intake.Record {
 // key too (referenceID), and for a key the Worker holds nothing under of
 // its own, takes what the reference wrote there (byReference): a key the
 // Worker has written is its own, whatever the reference left beside it.
-// outcomes are the names an outcome of the key is stored under, its own
-// and the reference's, which a purge deletes.
-func (k *Store) readBoth(ctx context.Context, key intake.Key) (stored, pending *Entry, outcomes []string, err error) {
+// others are the names beside pending:<key> that a purge deletes, in
+// order: the reference's claim, then every outcome of the key, its own
+// and the reference's.
+func (k *Store) readBoth(ctx context.Context, key intake.Key) (stored, pending *Entry, others []string, err error) {
 	names := []string{resultPrefix + key.String(), pendingPrefix + key.String()}
 	ref, hasRef := referenceID(key)
 	if hasRef {
@@ -122,19 +123,19 @@ func (k *Store) readBoth(ctx context.Context, key intake.Key) (stored, pending *
 		return nil, nil, nil, err
 	}
 	stored, pending = entries[0], entries[1]
+	if hasRef && byReference(entries[3]) {
+		others = append(others, names[3])
+	}
 	if stored != nil {
-		outcomes = append(outcomes, names[0])
+		others = append(others, names[0])
 	}
-	if !hasRef {
-		return stored, pending, outcomes, nil
+	if hasRef && byReference(entries[2]) {
+		others = append(others, names[2])
 	}
-	if byReference(entries[2]) {
-		outcomes = append(outcomes, names[2])
-	}
-	if stored == nil && pending == nil {
+	if hasRef && stored == nil && pending == nil {
 		stored, pending = byReferenceOnly(entries[2]), byReferenceOnly(entries[3])
 	}
-	return stored, pending, outcomes, nil
+	return stored, pending, others, nil
 }
 
 // referenceID is the name the TypeScript reference gave an open Worker's
