@@ -623,6 +623,63 @@ func TestBrowser(t *testing.T) {
 		}
 	})
 
+	t.Run("an answer naming no order is checked by a lookup, which places nothing: not placed, and Submit places it once", func(t *testing.T) {
+		tb, symbol := open(t, allowed, "not-placed")
+		if _, err := chromedp.Call(tb.ctx, fetch.Enable, fetch.EnableParams{Patterns: []*fetch.RequestPattern{
+			{URLPattern: worker + "*", RequestStage: fetch.RequestStageRequest},
+		}}); err != nil {
+			t.Fatal(err)
+		}
+		// The Worker's storage is down for the page's POSTs until passed
+		// is set: each is answered 503 storage_unavailable in the browser.
+		var passed atomic.Bool
+		paused := chromedp.Events(tb.ctx, fetch.RequestPaused)
+		go func() {
+			for ev, err := range paused {
+				if err != nil {
+					return
+				}
+				if ev.Request.Method != http.MethodPost || passed.Load() {
+					chromedp.Call(tb.ctx, fetch.ContinueRequest, fetch.ContinueRequestParams{RequestID: ev.RequestID})
+					continue
+				}
+				chromedp.Call(tb.ctx, fetch.FulfillRequest, fetch.FulfillRequestParams{
+					RequestID: ev.RequestID, ResponseCode: 503,
+					ResponseHeaders: []*fetch.HeaderEntry{
+						{Name: "Content-Type", Value: "application/problem+json"},
+						{Name: "Retry-After", Value: "1"},
+						{Name: "Access-Control-Allow-Origin", Value: allowed},
+						{Name: "Access-Control-Expose-Headers", Value: "Idempotent-Replay, Retry-After, Link, Idempotency-Expires"},
+						{Name: "Vary", Value: "Origin"},
+					},
+					Body: []byte(`{"type":"tag:edge-orders,2026:storage_unavailable","title":"Storage unavailable","status":503,` +
+						`"detail":"The Worker's storage failed; retry under the same key.","error":"storage_unavailable"}`),
+				})
+			}
+		}()
+		tb.fill(symbol)
+		key := tb.text("key")
+		tb.submit()
+		if got := tb.waitState(40*time.Second, "not-placed", "placed", "replayed", "rejected", "unreadable", "error"); got != "not-placed" {
+			t.Fatalf("state %s (%s), want not-placed: the lookup found nothing under the key", got, tb.text("status"))
+		}
+		tb.screenshot("1-not-placed")
+		if tb.gets.Load() == 0 || len(oms.orderIDs(symbol)) != 0 || tb.storedKey() != key {
+			t.Fatalf("%d GETs, OMS calls %v, stored key %q; want the page's lookup, no order, and the ticket's key %q kept",
+				tb.gets.Load(), oms.orderIDs(symbol), tb.storedKey(), key)
+		}
+		passed.Store(true)
+		tb.submit()
+		if got := tb.waitState(20*time.Second, "placed", "replayed", "rejected", "unknown", "unreadable", "error"); got != "placed" {
+			t.Fatalf("state %s (%s), want placed", got, tb.text("status"))
+		}
+		tb.screenshot("2-placed")
+		tb.wantOneReceipt(oms, symbol)
+		if n := len(oms.orderIDs(symbol)); n != 1 {
+			t.Fatalf("OMS calls = %d, want 1", n)
+		}
+	})
+
 	t.Run("a page on an origin the Worker does not allow cannot read the answer, and says so", func(t *testing.T) {
 		tb, symbol := open(t, other, "wrong-origin")
 		tb.fill(symbol)

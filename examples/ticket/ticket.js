@@ -15,10 +15,16 @@
 //   lands on a newer ticket.
 // - Each answer a person must tell apart has its own state (data-state on
 //   #status): placed, replayed (placed earlier), rejected (with the OMS's
-//   reason), unknown (the Worker is settling it; the page checks again by
-//   sending the same order under the same key), unresolved, rate-limited,
-//   invalid, unauthorized, and unreadable (no answer this page may read:
-//   the network, or a Worker that does not allow this page's origin).
+//   reason), unknown (the Worker is settling it), not placed, unresolved,
+//   rate-limited, invalid, unauthorized, and unreadable (no answer this
+//   page may read: the network, or a Worker that does not allow this
+//   page's origin).
+// - While the outcome is unknown, the page checks again by itself: an
+//   order the OMS did not confirm, by sending it again under the same key,
+//   which settles it in every mode, as the Worker's settler would; any
+//   other answer that may be retried (a request still holding the key,
+//   storage down), by a lookup, which never places the order late: if it
+//   finds nothing, the page says so and Submit sends it again.
 //
 // Open it as index.html?worker=<the Worker's URL> on this machine; the
 // Worker's ALLOWED_ORIGINS must list this page's origin.
@@ -29,6 +35,7 @@ import {
   InvalidOrderError,
   KeyReusedError,
   NetworkError,
+  NotFoundError,
   OutcomeUnknownError,
   OutcomeUnresolvedError,
   RateLimitedError,
@@ -157,11 +164,11 @@ function onRetry({ attempt, error, waitMs }) {
 }
 
 // send sends the open ticket's order: how is "new" (Submit), "resuming"
-// (after a reload) or "checking" (again, by itself, while its outcome is
-// not yet known). A check is the same order under the same key, by POST,
-// not a lookup: a POST settles an open order in every mode (a lookup only
-// reads what a settler stored, and may find nothing where the order
-// exists), and a key that holds an order can never place a second one.
+// (after a reload) or "checking" (again, by itself, an order the OMS did
+// not confirm). A check is the same order under the same key, not a
+// lookup: a POST settles an open order in every mode, where a lookup only
+// reads what a settler stored (none runs in KV mode without a settle
+// queue), and a key that holds an order can never place a second one.
 async function send(how) {
   if (inFlight) return;
   const mine = ticket;
@@ -174,7 +181,7 @@ async function send(how) {
   }
   const once = how === "checking" ? { maxAttempts: 1 } : { deadline: Date.now() + submitBudgetMs };
   // data-checking on #status marks a check in flight (styled "checking…").
-  $("status").toggleAttribute("data-checking", how === "checking");
+  checking(how === "checking");
   try {
     const result = await client.submit(mine.order, { key: mine.key, ...once, onRetry: (e) => open(mine) && onRetry(e) });
     if (!open(mine)) return;
@@ -188,10 +195,12 @@ async function send(how) {
   } catch (e) {
     if (open(mine)) answerError(e, mine);
   } finally {
-    $("status").removeAttribute("data-checking");
+    checking(false);
     busy(false);
   }
 }
+
+const checking = (on) => $("status").toggleAttribute("data-checking", on);
 
 // answerError shows the failure e of the open ticket mine.
 function answerError(e, mine) {
@@ -211,6 +220,11 @@ function answerError(e, mine) {
       `The OMS did not confirm order ${e.orderId}. The Worker is settling it by itself (${e.omsAttempts} call${e.omsAttempts === 1 ? "" : "s"} so far${e.nextAttemptAt ? `, next at ${e.nextAttemptAt.toLocaleTimeString()}` : ""}). ` +
         "This page checks again by itself. Do not open a new ticket for it.");
     recheck = setTimeout(() => open(mine) && send("checking"), wait);
+  } else if (e instanceof NotFoundError) {
+    // A lookup found nothing under the key: the order was not placed (or
+    // its key is not yet seen here). Sending it again is the person's call.
+    show("not-placed", "Not placed",
+      "The Worker holds nothing under this ticket's key: the order was not placed, or is not yet visible to it. Submit sends the same order again under the same key, which can never place it twice; a new ticket could.");
   } else if (e instanceof RateLimitedError) {
     show("rate-limited", "Rate limited", `Too many new orders: the Worker takes new ones again in ${seconds(e.retryAfterMs)}. Nothing was placed; Submit then sends this ticket under the same key.`);
   } else if (e instanceof InvalidOrderError) {
@@ -239,9 +253,31 @@ function answerError(e, mine) {
     const wait = Math.max(e.retryAfterMs, firstRecheckMs, backoff(inARow + 1, firstRecheckMs, maxRecheckMs));
     show("unknown", "Outcome not yet known",
       `The Worker answered ${e.status} ${e.code || ""}: this order may or may not exist yet. This page checks again by itself in ${seconds(wait)}, under the same key. Do not open a new ticket for it.`);
-    recheck = setTimeout(() => open(mine) && send("checking"), wait);
+    recheck = setTimeout(() => open(mine) && lookup(), wait);
   } else {
     show("error", "Failed", e instanceof EdgeOrdersError ? `${e.status} ${e.code || ""}: ${e.problem?.detail ?? e.message}` : String(e));
+  }
+}
+
+// lookup asks for the outcome of the open ticket's order after an answer
+// that may be retried but names no order the OMS did not confirm: it
+// never places the order, late, after the person stopped watching.
+async function lookup() {
+  if (inFlight) return;
+  const mine = ticket;
+  busy(true);
+  checking(true);
+  try {
+    const result = await client.lookup(mine.key, { maxAttempts: 1 });
+    if (!open(mine)) return;
+    settled(mine);
+    showReceipt(result);
+    show("replayed", "Placed earlier", `Order ${result.receipt.orderId} was already placed under this ticket's key; this is its original receipt.`);
+  } catch (e) {
+    if (open(mine)) answerError(e, mine);
+  } finally {
+    checking(false);
+    busy(false);
   }
 }
 
