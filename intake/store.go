@@ -267,7 +267,10 @@ type Store interface {
 	// check is due; an operator's, any Open key. Step decides. When c
 	// now holds the key, Begin returns Held, and Took says how c took
 	// it. An error that wraps ErrStorageUnavailable says that Begin wrote
-	// nothing.
+	// nothing. With any other error the record is zero, but for a
+	// takeover whose write failed (KV): the Open key it took over, Took
+	// EventTakeOver, whose order id, time, attempts and give-up its write
+	// and the write-back after it both leave the key holding.
 	Begin(ctx context.Context, key Key, c Claim) (Record, error)
 	// Commit stores r under key and ends c. It returns ErrLostClaim if c no
 	// longer holds the key, where a Store can tell.

@@ -236,7 +236,9 @@ func (s *Service) attempt(ctx context.Context, sub *submission, now time.Time) (
 // (TakeOver). Every driver begins through it.
 func (s *Service) begin(ctx context.Context, key Key, claim Claim) (Claim, Record, error) {
 	rec, err := s.store.Begin(ctx, key, claim)
-	if err == nil && rec.Took == EventTakeOver {
+	if rec.Took == EventTakeOver {
+		// Also when its write failed: what the key holds is the same
+		// (Store.Begin), and what a client's attempt remembers (opened).
 		claim = TakeOver(claim, rec)
 	}
 	return claim, rec, err

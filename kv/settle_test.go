@@ -2,6 +2,7 @@ package kv_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -431,5 +432,55 @@ func TestAFailedTakeoverGivenBackSendsASettleMessage(t *testing.T) {
 	}
 	if len(scheduled) != 1 || scheduled[0].After(c.now) {
 		t.Errorf("Schedule told %v; want one message, due now", scheduled)
+	}
+}
+
+// accepts is a gateway that places every order.
+type accepts struct{}
+
+func (accepts) Place(context.Context, intake.Placement) error { return nil }
+
+// TestAFailedTakeoverIsRememberedAsTheKeyItTookOver: a retry's takeover
+// write fails, and its isolate remembers the key it left open (opened),
+// for a retry there whose read is stale. It remembers the key's own time,
+// attempts and give-up, which the key still holds, not its fresh claim's:
+// a later retry that reads the key stale, as free, places the order with
+// the time an earlier answer may have given, and one receipt results
+// (found by a review: the fresh claim's time was remembered).
+func TestAFailedTakeoverIsRememberedAsTheKeyItTookOver(t *testing.T) {
+	ctx := context.Background()
+	mem, store, c := newSettleStore()
+	k := intake.Key{Client: "desk-a", ID: "remembered"}
+	o := order.Order{Symbol: "AAPL", Side: order.Buy, Quantity: 10}
+	first := c.now
+	open := claimFor(c, "first", o)
+	open.OrderID = intake.OrderIDFor(k, o.Fingerprint())
+	if _, err := store.Begin(ctx, k, open); err != nil {
+		t.Fatal(err)
+	}
+	open.Stage, open.Attempts, open.NextAttempt = intake.StageSent, 3, c.now.Add(time.Minute)
+	if err := store.Release(ctx, k, open); err != nil {
+		t.Fatal(err)
+	}
+	c.now = c.now.Add(5 * time.Minute)
+	faulty := &kvtest.Faulty{Namespace: mem}
+	faulty.Set(kvtest.Fault{Op: kvtest.OpPut, Prefix: "pending:", Nth: 1}) // the retry's takeover; its write-back lands
+	svc := intake.New(kv.NewStore(faulty, c.Now), intake.Options{ResultTTL: 24 * time.Hour, PendingTTL: kv.MinTTL, SettleMaxAge: time.Hour,
+		Gateway: accepts{}, Now: c.Now})
+	if _, err := svc.Submit(ctx, k, o.JSON(), ""); !errors.Is(err, intake.ErrStorageUnavailable) {
+		t.Fatalf("Submit = %v; want storage unavailable, its takeover not written", err)
+	}
+	// The next retry's read is stale: it finds the key free.
+	if err := mem.Delete(ctx, "pending:"+k.String()); err != nil {
+		t.Fatal(err)
+	}
+	c.now = c.now.Add(2 * time.Second)
+	out, err := svc.Submit(ctx, k, o.JSON(), "")
+	if err != nil {
+		t.Fatalf("the retry: %v", err)
+	}
+	var receipt struct{ AcceptedAt time.Time }
+	if err := json.Unmarshal(out.Receipt, &receipt); err != nil || !receipt.AcceptedAt.Equal(first) || out.OrderID != open.OrderID {
+		t.Errorf("the retry's receipt %s (%v); want the key's order %s accepted at %v", out.Receipt, err, open.OrderID, first)
 	}
 }

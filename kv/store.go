@@ -282,10 +282,13 @@ func (k *Store) takeOver(ctx context.Context, key intake.Key, c intake.Claim, op
 		if errors.Is(err, ErrRateLimited) {
 			return intake.Record{}, unwritten{err} // refused: the key is as it was
 		}
+		// What the key holds now, either way, is open's order id, time,
+		// attempts and give-up: the caller remembers them (intake.Store).
+		open.Took = intake.EventTakeOver
 		if rerr := intake.ReleaseTwice(ctx, k, key, intake.GiveBack(c, open)); rerr != nil {
-			return intake.Record{}, errs.Wrap(err, err.Error()+" (and reopening the key: "+rerr.Error()+")")
+			return open, errs.Wrap(err, err.Error()+" (and reopening the key: "+rerr.Error()+")")
 		}
-		return intake.Record{}, givenBack{err}
+		return open, givenBack{err}
 	}
 	open.State, open.Took = intake.Held, intake.EventTakeOver
 	open.WrittenPhase = intake.PhaseAbsent // what was there, not what this claim wrote

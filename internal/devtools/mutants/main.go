@@ -188,6 +188,8 @@ var mutants = []mutant{
 		"{ return took == EventClaim && c.Stage != StageSent }", "{ return took != EventNone }"},
 	{"a release that never learned of the give-up's check gives the key up for good", "ledger/object.go",
 		"joined.GiveUp, joined.NextAttempt = cur.giveUp, cur.due", "joined.GiveUp, joined.NextAttempt = intake.GivenUp, time.Time{}"},
+	{"a takeover whose write failed is remembered as a fresh claim", "intake/submit.go",
+		"\tif rec.Took == EventTakeOver {\n", "\tif err == nil && rec.Took == EventTakeOver {\n"},
 	{"a takeover given back after its write failed sends no settle message", "intake/submit.go",
 		"\t\t\ts.schedule(ctx, sub.key, s.opts.Now())\n", "\n"},
 	{"a key taken over by a driver that wanted it free is given back due at once", "intake/submit.go",
