@@ -35,6 +35,11 @@ func main() {
 	built := func(env workers.Env) *app.Worker {
 		if w == nil {
 			w = app.New(appEnv(env))
+			if h, ok := w.Handler.(*httpapi.Handler); ok {
+				if origins, allowed, always := h.TrapCORS(); len(origins) > 0 {
+					workers.CORSTraps(origins, allowed, always)
+				}
+			}
 			if b, ok := env.AnalyticsEngineDataset(app.MetricsBinding); ok {
 				if p, ok := w.TrapPoint(); ok {
 					indexes, blobs, doubles := p.Fields()

@@ -78,6 +78,20 @@ func (o origins) preflight(r *workers.Request, origin string) (*workers.Response
 	return &workers.Response{Status: statusNoContent, Header: header}, eventlog.Line{Outcome: "preflight", Status: statusNoContent}
 }
 
+// TrapCORS is the CORS headers a trap's answer carries
+// (workers.CORSTraps), as annotate adds them to every other answer: for a
+// request from one of origins, Access-Control-Allow-Origin naming it and
+// allowed; for every request, always. No origins: CORS is off.
+func (h *Handler) TrapCORS() (origins []string, allowed, always []workers.Field) {
+	if h.origins == nil {
+		return nil, nil, nil
+	}
+	for origin := range h.origins {
+		origins = append(origins, origin)
+	}
+	return origins, []workers.Field{exposedHeaders}, []workers.Field{varyOrigin}
+}
+
 // annotate adds the CORS headers to an actual response (not a preflight):
 // to an allowed origin, Access-Control-Allow-Origin naming it and the
 // headers a page may read; to any other, none. With CORS on, every

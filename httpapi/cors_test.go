@@ -318,3 +318,37 @@ func with(header map[string]string, name, value string) map[string]string {
 	out[name] = value
 	return out
 }
+
+// TestATrapsAnswerCarriesTheHandlersCORS: a trap's 500 is answered by the
+// bridge, which nothing of Go's handler reaches (workers.CORSTraps), with
+// the CORS headers TrapCORS gives: those annotate adds to every other
+// answer, so that a page reads the 500 rather than a CORS failure, which
+// would tell it its origin is not allowed. Off without allowed origins.
+func TestATrapsAnswerCarriesTheHandlersCORS(t *testing.T) {
+	c := newCORSHandler(t, []string{deskOrigin}, false, false)
+	origins, allowed, always := c.TrapCORS()
+	if len(origins) != 1 || origins[0] != deskOrigin {
+		t.Fatalf("TrapCORS origins = %v, want [%s]", origins, deskOrigin)
+	}
+	for _, origin := range []string{deskOrigin, otherOrigin} {
+		got := serve(c, fromOrigin(request(http.MethodGet, nil, nil), origin)) // 400: no key
+		want := map[string]string{}
+		if origin == deskOrigin {
+			want["Access-Control-Allow-Origin"] = origin
+			for _, f := range allowed {
+				want[f.Name] = f.Value
+			}
+		}
+		for _, f := range always {
+			want[f.Name] = f.Value
+		}
+		for _, name := range []string{"Access-Control-Allow-Origin", "Access-Control-Expose-Headers", "Vary"} {
+			if g := got.Header().Get(name); g != want[name] {
+				t.Errorf("from %s: the handler's %s is %q, a trap's would be %q", origin, name, g, want[name])
+			}
+		}
+	}
+	if origins, _, _ := newCORSHandler(t, nil, false, false).TrapCORS(); origins != nil {
+		t.Errorf("TrapCORS without allowed origins = %v, want none", origins)
+	}
+}

@@ -23,6 +23,9 @@ import (
 // build only: a key holding it and a point's name panics there.
 const panicMarker = "panic-hook-"
 
+// panicOrigin is a page's origin the Worker allows (ALLOWED_ORIGINS).
+const panicOrigin = "https://desk.example.com"
+
 // panicLease is how long a claim lasts (PENDING_TTL_SECONDS as
 // wrangler.toml sets it, and the least KV takes).
 const panicLease = 60 * time.Second
@@ -42,6 +45,8 @@ const panicLease = 60 * time.Second
 //   - the Worker's next orders and their replays succeed;
 //   - the trap or panic is logged as internal_error and counted as a
 //     data point;
+//   - the answer carries the CORS headers a page on an allowed origin
+//     needs to read it;
 //   - the objects the bridge keeps, and the Go instance's memory, come
 //     back to where they were;
 //   - the claim the panic left lasts its lease, and no longer, and every
@@ -56,7 +61,7 @@ func TestPanicsAreContained(t *testing.T) {
 	for _, mode := range []string{"kv", "ledger"} {
 		t.Run(mode, func(t *testing.T) {
 			t.Parallel()
-			w := startWorker(t, mode, wrappedOptions(wranglerdev.Options{Dir: dir}))
+			w := startWorker(t, mode, wrappedOptions(wranglerdev.Options{Dir: dir, Vars: map[string]string{"ALLOWED_ORIGINS": panicOrigin}}))
 			w.setting(t, `{"recordPoints": true}`)
 			for i := range 3 {
 				placeAndReplay(t, w, fmt.Sprintf("%s-warm-%d", newKey(t), i))
@@ -86,7 +91,12 @@ func TestPanicsAreContained(t *testing.T) {
 				for w.wrappedStats(t).IntoGo == entered {
 					time.Sleep(20 * time.Millisecond)
 				}
-				got := w.post(t, key, validOrder)
+				got := w.send(t, http.MethodPost, validOrder, "Idempotency-Key", key, "Content-Type", "application/json", "Origin", panicOrigin)
+				// A page may read it: a trap's answer carries the CORS
+				// headers the handler's would (workers.CORSTraps).
+				if allow := got.header.Get("Access-Control-Allow-Origin"); allow != panicOrigin {
+					t.Errorf("%s's panic, from an allowed origin: Access-Control-Allow-Origin %q, want %q", point, allow, panicOrigin)
+				}
 				if point == "object" && compiler == "go" {
 					// The object's call fails, as a storage call may.
 					wantStatus(t, "a request whose Durable Object call panicked", got, 503)

@@ -483,9 +483,19 @@ const bridge = {
   // trapped, nothing of it runs.
   answerTraps(n) {
     const [status, headers, body, line] = args(n);
-    onTrap.answer = () => new Response(body.length > 0 ? body.slice() : null,
-      { status: Number(text(status)), headers: headerPairs(text(headers)) });
+    onTrap.answer = (request) => new Response(body.length > 0 ? body.slice() : null,
+      { status: Number(text(status)), headers: [...headerPairs(text(headers)), ...trapCORS(request)] });
     onTrap.line = text(line);
+  },
+
+  // corsTraps sets the CORS headers ended's answers carry, from the frame
+  // [allowed origins, one a line; headers for an allowed origin's request
+  // beside Access-Control-Allow-Origin naming it; headers for every
+  // request]: Go's handler adds them to every answer, and nothing of Go
+  // runs once the program has trapped.
+  corsTraps(n) {
+    const [origins, allowed, always] = args(n).map(text);
+    onTrap.cors = { origins: new Set(origins.split("\n").filter(Boolean)), allowed: headerPairs(allowed), always: headerPairs(always) };
   },
 
   // measureTraps has ended write the data point of the frame (as
@@ -508,7 +518,7 @@ const bridge = {
     for (const id of events) {
       const o = objects.get(id);
       if (typeof o === "function") o(failure);
-      else if (Object.hasOwn(o, "resolve")) o.resolve(onTrap.answer);
+      else if (Object.hasOwn(o, "resolve")) o.resolve(() => onTrap.answer(o.request));
       else if (Object.hasOwn(o, "done")) o.done(failure, "");
     }
     objects.clear();
@@ -534,14 +544,24 @@ const bridge = {
   },
 };
 
-// onTrap is what ended does, as Go set it (answerTraps, measureTraps);
-// until it does, a plain 500.
+// onTrap is what ended does, as Go set it (answerTraps, corsTraps,
+// measureTraps); until it does, a plain 500.
 const onTrap = {
   answer: () => new Response("internal error", { status: 500 }),
+  cors: null,
   line: JSON.stringify({ outcome: "internal_error", status: 500, error: "trap" }),
   dataset: null,
   point: null,
 };
+
+// trapCORS is the CORS headers of a trap's answer to request, as Go's
+// handler adds them (corsTraps): none where CORS is off.
+function trapCORS(request) {
+  const cors = onTrap.cors;
+  if (cors === null) return [];
+  const origin = request?.headers?.get("Origin");
+  return cors.origins.has(origin) ? [["Access-Control-Allow-Origin", origin], ...cors.allowed, ...cors.always] : cors.always;
+}
 
 // answered is a request's Response: Go's, or, if the program trapped
 // under it, onTrap's, made here, in the request's own context (a Response

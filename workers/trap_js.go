@@ -2,6 +2,8 @@
 
 package workers
 
+import "strings"
+
 // A trap (a panic under TinyGo, whose -panic=trap makes it a wasm
 // unreachable; a memory fault; a stack overflow) or an exit ends the Go
 // program in mid-call: no recover runs, no defer, and its goroutines and
@@ -16,6 +18,17 @@ package workers
 func AnswerTraps(resp *Response, line []byte) {
 	frame := outFrame{}.Int(int64(resp.Status)).Str(headerLines(resp.Header)).Bytes(resp.Body).Bytes(line)
 	jsBridge.Call("answerTraps", send(frame))
+}
+
+// CORSTraps has a trap's answer to a request whose Origin is one of
+// origins name it in Access-Control-Allow-Origin and carry allowed, and
+// every trap's answer carry always: the CORS headers the handler adds to
+// every answer, which nothing of Go adds once the program has trapped. A
+// browser page then reads the 500 instead of a CORS failure, which says
+// the page's origin is not allowed.
+func CORSTraps(origins []string, allowed, always []Field) {
+	frame := outFrame{}.Str(strings.Join(origins, "\n")).Str(headerLines(allowed)).Str(headerLines(always))
+	jsBridge.Call("corsTraps", send(frame))
 }
 
 // MeasureTraps has each trap write one data point, of indexes, blobs and
