@@ -198,7 +198,7 @@ func New(env Env) *Worker {
 				Error: "the settler gave up after " + config.SettleMaxAgeVar + ": the OMS never confirmed this order"}
 			if env.DeadLetter != nil {
 				if err := env.DeadLetter.Send(ctx, settlequeue.Message(key), 0); err != nil {
-					line.Error += " (and sending it to " + DeadLetterBinding + ": " + err.Error() + ")"
+					line.Error += " (and sending it to " + DeadLetterBinding + ": " + err.Error() + "; " + w.recordGiveUp(ctx, key, p, attempts) + ")"
 				}
 			}
 			log.Log(line)
@@ -398,6 +398,22 @@ func (w *Worker) DeadLetterMessage(ctx context.Context, messageID string, body [
 			"the dead-letter queue delivers the letter again (after "+DeadLetterRetryFirst.String()+", doubling up to "+DeadLetterRetryMax.String()+"), and it is paged again")
 	}
 	return nil
+}
+
+// recordGiveUp records the dead letter of a give-up whose send to the
+// dead-letter queue failed, which nothing sends again: the key is final,
+// and the sweep passes it by. Its id is the order's, so that a second
+// record of it is the same letter. It says what became of the letter, for
+// the give-up's log line.
+func (w *Worker) recordGiveUp(ctx context.Context, key intake.Key, p intake.Placement, attempts int) string {
+	if w.deadLetters == nil {
+		return "no letter is recorded"
+	}
+	d := intake.DeadLetter{Key: key, ID: letterID("give-up-" + p.OrderID), OrderID: p.OrderID, Attempts: attempts, Unresolved: true, Received: w.now()}
+	if err := w.deadLetters.Record(ctx, d); err != nil && !errors.Is(err, intake.ErrLetterAcknowledged) {
+		return "recording its letter failed too, so this line is all that lists it: " + err.Error()
+	}
+	return "its letter is recorded for the admin API (" + httpapi.DeadLettersPath + ") instead"
 }
 
 // letterID is the id of the letter a queue message brings: the message's

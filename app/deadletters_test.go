@@ -274,3 +274,33 @@ func (failingKV) Delete(context.Context, string) error { return errOutage }
 func (failingKV) List(context.Context, string, string, int) ([]kv.Listed, string, error) {
 	return nil, "", errOutage
 }
+
+// TestAGiveUpWhoseLetterCannotBeSentIsRecorded: the settler gave up on a
+// key and its send to the dead-letter queue failed. Nothing sends it
+// again (the key is final, the sweep passes it by), so the letter is
+// recorded for the admin API at once, until an operator acknowledges it,
+// rather than lost once the key expires (found by a review).
+func TestAGiveUpWhoseLetterCannotBeSentIsRecorded(t *testing.T) {
+	l := newLetterWorld(t, map[string]string{"SETTLE_MAX_AGE_SECONDS": "60", "RESULT_TTL_SECONDS": "3600"})
+	l.lose = true
+	if resp := l.post(l.worker.Handler, "k"); resp.Status != 503 {
+		t.Fatalf("answer = %d %s", resp.Status, resp.Body)
+	}
+	l.dead.err = errors.New("queue send failed")
+	for n := 0; n < len(l.settle.sent()) && len(l.lines("order_unresolved")) == 0; n++ {
+		l.advance(max(l.settle.delays[n], time.Minute))
+		if err := l.worker.SettleMessage(context.Background(), l.settle.sent()[n]); err != nil {
+			t.Fatalf("SettleMessage %d = %v", n, err)
+		}
+	}
+	if got := l.lines("order_unresolved"); len(got) != 1 || !strings.Contains(fmt.Sprint(got[0]["error"]), "recorded for the admin API") {
+		t.Fatalf("order_unresolved lines %+v, want one saying its letter was recorded", got)
+	}
+	if got := l.letters("/admin/deadletters"); len(got) != 1 || got[0].Key != "k" || got[0].State != "unresolved" {
+		t.Errorf("GET /admin/deadletters = %+v, want the give-up's letter for k, unresolved", got)
+	}
+	l.advance(3 * time.Hour) // the key expires; the letter stays
+	if got := l.letters("/admin/deadletters"); len(got) != 1 {
+		t.Errorf("after the key expired: %+v, want the letter still listed", got)
+	}
+}
