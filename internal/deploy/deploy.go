@@ -142,8 +142,13 @@ func Check(s Settings, secrets map[string]string) error {
 		v, ok := vars[name]
 		return v, ok
 	}
-	if _, err := config.Load(lookup); err != nil {
+	cfg, err := config.Load(lookup)
+	if err != nil {
 		return err
+	}
+	if q := consumedDeadLetterQueue(s); q != "" && q != cfg.DeadLetterQueue {
+		return errors.New("the Worker consumes the dead-letter queue " + strconv.Quote(q) + ", but " + config.DeadLetterQueueVar + " names " +
+			strconv.Quote(cfg.DeadLetterQueue) + ": it would take each letter for a settle message and drop it; set " + config.DeadLetterQueueVar + " to the queue's name")
 	}
 	open := strings.TrimSpace(vars[config.OpenAccessVar]) == "true"
 	tokens := slices.Contains(required, config.TokensVar)
@@ -154,6 +159,20 @@ func Check(s Settings, secrets map[string]string) error {
 		return errors.New(config.OpenAccessVar + ` is not "true", and [secrets] does not require ` + config.TokensVar + ": the Worker would take orders from no one")
 	}
 	return nil
+}
+
+// consumedDeadLetterQueue is a queue s consumes that is also a consumer's
+// dead-letter queue, or "": the one the Worker must tell apart from its
+// settle queue, by name (config.DeadLetterQueueVar).
+func consumedDeadLetterQueue(s Settings) string {
+	for _, c := range s.Queues.Consumers {
+		for _, d := range s.Queues.Consumers {
+			if d.DeadLetterQueue != "" && d.DeadLetterQueue == c.Queue {
+				return c.Queue
+			}
+		}
+	}
+	return ""
 }
 
 // findPlaceholder returns the first string in the JSON document raw that

@@ -46,6 +46,11 @@ func TestCheckFindsWhatCloudflareOrTheWorkerWouldRefuse(t *testing.T) {
 		{"open with required tokens", `"OPEN_ACCESS":"false"`, `"OPEN_ACCESS":"true"`, nil, `OPEN_ACCESS is "true", but [secrets] requires API_TOKENS`},
 		{"closed without required tokens", `"secrets":{"required":["API_TOKENS"]},`, "", nil, "would take orders from no one"},
 		{"a bad token list", "", "", map[string]string{"API_TOKENS": "desk-a=0123456789abcdef"}, "API_TOKENS: entry 1"},
+		{"a dead-letter queue renamed without DEAD_LETTER_QUEUE", `edge-orders-settle-dlq"},{"queue":"edge-orders-settle-dlq"}`,
+			`orders-dlq"},{"queue":"orders-dlq"}`, nil, `consumes the dead-letter queue "orders-dlq", but DEAD_LETTER_QUEUE names "edge-orders-settle-dlq"`},
+		// The later "vars" member is the one decoded.
+		{"a dead-letter queue renamed with DEAD_LETTER_QUEUE", `edge-orders-settle-dlq"},{"queue":"edge-orders-settle-dlq"}]}`,
+			`orders-dlq"},{"queue":"orders-dlq"}]},"vars":{"OPEN_ACCESS":"false","LOG_LEVEL":"orders","DEAD_LETTER_QUEUE":"orders-dlq"}`, nil, ""},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
