@@ -193,7 +193,7 @@ func (t *memTable) setNextSweep(at time.Time) { t.sweep = at }
 func (t *memTable) dueRows(now time.Time, limit int) []row {
 	var due []row
 	for _, r := range t.rows {
-		if !r.due.IsZero() && !now.Before(r.due) {
+		if !r.due.IsZero() && !now.Before(r.due) && now.Before(r.expires) {
 			due = append(due, r)
 		}
 	}
@@ -208,10 +208,10 @@ func (t *memTable) dueRows(now time.Time, limit int) []row {
 	return due[:min(len(due), limit)]
 }
 
-func (t *memTable) nextDue() time.Time {
+func (t *memTable) nextDue(now time.Time) time.Time {
 	var next time.Time
 	for _, r := range t.rows {
-		if !r.due.IsZero() && (next.IsZero() || r.due.Before(next)) {
+		if !r.due.IsZero() && now.Before(r.expires) && (next.IsZero() || r.due.Before(next)) {
 			next = r.due
 		}
 	}

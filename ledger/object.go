@@ -92,9 +92,11 @@ type table interface {
 	deleteExpired(now time.Time) (remaining bool)
 	// dueRows returns up to limit rows due for the settler at now, the
 	// longest due first; nextDue is the earliest due time of any row,
-	// zero for none.
+	// zero for none. Neither counts a row expired at now, which the
+	// settler finds absent and leaves due until the sweep deletes it:
+	// enough of them would fill every batch.
 	dueRows(now time.Time, limit int) []row
-	nextDue() time.Time
+	nextDue(now time.Time) time.Time
 	// nextSweep is when the next sweep is due; zero when none is.
 	nextSweep() time.Time
 	setNextSweep(at time.Time)
@@ -339,7 +341,7 @@ func (o *Object) Alarm(limit int) []intake.Key {
 // sweep.
 func (o *Object) AlarmDone(retryDue time.Duration) {
 	now := o.now()
-	if due := o.rows.nextDue(); !due.IsZero() {
+	if due := o.rows.nextDue(now); !due.IsZero() {
 		o.scheduleAlarm(latest(due, now.Add(retryDue)))
 	}
 	if sweep := o.rows.nextSweep(); !sweep.IsZero() {

@@ -264,7 +264,8 @@ func (t sqlTable) put(r row) {
 // dueRows returns the due rows with their key and client only: all the
 // settler needs to name them.
 func (t sqlTable) dueRows(now time.Time, limit int) []row {
-	rows := t.query(`SELECT key, client FROM entries WHERE due > 0 AND due <= ? ORDER BY due LIMIT ?`, now.UnixMilli(), limit)
+	rows := t.query(`SELECT key, client FROM entries WHERE due > 0 AND due <= ? AND expires > ? ORDER BY due LIMIT ?`,
+		now.UnixMilli(), now.UnixMilli(), limit)
 	due := make([]row, len(rows.Values))
 	for i := range due {
 		due[i] = row{key: rows.Value(i, "key").Str, client: rows.Value(i, "client").Str}
@@ -272,8 +273,8 @@ func (t sqlTable) dueRows(now time.Time, limit int) []row {
 	return due
 }
 
-func (t sqlTable) nextDue() time.Time {
-	return t.first(`SELECT MIN(due) AS at FROM entries WHERE due > 0`)
+func (t sqlTable) nextDue(now time.Time) time.Time {
+	return t.first(`SELECT MIN(due) AS at FROM entries WHERE due > 0 AND expires > ?`, now.UnixMilli())
 }
 
 func (t sqlTable) alarm() time.Time {
@@ -290,8 +291,8 @@ func (t sqlTable) setAlarm(at time.Time) {
 
 // first returns the time in the column named at of query's first row;
 // zero for none.
-func (t sqlTable) first(query string) time.Time {
-	rows := t.query(query)
+func (t sqlTable) first(query string, args ...any) time.Time {
+	rows := t.query(query, args...)
 	if len(rows.Values) == 0 {
 		return time.Time{}
 	}
