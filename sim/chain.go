@@ -20,8 +20,10 @@ import (
 //     on its consumer's own stale read of it (cause.go's staleRead), or one
 //     that found the key final, with a claim left beside its receipt that
 //     outlives it;
-//   - after the due time was written, the isolate death or the client's
-//     going away of the request that wrote it (which owed the message), or
+//   - after the due time was written, the isolate death of the request
+//     that wrote it (which owed the message), or its cut-off 30 s after
+//     its client went away (waitUntil's limit; the Worker goes on till
+//     then), or
 //     of a settler working on the key (whose message is not redelivered
 //     here);
 //   - a write of the key's claim that failed (or landed, and was told it

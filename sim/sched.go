@@ -34,6 +34,9 @@ type actor struct {
 	// actor does, nil for the request itself: the two are one request to
 	// the checker, which names a request's own reads and claims.
 	request *actor
+	// clientGone is when a request's client gave up on it: the Worker
+	// goes on, under waitUntil, for waitUntilLimit more.
+	clientGone time.Time
 
 	// reads is, for each KV key the actor read, how many writes the
 	// namespace had taken then: a claim written after another's write
@@ -86,8 +89,8 @@ type scheduler struct {
 	panicked   string
 	rapidPanic any
 	// stop, if set, is asked before each resumption whether the actor
-	// runs on or is stopped for good (a client gives up, an isolate
-	// dies); true stops it.
+	// runs on or is stopped for good (an isolate dies, waitUntil's time
+	// after a client gave up runs out); true stops it.
 	stop func(a *actor) bool
 }
 

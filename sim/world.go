@@ -759,8 +759,13 @@ func (w *world) ledgerCall(ctx context.Context, method string, apply func()) err
 	return nil
 }
 
+// waitUntilLimit is how long Workers let waitUntil work go on after the
+// client disconnects.
+const waitUntilLimit = 30 * time.Second
+
 // stopped decides, as a scheduler resumes a, whether it is stopped for
-// good instead: its client gave up on it, or its isolate died.
+// good instead: its isolate died, or its client gave up on it 30 s ago
+// (waitUntil's limit).
 func (w *world) stopped(a *actor) bool {
 	stop := w.stops(a)
 	if stop {
@@ -773,6 +778,11 @@ func (w *world) stops(a *actor) bool {
 	if a.inst != nil && a.gen != a.inst.gen {
 		return true // its isolate died
 	}
+	if !a.clientGone.IsZero() && !w.now().Before(a.clientGone.Add(waitUntilLimit)) {
+		w.count("a request cut off waitUntilLimit after its client gave up")
+		w.stoppedOn(a, "stopped: waitUntil's 30 s after its client gave up ran out")
+		return true
+	}
 	if !w.faults() || a.kind == driverActor || a.kind == daemonActor {
 		return false
 	}
@@ -784,13 +794,16 @@ func (w *world) stops(a *actor) bool {
 	}
 	switch w.choose(2, "stop how") {
 	case 0:
-		if a.kind != requestActor {
+		// The client goes away; the Worker's request goes on, since the
+		// entry runs the whole lifecycle under waitUntil (worker.mjs),
+		// which Workers cut off 30 s after a client disconnects.
+		if a.kind != requestActor || !a.clientGone.IsZero() {
 			return false
 		}
 		w.count("client gave up")
-		w.logf("%s: its client gave up", a.name)
-		w.stoppedOn(a, "stopped: its client gave up")
-		return true
+		w.logf("%s: its client gave up; the request goes on under waitUntil", a.name)
+		a.clientGone = w.now()
+		return false
 	default:
 		if a.inst == nil {
 			if a.kind == alarmActor {
@@ -1069,10 +1082,14 @@ func (w *world) request(inst *instance, k *clientKey, what string) *actor {
 		inv: &invocation{kind: "request"}, key: k.key.String(), kind: requestActor}
 }
 
-// answered records what a request's client was told.
+// answered records what a request's client was told: nothing, once it
+// gave up, though the Worker answered.
 func (w *world) answered(a *actor, ans *answer, out intake.Outcome, err error) {
+	w.ck.answered[a] = w.now()
+	if !a.clientGone.IsZero() {
+		return // the answer stays gaveUp
+	}
 	ans.end, ans.by = w.now(), a
-	w.ck.answered[a] = ans.end
 	var rej *intake.Rejection
 	var open *intake.Unsettled
 	switch {
