@@ -783,6 +783,15 @@ func (w *world) stops(a *actor) bool {
 		w.stoppedOn(a, "stopped: waitUntil's 30 s after its client gave up ran out")
 		return true
 	}
+	if a.kind == taskActor && a.request != nil {
+		// Work after the response runs under waitUntil, cut off 30 s
+		// after the response.
+		if at, ok := w.ck.answered[a.request]; ok && !w.now().Before(at.Add(waitUntilLimit)) {
+			w.count("work after a response cut off waitUntilLimit after it")
+			w.stoppedOn(a, "stopped: waitUntil's 30 s after its response ran out")
+			return true
+		}
+	}
 	if !w.faults() || a.kind == driverActor || a.kind == daemonActor {
 		return false
 	}
