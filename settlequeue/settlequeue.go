@@ -159,17 +159,32 @@ type Overdue interface {
 	Overdue(ctx context.Context, before time.Time, limit int) ([]intake.Key, error)
 }
 
+// SweepBudget is how long one sweep settles keys itself, each maybe
+// waiting the OMS's timeout: less than the Cron Trigger's five minutes
+// between sweeps, and far less than the 15 minutes Workers give a Cron
+// invocation, which would cut it off among keys its walk has passed.
+const SweepBudget = 4 * time.Minute
+
 // Sweep settles up to limit keys that were due more than grace ago, the
 // keys whose message was never sent (the send failed, or the isolate died
 // first): grace is long enough for a message sent with the due time as its
-// delay to have come. Each key still unknown is sent a message again. It
-// returns how many keys it settled, and the first error. A listing that
-// failed midway, or could not save where it stopped (kv.Store.Overdue),
-// returns the keys it found beside its error: they are settled all the
-// same, or a cursor that keeps failing to save would starve them.
+// delay to have come. Each key still unknown is sent a message again, and
+// so is each key left once SweepBudget has passed, for the queue to
+// settle. It returns how many keys it listed, and the first error. A
+// listing that failed midway, or could not save where it stopped
+// (kv.Store.Overdue), returns the keys it found beside its error: they are
+// settled all the same, or a cursor that keeps failing to save would
+// starve them.
 func (c Consumer) Sweep(ctx context.Context, overdue Overdue, now time.Time, grace time.Duration, limit int) (int, error) {
 	keys, first := overdue.Overdue(ctx, now.Add(-grace), limit)
+	start := c.now()
 	for _, key := range keys {
+		if c.now().Sub(start) >= SweepBudget {
+			if err := c.Schedule(ctx, key, c.now()); err != nil && first == nil {
+				first = err
+			}
+			continue
+		}
 		st, err := c.Settler.Settle(ctx, key)
 		if _, serr := c.followUp(ctx, key, st, err); err == nil {
 			err = serr

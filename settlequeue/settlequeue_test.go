@@ -403,3 +403,48 @@ func TestSweepSettlesTheKeysAListFoundBesideItsError(t *testing.T) {
 		t.Fatalf("Sweep = %d, %v, settling %v; want both keys settled and the list's error", n, err, s.keys())
 	}
 }
+
+// slowSettler settles each key in took of its clock's time, as a settle
+// that waits the OMS's timeout does.
+type slowSettler struct {
+	fakeSettler
+	clock *time.Time
+	took  time.Duration
+}
+
+func (s *slowSettler) Settle(ctx context.Context, key intake.Key) (intake.Settlement, error) {
+	*s.clock = s.clock.Add(s.took)
+	return s.fakeSettler.Settle(ctx, key)
+}
+
+// TestASweepPastItsBudgetLeavesTheRestToTheQueue: settling each key may
+// wait the OMS's timeout, and a sweep that outlasted the Cron Trigger's
+// interval, or its 15 minutes, would be cut off among keys its walk has
+// passed, which would wait for the walk to come round. Past SweepBudget
+// it settles no more, and sends each key left a message due now, for the
+// queue to settle (found by a review).
+func TestASweepPastItsBudgetLeavesTheRestToTheQueue(t *testing.T) {
+	ctx := context.Background()
+	var keys []intake.Key
+	final := map[intake.Key]intake.Settlement{}
+	for i := range 10 {
+		keys = append(keys, intake.Key{Client: "desk-a", ID: "k" + strconv.Itoa(i)})
+		final[keys[i]] = intake.Settlement{Final: true}
+	}
+	clock := now
+	s := &slowSettler{fakeSettler: fakeSettler{answers: final}, clock: &clock, took: time.Minute}
+	q := &recordingSender{}
+	c := settlequeue.Consumer{Settler: s, Queue: q, Now: func() time.Time { return clock }}
+	n, err := c.Sweep(ctx, partialOverdue{keys: keys}, now, grace, 10)
+	settled := int(settlequeue.SweepBudget / time.Minute)
+	if err != nil || n != len(keys) || len(s.keys()) != settled {
+		t.Fatalf("Sweep = %d, %v, settling %v; want %d keys settled in its budget", n, err, s.keys(), settled)
+	}
+	var want []sent
+	for _, k := range keys[settled:] {
+		want = append(want, sent{string(settlequeue.Message(k)), 0})
+	}
+	if got := q.messages(); !slices.Equal(got, want) {
+		t.Errorf("sent %+v, want %+v: a message due now for each key left", got, want)
+	}
+}
