@@ -228,18 +228,17 @@ func (a *Admin) Resolve(ctx context.Context, key Key, res Resolution) (Record, e
 		// During a migration a key KV mode left open, and the sweep has
 		// not adopted yet, is adopted first, not due for the Store's
 		// settler before this answer is stored.
-		var adopted bool
-		if adopted, err = s.adoptOpen(ctx, key, now.Add(s.opts.PendingTTL)); err != nil {
+		if _, err = s.adoptOpen(ctx, key, now.Add(s.opts.PendingTTL)); err != nil {
 			return Record{}, err
 		}
 		taken, rec, err = s.begin(ctx, key, claim)
-		if err == nil && rec.State == Absent && !adopted {
+		if err == nil && rec.State == Absent {
 			// Another request held the key in the Store while the
 			// adoption looked, and has let it go since (a retry of
-			// another order, told 422), or the adoption's read outlasted
-			// its claim: KV still holds it open. The operator tries
-			// again, as for any key in progress. A read of KV that fails
-			// says nothing of the key: storage is unavailable.
+			// another order, told 422), or the adoption's read or release
+			// outlasted its claim: KV still holds it open. The operator
+			// tries again, as for any key in progress. A read of KV that
+			// fails says nothing of the key: storage is unavailable.
 			var open bool
 			if open, err = s.adoptable(ctx, key); open {
 				return Record{}, ErrInProgress

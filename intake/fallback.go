@@ -294,5 +294,9 @@ func (s *Service) adoptOpen(ctx context.Context, key Key, due time.Time) (bool, 
 	if err := s.release(ctx, key, claim); err != nil {
 		return false, storageUnavailable(err)
 	}
-	return true, nil
+	// A release that answered once the claim's lease may have ended may
+	// have found the key freed, and changed nothing: not adopted, as far
+	// as anyone can tell, and the next sweep adopts it if KV still holds
+	// it open.
+	return !s.outlasted(claimedAt), nil
 }

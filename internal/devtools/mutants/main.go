@@ -188,6 +188,8 @@ var mutants = []mutant{
 		"{ return took == EventClaim && c.Stage != StageSent }", "{ return took != EventNone }"},
 	{"a release that never learned of the give-up's check gives the key up for good", "ledger/object.go",
 		"joined.GiveUp, joined.NextAttempt = cur.giveUp, cur.due", "joined.GiveUp, joined.NextAttempt = intake.GivenUp, time.Time{}"},
+	{"an adoption whose release outlasted its lease is reported adopted", "intake/fallback.go",
+		"\treturn !s.outlasted(claimedAt), nil\n", "\treturn true, nil\n"},
 	{"a sweep past its budget settles on", "settlequeue/settlequeue.go",
 		"\t\tif c.now().Sub(start) >= SweepBudget {\n", "\t\tif c.now().Sub(start) < 0 {\n"},
 	{"a give-up whose dead letter cannot be sent is not recorded", "app/app.go",
