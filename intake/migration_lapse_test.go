@@ -72,3 +72,27 @@ func TestAResolveWhoseAdoptionLapsedIsInProgress(t *testing.T) {
 		t.Fatalf("Resolve = %v, KV holding the key %v; want in progress while KV holds it open", err, rec.State)
 	}
 }
+
+// TestAnAdoptionWhoseReadMayHaveOutlastedItsLeaseLeavesTheKeyFree: the
+// adoption's second read of KV comes back inside the claim's lease by the
+// object's clock, but within DueSlack of its end by the isolate's: the
+// claim may have lost the key before that read, which then proves nothing
+// (a purge may have come between). The adoption leaves the key free, not
+// open and due for the settler on that read's word; the next sweep adopts
+// it if KV still holds it open.
+func TestAnAdoptionWhoseReadMayHaveOutlastedItsLeaseLeavesTheKeyFree(t *testing.T) {
+	ctx := context.Background()
+	clock, old, mem := migrating(t)
+	hooked := &hookedFallback{Store: kv.NewStore(old, clock.Now)}
+	hooked.afterLookup = func() {
+		hooked.afterLookup = func() { clock.Advance(config.DefaultPendingTTL - intake.DueSlack/2) }
+	}
+	svc := intake.New(mem, intake.Options{ResultTTL: config.DefaultResultTTL, PendingTTL: config.DefaultPendingTTL,
+		Gateway: &idRecorder{answer: func(int, intake.Placement) error { return nil }}, Now: clock.Now,
+		Fallback: hooked, FallbackUntil: acceptedAt.Add(48 * time.Hour)})
+	adopted, err := svc.Adopt(ctx, key("k"))
+	rec, lerr := mem.Lookup(ctx, key("k"))
+	if err != nil || lerr != nil || adopted || rec.State != intake.Absent {
+		t.Fatalf("Adopt = %v, %v; the ledger holds %v (%v); want nothing adopted, the key free", adopted, err, rec.State, lerr)
+	}
+}
