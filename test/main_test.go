@@ -475,6 +475,21 @@ func (w *target) countLog(t *testing.T, s string, wait time.Duration) int {
 	return strings.Count(last, s)
 }
 
+// logAtLeast waits until the log names s n times, or wait has passed, and
+// returns how many times it does: for a check of at least n lines, which
+// need not wait for the log to go quiet (countLog), only for the lines.
+func (w *target) logAtLeast(t *testing.T, s string, n int, wait time.Duration) int {
+	t.Helper()
+	deadline := time.Now().Add(wait)
+	for {
+		got := strings.Count(w.Logs(), s)
+		if got >= n || time.Now().After(deadline) {
+			return got
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
 // problemTypePrefix starts every problem's type (api/openapi.yaml, Problem).
 const problemTypePrefix = "tag:edge-orders,2026:"
 
