@@ -580,34 +580,9 @@ func TestBrowser(t *testing.T) {
 		// CORS headers included, once the real preflight has passed. The
 		// page can show the wait only because Retry-After is exposed.
 		tb, symbol := open(t, allowed, "rate-limited")
-		if _, err := chromedp.Call(tb.ctx, fetch.Enable, fetch.EnableParams{Patterns: []*fetch.RequestPattern{{URLPattern: worker + "*"}}}); err != nil {
-			t.Fatal(err)
-		}
-		paused := chromedp.Events(tb.ctx, fetch.RequestPaused)
-		go func() {
-			for ev, err := range paused {
-				if err != nil {
-					return
-				}
-				if ev.Request.Method != http.MethodPost {
-					chromedp.Call(tb.ctx, fetch.ContinueRequest, fetch.ContinueRequestParams{RequestID: ev.RequestID})
-					continue
-				}
-				chromedp.Call(tb.ctx, fetch.FulfillRequest, fetch.FulfillRequestParams{
-					RequestID: ev.RequestID, ResponseCode: 429,
-					ResponseHeaders: []*fetch.HeaderEntry{
-						{Name: "Content-Type", Value: "application/problem+json"},
-						{Name: "X-Content-Type-Options", Value: "nosniff"},
-						{Name: "Retry-After", Value: "60"},
-						{Name: "Access-Control-Allow-Origin", Value: allowed},
-						{Name: "Access-Control-Expose-Headers", Value: "Idempotent-Replay, Retry-After, Link, Idempotency-Expires"},
-						{Name: "Vary", Value: "Origin"},
-					},
-					Body: []byte(`{"type":"tag:edge-orders,2026:rate_limited","title":"Too many new orders","status":429,` +
-						`"detail":"This client placed more new orders than its budget allows; retry after 60 seconds at the latest. Replays and lookups are not limited.","error":"rate_limited"}`),
-				})
-			}
-		}()
+		answerPOSTs(t, tb, worker, allowed, 429, "60",
+			`{"type":"tag:edge-orders,2026:rate_limited","title":"Too many new orders","status":429,`+
+				`"detail":"This client placed more new orders than its budget allows; retry after 60 seconds at the latest. Replays and lookups are not limited.","error":"rate_limited"}`)
 		tb.fill(symbol)
 		key := tb.text("key")
 		tb.submit()
@@ -625,38 +600,11 @@ func TestBrowser(t *testing.T) {
 
 	t.Run("an answer naming no order is checked by a lookup, which places nothing: not placed, and Submit places it once", func(t *testing.T) {
 		tb, symbol := open(t, allowed, "not-placed")
-		if _, err := chromedp.Call(tb.ctx, fetch.Enable, fetch.EnableParams{Patterns: []*fetch.RequestPattern{
-			{URLPattern: worker + "*", RequestStage: fetch.RequestStageRequest},
-		}}); err != nil {
-			t.Fatal(err)
-		}
 		// The Worker's storage is down for the page's POSTs until passed
 		// is set: each is answered 503 storage_unavailable in the browser.
-		var passed atomic.Bool
-		paused := chromedp.Events(tb.ctx, fetch.RequestPaused)
-		go func() {
-			for ev, err := range paused {
-				if err != nil {
-					return
-				}
-				if ev.Request.Method != http.MethodPost || passed.Load() {
-					chromedp.Call(tb.ctx, fetch.ContinueRequest, fetch.ContinueRequestParams{RequestID: ev.RequestID})
-					continue
-				}
-				chromedp.Call(tb.ctx, fetch.FulfillRequest, fetch.FulfillRequestParams{
-					RequestID: ev.RequestID, ResponseCode: 503,
-					ResponseHeaders: []*fetch.HeaderEntry{
-						{Name: "Content-Type", Value: "application/problem+json"},
-						{Name: "Retry-After", Value: "1"},
-						{Name: "Access-Control-Allow-Origin", Value: allowed},
-						{Name: "Access-Control-Expose-Headers", Value: "Idempotent-Replay, Retry-After, Link, Idempotency-Expires"},
-						{Name: "Vary", Value: "Origin"},
-					},
-					Body: []byte(`{"type":"tag:edge-orders,2026:storage_unavailable","title":"Storage unavailable","status":503,` +
-						`"detail":"The Worker's storage failed; retry under the same key.","error":"storage_unavailable"}`),
-				})
-			}
-		}()
+		passed := answerPOSTs(t, tb, worker, allowed, 503, "1",
+			`{"type":"tag:edge-orders,2026:storage_unavailable","title":"Storage unavailable","status":503,`+
+				`"detail":"The Worker's storage failed; retry under the same key.","error":"storage_unavailable"}`)
 		tb.fill(symbol)
 		key := tb.text("key")
 		tb.submit()
@@ -705,6 +653,46 @@ func TestBrowser(t *testing.T) {
 			t.Fatalf("the Worker's log does not name the refused origin %s", other)
 		}
 	})
+}
+
+// answerPOSTs has the browser answer each POST the tab sends to worker
+// itself, as the Worker would, CORS headers included for the page on
+// allowed: with status, Retry-After retryAfter and the problem body, until
+// the flag it returns is set; then POSTs reach the Worker. Every other
+// request, the preflight included, goes through.
+func answerPOSTs(t *testing.T, tb *tab, worker, allowed string, status int64, retryAfter, body string) *atomic.Bool {
+	t.Helper()
+	if _, err := chromedp.Call(tb.ctx, fetch.Enable, fetch.EnableParams{Patterns: []*fetch.RequestPattern{
+		{URLPattern: worker + "*", RequestStage: fetch.RequestStageRequest},
+	}}); err != nil {
+		t.Fatal(err)
+	}
+	var passed atomic.Bool
+	paused := chromedp.Events(tb.ctx, fetch.RequestPaused)
+	go func() {
+		for ev, err := range paused {
+			if err != nil {
+				return
+			}
+			if ev.Request.Method != http.MethodPost || passed.Load() {
+				chromedp.Call(tb.ctx, fetch.ContinueRequest, fetch.ContinueRequestParams{RequestID: ev.RequestID})
+				continue
+			}
+			chromedp.Call(tb.ctx, fetch.FulfillRequest, fetch.FulfillRequestParams{
+				RequestID: ev.RequestID, ResponseCode: status,
+				ResponseHeaders: []*fetch.HeaderEntry{
+					{Name: "Content-Type", Value: "application/problem+json"},
+					{Name: "X-Content-Type-Options", Value: "nosniff"},
+					{Name: "Retry-After", Value: retryAfter},
+					{Name: "Access-Control-Allow-Origin", Value: allowed},
+					{Name: "Access-Control-Expose-Headers", Value: "Idempotent-Replay, Retry-After, Link, Idempotency-Expires"},
+					{Name: "Vary", Value: "Origin"},
+				},
+				Body: []byte(body),
+			})
+		}
+	}()
+	return &passed
 }
 
 // checkHold drives a tab's order to an unknown outcome in a few seconds
