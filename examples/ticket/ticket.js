@@ -169,29 +169,49 @@ function onRetry({ attempt, error, waitMs }) {
 // lookup: a POST settles an open order in every mode, where a lookup only
 // reads what a settler stored (none runs in KV mode without a settle
 // queue), and a key that holds an order can never place a second one.
-async function send(how) {
-  if (inFlight) return;
-  const mine = ticket;
-  busy(true);
-  clearTimeout(recheck);
-  if (how === "resuming") {
-    show("resuming", "Resuming", "This ticket was sent before the page reloaded: sending the same order again under its key, to learn its outcome.");
-  } else if (how === "new") {
-    show("sending", "Sending", "Sending the order.");
-  }
+function send(how) {
   const once = how === "checking" ? { maxAttempts: 1 } : { deadline: Date.now() + submitBudgetMs };
-  // data-checking on #status marks a check in flight (styled "checking…").
-  checking(how === "checking");
-  try {
-    const result = await client.submit(mine.order, { key: mine.key, ...once, onRetry: (e) => open(mine) && onRetry(e) });
-    if (!open(mine)) return;
-    settled(mine);
-    showReceipt(result);
+  return one(how === "checking", (mine) => {
+    if (how === "resuming") {
+      show("resuming", "Resuming", "This ticket was sent before the page reloaded: sending the same order again under its key, to learn its outcome.");
+    } else if (how === "new") {
+      show("sending", "Sending", "Sending the order.");
+    }
+    return client.submit(mine.order, { key: mine.key, ...once, onRetry: (e) => open(mine) && onRetry(e) });
+  }, (result) => {
     if (result.replay) {
       show("replayed", "Placed earlier", `Order ${result.receipt.orderId} was already placed under this ticket's key; this is its original receipt.`);
     } else {
       show("placed", "Placed", `Order ${result.receipt.orderId} is placed.`);
     }
+  });
+}
+
+// lookup asks for the outcome of the open ticket's order after an answer
+// that may be retried but names no order the OMS did not confirm: it
+// never places the order, late, after the person stopped watching.
+function lookup() {
+  return one(true, (mine) => client.lookup(mine.key, { maxAttempts: 1 }), (result) =>
+    show("replayed", "Placed earlier", `Order ${result.receipt.orderId} was already placed under this ticket's key; this is its original receipt.`));
+}
+
+// one is the page's one request for the open ticket, mine: call(mine)
+// resolves to its receipt, which it shows, and done(result) says what it
+// means; a failure is answered (answerError). An answer for a ticket no
+// longer open is dropped. check marks the request on #status as a check
+// ("checking…").
+async function one(check, call, done) {
+  if (inFlight) return;
+  const mine = ticket;
+  busy(true);
+  clearTimeout(recheck);
+  checking(check);
+  try {
+    const result = await call(mine);
+    if (!open(mine)) return;
+    settled(mine);
+    showReceipt(result);
+    done(result);
   } catch (e) {
     if (open(mine)) answerError(e, mine);
   } finally {
@@ -256,28 +276,6 @@ function answerError(e, mine) {
     recheck = setTimeout(() => open(mine) && lookup(), wait);
   } else {
     show("error", "Failed", e instanceof EdgeOrdersError ? `${e.status} ${e.code || ""}: ${e.problem?.detail ?? e.message}` : String(e));
-  }
-}
-
-// lookup asks for the outcome of the open ticket's order after an answer
-// that may be retried but names no order the OMS did not confirm: it
-// never places the order, late, after the person stopped watching.
-async function lookup() {
-  if (inFlight) return;
-  const mine = ticket;
-  busy(true);
-  checking(true);
-  try {
-    const result = await client.lookup(mine.key, { maxAttempts: 1 });
-    if (!open(mine)) return;
-    settled(mine);
-    showReceipt(result);
-    show("replayed", "Placed earlier", `Order ${result.receipt.orderId} was already placed under this ticket's key; this is its original receipt.`);
-  } catch (e) {
-    if (open(mine)) answerError(e, mine);
-  } finally {
-    checking(false);
-    busy(false);
   }
 }
 
