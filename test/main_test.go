@@ -446,13 +446,20 @@ const logQuiet = time.Second
 // sawLog reports whether the Worker's log holds s within wait: for a line
 // that must come, whose relay from workerd through wrangler's inspector
 // may lag on a loaded machine past a quiet second.
-func (w *target) sawLog(s string, wait time.Duration) bool {
-	for deadline := time.Now().Add(wait); !strings.Contains(w.Logs(), s); time.Sleep(50 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			return false
+func (w *target) sawLog(s string, wait time.Duration) bool { return w.logAtLeast(s, 1, wait) >= 1 }
+
+// logAtLeast waits until the log names s n times, or wait has passed, and
+// returns how many times it does: for a check of at least n lines, which
+// need not wait for the log to go quiet (countLog), only for the lines.
+func (w *target) logAtLeast(s string, n int, wait time.Duration) int {
+	deadline := time.Now().Add(wait)
+	for {
+		got := strings.Count(w.Logs(), s)
+		if got >= n || time.Now().After(deadline) {
+			return got
 		}
+		time.Sleep(50 * time.Millisecond)
 	}
-	return true
 }
 
 // countLog counts the Worker's log lines containing s once the log has gone
@@ -473,21 +480,6 @@ func (w *target) countLog(t *testing.T, s string, wait time.Duration) int {
 		}
 	}
 	return strings.Count(last, s)
-}
-
-// logAtLeast waits until the log names s n times, or wait has passed, and
-// returns how many times it does: for a check of at least n lines, which
-// need not wait for the log to go quiet (countLog), only for the lines.
-func (w *target) logAtLeast(t *testing.T, s string, n int, wait time.Duration) int {
-	t.Helper()
-	deadline := time.Now().Add(wait)
-	for {
-		got := strings.Count(w.Logs(), s)
-		if got >= n || time.Now().After(deadline) {
-			return got
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
 }
 
 // problemTypePrefix starts every problem's type (api/openapi.yaml, Problem).

@@ -146,7 +146,7 @@ func TestBadConfigurationIsRefused(t *testing.T) {
 				}
 			}
 			// Both requests, and wrangler dev's own probe at start, are logged.
-			if n := w.logAtLeast(t, `"outcome":"misconfigured","error":"`+c.name, 2, 30*time.Second); n < 2 {
+			if n := w.logAtLeast(`"outcome":"misconfigured","error":"`+c.name, 2, 30*time.Second); n < 2 {
 				t.Fatalf("%d log lines name %s, want one per request at least:\n%s", n, c.name, w.Logs())
 			}
 		})
