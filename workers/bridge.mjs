@@ -191,9 +191,12 @@ export function requestHead(request) {
 
 // readAtMost reads a body stream whole if it holds at most limit bytes, as
 // the stream gives them (a fetch answer's decoded, whatever its
-// Content-Encoding); past limit it cancels the stream and returns null, so
-// that a body over the limit is never held whole.
-async function readAtMost(stream, limit) {
+// Content-Encoding); past limit it returns null, so that a body over the
+// limit is never held whole. It first reads and drops up to drain bytes
+// more, then cancels the stream: a client still sending a body somewhat
+// over the limit then reads its 413, where a cancel mid-send can reset its
+// connection (Go's net/http drains 256 KiB for the same reason).
+export async function readAtMost(stream, limit, drain = 0) {
   if (!stream) return new Uint8Array(0);
   const reader = stream.getReader();
   const chunks = [];
@@ -203,7 +206,7 @@ async function readAtMost(stream, limit) {
     if (done) break;
     size += value.length;
     if (size > limit) {
-      reader.cancel().catch(() => {});
+      await dropAtMost(reader, limit + drain - size);
       return null;
     }
     chunks.push(value);
@@ -216,6 +219,21 @@ async function readAtMost(stream, limit) {
   }
   return body;
 }
+
+// dropAtMost reads and drops what reader gives until the stream ends, or,
+// past room bytes, cancels it.
+async function dropAtMost(reader, room) {
+  while (room >= 0) {
+    const { done, value } = await reader.read();
+    if (done) return;
+    room -= value.length;
+  }
+  reader.cancel().catch(() => {});
+}
+
+// requestDrain is how much of a request body past its limit readBody reads
+// and drops before it cancels the rest (readAtMost).
+export const requestDrain = 256 << 10;
 
 // Each Go program registers its settle function; start's calls name it.
 const programs = [];
@@ -235,7 +253,7 @@ const calls = {
       return body.length > limit ? [new Uint8Array(0), true] : [body];
     }
     // No declared length: chunk by chunk.
-    const body = await readAtMost(request.body, limit);
+    const body = await readAtMost(request.body, limit, requestDrain);
     return body === null ? [new Uint8Array(0), true] : [body];
   },
 

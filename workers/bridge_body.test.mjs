@@ -1,0 +1,51 @@
+// A request body over its limit is read and dropped up to requestDrain
+// more before the rest is cancelled, so that a client still sending reads
+// its 413 (readAtMost).
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { readAtMost, requestDrain } from "./bridge.mjs";
+
+// chunked is a stream of n chunks of size bytes, which counts the chunks
+// its reader pulled and whether it was cancelled.
+function chunked(n, size) {
+  const seen = { pulled: 0, cancelled: false };
+  const stream = new ReadableStream({
+    pull(controller) {
+      if (seen.pulled === n) return controller.close();
+      seen.pulled++;
+      controller.enqueue(new Uint8Array(size));
+    },
+    cancel() {
+      seen.cancelled = true;
+    },
+  }, { highWaterMark: 0 });
+  return { stream, seen };
+}
+
+test("a body within its limit is read whole", async () => {
+  const { stream, seen } = chunked(4, 1000);
+  const body = await readAtMost(stream, 4000, requestDrain);
+  assert.equal(body.length, 4000);
+  assert.equal(seen.cancelled, false);
+});
+
+test("a body somewhat over its limit is read to its end and dropped", async () => {
+  const { stream, seen } = chunked(64, 4096);
+  assert.equal(await readAtMost(stream, 64 << 10, requestDrain), null);
+  assert.equal(seen.pulled, 64);
+  assert.equal(seen.cancelled, false, "cancelled a body within the drain");
+});
+
+test("a body far over its limit is cancelled past the drain", async () => {
+  const { stream, seen } = chunked(1000, 4096);
+  assert.equal(await readAtMost(stream, 64 << 10, requestDrain), null);
+  assert.equal(seen.cancelled, true);
+  assert.ok(seen.pulled * 4096 <= (64 << 10) + requestDrain + 2 * 4096, `read ${seen.pulled} chunks`);
+});
+
+test("an answer over its limit is cancelled at once", async () => {
+  const { stream, seen } = chunked(100, 4096);
+  assert.equal(await readAtMost(stream, 8192), null);
+  assert.equal(seen.cancelled, true);
+  assert.ok(seen.pulled <= 4, `read ${seen.pulled} chunks`);
+});
