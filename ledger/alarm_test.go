@@ -261,3 +261,32 @@ func TestATentativeClaimWhoseLeaseEndedCommitsNothing(t *testing.T) {
 		t.Fatalf("Lookup = %+v, %v; want the key free", rec, err)
 	}
 }
+
+// TestAMisconfiguredAlarmWaitsAMinute: an alarm that cannot settle (the
+// Worker is misconfigured: no settler) leaves its keys due and comes
+// again after MisconfiguredRetry, not each second until a fix is
+// deployed; one that can settles the keys due and comes again a second
+// later for a key still due.
+func TestAMisconfiguredAlarmWaitsAMinute(t *testing.T) {
+	m, c := newMemory()
+	key := intake.Key{Client: "desk-a", ID: "due"}
+	leaveOpen(t, m, c, key, c.now)
+	c.Advance(time.Second)
+	if err := m.RunAlarm(nil); err != nil {
+		t.Fatal(err)
+	}
+	if want := c.now.Add(ledger.MisconfiguredRetry); !m.Alarm.Equal(want) {
+		t.Fatalf("alarm at %v after one that could not settle, want %v", m.Alarm, want)
+	}
+	c.now = m.Alarm
+	var settled []intake.Key
+	if err := m.RunAlarm(func(keys []intake.Key) error { settled = keys; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(settled, []intake.Key{key}) {
+		t.Fatalf("the alarm settled %v, want the key left due: %v", settled, key)
+	}
+	if want := c.now.Add(intake.FirstSettleDelay); !m.Alarm.Equal(want) {
+		t.Fatalf("alarm at %v for a key still due, want %v", m.Alarm, want)
+	}
+}

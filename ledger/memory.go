@@ -134,6 +134,13 @@ func (m *MemoryStore) AlarmDone(retryDue time.Duration) {
 	m.obj.AlarmDone(retryDue)
 }
 
+// RunAlarm runs the object's alarm, as the runtime does when Alarm is
+// due (Object.RunAlarm): settle is called without the lock held, and
+// settles the keys through the store like any caller.
+func (m *MemoryStore) RunAlarm(settle func([]intake.Key) error) error {
+	return runAlarm(m.DueKeys, m.AlarmDone, settle)
+}
+
 // Rows reports how many rows the object stores, expired ones included.
 func (m *MemoryStore) Rows() int {
 	m.mu.Lock()

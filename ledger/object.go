@@ -336,6 +336,41 @@ func (o *Object) Alarm(limit int) []intake.Key {
 	return keys
 }
 
+// SettleBatch bounds the keys one alarm settles; more are left due, and
+// the next alarm comes a second later.
+const SettleBatch = 32
+
+// MisconfiguredRetry is how soon the next alarm comes after one that
+// could settle nothing, the Worker being misconfigured (its requests say
+// which setting in their 500s): every alarm would find the same keys due
+// until a fix is deployed, and one each second would cost an invocation
+// each second for nothing. A fix resumes the settling within it.
+const MisconfiguredRetry = time.Minute
+
+// RunAlarm runs the object's alarm (Alarm, then AlarmDone) with settle,
+// which settles the keys due, at most SettleBatch; nil when the Worker is
+// misconfigured, which leaves them due for MisconfiguredRetry. It returns
+// settle's error.
+func (o *Object) RunAlarm(settle func([]intake.Key) error) error {
+	return runAlarm(o.Alarm, o.AlarmDone, settle)
+}
+
+// runAlarm is RunAlarm over an object's Alarm and AlarmDone, which
+// MemoryStore calls under its lock.
+func runAlarm(begin func(limit int) []intake.Key, done func(retryDue time.Duration), settle func([]intake.Key) error) error {
+	keys := begin(SettleBatch)
+	retry := intake.FirstSettleDelay
+	var err error
+	switch {
+	case settle == nil:
+		retry = MisconfiguredRetry
+	case len(keys) > 0:
+		err = settle(keys)
+	}
+	done(retry)
+	return err
+}
+
 // AlarmDone sets the next alarm: for the earliest due key, but no sooner
 // than retryDue from now (a key still due was just tried), or for the next
 // sweep.

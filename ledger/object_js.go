@@ -32,10 +32,6 @@ func Export(newSettler func(env workers.Env, store intake.Store) *intake.Service
 	})
 }
 
-// settleBatch bounds the keys one alarm settles; more are left due, and
-// the next alarm comes a second later.
-const settleBatch = 32
-
 // object returns the Object over state's SQLite storage.
 func object(state workers.State) *Object {
 	return &Object{rows: sqlTable{state}, now: time.Now, setAlarm: state.SetAlarm}
@@ -44,19 +40,20 @@ func object(state workers.State) *Object {
 // alarm runs the object's alarm: the sweep when it is due, then the
 // settler for every key due, each as a request would (a synchronous claim
 // step, the gateway call, a synchronous commit step), all at once; then the
-// next alarm. The keys run on the Worker's kept goroutines (settleAll);
+// next alarm (RunAlarm: a minute later while the Worker is misconfigured
+// and cannot settle). The keys run on the Worker's kept goroutines (settleAll);
 // the alarm fails if one panicked.
 func alarm(ctx context.Context, state workers.State, env workers.Env, newSettler func(workers.Env, intake.Store) *intake.Service) error {
 	o := object(state)
-	keys := o.Alarm(settleBatch)
-	var err error
-	if settler := newSettler(env, NewLocal(o)); settler != nil && len(keys) > 0 {
-		err = settleAll(keys, workers.Go, func(key intake.Key) {
+	settler := newSettler(env, NewLocal(o))
+	if settler == nil {
+		return o.RunAlarm(nil)
+	}
+	return o.RunAlarm(func(keys []intake.Key) error {
+		return settleAll(keys, workers.Go, func(key intake.Key) {
 			settler.Settle(ctx, key) // a key left due is tried again
 		})
-	}
-	o.AlarmDone(intake.FirstSettleDelay)
-	return err
+	})
 }
 
 func serveObject(state workers.State, method string, arg []byte) ([]byte, error) {

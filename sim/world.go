@@ -49,7 +49,6 @@ const (
 	queueRetryDelay = app.QueueRetryDelay
 	sweepEvery      = 5 * time.Minute // wrangler.toml's Cron Trigger
 	queueMaxRetries = 10              // wrangler.toml's max_retries
-	alarmBatch      = 32              // ledger's settleBatch
 	// quietFor is how long a history runs without faults at its end, for
 	// every unknown outcome to be settled: past the settler's longest
 	// backoff, a sweep and its grace, several times over.
@@ -708,20 +707,21 @@ func (w *world) alarms() {
 // only before it gives up on a key.
 func (w *world) alarm() {
 	w.count("alarm")
-	keys := w.ledger.DueKeys(alarmBatch)
 	opts := w.options(gateway{w: w, inst: -1})
 	opts.CachedReceipts = -1
 	if w.migrating {
 		opts.Fallback, opts.FallbackUntil = w.fallback, w.now().Add(7*24*time.Hour)
 	}
 	svc := intake.New(w.ledger, opts)
-	for _, key := range keys {
-		w.sched.running.key = key.String()
-		st, err := svc.Settle(context.Background(), key)
-		w.checkNoRow("alarm", err)
-		w.logf("alarm: settled %s: %+v %v", key, st, err)
-	}
-	w.ledger.AlarmDone(intake.FirstSettleDelay)
+	w.ledger.RunAlarm(func(keys []intake.Key) error {
+		for _, key := range keys {
+			w.sched.running.key = key.String()
+			st, err := svc.Settle(context.Background(), key)
+			w.checkNoRow("alarm", err)
+			w.logf("alarm: settled %s: %+v %v", key, st, err)
+		}
+		return nil
+	})
 }
 
 // ledgerCall carries one call to the ledger object: over RPC from an
