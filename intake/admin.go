@@ -202,7 +202,8 @@ func (a *Admin) Inspect(ctx context.Context, key Key) (Record, error) {
 // that holds another order id than res.OrderID, and an error wrapping
 // ErrStorageUnavailable when storage fails (the key is then left Open).
 // It returns the key's Record after. During a migration, a key left open
-// only in the Fallback is adopted first (Service.Adopt).
+// only in the Fallback is adopted first (Service.Adopt), and the errors
+// above say what the Fallback holds of a key the Store has not.
 func (a *Admin) Resolve(ctx context.Context, key Key, res Resolution) (Record, error) {
 	switch {
 	case res.Status == order.StatusAccepted && res.Reason == "":
@@ -233,16 +234,19 @@ func (a *Admin) Resolve(ctx context.Context, key Key, res Resolution) (Record, e
 		}
 		taken, rec, err = s.begin(ctx, key, claim)
 		if err == nil && rec.State == Absent {
-			// Another request held the key in the Store while the
-			// adoption looked, and has let it go since (a retry of
-			// another order, told 422), or the adoption's read or release
-			// outlasted its claim: KV still holds it open. The operator
-			// tries again, as for any key in progress. A read of KV that
-			// fails says nothing of the key: storage is unavailable.
-			var open bool
-			if open, err = s.adoptable(ctx, key); open {
-				return Record{}, ErrInProgress
+			// Still not in the Store: the operator is told what KV holds.
+			// A receipt there is final. A claim there is in progress,
+			// and so is a key KV holds open: another request held the
+			// key in the Store while the adoption looked, and has let it
+			// go since (a retry of another order, told 422), or the
+			// adoption's read or release outlasted its claim; the
+			// operator tries again. A read of KV that fails says nothing
+			// of the key: storage is unavailable.
+			var old Record
+			if old, err = s.opts.Fallback.Lookup(ctx, key); old.State == Open && !isAdoptable(old) {
+				return Record{}, ErrNoOrder
 			}
+			rec = Record{State: old.State}
 		}
 	}
 	switch {

@@ -213,13 +213,6 @@ func isAdoptable(old Record) bool {
 	return old.State == Open && old.HasOrder && old.Fingerprint != ""
 }
 
-// adoptable reports whether the Fallback holds key open with its order
-// now, and the Fallback's error when it cannot be read.
-func (s *Service) adoptable(ctx context.Context, key Key) (bool, error) {
-	old, err := s.opts.Fallback.Lookup(ctx, key)
-	return err == nil && isAdoptable(old), err
-}
-
 // outlasted reports whether a claim made at claimedAt may have lost its
 // key by now: its lease may have ended (DueSlack allows for the clocks of
 // the isolate and the Store). What the Fallback told it since is then not

@@ -560,3 +560,56 @@ func TestAResolveWhoseReadOfKVFailsAfterItsAdoptionOutlastedSaysStorageUnavailab
 		t.Fatalf("Resolve again = %v, %v; want the answer stored", rec.State, err)
 	}
 }
+
+// TestAResolveOfAKeyOnlyKVHoldsSaysWhatKVHolds: during the migration, a
+// resolve of a key the ledger has never seen tells the operator what KV
+// holds for it, as Inspect shows it: a receipt there is final (409), a
+// live claim there in progress (409), not "not found" (404), which says
+// no order exists under the key.
+func TestAResolveOfAKeyOnlyKVHoldsSaysWhatKVHolds(t *testing.T) {
+	ctx := context.Background()
+	o, err := order.Parse([]byte(validBody))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name   string
+		commit bool
+		want   error
+	}{
+		{"a receipt", true, intake.ErrOutcomeFinal},
+		{"a live claim", false, intake.ErrInProgress},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			clock := &fakeClock{now: acceptedAt}
+			old := kv.NewMemoryNamespace()
+			old.Now = clock.Now
+			oldStore := kv.NewStore(old, clock.Now)
+			c := intake.Claim{Token: "old", Fingerprint: o.Fingerprint(), Order: o, OrderID: "order-x", AcceptedAt: acceptedAt,
+				Lease: config.DefaultPendingTTL, KeepUntil: acceptedAt.Add(keepWindow)}
+			if _, err := oldStore.Begin(ctx, key("k"), c); err != nil {
+				t.Fatal(err)
+			}
+			if tc.commit {
+				receipt := order.Receipt{OrderID: "order-x", Status: order.StatusAccepted, Order: o, AcceptedAt: acceptedAt}
+				if err := oldStore.Commit(ctx, key("k"), c, intake.Result{Body: receipt.JSON(), Fingerprint: o.Fingerprint(), TTL: config.DefaultResultTTL}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			_, _, mem := migrating(t)
+			g := &scriptedGateway{clock: clock}
+			svc := intake.New(mem, intake.Options{ResultTTL: config.DefaultResultTTL, PendingTTL: config.DefaultPendingTTL, Gateway: g,
+				Now: clock.Now, Fallback: oldStore, FallbackUntil: acceptedAt.Add(48 * time.Hour)})
+			admin := intake.NewAdmin(svc, mem)
+			if _, err := admin.Resolve(ctx, key("k"), intake.Resolution{Status: order.StatusAccepted}); !errors.Is(err, tc.want) {
+				t.Fatalf("Resolve = %v; want %v", err, tc.want)
+			}
+			if rec, err := mem.Lookup(ctx, key("k")); err != nil || rec.State != intake.Absent {
+				t.Errorf("the ledger after the resolve: %v, %v; want nothing stored", rec.State, err)
+			}
+			if n := len(g.placements()); n != 0 {
+				t.Errorf("gateway calls = %d, want none", n)
+			}
+		})
+	}
+}
