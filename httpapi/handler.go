@@ -126,9 +126,15 @@ func (h *Handler) ServeWorker(ctx context.Context, r *workers.Request) *workers.
 		origin = r.Header.Get("Origin")
 	}
 	resp, line := h.origins.preflight(r, origin)
-	if resp == nil {
+	switch {
+	case resp == nil:
 		resp, line = h.serve(ctx, r, m)
 		h.origins.annotate(resp, origin)
+	case m != nil:
+		m.outcome = metrics.Preflight
+		if line.Status != statusNoContent {
+			m.outcome = metrics.OriginNotAllowed
+		}
 	}
 	line.Millis = time.Since(start).Milliseconds()
 	h.opts.Log.Log(line)
@@ -142,8 +148,7 @@ func (h *Handler) ServeWorker(ctx context.Context, r *workers.Request) *workers.
 type measure struct {
 	start time.Time
 	tally *metrics.Tally
-	// outcome is the metric's; "" takes the log line's problem, or the
-	// preflight's.
+	// outcome is the metric's; "" takes the log line's problem.
 	outcome  metrics.Outcome
 	attempts int
 	// acceptedAt is a replay's order's.
@@ -154,13 +159,6 @@ type measure struct {
 func (m *measure) point(line eventlog.Line, method string, now time.Time) metrics.Point {
 	p := metrics.Point{Client: line.Client, Outcome: m.outcome, Status: line.Status, Event: metrics.EventOf(method),
 		Took: now.Sub(m.start), Gateway: m.tally.Gateway(), StorageCalls: m.tally.StorageCalls(), Attempts: m.attempts}
-	if p.Outcome == "" {
-		// A preflight, which serve never saw.
-		p.Outcome = metrics.Preflight
-		if line.Status != statusNoContent {
-			p.Outcome = metrics.OriginNotAllowed
-		}
-	}
 	if p.Outcome == metrics.Replay && !m.acceptedAt.IsZero() {
 		p.SinceAccepted = now.Sub(m.acceptedAt)
 	}
@@ -230,7 +228,10 @@ func (h *Handler) serve(ctx context.Context, r *workers.Request, m *measure) (re
 	if r.Method == "GET" && r.Path == PolicyPath {
 		// Public, and no key route: whatever its headers, a GET of the
 		// policy reads nothing else of the request and touches no storage.
-		return policyResponse(h.policy), eventlog.Line{Outcome: "policy", Status: statusOK}
+		if m != nil {
+			m.outcome = metrics.Policy
+		}
+		return policyResponse(h.policy), eventlog.Line{Outcome: string(metrics.Policy), Status: statusOK}
 	}
 	if h.opts.Clients == nil && h.opts.Closed {
 		resp, line.Outcome, line.Status = errorResponse(errMisconfigured, detailNoTokens, 0)

@@ -217,6 +217,8 @@ func TestDataPointPerOutcome(t *testing.T) {
 			want: metrics.Point{Client: "alice", Outcome: metrics.StorageUnavailable, Status: 503, Event: metrics.Submit, Took: storeStep, StorageCalls: 1}},
 		{name: "a panic", r: post("panic", validBody),
 			want: metrics.Point{Client: "alice", Outcome: metrics.InternalError, Status: 500, Event: metrics.Submit, Took: storeStep, StorageCalls: 1}},
+		{name: "the policy page", r: func() *http.Request { r := send("GET", "", "", ""); r.URL.Path = httpapi.PolicyPath; return r }(),
+			want: metrics.Point{Outcome: metrics.Policy, Status: 200, Event: metrics.Lookup}},
 		{name: "a preflight", r: send("OPTIONS", "", "", "", "Origin", "https://desk.example.com", "Access-Control-Request-Method", "POST"),
 			want: metrics.Point{Outcome: metrics.Preflight, Status: 204, Event: metrics.Other}},
 		{name: "a preflight from another origin", r: send("OPTIONS", "", "", "", "Origin", "https://evil.example", "Access-Control-Request-Method", "POST"),

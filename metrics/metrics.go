@@ -62,6 +62,8 @@ const (
 	InternalError Outcome = "internal_error"
 	// Misconfigured: a setting cannot work (500).
 	Misconfigured Outcome = "misconfigured"
+	// Policy: the idempotency policy page (200), which touches no storage.
+	Policy Outcome = "policy"
 )
 
 // A settle attempt's outcomes, besides InProgress, Unknown, Rejected,

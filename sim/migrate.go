@@ -228,6 +228,10 @@ func (w *world) operatorResolve(inst *instance, k *clientKey) {
 		}
 		shown := w.now()
 		rec, err := admin.Inspect(ctx, k.key)
+		if err == nil && rec.State == intake.Stored && w.choose(2, "operator resolves a final key") == 1 {
+			w.resolveFinal(ctx, admin, a, k.key, rec, shown)
+			return
+		}
 		if err != nil || rec.State != intake.Open {
 			return
 		}
@@ -259,6 +263,28 @@ func (w *world) operatorResolve(inst *instance, k *clientKey) {
 			w.violate("%s: resolving an open key failed: %v", a.name, err)
 		}
 	})
+}
+
+// resolveFinal resolves key, whose detail showed its outcome stored at
+// shownAt, as an operator acting on a page gone stale may. Invariant: an
+// operator is told what the key holds: that its outcome is final, or that
+// a request holds it, unless storage failed, a purge of the key ran since,
+// or the outcome expired since.
+func (w *world) resolveFinal(ctx context.Context, admin *intake.Admin, a *actor, key intake.Key, shown intake.Record, shownAt time.Time) {
+	w.count("operator resolve of a final key")
+	_, err := admin.Resolve(ctx, key, intake.Resolution{Status: order.StatusAccepted, OrderID: intake.OrderIDOf(shown)})
+	w.logf("%s: a final key: %v", a.name, err)
+	w.checkNoRow(a.name, err)
+	name := key.String()
+	switch {
+	case errors.Is(err, intake.ErrOutcomeFinal) || errors.Is(err, intake.ErrInProgress) || errors.Is(err, intake.ErrStorageUnavailable):
+	case w.anyPurge(name, func(p *purge) bool { return p.end.IsZero() || !p.end.Before(shownAt) }):
+		w.count("a resolve of a final key a purge changed meanwhile")
+	case !shown.Expires.IsZero() && !shown.Expires.After(w.now()) || w.kvExpiredBetween("result:"+name, shownAt, w.now()):
+		w.count("a resolve of a final key whose outcome expired meanwhile")
+	default:
+		w.violate("%s: resolving a key whose detail showed its outcome stored answered %v, not that it is final", a.name, err)
+	}
 }
 
 // purgedOutcomeSince reports whether a purge of key deleted, in the store
