@@ -69,10 +69,21 @@ type adminEnv struct {
 
 func newAdminEnv(t *testing.T, open bool) *adminEnv {
 	t.Helper()
+	e, _, _ := newAdminEnvOver(t, open, true)
+	return e
+}
+
+// newAdminEnvOver is newAdminEnv over a namespace that faults as the
+// Faulty it returns is set to, with each claim released after its
+// commit, or left beside the receipt (KV_CLAIM_AFTER_RECEIPT), as
+// release says.
+func newAdminEnvOver(t *testing.T, open, release bool) (*adminEnv, *kvtest.Faulty, *kv.MemoryNamespace) {
+	t.Helper()
 	mem := kv.NewMemoryNamespace()
-	e := &adminEnv{t: t, gw: &lossyGateway{}, rec: &kvtest.Recording{Namespace: mem}}
+	faulty := &kvtest.Faulty{Namespace: mem}
+	e := &adminEnv{t: t, gw: &lossyGateway{}, rec: &kvtest.Recording{Namespace: faulty}}
 	store := kv.NewStore(listingRecording{e.rec, mem}, nil)
-	store.ReleaseClaims = true
+	store.ReleaseClaims = release
 	opts := serviceOptions()
 	opts.Gateway = e.gw
 	svc := intake.New(store, opts)
@@ -87,7 +98,7 @@ func newAdminEnv(t *testing.T, open bool) *adminEnv {
 		}
 	}
 	e.h = httpapi.New(svc, httpapi.Options{Clients: clients, Admins: admins, Admin: intake.NewAdmin(svc, store), Log: e.log})
-	return e
+	return e, faulty, mem
 }
 
 func (e *adminEnv) log(l eventlog.Line) {

@@ -223,6 +223,18 @@ func (a *Admin) Resolve(ctx context.Context, key Key, res Resolution) (Record, e
 	}
 	defer s.inFlight.remove(cacheKey, entry)
 
+	// A refusal a read can tell writes nothing: bad input changes
+	// nothing, and an operator's claim, even given back, would hold the
+	// key from its client's retry meanwhile (for its whole lease, should
+	// the give-back fail). The claim checks again: the read may be stale.
+	if cur, err := s.store.Lookup(ctx, key); err == nil {
+		switch {
+		case cur.State == Stored:
+			return Record{}, ErrOutcomeFinal
+		case cur.State == Open && unresolvable(cur, res) != nil:
+			return Record{}, unresolvable(cur, res)
+		}
+	}
 	claim := Claim{Token: s.opts.NewID(), Lease: s.opts.PendingTTL, By: RoleResolver, KeepUntil: s.keepUntil(now)}
 	taken, rec, err := s.begin(ctx, key, claim)
 	if err == nil && rec.State == Absent && s.fallback() {
@@ -265,13 +277,9 @@ func (a *Admin) Resolve(ctx context.Context, key Key, res Resolution) (Record, e
 		return Record{}, ErrInProgress
 	}
 	claim = taken
-	mismatch := res.OrderID != "" && rec.OrderID != res.OrderID
-	if mismatch || !rec.HasOrder || claim.Fingerprint == "" {
+	if err := unresolvable(rec, res); err != nil {
 		s.release(ctx, key, GiveBack(claim, rec))
-		if mismatch {
-			return Record{}, ErrPrecondition
-		}
-		return Record{}, ErrNoOrder
+		return Record{}, err
 	}
 	_, err = s.place(withAnswer(ctx, res), key, claim, bySettler)
 	if left := (*unstored)(nil); errors.As(err, &left) {
@@ -291,6 +299,20 @@ func (a *Admin) Resolve(ctx context.Context, key Key, res Resolution) (Record, e
 		after = Record{State: Stored, Body: receipt.JSON(), Rejected: res.Status == order.StatusRejected, Fingerprint: claim.Fingerprint}
 	}
 	return after, nil
+}
+
+// unresolvable is why res cannot resolve a key open as rec shows it:
+// ErrPrecondition when it holds another order id than res names,
+// ErrNoOrder when it holds no order (an older version's key); nil when
+// res can.
+func unresolvable(rec Record, res Resolution) error {
+	switch {
+	case res.OrderID != "" && rec.OrderID != res.OrderID:
+		return ErrPrecondition
+	case !rec.HasOrder || rec.Fingerprint == "":
+		return ErrNoOrder
+	}
+	return nil
 }
 
 // Purge deletes key's final outcome and any claim left beside it, so the

@@ -461,10 +461,14 @@ func TestAResolveRacingARequestThatHeldTheKeyIsInProgress(t *testing.T) {
 	ctx := context.Background()
 	_, _, mem, g, svc := migratingService(t)
 	other := intake.Claim{Token: "other order's retry", Fingerprint: "another order", Lease: time.Minute}
-	held := false
+	held, lookups := false, 0
 	mem.RoundTrip = func(ctx context.Context, method string, apply func()) error {
-		if method == "lookup" && !held {
-			// The adoption's look at the ledger finds the retry holding the key.
+		if method == "lookup" {
+			lookups++
+		}
+		// The resolve's own read finds the ledger's key free; the
+		// adoption's look at it then finds the retry holding the key.
+		if method == "lookup" && lookups == 2 {
 			held = true
 			mem.RoundTrip = nil
 			if rec, err := mem.Begin(ctx, key("k"), other); err != nil || rec.Took != intake.EventClaim {

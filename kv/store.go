@@ -208,7 +208,7 @@ func (k *Store) Begin(ctx context.Context, key intake.Key, c intake.Claim) (inta
 	if err != nil {
 		return intake.Record{}, unwritten{err}
 	}
-	if c.By&(intake.RoleSettler|intake.RoleResolver) != 0 && stored != nil && pending != nil {
+	if c.By == intake.RoleSettler && stored != nil && pending != nil {
 		// The outcome is what counts: a delete that fails leaves the claim
 		// for the next sweep to list and the next settler to delete.
 		_ = k.ns.Delete(ctx, pendingPrefix+key.String())
