@@ -33,3 +33,46 @@ func TestARefusedResolveLeavesTheKeysNextAttempt(t *testing.T) {
 		}
 	})
 }
+
+// TestARefusedResolveClaimsNothing: a resolve refused for what a read
+// of the key shows (another order id, or its outcome final) claims
+// nothing: bad input changes nothing, and an operator's claim, even
+// given back at once, holds the key from its client's retry meanwhile,
+// and for its whole lease should the give-back fail.
+func TestARefusedResolveClaimsNothing(t *testing.T) {
+	ctx := context.Background()
+	forEachStore(t, intake.Options{}, func(t *testing.T, e *settleEnv) {
+		leaveUnknown(t, e)
+		store, ok := e.store.(intake.AdminStore)
+		if !ok {
+			t.Fatalf("%T is no AdminStore", e.store)
+		}
+		counted := &countingBegins{Store: e.store}
+		admin := intake.NewAdmin(intake.New(counted, e.opts), store)
+		if _, err := admin.Resolve(ctx, deskKey, intake.Resolution{Status: order.StatusAccepted, OrderID: "another"}); !errors.Is(err, intake.ErrPrecondition) {
+			t.Fatalf("Resolve of another order id = %v, want ErrPrecondition", err)
+		}
+		if _, err := admin.Resolve(ctx, deskKey, intake.Resolution{Status: order.StatusAccepted}); err != nil {
+			t.Fatalf("Resolve = %v", err)
+		}
+		begins := counted.begins
+		if _, err := admin.Resolve(ctx, deskKey, intake.Resolution{Status: order.StatusAccepted}); !errors.Is(err, intake.ErrOutcomeFinal) {
+			t.Fatalf("Resolve of a final outcome = %v, want ErrOutcomeFinal", err)
+		}
+		if counted.begins != begins || begins != 1 {
+			t.Errorf("the resolves claimed %d times, then %d; want once, for the one that stored the answer", begins, counted.begins)
+		}
+	})
+}
+
+// countingBegins is a Store that counts its Begin calls: each may write
+// a claim.
+type countingBegins struct {
+	intake.Store
+	begins int
+}
+
+func (c *countingBegins) Begin(ctx context.Context, key intake.Key, claim intake.Claim) (intake.Record, error) {
+	c.begins++
+	return c.Store.Begin(ctx, key, claim)
+}

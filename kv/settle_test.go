@@ -227,7 +227,16 @@ func TestAClaimLeftBesideItsReceiptIsListedOnceAndDeleted(t *testing.T) {
 	if got, err := store.Overdue(ctx, c.now, 100); err != nil || len(got) != 1 {
 		t.Fatalf("Overdue = %v, %v; want the claim past its lease", got, err)
 	}
-	rec, err := store.Begin(ctx, k, intake.Claim{Token: "settler", Lease: time.Minute, By: intake.RoleSettler})
+	// An operator's resolve, refused since the outcome is final, changes
+	// nothing: the claim stays for the settler.
+	rec, err := store.Begin(ctx, k, intake.Claim{Token: "operator", Lease: time.Minute, By: intake.RoleResolver})
+	if err != nil || rec.State != intake.Stored {
+		t.Fatalf("the resolver's Begin = %v, %v; want Stored", rec.State, err)
+	}
+	if _, err := mem.Get(ctx, "pending:desk-a:done"); err != nil {
+		t.Fatalf("the claim beside the receipt after a resolve's Begin: %v; want it kept", err)
+	}
+	rec, err = store.Begin(ctx, k, intake.Claim{Token: "settler", Lease: time.Minute, By: intake.RoleSettler})
 	if err != nil || rec.State != intake.Stored {
 		t.Fatalf("the settler's Begin = %v, %v; want Stored", rec.State, err)
 	}
