@@ -252,6 +252,8 @@ var simOnly = []struct {
 		"\tm.phase = intake.PhaseOf(claimRecordAt(m, e.Value, now))\n\tif m.phase == intake.PhaseChecking {\n\t\tm.phase = intake.PhaseUnresolved\n\t}\n"}, "kv", 200},
 	{mutant{"a settler's answer not stored ends its key's settle chain (simulator alone)", "intake/settle.go",
 		"\t\tif errors.As(err, &left) {", "\t\tif false {"}, "kv", 200},
+	{mutant{"a resolve of a key only KV holds says not found, whatever KV holds (simulator alone)", "intake/admin.go",
+		"\t\t\trec = Record{State: old.State}\n", "\t\t\t_ = old\n"}, "ledger", 700},
 	{mutant{"a purge during a migration leaves KV's claim (simulator alone)", "intake/admin.go",
 		"if err == nil && final && (rec.State != Stored || mismatched(rec, orderID)) {", "if err == nil && false {"}, "ledger", 2000},
 }
