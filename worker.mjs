@@ -21,9 +21,19 @@ function ready() {
   const startedAt = performance.now();
   const instance = new WebAssembly.Instance(program, go.importObject);
   // run() executes main until it blocks, so the functions exist when it
-  // returns.
-  go.run(instance);
+  // returns, unless the program trapped first (a TinyGo panic in an
+  // initialiser, memory exhausted), which only rejects what run returns:
+  // then it is ended as a trap ends it, this event fails, and the next
+  // starts another.
+  delete globalThis.__goFetch;
+  const running = go.run(instance);
   ({ __goFetch: goFetch, __goObject: goObject, __goAlarm: goAlarm, __goQueue: goQueue, __goScheduled: goScheduled } = globalThis);
+  if (!goFetch) {
+    const failed = new Error("edge-orders: the Go program trapped while it started");
+    running.catch((cause) => console.error(JSON.stringify({ event: "go_start_failed", error: String(cause?.stack ?? cause) })));
+    go._end(failed);
+    throw failed;
+  }
   console.log(JSON.stringify({ event: "go_started", ms: performance.now() - startedAt }));
 }
 

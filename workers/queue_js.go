@@ -84,7 +84,9 @@ func ServeScheduled(handle func(ctx context.Context, env Env) error) {
 func runTask(task func() error) (failure string) {
 	defer func() {
 		if p := recover(); p != nil {
-			failure = "workers: panic in a task"
+			var line []byte
+			failure, line = taskPanic(p)
+			Console.WriteError(line)
 		}
 	}()
 	return failureText(task())
