@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"errors"
 	"sync/atomic"
 	"time"
 
@@ -86,7 +87,10 @@ func (m *meter) observeSettle() func(context.Context, intake.Key) (context.Conte
 
 // settleOutcome is a settle attempt's outcome.
 func settleOutcome(st intake.Settlement, err error) metrics.Outcome {
-	if err != nil {
+	switch {
+	case errors.Is(err, intake.ErrSettlePanicked):
+		return metrics.InternalError
+	case err != nil:
 		return metrics.StorageUnavailable
 	}
 	switch st.Result {

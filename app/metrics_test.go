@@ -353,3 +353,33 @@ func TestARefusedPointIsLoggedOnce(t *testing.T) {
 		t.Errorf("metrics_write_failed lines = %v, want one with the refusal", lines)
 	}
 }
+
+// TestASettleAttemptThatPanickedIsCountedAsAFailure: a settle attempt
+// that panics (standard Go: the alarm's settleAll, or the queue's task,
+// recovers it and the key stays due) is counted internal_error, not
+// nothing_to_settle, which hid a failing key (found by a review).
+func TestASettleAttemptThatPanickedIsCountedAsAFailure(t *testing.T) {
+	w := newMeteredWorld(t, map[string]string{"STORAGE": "ledger"})
+	worker := app.New(w.env)
+	w.lose = true
+	w.serve(worker.Handler, "POST", "k")
+	w.metrics.taken()
+	w.lose = false
+	w.advance(time.Second)
+	w.env.Fetch = func(context.Context, *workers.OutgoingRequest) (*workers.OutgoingResponse, error) { panic("a bug in the gateway") }
+	panicked := func() (p any) {
+		defer func() { p = recover() }()
+		app.New(w.env).Settler(w.ledger).Settle(context.Background(), intake.Key{ID: "k"})
+		return nil
+	}()
+	if panicked == nil {
+		t.Fatal("the settle attempt did not panic: the test's gateway was not called")
+	}
+	got := w.metrics.taken()
+	if len(got) != 1 {
+		t.Fatalf("%d points, want the attempt's one: %v", len(got), got)
+	}
+	if blobs := got[0][1].([]string); blobs[0] != string(metrics.InternalError) {
+		t.Errorf("a settle attempt that panicked wrote blobs %q; want outcome %s", blobs, metrics.InternalError)
+	}
+}

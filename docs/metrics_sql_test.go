@@ -135,8 +135,10 @@ func TestAECallCheckerTellsTheForms(t *testing.T) {
 		{"SELECT quantileExactWeighted(0.5, 0.9)(double2, _sample_interval) FROM t", "1 to 1 parameters, not 2"},
 		{"SELECT quantileExactWeighted(0.5)(double2) FROM t", "2 to 2 arguments, not 1"},
 		{"SELECT if(double1 > 0, 1) FROM t", "3 to 3 arguments, not 2"},
-		{"SELECT quantile(0.5)(double2) FROM t", "quantile is no function of Analytics Engine's SQL reference"},
-		{"SELECT toStartOfHour(timestamp) FROM t", "toStartOfHour is no function"},
+		{"SELECT quantile(0.5)(double2) FROM t", "quantile is not among the functions checked against Analytics Engine's SQL reference"},
+		// Documented (2025-11-12), but not yet checked here: a query that
+		// uses it adds it to aeFunctions first.
+		{"SELECT toStartOfHour(timestamp) FROM t", "toStartOfHour is not among the functions checked"},
 		{"SELECT sum((double1) FROM t", "unbalanced parentheses"},
 	}
 	for _, tc := range tests {
@@ -164,7 +166,7 @@ func aeCallProblems(sql string) []string {
 		}
 		fn, ok := byName[strings.ToLower(written)]
 		if !ok {
-			problems = append(problems, fmt.Sprintf("%s is no function of Analytics Engine's SQL reference that the queries may use (add its documented signature to aeFunctions)", written))
+			problems = append(problems, fmt.Sprintf("%s is not among the functions checked against Analytics Engine's SQL reference (check it there, then add its documented signature to aeFunctions)", written))
 			continue
 		}
 		lists, err := argLists(sql[m[1]-1:])

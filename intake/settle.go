@@ -86,10 +86,22 @@ func (s *Service) Settle(ctx context.Context, key Key) (st Settlement, err error
 	if s.opts.ObserveSettle != nil {
 		var done func(Settlement, error)
 		ctx, done = s.opts.ObserveSettle(ctx, key)
-		defer func() { done(st, err) }()
+		defer func() {
+			if p := recover(); p != nil {
+				// Observed as the failure it is, then passed on to the
+				// caller that recovers it (the key stays due).
+				done(Settlement{}, ErrSettlePanicked)
+				panic(p)
+			}
+			done(st, err)
+		}()
 	}
 	return s.settle(ctx, key)
 }
+
+// ErrSettlePanicked is what Options.ObserveSettle is told of a settle
+// attempt that panicked; the panic itself goes on to Settle's caller.
+var ErrSettlePanicked = errors.New("intake: the settle attempt panicked")
 
 // settle is Settle.
 func (s *Service) settle(ctx context.Context, key Key) (Settlement, error) {
