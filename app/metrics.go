@@ -74,7 +74,7 @@ func (m *meter) observeSettle() func(context.Context, intake.Key) (context.Conte
 		return ctx, func(st intake.Settlement, err error) {
 			end := m.now()
 			p := metrics.Point{Client: key.Client, Outcome: settleOutcome(st, err), Event: metrics.Settle, Took: end.Sub(start),
-				Gateway: tally.Gateway(), StorageCalls: tally.StorageCalls(), Attempts: st.Attempts}
+				Gateway: tally.Gateway(), GatewayCalls: tally.GatewayCalls(), StorageCalls: tally.StorageCalls(), Attempts: st.Attempts}
 			if (p.Outcome == metrics.Settled || p.Outcome == metrics.Rejected) && !st.AcceptedAt.IsZero() {
 				// From the order's acceptance: the first unknown outcome
 				// came one gateway call later (docs/metrics.md).

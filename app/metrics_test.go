@@ -211,13 +211,13 @@ func TestDataPointsOfAKeyFromItsOrderToItsSettling(t *testing.T) {
 				t.Fatalf("the order = %d %s, want 503", resp.Status, resp.Body)
 			}
 			w.wantPoints(t, "the order whose answer is lost", metrics.Point{Client: "desk-a", Outcome: metrics.Unknown, Mode: c.mode, Status: 503, Event: metrics.Submit,
-				Took: omsTime, Gateway: omsTime, StorageCalls: c.unknown, Attempts: 1})
+				Took: omsTime, Gateway: omsTime, GatewayCalls: 1, StorageCalls: c.unknown, Attempts: 1})
 
 			w.lose = false
 			w.advance(time.Second)
 			c.settleOnce(t, w, worker)
 			w.wantPoints(t, "the settler's attempt", metrics.Point{Client: "desk-a", Outcome: metrics.Settled, Mode: c.mode, Event: metrics.Settle,
-				Took: omsTime, Gateway: omsTime, StorageCalls: c.settle, Attempts: 1, SettledAfter: omsTime + time.Second + omsTime})
+				Took: omsTime, Gateway: omsTime, GatewayCalls: 1, StorageCalls: c.settle, Attempts: 1, SettledAfter: omsTime + time.Second + omsTime})
 
 			w.advance(10 * time.Second)
 			if resp := send("POST", "k"); resp.Status != 200 {
@@ -254,7 +254,7 @@ func TestDataPointsOfEverySettleAttempt(t *testing.T) {
 			t.Fatalf("SettleMessage = %v", err)
 		}
 		w.wantPoints(t, "an attempt whose answer is lost again", metrics.Point{Outcome: metrics.Unknown, Mode: "kv", Event: metrics.Settle,
-			Took: omsTime, Gateway: omsTime, StorageCalls: 3, Attempts: 2})
+			Took: omsTime, Gateway: omsTime, GatewayCalls: 1, StorageCalls: 3, Attempts: 2})
 		w.advance(2 * time.Minute) // past the backoff and the sweep's grace
 		if err := worker.Sweep(ctx); err != nil {
 			t.Fatalf("Sweep = %v", err)
@@ -262,13 +262,13 @@ func TestDataPointsOfEverySettleAttempt(t *testing.T) {
 		// The sweep's listing is no attempt's: not counted. Its last call
 		// is lost, and the give-up waits for its check (KV's reads lag).
 		w.wantPoints(t, "the sweep's attempt past SETTLE_MAX_AGE_SECONDS", metrics.Point{Outcome: metrics.Unknown, Mode: "kv", Event: metrics.Settle,
-			Took: omsTime, Gateway: omsTime, StorageCalls: 3, Attempts: 3})
+			Took: omsTime, Gateway: omsTime, GatewayCalls: 1, StorageCalls: 3, Attempts: 3})
 		w.advance(4 * time.Minute) // past the check's due time and the sweep's grace
 		if err := worker.Sweep(ctx); err != nil {
 			t.Fatalf("Sweep = %v", err)
 		}
 		w.wantPoints(t, "the give-up's check, lost too", metrics.Point{Outcome: metrics.Unresolved, Mode: "kv", Event: metrics.Settle,
-			Took: omsTime, Gateway: omsTime, StorageCalls: 3, Attempts: 4})
+			Took: omsTime, Gateway: omsTime, GatewayCalls: 1, StorageCalls: 3, Attempts: 4})
 		if err := worker.SettleMessage(ctx, w.settle.sent()[0]); err != nil {
 			t.Fatalf("SettleMessage = %v", err)
 		}
@@ -295,7 +295,7 @@ func TestDataPointsOfEverySettleAttempt(t *testing.T) {
 			t.Fatalf("Settle = %v", err)
 		}
 		w.wantPoints(t, "a rejection", metrics.Point{Outcome: metrics.Rejected, Mode: "ledger", Event: metrics.Settle,
-			Took: omsTime, Gateway: omsTime, StorageCalls: 2, Attempts: 1, SettledAfter: omsTime + time.Second + omsTime})
+			Took: omsTime, Gateway: omsTime, GatewayCalls: 1, StorageCalls: 2, Attempts: 1, SettledAfter: omsTime + time.Second + omsTime})
 	})
 }
 
@@ -366,7 +366,9 @@ func TestASettleAttemptThatPanickedIsCountedAsAFailure(t *testing.T) {
 	w.metrics.taken()
 	w.lose = false
 	w.advance(time.Second)
-	w.env.Fetch = func(context.Context, *workers.OutgoingRequest) (*workers.OutgoingResponse, error) { panic("a bug in the gateway") }
+	w.env.Fetch = func(context.Context, *workers.OutgoingRequest) (*workers.OutgoingResponse, error) {
+		panic("a bug in the gateway")
+	}
 	panicked := func() (p any) {
 		defer func() { p = recover() }()
 		app.New(w.env).Settler(w.ledger).Settle(context.Background(), intake.Key{ID: "k"})
@@ -381,5 +383,27 @@ func TestASettleAttemptThatPanickedIsCountedAsAFailure(t *testing.T) {
 	}
 	if blobs := got[0][1].([]string); blobs[0] != string(metrics.InternalError) {
 		t.Errorf("a settle attempt that panicked wrote blobs %q; want outcome %s", blobs, metrics.InternalError)
+	}
+}
+
+// TestAnOMSCallUnderAMillisecondIsACall: the Worker's clock moves only at
+// I/O, in whole milliseconds, so an OMS call may take 0 ms; its point
+// says it called the OMS (gateway_calls), which the latency queries
+// select by, where gateway_ms > 0 dropped it (found by a review).
+func TestAnOMSCallUnderAMillisecondIsACall(t *testing.T) {
+	w := newMeteredWorld(t, nil)
+	w.omsTakes = 0
+	worker := app.New(w.env)
+	if resp := w.serve(worker.Handler, "POST", "fast"); resp.Status != 201 {
+		t.Fatalf("POST = %d %s", resp.Status, resp.Body)
+	}
+	w.serve(worker.Handler, "POST", "fast") // a replay: no call
+	got := w.metrics.taken()
+	if len(got) != 2 {
+		t.Fatalf("%d points, want 2", len(got))
+	}
+	calls := metrics.DoubleIndex("gateway_calls")
+	if first, replay := got[0][2].([]float64), got[1][2].([]float64); first[calls] != 1 || replay[calls] != 0 {
+		t.Errorf("gateway_calls = %v for the new order, %v for its replay; want 1 and 0", first[calls], replay[calls])
 	}
 }

@@ -244,18 +244,21 @@ func TestMetricsQueriesRun(t *testing.T) {
 	ch.exec(t, `CREATE TABLE edge_orders (
 		timestamp DateTime, _sample_interval UInt32, index1 String,
 		blob1 String, blob2 String, blob3 String, blob4 String,
-		double1 Float64, double2 Float64, double3 Float64, double4 Float64, double5 Float64, double6 Float64
+		double1 Float64, double2 Float64, double3 Float64, double4 Float64, double5 Float64, double6 Float64, double7 Float64
 	) ENGINE = Memory`)
 	// Rows: (outcome, mode, status, event, ms, gateway_ms, storage_calls,
-	// attempts, since_accepted_ms, settled_after_ms), weight, client.
+	// attempts, since_accepted_ms, settled_after_ms, gateway_calls),
+	// weight, client. The ledger's new order called the OMS in under the
+	// clock's millisecond: a call all the same.
 	ch.exec(t, `INSERT INTO edge_orders VALUES
-		(now(), 1, 'desk-a', 'replay', 'kv', '200', 'submit', 3, 0, 1, 0, 100, 0),
-		(now(), 3, 'desk-a', 'replay', 'kv', '200', 'submit', 3, 0, 1, 0, 200, 0),
-		(now(), 1, 'desk-a', 'new', 'kv', '201', 'submit', 40, 30, 2, 0, 0, 0),
-		(now(), 1, 'desk-a', 'unknown', 'kv', '503', 'submit', 900, 800, 2, 1, 0, 0),
-		(now(), 1, '', 'settled', 'kv', '', 'settle', 50, 40, 2, 1, 0, 1500),
-		(now(), 1, '', 'unresolved', 'ledger', '', 'settle', 50, 40, 2, 9, 0, 0),
-		(now(), 2, 'desk-a', 'storage_unavailable', 'ledger', '503', 'submit', 5, 0, 1, 0, 0, 0)`)
+		(now(), 1, 'desk-a', 'replay', 'kv', '200', 'submit', 3, 0, 1, 0, 100, 0, 0),
+		(now(), 3, 'desk-a', 'replay', 'kv', '200', 'submit', 3, 0, 1, 0, 200, 0, 0),
+		(now(), 1, 'desk-a', 'new', 'kv', '201', 'submit', 40, 30, 2, 0, 0, 0, 1),
+		(now(), 1, 'desk-a', 'unknown', 'kv', '503', 'submit', 900, 800, 2, 1, 0, 0, 1),
+		(now(), 1, '', 'settled', 'kv', '', 'settle', 50, 40, 2, 1, 0, 1500, 1),
+		(now(), 1, '', 'unresolved', 'ledger', '', 'settle', 50, 40, 2, 9, 0, 0, 1),
+		(now(), 1, 'desk-a', 'new', 'ledger', '201', 'submit', 2, 0, 2, 0, 0, 0, 1),
+		(now(), 2, 'desk-a', 'storage_unavailable', 'ledger', '503', 'submit', 5, 0, 1, 0, 0, 0, 0)`)
 	shim := !ch.has(t, "SELECT toStartOfInterval(now(), INTERVAL 1 HOUR)")
 	if shim {
 		t.Logf("ClickHouse %s has no toStartOfInterval: its calls run as arithmetic on the timestamp", ch.version)

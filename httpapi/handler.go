@@ -158,7 +158,7 @@ type measure struct {
 // point is the request's data point, answered at now as line says.
 func (m *measure) point(line eventlog.Line, method string, now time.Time) metrics.Point {
 	p := metrics.Point{Client: line.Client, Outcome: m.outcome, Status: line.Status, Event: metrics.EventOf(method),
-		Took: now.Sub(m.start), Gateway: m.tally.Gateway(), StorageCalls: m.tally.StorageCalls(), Attempts: m.attempts}
+		Took: now.Sub(m.start), Gateway: m.tally.Gateway(), GatewayCalls: m.tally.GatewayCalls(), StorageCalls: m.tally.StorageCalls(), Attempts: m.attempts}
 	if p.Outcome == metrics.Replay && !m.acceptedAt.IsZero() {
 		p.SinceAccepted = now.Sub(m.acceptedAt)
 	}

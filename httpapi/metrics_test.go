@@ -167,7 +167,7 @@ func TestDataPointPerOutcome(t *testing.T) {
 		want   metrics.Point
 	}{
 		{name: "a new order", r: post("k", validBody),
-			want: metrics.Point{Client: "alice", Outcome: metrics.New, Status: 201, Event: metrics.Submit, Took: placed, Gateway: gatewayStep, StorageCalls: 2}},
+			want: metrics.Point{Client: "alice", Outcome: metrics.New, Status: 201, Event: metrics.Submit, Took: placed, Gateway: gatewayStep, GatewayCalls: 1, StorageCalls: 2}},
 		{name: "its replay, 30 s later, from memory", before: func(*testing.T) { clock.Advance(30 * time.Second) }, r: post("k", validBody),
 			want: metrics.Point{Client: "alice", Outcome: metrics.Replay, Status: 200, Event: metrics.Submit, SinceAccepted: placed + 30*time.Second}},
 		{name: "its replay on another instance, from storage", h: another, r: post("k", validBody),
@@ -190,9 +190,9 @@ func TestDataPointPerOutcome(t *testing.T) {
 		{name: "a key in progress", before: func(t *testing.T) { putClaim(t, mem, "alice:busy") }, r: post("busy", validBody),
 			want: metrics.Point{Client: "alice", Outcome: metrics.InProgress, Status: 409, Event: metrics.Submit, Took: storeStep, StorageCalls: 1}},
 		{name: "an order whose answer was lost", before: func(*testing.T) { gateway.answers = []error{errors.New("oms: no answer")} }, r: post("lost", validBody),
-			want: metrics.Point{Client: "alice", Outcome: metrics.Unknown, Status: 503, Event: metrics.Submit, Took: placed, Gateway: gatewayStep, StorageCalls: 2, Attempts: 1}},
+			want: metrics.Point{Client: "alice", Outcome: metrics.Unknown, Status: 503, Event: metrics.Submit, Took: placed, Gateway: gatewayStep, GatewayCalls: 1, StorageCalls: 2, Attempts: 1}},
 		{name: "an order the OMS refuses", before: func(*testing.T) { gateway.answers = []error{&intake.Rejection{Reason: "halted"}} }, r: post("refused", validBody),
-			want: metrics.Point{Client: "alice", Outcome: metrics.Rejected, Status: 422, Event: metrics.Submit, Took: placed, Gateway: gatewayStep, StorageCalls: 2}},
+			want: metrics.Point{Client: "alice", Outcome: metrics.Rejected, Status: 422, Event: metrics.Submit, Took: placed, Gateway: gatewayStep, GatewayCalls: 1, StorageCalls: 2}},
 		{name: "its replay, 20 s later", before: func(*testing.T) { clock.Advance(20 * time.Second) }, r: post("refused", validBody),
 			want: metrics.Point{Client: "alice", Outcome: metrics.Replay, Status: 422, Event: metrics.Submit, SinceAccepted: placed + 20*time.Second}},
 		{name: "a new order over the client's budget", r: send("POST", "limited", validBody, bobToken),

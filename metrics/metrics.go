@@ -126,6 +126,9 @@ type Point struct {
 	// SettledAfter is, for a settle attempt that stored the final outcome,
 	// the time since the order was accepted: the settling's whole time.
 	SettledAfter time.Duration
+	// GatewayCalls counts the calls to the OMS, 0 or 1: a call may take
+	// under the Worker's clock's millisecond, and Gateway zero.
+	GatewayCalls int
 }
 
 // The dataset's columns, in order: each Point field's column is its place
@@ -153,6 +156,7 @@ var (
 		{"attempts", func(p Point) float64 { return float64(p.Attempts) }},
 		{"since_accepted_ms", func(p Point) float64 { return millis(p.SinceAccepted) }},
 		{"settled_after_ms", func(p Point) float64 { return millis(p.SettledAfter) }},
+		{"gateway_calls", func(p Point) float64 { return float64(p.GatewayCalls) }},
 	}
 )
 
@@ -235,6 +239,7 @@ func (p Point) Write(d Dataset) error {
 type Tally struct {
 	storageCalls atomic.Int64
 	gateway      atomic.Int64 // nanoseconds
+	gatewayCalls atomic.Int64
 }
 
 type tallyKey struct{}
@@ -258,12 +263,16 @@ func (t *Tally) AddStorageCall() {
 	}
 }
 
-// AddGateway counts d spent in a gateway call.
+// AddGateway counts a gateway call, which took d.
 func (t *Tally) AddGateway(d time.Duration) {
 	if t != nil {
 		t.gateway.Add(int64(d))
+		t.gatewayCalls.Add(1)
 	}
 }
+
+// GatewayCalls is the gateway calls counted so far.
+func (t *Tally) GatewayCalls() int { return int(t.gatewayCalls.Load()) }
 
 // StorageCalls is the storage round trips counted so far.
 func (t *Tally) StorageCalls() int { return int(t.storageCalls.Load()) }

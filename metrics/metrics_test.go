@@ -28,12 +28,12 @@ func TestPointFields(t *testing.T) {
 		doubles []float64
 	}{
 		{"a replay, every double in its column", metrics.Point{Client: "desk-a", Outcome: metrics.Replay, Mode: "kv", Status: 200, Event: metrics.Submit,
-			Took: 3500 * time.Microsecond, Gateway: 40 * time.Millisecond, StorageCalls: 2, Attempts: 1, SinceAccepted: 90 * time.Second, SettledAfter: 2 * time.Second},
-			[]string{"desk-a"}, []string{"replay", "kv", "200", "submit"}, []float64{3.5, 40, 2, 1, 90000, 2000}},
+			Took: 3500 * time.Microsecond, Gateway: 40 * time.Millisecond, StorageCalls: 2, Attempts: 1, SinceAccepted: 90 * time.Second, SettledAfter: 2 * time.Second, GatewayCalls: 1},
+			[]string{"desk-a"}, []string{"replay", "kv", "200", "submit"}, []float64{3.5, 40, 2, 1, 90000, 2000, 1}},
 		{"a settle attempt has no status", metrics.Point{Client: "desk-a", Outcome: metrics.Settled, Mode: "ledger", Event: metrics.Settle},
-			[]string{"desk-a"}, []string{"settled", "ledger", "", "settle"}, []float64{0, 0, 0, 0, 0, 0}},
+			[]string{"desk-a"}, []string{"settled", "ledger", "", "settle"}, []float64{0, 0, 0, 0, 0, 0, 0}},
 		{"the open Worker's client is no index", metrics.Point{Outcome: metrics.New, Mode: "kv", Status: 201, Event: metrics.Submit},
-			nil, []string{"new", "kv", "201", "submit"}, []float64{0, 0, 0, 0, 0, 0}},
+			nil, []string{"new", "kv", "201", "submit"}, []float64{0, 0, 0, 0, 0, 0, 0}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var r recorder
@@ -53,7 +53,7 @@ func TestColumnsInTheirOrder(t *testing.T) {
 		{"index1", "client"},
 		{"blob1", "outcome"}, {"blob2", "mode"}, {"blob3", "status"}, {"blob4", "event"},
 		{"double1", "ms"}, {"double2", "gateway_ms"}, {"double3", "storage_calls"}, {"double4", "attempts"},
-		{"double5", "since_accepted_ms"}, {"double6", "settled_after_ms"},
+		{"double5", "since_accepted_ms"}, {"double6", "settled_after_ms"}, {"double7", "gateway_calls"},
 	}
 	if got := metrics.Columns(); !reflect.DeepEqual(got, want) {
 		t.Errorf("Columns() = %v, want %v", got, want)
