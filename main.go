@@ -36,8 +36,8 @@ func main() {
 		if w == nil {
 			w = app.New(appEnv(env))
 			if h, ok := w.Handler.(*httpapi.Handler); ok {
-				if origins, allowed, always := h.TrapCORS(); len(origins) > 0 {
-					workers.CORSTraps(origins, allowed, always)
+				if origins, allowed, always, private := h.TrapCORS(); len(origins) > 0 {
+					workers.CORSTraps(origins, allowed, always, private)
 				}
 			}
 			if b, ok := env.AnalyticsEngineDataset(app.MetricsBinding); ok {

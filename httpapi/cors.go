@@ -81,15 +81,20 @@ func (o origins) preflight(r *workers.Request, origin string) (*workers.Response
 // TrapCORS is the CORS headers a trap's answer carries
 // (workers.CORSTraps), as annotate adds them to every other answer: for a
 // request from one of origins, Access-Control-Allow-Origin naming it and
-// allowed; for every request, always. No origins: CORS is off.
-func (h *Handler) TrapCORS() (origins []string, allowed, always []workers.Field) {
+// allowed, unless its path is under private (the admin API, which no
+// other origin may read; "" for none); for every request, always. No
+// origins: CORS is off.
+func (h *Handler) TrapCORS() (origins []string, allowed, always []workers.Field, private string) {
 	if h.origins == nil {
-		return nil, nil, nil
+		return nil, nil, nil, ""
 	}
 	for origin := range h.origins {
 		origins = append(origins, origin)
 	}
-	return origins, []workers.Field{exposedHeaders}, []workers.Field{varyOrigin}
+	if h.opts.Admins != nil && h.opts.Admin != nil {
+		private = AdminPrefix
+	}
+	return origins, []workers.Field{exposedHeaders}, []workers.Field{varyOrigin}, private
 }
 
 // annotate adds the CORS headers to an actual response (not a preflight):

@@ -326,7 +326,10 @@ func with(header map[string]string, name, value string) map[string]string {
 // would tell it its origin is not allowed. Off without allowed origins.
 func TestATrapsAnswerCarriesTheHandlersCORS(t *testing.T) {
 	c := newCORSHandler(t, []string{deskOrigin}, false, false)
-	origins, allowed, always := c.TrapCORS()
+	origins, allowed, always, private := c.TrapCORS()
+	if private != "" {
+		t.Errorf("TrapCORS private = %q without an admin API, want none", private)
+	}
 	if len(origins) != 1 || origins[0] != deskOrigin {
 		t.Fatalf("TrapCORS origins = %v, want [%s]", origins, deskOrigin)
 	}
@@ -348,7 +351,30 @@ func TestATrapsAnswerCarriesTheHandlersCORS(t *testing.T) {
 			}
 		}
 	}
-	if origins, _, _ := newCORSHandler(t, nil, false, false).TrapCORS(); origins != nil {
+	if origins, _, _, _ := newCORSHandler(t, nil, false, false).TrapCORS(); origins != nil {
 		t.Errorf("TrapCORS without allowed origins = %v, want none", origins)
+	}
+}
+
+// TestATrapsAnswerOnTheAdminAPINamesNoOrigin: the admin API's answers
+// never carry Access-Control-Allow-Origin, so no other origin's page reads
+// them; TrapCORS names its path as private, and a trap's answer there
+// carries none either (found by a review).
+func TestATrapsAnswerOnTheAdminAPINamesNoOrigin(t *testing.T) {
+	e, _, _ := newAdminEnvOver(t, false, true)
+	admins, err := auth.Parse("ops:" + opsToken)
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc := newServiceWith(e.rec, serviceOptions())
+	h := httpapi.New(svc, httpapi.Options{Admins: admins, Admin: intake.NewAdmin(svc, kv.NewStore(e.rec, nil)), AllowedOrigins: []string{deskOrigin}})
+	if _, _, _, private := h.TrapCORS(); private != httpapi.AdminPrefix {
+		t.Errorf("TrapCORS private = %q, want %q", private, httpapi.AdminPrefix)
+	}
+	r := fromOrigin(request(http.MethodGet, nil, nil), deskOrigin)
+	r.URL.Path = httpapi.AdminPrefix + "orders"
+	r.Header.Set("Authorization", "Bearer "+opsToken)
+	if got := serve(h, r).Header().Get("Access-Control-Allow-Origin"); got != "" {
+		t.Errorf("the handler's admin answer to %s names %q", deskOrigin, got)
 	}
 }

@@ -509,11 +509,12 @@ const bridge = {
   // corsTraps sets the CORS headers ended's answers carry, from the frame
   // [allowed origins, one a line; headers for an allowed origin's request
   // beside Access-Control-Allow-Origin naming it; headers for every
-  // request]: Go's handler adds them to every answer, and nothing of Go
-  // runs once the program has trapped.
+  // request; the path prefix no other origin may read, "" for none]:
+  // Go's handler adds them to every answer, and nothing of Go runs once
+  // the program has trapped.
   corsTraps(n) {
-    const [origins, allowed, always] = args(n).map(text);
-    onTrap.cors = { origins: new Set(origins.split("\n").filter(Boolean)), allowed: headerPairs(allowed), always: headerPairs(always) };
+    const [origins, allowed, always, priv] = args(n).map(text);
+    onTrap.cors = { origins: new Set(origins.split("\n").filter(Boolean)), allowed: headerPairs(allowed), always: headerPairs(always), private: priv };
   },
 
   // measureTraps has ended write the data point of the frame (as
@@ -578,7 +579,17 @@ function trapCORS(request) {
   const cors = onTrap.cors;
   if (cors === null) return [];
   const origin = request?.headers?.get("Origin");
-  return cors.origins.has(origin) ? [["Access-Control-Allow-Origin", origin], ...cors.allowed, ...cors.always] : cors.always;
+  return cors.origins.has(origin) && !underPrivate(request, cors.private)
+    ? [["Access-Control-Allow-Origin", origin], ...cors.allowed, ...cors.always]
+    : cors.always;
+}
+
+// underPrivate reports whether request's path is under prefix (which
+// ends in "/"), or is that prefix without its slash.
+function underPrivate(request, prefix) {
+  if (!prefix) return false;
+  const path = new URL(request.url).pathname;
+  return path.startsWith(prefix) || path === prefix.slice(0, -1);
 }
 
 // answered is a request's Response: Go's, or, if the program trapped

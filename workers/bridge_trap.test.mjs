@@ -28,11 +28,16 @@ test("a trap's answer carries the handler's CORS headers", () => {
   const bridge = globalThis.__goBridge;
   const line = JSON.stringify({ outcome: "internal_error", status: 500, error: "trap", ms: 0 });
   bridge.answerTraps(writeFrame(encodeFrame(["500", "Content-Type: application/problem+json\n", "{}", line])));
-  bridge.corsTraps(writeFrame(encodeFrame(["https://desk.example\nhttps://b.example", "Access-Control-Expose-Headers: Retry-After\n", "Vary: Origin\n"])));
+  bridge.corsTraps(writeFrame(encodeFrame(["https://desk.example\nhttps://b.example", "Access-Control-Expose-Headers: Retry-After\n", "Vary: Origin\n", "/admin/"])));
   const answers = new Map();
   for (const origin of ["https://desk.example", "https://evil.example", ""]) {
     const request = new Request("http://127.0.0.1/orders", { headers: origin ? { Origin: origin } : {} });
     hold({ request, resolve: (r) => answers.set(origin, answered(r)) });
+  }
+  // The admin API's answers name no origin, a trap's neither.
+  for (const path of ["/admin/orders", "/admin"]) {
+    const request = new Request(`http://127.0.0.1${path}`, { headers: { Origin: "https://desk.example" } });
+    hold({ request, resolve: (r) => answers.set(path, answered(r)) });
   }
   const { error } = console;
   console.error = () => {};
@@ -47,7 +52,7 @@ test("a trap's answer carries the handler's CORS headers", () => {
   assert.equal(desk.headers.get("Access-Control-Expose-Headers"), "Retry-After");
   assert.equal(desk.headers.get("Vary"), "Origin");
   assert.equal(desk.headers.get("Content-Type"), "application/problem+json");
-  for (const origin of ["https://evil.example", ""]) {
+  for (const origin of ["https://evil.example", "", "/admin/orders", "/admin"]) {
     const other = answers.get(origin);
     assert.equal(other.headers.get("Access-Control-Allow-Origin"), null, `from ${origin || "no origin"}`);
     assert.equal(other.headers.get("Vary"), "Origin");

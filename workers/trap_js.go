@@ -21,13 +21,14 @@ func AnswerTraps(resp *Response, line []byte) {
 }
 
 // CORSTraps has a trap's answer to a request whose Origin is one of
-// origins name it in Access-Control-Allow-Origin and carry allowed, and
-// every trap's answer carry always: the CORS headers the handler adds to
-// every answer, which nothing of Go adds once the program has trapped. A
-// browser page then reads the 500 instead of a CORS failure, which says
-// the page's origin is not allowed.
-func CORSTraps(origins []string, allowed, always []Field) {
-	frame := outFrame{}.Str(strings.Join(origins, "\n")).Str(headerLines(allowed)).Str(headerLines(always))
+// origins name it in Access-Control-Allow-Origin and carry allowed, but
+// for a path under private (a prefix ending in "/", or that prefix
+// without it; "" for none), and every trap's answer carry always: the
+// CORS headers the handler adds to every answer, which nothing of Go adds
+// once the program has trapped. A browser page then reads the 500
+// instead of a CORS failure, which says the page's origin is not allowed.
+func CORSTraps(origins []string, allowed, always []Field, private string) {
+	frame := outFrame{}.Str(strings.Join(origins, "\n")).Str(headerLines(allowed)).Str(headerLines(always)).Str(private)
 	jsBridge.Call("corsTraps", send(frame))
 }
 
