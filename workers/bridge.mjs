@@ -241,19 +241,27 @@ const programs = [];
 // The asynchronous binding calls, by name: each takes the objects its
 // numbers name and the fields of its frame, and resolves to the fields of
 // its answer.
+// readRequestBody is request's body if it holds at most limit bytes, or
+// null: one declared over the limit is not read, but dropped as one
+// without a declared length is past it (readAtMost).
+export async function readRequestBody(request, limit) {
+  const declared = request.headers.get("Content-Length");
+  if (!request.body) return new Uint8Array(0);
+  if (declared !== null && /^\d+$/.test(declared)) {
+    if (Number(declared) > limit) {
+      await dropAtMost(request.body.getReader(), requestDrain);
+      return null;
+    }
+    const body = new Uint8Array(await request.arrayBuffer());
+    return body.length > limit ? null : body;
+  }
+  // No declared length: chunk by chunk.
+  return readAtMost(request.body, limit, requestDrain);
+}
+
 const calls = {
   async readBody([served], [max]) {
-    const request = served.request;
-    const limit = Number(text(max));
-    const declared = request.headers.get("Content-Length");
-    if (!request.body) return [new Uint8Array(0)];
-    if (declared !== null && /^\d+$/.test(declared)) {
-      if (Number(declared) > limit) return [new Uint8Array(0), true];
-      const body = new Uint8Array(await request.arrayBuffer());
-      return body.length > limit ? [new Uint8Array(0), true] : [body];
-    }
-    // No declared length: chunk by chunk.
-    const body = await readAtMost(request.body, limit, requestDrain);
+    const body = await readRequestBody(served.request, Number(text(max)));
     return body === null ? [new Uint8Array(0), true] : [body];
   },
 

@@ -3,7 +3,7 @@
 // its 413 (readAtMost).
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { readAtMost, requestDrain } from "./bridge.mjs";
+import { readAtMost, readRequestBody, requestDrain } from "./bridge.mjs";
 
 // chunked is a stream of n chunks of size bytes, which counts the chunks
 // its reader pulled and whether it was cancelled.
@@ -48,4 +48,20 @@ test("an answer over its limit is cancelled at once", async () => {
   assert.equal(await readAtMost(stream, 8192), null);
   assert.equal(seen.cancelled, true);
   assert.ok(seen.pulled <= 4, `read ${seen.pulled} chunks`);
+});
+
+test("a body declared over its limit is not read, but dropped up to the drain", async () => {
+  for (const [n, cancelled] of [[64, false], [1000, true]]) {
+    const { stream, seen } = chunked(n, 4096);
+    const request = new Request("http://127.0.0.1/", { method: "POST", body: stream, duplex: "half", headers: { "Content-Length": String(n * 4096) } });
+    assert.equal(await readRequestBody(request, 64 << 10), null);
+    assert.equal(seen.cancelled, cancelled, `${n} chunks: cancelled ${seen.cancelled}`);
+    assert.ok(seen.pulled * 4096 <= requestDrain + 2 * 4096, `read ${seen.pulled} chunks of a body declared too large`);
+  }
+});
+
+test("a body declared within its limit is read whole", async () => {
+  const { stream } = chunked(4, 1000);
+  const request = new Request("http://127.0.0.1/", { method: "POST", body: stream, duplex: "half", headers: { "Content-Length": "4000" } });
+  assert.equal((await readRequestBody(request, 4000)).length, 4000);
 });
