@@ -132,6 +132,8 @@ export declare class Client {
   /** @throws {TypeError} for a url that is not http or https (relative to the page, where there is one), and for a token that is not printable ASCII without spaces. */
   constructor(url: string | URL, options?: ClientOptions);
   readonly url: string;
+  /** The client as JSON.stringify shows it: its url without credentials, query or fragment; never its token. */
+  toJSON(): { url: string };
   /**
    * Places order under options.key (or a key it mints), kept across every
    * retry, sent as its Structured Field string (keyHeader). Retries network

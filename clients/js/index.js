@@ -320,6 +320,17 @@ export class Client {
     }
   }
 
+  // A client logged or serialised shows its URL without the credentials,
+  // query or fragment it may carry, as the Go client's String does, and
+  // never its token.
+  toJSON() {
+    return { url: redactURL(this.url) };
+  }
+
+  [Symbol.for("nodejs.util.inspect.custom")]() {
+    return `Client(${redactURL(this.url)})`;
+  }
+
   // #headers are every attempt's request headers.
   #headers(key, body) {
     const headers = { "Idempotency-Key": keyHeader(key), Accept: "application/json, application/problem+json" };
@@ -479,6 +490,17 @@ function checkURL(url) {
     throw new TypeError(`edge-orders: the Worker's URL has scheme ${JSON.stringify(parsed.protocol)}, want http: or https:`);
   }
   return url;
+}
+
+// redactURL is url without its credentials, query and fragment.
+function redactURL(url) {
+  try {
+    const u = new URL(url, globalThis.location?.href);
+    u.username = u.password = u.search = u.hash = "";
+    return u.href;
+  } catch {
+    return "(the Worker's URL)";
+  }
 }
 
 // unbuildable returns why fetch would refuse this request before sending

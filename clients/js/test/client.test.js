@@ -404,6 +404,14 @@ test("a client logged or serialised shows no token", () => {
   }
 });
 
+test("a client logged or serialised shows its URL without credentials or query", () => {
+  const c = new Client("https://user:pw@worker.test/orders?key=s3cret#frag");
+  for (const shown of [JSON.stringify(c), inspect(c)]) {
+    assert.ok(!shown.includes("s3cret") && !shown.includes("pw@") && !shown.includes("frag"), shown);
+    assert.ok(shown.includes("https://worker.test/orders"), shown);
+  }
+});
+
 test("a lookup says when its receipt or rejection expires, where the Worker tells it", async () => {
   const expires = "2026-01-04T03:04:05.678Z";
   const told = answer(200, receipt, { "Idempotent-Replay": "true", "Idempotency-Expires": expires });
