@@ -226,8 +226,10 @@ func (a *Admin) Resolve(ctx context.Context, key Key, res Resolution) (Record, e
 	// A refusal a read can tell writes nothing: bad input changes
 	// nothing, and an operator's claim, even given back, would hold the
 	// key from its client's retry meanwhile (for its whole lease, should
-	// the give-back fail). The claim checks again: the read may be stale.
-	if cur, err := s.store.Lookup(ctx, key); err == nil {
+	// the give-back fail). The read is Inspect's, of KV too during a
+	// migration, before any adoption. The claim checks again: the read
+	// may be stale.
+	if cur, err := a.Inspect(ctx, key); err == nil {
 		switch {
 		case cur.State == Stored:
 			return Record{}, ErrOutcomeFinal

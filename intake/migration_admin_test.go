@@ -617,3 +617,28 @@ func TestAResolveOfAKeyOnlyKVHoldsSaysWhatKVHolds(t *testing.T) {
 		})
 	}
 }
+
+// TestARefusedResolveOfAKeyOnlyKVHoldsClaimsNothing: during the
+// migration, a resolve naming another order id than KV holds open for a
+// key the ledger has not is refused for what its read of KV shows,
+// before any adoption or claim: none holds the key from its client
+// (found by a review: the key was adopted, taken and given back).
+func TestARefusedResolveOfAKeyOnlyKVHoldsClaimsNothing(t *testing.T) {
+	ctx := context.Background()
+	clock, old, mem := migrating(t)
+	if rec, err := kv.NewStore(old, clock.Now).Lookup(ctx, key("k")); err != nil || rec.State != intake.Open || rec.OrderID != "order-x" {
+		t.Fatalf("KV holds %v %s, %v; want the key open with order-x", rec.State, rec.OrderID, err)
+	}
+	counted := &countingBegins{Store: mem}
+	svc := intake.New(counted, intake.Options{ResultTTL: config.DefaultResultTTL, PendingTTL: config.DefaultPendingTTL,
+		Gateway: &scriptedGateway{clock: clock}, Now: clock.Now, Fallback: kv.NewStore(old, clock.Now), FallbackUntil: acceptedAt.Add(48 * time.Hour)})
+	if _, err := intake.NewAdmin(svc, mem).Resolve(ctx, key("k"), intake.Resolution{Status: order.StatusAccepted, OrderID: "another"}); !errors.Is(err, intake.ErrPrecondition) {
+		t.Fatalf("Resolve = %v, want ErrPrecondition", err)
+	}
+	if counted.begins != 0 {
+		t.Errorf("the refused resolve began %d claims in the ledger; want none", counted.begins)
+	}
+	if rec, err := mem.Lookup(ctx, key("k")); err != nil || rec.State != intake.Absent {
+		t.Errorf("the ledger after the refused resolve: %v, %v; want nothing adopted", rec.State, err)
+	}
+}

@@ -152,7 +152,7 @@ func TestTheSettlersLastCallWaitsForTheHolderItsReadOfKVOutlasted(t *testing.T) 
 // (found by the simulator's stalled reads, and a review).
 func TestAnAdoptionWhoseReadOfKVOutlastedItsLeaseLeavesTheKeyToTheNextSweep(t *testing.T) {
 	ctx := context.Background()
-	svc, _, mem, _ := lapsingAdoption(t, config.DefaultPendingTTL+time.Second, 0) // the second read outlasts the lease
+	svc, _, mem, _ := lapsingAdoption(t, 0, config.DefaultPendingTTL+time.Second, 0) // the second read outlasts the lease
 	if adopted, err := svc.Adopt(ctx, key("k")); err != nil || adopted {
 		t.Fatalf("Adopt = %v, %v; want the key left alone", adopted, err)
 	}
@@ -300,14 +300,23 @@ func TestAnAdoptionThatFindsTheKeyOpenGivesItBackDueWhenItWas(t *testing.T) {
 // lapsingAdoption is a migrating Service over the ledger mem, with KV
 // (old) as its Fallback, whose second read of KV takes secondRead and
 // whose first release in the ledger takes firstRelease of clock's time:
-// an adoption whose claim's lease runs out under it.
-func lapsingAdoption(t *testing.T, secondRead, firstRelease time.Duration) (*intake.Service, *fakeClock, *ledger.MemoryStore, *kv.MemoryNamespace) {
+// an adoption whose claim's lease runs out under it. The reads counted
+// begin after the first before of them (a resolve's own read of the key,
+// before its adoption).
+func lapsingAdoption(t *testing.T, before int, secondRead, firstRelease time.Duration) (*intake.Service, *fakeClock, *ledger.MemoryStore, *kv.MemoryNamespace) {
 	t.Helper()
 	clock, old, mem := migrating(t)
 	hooked := &hookedFallback{Store: kv.NewStore(old, clock.Now)}
-	hooked.afterLookup = func() {
-		hooked.afterLookup = func() { clock.Advance(secondRead) }
+	reads := 0
+	var count func()
+	count = func() {
+		if reads++; reads == before+2 {
+			clock.Advance(secondRead)
+			return
+		}
+		hooked.afterLookup = count
 	}
+	hooked.afterLookup = count
 	slow := firstRelease > 0
 	mem.RoundTrip = func(_ context.Context, method string, apply func()) error {
 		if method == "release" && slow {
@@ -330,7 +339,7 @@ func lapsingAdoption(t *testing.T, secondRead, firstRelease time.Duration) (*int
 // it adopted the key, and the Cron logged kv_adopted (found by a review).
 func TestAnAdoptionWhoseReleaseOutlastedItsLeaseIsNotReportedAdopted(t *testing.T) {
 	ctx := context.Background()
-	svc, _, mem, _ := lapsingAdoption(t, config.DefaultPendingTTL-2*time.Second, 3*time.Second)
+	svc, _, mem, _ := lapsingAdoption(t, 0, config.DefaultPendingTTL-2*time.Second, 3*time.Second)
 	adopted, err := svc.Adopt(ctx, key("k"))
 	rec, lerr := mem.Lookup(ctx, key("k"))
 	if lerr != nil {
@@ -348,7 +357,7 @@ func TestAnAdoptionWhoseReleaseOutlastedItsLeaseIsNotReportedAdopted(t *testing.
 // again a moment later (found by a review).
 func TestAResolveWhoseAdoptionLapsedIsInProgress(t *testing.T) {
 	ctx := context.Background()
-	svc, clock, mem, old := lapsingAdoption(t, config.DefaultPendingTTL-2*time.Second, 3*time.Second)
+	svc, clock, mem, old := lapsingAdoption(t, 1, config.DefaultPendingTTL-2*time.Second, 3*time.Second)
 	_, err := intake.NewAdmin(svc, mem).Resolve(ctx, key("k"), intake.Resolution{Status: "accepted"})
 	if rec, _ := kv.NewStore(old, clock.Now).Lookup(ctx, key("k")); rec.State != intake.Open || !errors.Is(err, intake.ErrInProgress) {
 		t.Fatalf("Resolve = %v, KV holding the key %v; want in progress while KV holds it open", err, rec.State)
@@ -364,7 +373,7 @@ func TestAResolveWhoseAdoptionLapsedIsInProgress(t *testing.T) {
 // it if KV still holds it open.
 func TestAnAdoptionWhoseReadMayHaveOutlastedItsLeaseLeavesTheKeyFree(t *testing.T) {
 	ctx := context.Background()
-	svc, _, mem, _ := lapsingAdoption(t, config.DefaultPendingTTL-intake.DueSlack/2, 0)
+	svc, _, mem, _ := lapsingAdoption(t, 0, config.DefaultPendingTTL-intake.DueSlack/2, 0)
 	adopted, err := svc.Adopt(ctx, key("k"))
 	rec, lerr := mem.Lookup(ctx, key("k"))
 	if err != nil || lerr != nil || adopted || rec.State != intake.Absent {
