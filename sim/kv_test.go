@@ -12,7 +12,7 @@ import (
 // write with.
 func modelWorld(choose func(n int, label string) int) (*world, [locations]*actor) {
 	w := &world{choices: choose, counts: make(map[string]int), chances: make(map[string]int), misses: make(map[string][]miss),
-		lastWriter: make(map[string]*actor), lastMover: make(map[keyName]*actor), carried: make(map[keyName]map[string]time.Time), staleOdds: 1}
+		lastWriter: make(map[string]*actor), lastMover: make(map[keyName]*actor), carried: make(map[keyName]map[string]time.Time), heldAt: make(map[keyName]time.Time), staleOdds: 1}
 	w.sched = newScheduler(time.Date(2026, 11, 24, 9, 30, 0, 0, time.UTC), choose)
 	w.ns = newNamespace(w)
 	w.ns.observe = func(string, *kv.Entry, time.Time) {} // no checker

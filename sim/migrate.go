@@ -63,6 +63,10 @@ type purge struct {
 	// whatever the purge answered.
 	seen            []byte
 	touched, erased bool
+	// touchedAt is when the purge last deleted a stored outcome in either
+	// store, and touchedBody that outcome.
+	touchedAt   time.Time
+	touchedBody []byte
 	// deleted is when the purge last deleted the key's stored outcome in
 	// the store its absence is judged in (markErased), as it wrote it,
 	// and deletedBody that outcome; zero and nil if it never did.
@@ -267,9 +271,11 @@ func (w *world) operatorResolve(inst *instance, k *clientKey) {
 
 // resolveFinal resolves key, whose detail showed its outcome stored at
 // shownAt, as an operator acting on a page gone stale may. Invariant: an
-// operator is told what the key holds: that its outcome is final, or that
-// a request holds it, unless storage failed, a purge of the key ran since,
-// or the outcome expired since.
+// operator is told what the key holds: that its outcome is final, or, if
+// a claim has taken the key since the detail (a request copying KV's
+// receipt, say), that a request holds it; or storage failed. Any answer
+// is allowed once a purge's own delete of the outcome shown (in either
+// store), or that outcome's expiry, came since the detail.
 func (w *world) resolveFinal(ctx context.Context, admin *intake.Admin, a *actor, key intake.Key, shown intake.Record, shownAt time.Time) {
 	w.count("operator resolve of a final key")
 	_, err := admin.Resolve(ctx, key, intake.Resolution{Status: order.StatusAccepted, OrderID: intake.OrderIDOf(shown)})
@@ -277,11 +283,16 @@ func (w *world) resolveFinal(ctx context.Context, admin *intake.Admin, a *actor,
 	w.checkNoRow(a.name, err)
 	name := key.String()
 	switch {
-	case errors.Is(err, intake.ErrOutcomeFinal) || errors.Is(err, intake.ErrInProgress) || errors.Is(err, intake.ErrStorageUnavailable):
-	case w.anyPurge(name, func(p *purge) bool { return p.end.IsZero() || !p.end.Before(shownAt) }):
-		w.count("a resolve of a final key a purge changed meanwhile")
+	case errors.Is(err, intake.ErrOutcomeFinal) || errors.Is(err, intake.ErrStorageUnavailable):
+	case errors.Is(err, intake.ErrInProgress) && !w.heldAt[name].Before(shownAt):
+		w.count("a resolve of a final key a claim took since its detail")
+	case w.anyPurge(name, func(p *purge) bool {
+		id, _, _ := order.ReceiptFields(p.touchedBody)
+		return p.touched && !p.touchedAt.Before(shownAt) && id == intake.OrderIDOf(shown)
+	}):
+		w.count("a resolve of a final key whose outcome a purge erased since its detail")
 	case !shown.Expires.IsZero() && !shown.Expires.After(w.now()) || w.kvExpiredBetween("result:"+name, shownAt, w.now()):
-		w.count("a resolve of a final key whose outcome expired meanwhile")
+		w.count("a resolve of a final key whose outcome expired since its detail")
 	default:
 		w.violate("%s: resolving a key whose detail showed its outcome stored answered %v, not that it is final", a.name, err)
 	}
@@ -337,7 +348,7 @@ func (w *world) markErased(key keyName, a *actor, judged bool, body []byte) {
 		if p.by != a {
 			continue
 		}
-		p.touched = true
+		p.touched, p.touchedAt, p.touchedBody = true, w.now(), body
 		if judged {
 			p.deleted, p.deletedBody = w.now(), body
 		}

@@ -58,6 +58,9 @@ func (w *world) checkRefines(key keyName, before, after intake.Record, where str
 	judged := strings.HasPrefix(where, "ledger") == (w.mode == LedgerMode)
 	if judged {
 		w.lastMover[key] = a.origin()
+		if to == intake.PhaseHeld {
+			w.heldAt[key] = w.now()
+		}
 		if id := intake.OrderIDOf(after); id != "" {
 			if w.carried[key] == nil {
 				w.carried[key] = make(map[string]time.Time)

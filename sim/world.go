@@ -130,8 +130,11 @@ type world struct {
 	// lastMover is who last moved each key from one phase to another, in
 	// the store its absence is judged in (checkRefines), and carried when
 	// such a move last left each order id on the key.
-	lastMover  map[keyName]*actor
-	carried    map[keyName]map[string]time.Time
+	lastMover map[keyName]*actor
+	carried   map[keyName]map[string]time.Time
+	// heldAt is when a claim last took each key (a move to held), in
+	// the store its absence is judged in.
+	heldAt     map[keyName]time.Time
 	unresolved map[keyName]time.Time
 	absentSeen map[*gatewayCall]bool // its key reported absent too early
 	// paged is when the pager took a page for each key
@@ -214,7 +217,7 @@ func run(mode Mode, choose func(n int, label string) int) *world {
 	w := &world{mode: mode, choices: choose, counts: make(map[string]int), chances: make(map[string]int), misses: make(map[string][]miss), ck: newCausality(),
 		commits: make(map[keyName]commit), storedRuns: make(map[keyName]storedRun), ledgerSaw: make(map[*actor]bool), receipts: make(map[keyName]map[string]keptReceipt), unresolved: make(map[keyName]time.Time),
 		absentSeen: make(map[*gatewayCall]bool), paged: make(map[keyName]time.Time), reported: make(map[string]time.Time), omsAnswered: make(map[string]time.Time), lastWriter: make(map[string]*actor),
-		lastMover: make(map[keyName]*actor), carried: make(map[keyName]map[string]time.Time), storedBodies: make(map[keyName]map[string]bool),
+		lastMover: make(map[keyName]*actor), carried: make(map[keyName]map[string]time.Time), heldAt: make(map[keyName]time.Time), storedBodies: make(map[keyName]map[string]bool),
 		settleMessages: make(map[keyName][]*settleMessage), chainBreaks: make(map[keyName][]chainBreak), dues: make(map[keyName]map[int64]dueWrite)}
 	start := time.Date(2026, 11, 24, 9, 30, 0, 0, time.UTC)
 	// The scheduler picks who runs next fairly, from bits (uniform), as
