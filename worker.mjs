@@ -17,6 +17,11 @@ let go, goFetch, goObject, goAlarm, goQueue, goScheduled;
 // next one's after a trap ended it (workers/wasm_exec_entry.js).
 function ready() {
   if (go?.exited === false) return;
+  // Nothing keeps the program that ended, nor its memory, while the next
+  // one is made: its published functions hold it.
+  goFetch = goObject = goAlarm = goQueue = goScheduled = undefined;
+  for (const name of ["__goFetch", "__goObject", "__goAlarm", "__goQueue", "__goScheduled"]) delete globalThis[name];
+  if (go) go._inst = undefined;
   go = new Go();
   const startedAt = performance.now();
   const instance = new WebAssembly.Instance(program, go.importObject);
@@ -25,7 +30,6 @@ function ready() {
   // initialiser, memory exhausted), which only rejects what run returns:
   // then it is ended as a trap ends it, this event fails, and the next
   // starts another.
-  delete globalThis.__goFetch;
   const running = go.run(instance);
   ({ __goFetch: goFetch, __goObject: goObject, __goAlarm: goAlarm, __goQueue: goQueue, __goScheduled: goScheduled } = globalThis);
   if (!goFetch) {

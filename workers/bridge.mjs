@@ -220,20 +220,39 @@ export async function readAtMost(stream, limit, drain = 0) {
   return body;
 }
 
-// dropAtMost reads and drops what reader gives until the stream ends, or,
-// past room bytes, cancels it.
+// dropAtMost reads and drops what reader gives until the stream ends, or
+// cancels it past room bytes or once drainWait.ms have passed: a client
+// that stalls mid-body holds its answer no longer than that. A stream
+// that fails (its client left) ends the drain as its end would.
 async function dropAtMost(reader, room) {
-  while (room >= 0) {
-    const { done, value } = await reader.read();
-    if (done) return;
-    room -= value.length;
+  if (room >= 0) {
+    let timer;
+    const late = new Promise((resolve) => {
+      timer = setTimeout(resolve, drainWait.ms, null);
+    });
+    try {
+      while (room >= 0) {
+        const read = reader.read();
+        read.catch(() => {}); // failing after the wait ended, it is dropped too
+        const got = await Promise.race([read, late]);
+        if (got === null) break;
+        if (got.done) return;
+        room -= got.value.length;
+      }
+    } catch {
+      return;
+    } finally {
+      clearTimeout(timer);
+    }
   }
   reader.cancel().catch(() => {});
 }
 
 // requestDrain is how much of a request body past its limit readBody reads
-// and drops before it cancels the rest (readAtMost).
+// and drops before it cancels the rest (readAtMost); drainWait is how long
+// it waits for that at most (a test may shorten it).
 export const requestDrain = 256 << 10;
+export const drainWait = { ms: 2000 };
 
 // Each Go program registers its settle function; start's calls name it.
 const programs = [];

@@ -3,7 +3,7 @@
 // its 413 (readAtMost).
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { readAtMost, readRequestBody, requestDrain } from "./bridge.mjs";
+import { drainWait, readAtMost, readRequestBody, requestDrain } from "./bridge.mjs";
 
 // chunked is a stream of n chunks of size bytes, which counts the chunks
 // its reader pulled and whether it was cancelled.
@@ -64,4 +64,28 @@ test("a body declared within its limit is read whole", async () => {
   const { stream } = chunked(4, 1000);
   const request = new Request("http://127.0.0.1/", { method: "POST", body: stream, duplex: "half", headers: { "Content-Length": "4000" } });
   assert.equal((await readRequestBody(request, 4000)).length, 4000);
+});
+
+test("a client that stalls or leaves mid-drain still gets its 413, within the drain's wait", async () => {
+  drainWait.ms = 50;
+  try {
+    for (const fail of [false, true]) {
+      let sent = 0;
+      const stalls = new ReadableStream({
+        pull(controller) {
+          if (sent === 20) {
+            if (fail) controller.error(new TypeError("Network connection lost."));
+            return new Promise(() => {}); // nothing more, ever
+          }
+          sent++;
+          controller.enqueue(new Uint8Array(4096));
+        },
+      }, { highWaterMark: 0 });
+      const started = Date.now();
+      assert.equal(await readAtMost(stalls, 8192, requestDrain), null, fail ? "a client that left" : "a client that stalled");
+      assert.ok(Date.now() - started < 1000, `the drain took ${Date.now() - started} ms`);
+    }
+  } finally {
+    drainWait.ms = 2000;
+  }
 });
