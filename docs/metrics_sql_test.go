@@ -268,6 +268,9 @@ func TestMetricsQueriesRun(t *testing.T) {
 		"quantileExactWeighted(0.5)(double5, _sample_interval) AS p50_ms,": "desk-a\t200\t200\t4",
 		"quantileExactWeighted(0.5)(double6, _sample_interval) AS p50_ms,": "kv\t1500\t1500\t1",
 		") AS settling_since_a_day": "0", // one entered and settled since; the give-up is an older key's
+		// The OMS calls per mode: the ledger's include one under a
+		// millisecond (gateway_ms 0, gateway_calls 1).
+		"SUM(_sample_interval) AS calls": "kv\t40\t800\t3\nledger\t0\t40\t2",
 	}
 	for _, q := range metricsQueries(t) {
 		sql := expandGrafana(q.text)
