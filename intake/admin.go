@@ -215,20 +215,14 @@ func (a *Admin) Resolve(ctx context.Context, key Key, res Resolution) (Record, e
 	if !s.settles && res.Status == order.StatusRejected {
 		return Record{}, ErrAnswered
 	}
-	now := s.opts.Now()
-	cacheKey := key.String()
-	entry, ok := s.inFlight.add(cacheKey, now, s.opts.PendingTTL)
-	if !ok {
-		return Record{}, ErrInProgress
-	}
-	defer s.inFlight.remove(cacheKey, entry)
-
 	// A refusal a read can tell writes nothing: bad input changes
 	// nothing, and an operator's claim, even given back, would hold the
 	// key from its client's retry meanwhile (for its whole lease, should
 	// the give-back fail). The read is Inspect's, of KV too during a
-	// migration, before any adoption. The claim checks again: the read
-	// may be stale.
+	// migration, before any adoption, and before this instance's
+	// in-flight set, so that a final outcome is told as final beside a
+	// request of this instance on the key. The claim checks again: the
+	// read may be stale.
 	if cur, err := a.Inspect(ctx, key); err == nil {
 		switch {
 		case cur.State == Stored:
@@ -237,6 +231,14 @@ func (a *Admin) Resolve(ctx context.Context, key Key, res Resolution) (Record, e
 			return Record{}, unresolvable(cur, res)
 		}
 	}
+	now := s.opts.Now()
+	cacheKey := key.String()
+	entry, ok := s.inFlight.add(cacheKey, now, s.opts.PendingTTL)
+	if !ok {
+		return Record{}, ErrInProgress
+	}
+	defer s.inFlight.remove(cacheKey, entry)
+
 	claim := Claim{Token: s.opts.NewID(), Lease: s.opts.PendingTTL, By: RoleResolver, KeepUntil: s.keepUntil(now)}
 	taken, rec, err := s.begin(ctx, key, claim)
 	if err == nil && rec.State == Absent && s.fallback() {

@@ -5,7 +5,9 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/edge-orders/edge-orders/config"
 	"github.com/edge-orders/edge-orders/intake"
+	"github.com/edge-orders/edge-orders/ledger"
 	"github.com/edge-orders/edge-orders/order"
 )
 
@@ -75,4 +77,39 @@ type countingBegins struct {
 func (c *countingBegins) Begin(ctx context.Context, key intake.Key, claim intake.Claim) (intake.Record, error) {
 	c.begins++
 	return c.Store.Begin(ctx, key, claim)
+}
+
+// TestAResolveOfAFinalKeyBesideARequestOfTheInstanceSaysFinal: a resolve
+// of a key whose outcome is stored says so even while a request of the
+// same instance is on the key (a client's retry, to be replayed): the
+// read that refuses it comes before the instance's in-flight set, which
+// said in progress (found by the simulator, -rapid.seed=1070579, ledger).
+func TestAResolveOfAFinalKeyBesideARequestOfTheInstanceSaysFinal(t *testing.T) {
+	ctx := context.Background()
+	mem := ledger.NewMemoryStore()
+	clock := &fakeClock{now: acceptedAt}
+	mem.Now = clock.Now
+	svc := intake.New(mem, intake.Options{ResultTTL: config.DefaultResultTTL, PendingTTL: config.DefaultPendingTTL,
+		Gateway: &scriptedGateway{clock: clock}, Now: clock.Now, CachedReceipts: -1})
+	if _, err := svc.Submit(ctx, deskKey, []byte(validBody), ""); err != nil {
+		t.Fatal(err)
+	}
+	admin := intake.NewAdmin(svc, mem)
+	var resolved error
+	asked := false
+	mem.RoundTrip = func(ctx context.Context, method string, apply func()) error {
+		if method == "claim" && !asked {
+			// The retry holds the key in the instance's in-flight set.
+			asked = true
+			_, resolved = admin.Resolve(ctx, deskKey, intake.Resolution{Status: order.StatusAccepted})
+		}
+		apply()
+		return nil
+	}
+	if out, err := svc.Submit(ctx, deskKey, []byte(validBody), ""); err != nil || !out.Replayed {
+		t.Fatalf("the retry = %+v, %v; want its receipt replayed", out, err)
+	}
+	if !asked || !errors.Is(resolved, intake.ErrOutcomeFinal) {
+		t.Errorf("Resolve beside the retry (asked: %v) = %v; want ErrOutcomeFinal", asked, resolved)
+	}
 }
