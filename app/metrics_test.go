@@ -142,6 +142,17 @@ func (w *meteredWorld) serve(h workers.Handler, method, key string, header ...st
 	return resp
 }
 
+// leaveUnknown serves an order under key whose OMS answer is lost, forgets
+// its data point, and moves the clock a second on: the key is due for the
+// settler.
+func (w *meteredWorld) leaveUnknown(worker *app.Worker, key string) {
+	w.lose = true
+	w.serve(worker.Handler, "POST", key)
+	w.metrics.taken()
+	w.lose = false
+	w.advance(time.Second)
+}
+
 // wantPoints fails t unless the points written since the last call are
 // want, in order.
 func (w *meteredWorld) wantPoints(t *testing.T, what string, want ...metrics.Point) {
@@ -278,11 +289,7 @@ func TestDataPointsOfEverySettleAttempt(t *testing.T) {
 	t.Run("ledger: the alarm", func(t *testing.T) {
 		w := newMeteredWorld(t, map[string]string{"STORAGE": "ledger"})
 		worker := app.New(w.env)
-		w.lose = true
-		w.serve(worker.Handler, "POST", "k")
-		w.metrics.taken()
-		w.lose = false
-		w.advance(time.Second)
+		w.leaveUnknown(worker, "k")
 		w.ledger.RoundTrip = func(context.Context, string, func()) error { return errors.New("object overloaded") }
 		key := intake.Key{ID: "k"}
 		if _, err := worker.Settler(w.ledger).Settle(ctx, key); !errors.Is(err, intake.ErrStorageUnavailable) {
@@ -361,11 +368,7 @@ func TestARefusedPointIsLoggedOnce(t *testing.T) {
 func TestASettleAttemptThatPanickedIsCountedAsAFailure(t *testing.T) {
 	w := newMeteredWorld(t, map[string]string{"STORAGE": "ledger"})
 	worker := app.New(w.env)
-	w.lose = true
-	w.serve(worker.Handler, "POST", "k")
-	w.metrics.taken()
-	w.lose = false
-	w.advance(time.Second)
+	w.leaveUnknown(worker, "k")
 	w.env.Fetch = func(context.Context, *workers.OutgoingRequest) (*workers.OutgoingResponse, error) {
 		panic("a bug in the gateway")
 	}

@@ -16,12 +16,18 @@ import (
 // admin is the operator's actions over e's store, on a new instance.
 func (e *settleEnv) admin(t *testing.T) (*intake.Admin, *intake.Service) {
 	t.Helper()
+	svc := e.service()
+	return intake.NewAdmin(svc, e.adminStore(t)), svc
+}
+
+// adminStore is the store as the admin API lists and purges it.
+func (e *settleEnv) adminStore(t *testing.T) intake.AdminStore {
+	t.Helper()
 	store, ok := e.store.(intake.AdminStore)
 	if !ok {
 		t.Fatalf("%T is no AdminStore", e.store)
 	}
-	svc := e.service()
-	return intake.NewAdmin(svc, store), svc
+	return store
 }
 
 // TestResolveStoresTheReceiptTheSettlerWould: the operator's answer is
@@ -421,10 +427,7 @@ func TestAResolveNotStoredSendsTheKeysNextMessage(t *testing.T) {
 	ctx := context.Background()
 	forEachStore(t, intake.Options{}, func(t *testing.T, e *settleEnv) {
 		leaveUnknown(t, e)
-		adminStore, ok := e.store.(intake.AdminStore)
-		if !ok {
-			t.Fatalf("%T is no AdminStore", e.store)
-		}
+		adminStore := e.adminStore(t)
 		var scheduled []time.Time
 		e.opts.Schedule = func(_ context.Context, _ intake.Key, at time.Time) error {
 			scheduled = append(scheduled, at)

@@ -74,11 +74,7 @@ func TestResolveAdoptsAKeyKVModeGaveUpOn(t *testing.T) {
 	if err := oldStore.Release(ctx, key("k"), c); err != nil {
 		t.Fatal(err)
 	}
-	_, _, mem := migrating(t)
-	g := &scriptedGateway{clock: clock}
-	svc := intake.New(mem, intake.Options{ResultTTL: config.DefaultResultTTL, PendingTTL: config.DefaultPendingTTL, Gateway: g,
-		Now: clock.Now, Fallback: oldStore, FallbackUntil: acceptedAt.Add(48 * time.Hour)})
-	admin := intake.NewAdmin(svc, mem)
+	svc, admin, _, g := resolvingOver(t, clock, oldStore)
 	if rec, err := admin.Inspect(ctx, key("k")); err != nil || rec.GiveUp != intake.GivenUp {
 		t.Fatalf("Inspect = %+v, %v; want the key unresolved, from KV", rec, err)
 	}
@@ -600,11 +596,7 @@ func TestAResolveOfAKeyOnlyKVHoldsSaysWhatKVHolds(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			_, _, mem := migrating(t)
-			g := &scriptedGateway{clock: clock}
-			svc := intake.New(mem, intake.Options{ResultTTL: config.DefaultResultTTL, PendingTTL: config.DefaultPendingTTL, Gateway: g,
-				Now: clock.Now, Fallback: oldStore, FallbackUntil: acceptedAt.Add(48 * time.Hour)})
-			admin := intake.NewAdmin(svc, mem)
+			_, admin, mem, g := resolvingOver(t, clock, oldStore)
 			if _, err := admin.Resolve(ctx, key("k"), intake.Resolution{Status: order.StatusAccepted}); !errors.Is(err, tc.want) {
 				t.Fatalf("Resolve = %v; want %v", err, tc.want)
 			}
@@ -641,4 +633,15 @@ func TestARefusedResolveOfAKeyOnlyKVHoldsClaimsNothing(t *testing.T) {
 	if rec, err := mem.Lookup(ctx, key("k")); err != nil || rec.State != intake.Absent {
 		t.Errorf("the ledger after the refused resolve: %v, %v; want nothing adopted", rec.State, err)
 	}
+}
+
+// resolvingOver is a migrating Service, and its Admin, over a new ledger
+// (mem), with old, the KV store a key is only held in, as its Fallback.
+func resolvingOver(t *testing.T, clock *fakeClock, old *kv.Store) (*intake.Service, *intake.Admin, *ledger.MemoryStore, *scriptedGateway) {
+	t.Helper()
+	_, _, mem := migrating(t)
+	g := &scriptedGateway{clock: clock}
+	svc := intake.New(mem, intake.Options{ResultTTL: config.DefaultResultTTL, PendingTTL: config.DefaultPendingTTL, Gateway: g,
+		Now: clock.Now, Fallback: old, FallbackUntil: acceptedAt.Add(48 * time.Hour)})
+	return svc, intake.NewAdmin(svc, mem), mem, g
 }

@@ -45,12 +45,8 @@ func TestARefusedResolveClaimsNothing(t *testing.T) {
 	ctx := context.Background()
 	forEachStore(t, intake.Options{}, func(t *testing.T, e *settleEnv) {
 		leaveUnknown(t, e)
-		store, ok := e.store.(intake.AdminStore)
-		if !ok {
-			t.Fatalf("%T is no AdminStore", e.store)
-		}
 		counted := &countingBegins{Store: e.store}
-		admin := intake.NewAdmin(intake.New(counted, e.opts), store)
+		admin := intake.NewAdmin(intake.New(counted, e.opts), e.adminStore(t))
 		if _, err := admin.Resolve(ctx, deskKey, intake.Resolution{Status: order.StatusAccepted, OrderID: "another"}); !errors.Is(err, intake.ErrPrecondition) {
 			t.Fatalf("Resolve of another order id = %v, want ErrPrecondition", err)
 		}
