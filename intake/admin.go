@@ -222,14 +222,16 @@ func (a *Admin) Resolve(ctx context.Context, key Key, res Resolution) (Record, e
 	// migration, before any adoption, and before this instance's
 	// in-flight set, so that a final outcome is told as final beside a
 	// request of this instance on the key. The claim checks again: the
-	// read may be stale.
-	if cur, err := a.Inspect(ctx, key); err == nil {
-		switch {
-		case cur.State == Stored:
-			return Record{}, ErrOutcomeFinal
-		case cur.State == Open && unresolvable(cur, res) != nil:
-			return Record{}, unresolvable(cur, res)
-		}
+	// read may be stale. A read that fails says nothing of the key:
+	// storage is unavailable.
+	switch cur, err := a.Inspect(ctx, key); {
+	case errors.Is(err, ErrStorageUnavailable):
+		return Record{}, err
+	case err != nil: // nothing held: the claim finds it so too
+	case cur.State == Stored:
+		return Record{}, ErrOutcomeFinal
+	case cur.State == Open && unresolvable(cur, res) != nil:
+		return Record{}, unresolvable(cur, res)
 	}
 	now := s.opts.Now()
 	cacheKey := key.String()
