@@ -109,3 +109,35 @@ func TestAResolveOfAFinalKeyBesideARequestOfTheInstanceSaysFinal(t *testing.T) {
 		t.Errorf("Resolve beside the retry (asked: %v) = %v; want ErrOutcomeFinal", asked, resolved)
 	}
 }
+
+// TestAResolveWhoseReadFailsSaysStorageUnavailable: a resolve whose read
+// before its claim fails knows nothing of the key: it says storage is
+// unavailable, and claims nothing (the simulator found it told a key
+// shown final in progress, from its instance's in-flight set,
+// -rapid.seed=1948483101, ledger).
+func TestAResolveWhoseReadFailsSaysStorageUnavailable(t *testing.T) {
+	ctx := context.Background()
+	mem := ledger.NewMemoryStore()
+	clock := &fakeClock{now: acceptedAt}
+	mem.Now = clock.Now
+	counted := &countingBegins{Store: mem}
+	svc := intake.New(counted, intake.Options{ResultTTL: config.DefaultResultTTL, PendingTTL: config.DefaultPendingTTL,
+		Gateway: &scriptedGateway{clock: clock}, Now: clock.Now})
+	if _, err := svc.Submit(ctx, deskKey, []byte(validBody), ""); err != nil {
+		t.Fatal(err)
+	}
+	begins := counted.begins
+	mem.RoundTrip = func(_ context.Context, method string, apply func()) error {
+		if method == "lookup" {
+			return errors.New("the object is unreachable")
+		}
+		apply()
+		return nil
+	}
+	if _, err := intake.NewAdmin(svc, mem).Resolve(ctx, deskKey, intake.Resolution{Status: order.StatusAccepted}); !errors.Is(err, intake.ErrStorageUnavailable) {
+		t.Errorf("Resolve whose read failed = %v, want ErrStorageUnavailable", err)
+	}
+	if counted.begins != begins {
+		t.Errorf("the resolve whose read failed began %d claims, want none", counted.begins-begins)
+	}
+}
