@@ -151,7 +151,7 @@ var mutants = []mutant{
 	{"the settler stores KV's receipt of another order id as its own", "intake/settle.go",
 		" || OrderIDOf(old) != claim.OrderID {", " {"},
 	{"a KV Begin whose read failed says it may have written", "kv/store.go",
-		"\t\treturn intake.Record{}, unwritten{err}\n\t}\n\tif c.By&", "\t\treturn intake.Record{}, err\n\t}\n\tif c.By&"},
+		"\t\treturn intake.Record{}, unwritten{err}\n\t}\n\tif c.By == intake.RoleSettler", "\t\treturn intake.Record{}, err\n\t}\n\tif c.By == intake.RoleSettler"},
 	{"the table: a retry's release after its lease on a key given up on has no row", "intake/phase.go",
 		"\t{PhaseUnresolved, EventCheck, PhaseChecking, RoleClient,", "\t{PhaseUnresolved, EventCheck, PhaseChecking, 0,"},
 	{"an overloaded resend hides the claim the first try made", "ledger/adapter.go",
