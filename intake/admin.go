@@ -230,8 +230,10 @@ func (a *Admin) Resolve(ctx context.Context, key Key, res Resolution) (Record, e
 	case err != nil: // nothing held: the claim finds it so too
 	case cur.State == Stored:
 		return Record{}, ErrOutcomeFinal
-	case cur.State == Open && unresolvable(cur, res) != nil:
-		return Record{}, unresolvable(cur, res)
+	case cur.State == Open:
+		if err := unresolvable(cur, res); err != nil {
+			return Record{}, err
+		}
 	}
 	now := s.opts.Now()
 	cacheKey := key.String()

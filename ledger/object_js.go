@@ -45,15 +45,15 @@ func object(state workers.State) *Object {
 // the alarm fails if one panicked.
 func alarm(ctx context.Context, state workers.State, env workers.Env, newSettler func(workers.Env, intake.Store) *intake.Service) error {
 	o := object(state)
-	settler := newSettler(env, NewLocal(o))
-	if settler == nil {
-		return o.RunAlarm(nil)
+	var settle func([]intake.Key) error // nil: nothing can settle
+	if settler := newSettler(env, NewLocal(o)); settler != nil {
+		settle = func(keys []intake.Key) error {
+			return settleAll(keys, workers.Go, func(key intake.Key) {
+				settler.Settle(ctx, key) // a key left due is tried again
+			})
+		}
 	}
-	return o.RunAlarm(func(keys []intake.Key) error {
-		return settleAll(keys, workers.Go, func(key intake.Key) {
-			settler.Settle(ctx, key) // a key left due is tried again
-		})
-	})
+	return o.RunAlarm(settle)
 }
 
 func serveObject(state workers.State, method string, arg []byte) ([]byte, error) {
