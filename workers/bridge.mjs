@@ -248,18 +248,12 @@ async function dropAtMost(reader, room) {
   reader.cancel().catch(() => {});
 }
 
-// requestDrain is how much of a request body past its limit readBody reads
+// requestDrain is how much of a request body past its limit readRequestBody reads
 // and drops before it cancels the rest (readAtMost); drainWait is how long
 // it waits for that at most (a test may shorten it).
 export const requestDrain = 256 << 10;
 export const drainWait = { ms: 2000 };
 
-// Each Go program registers its settle function; start's calls name it.
-const programs = [];
-
-// The asynchronous binding calls, by name: each takes the objects its
-// numbers name and the fields of its frame, and resolves to the fields of
-// its answer.
 // readRequestBody is request's body if it holds at most limit bytes, or
 // null: one declared over the limit is not read, but dropped as one
 // without a declared length is past it (readAtMost).
@@ -278,6 +272,12 @@ export async function readRequestBody(request, limit) {
   return readAtMost(request.body, limit, requestDrain);
 }
 
+// Each Go program registers its settle function; start's calls name it.
+const programs = [];
+
+// The asynchronous binding calls, by name: each takes the objects its
+// numbers name and the fields of its frame, and resolves to the fields of
+// its answer.
 const calls = {
   async readBody([served], [max]) {
     const body = await readRequestBody(served.request, Number(text(max)));
