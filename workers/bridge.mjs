@@ -248,9 +248,10 @@ async function dropAtMost(reader, room) {
   reader.cancel().catch(() => {});
 }
 
-// requestDrain is how much of a request body past its limit readRequestBody reads
-// and drops before it cancels the rest (readAtMost); drainWait is how long
-// it waits for that at most (a test may shorten it).
+// requestDrain is how much of a request body past its limit
+// readRequestBody reads and drops before it cancels the rest
+// (readAtMost); drainWait is how long it waits for that at most (a test
+// may shorten it).
 export const requestDrain = 256 << 10;
 export const drainWait = { ms: 2000 };
 
