@@ -163,7 +163,7 @@ func (o *Object) Claim(key intake.Key, c intake.Claim) (intake.Record, error) {
 		case move.Event == intake.EventNone:
 			return rec, nil
 		case move.Event == intake.EventClaim:
-			r = row{key: key.String(), client: key.Client}
+			r = row{key: key.String()}
 		}
 		// The row is what Step made of the claim: with the key's order, or
 		// the claim's where the key kept none (TakeOver).
@@ -184,7 +184,7 @@ func (o *Object) Claim(key intake.Key, c intake.Claim) (intake.Record, error) {
 		r.expires = latest(r.expires, c.KeepUntil)
 	}
 	r.due = intake.DueAt(r.claim(), false, r.leaseUntil, now)
-	o.put(r, now)
+	o.put(key, r, now)
 	o.scheduleSweep(now)
 	o.scheduleAlarm(r.due)
 	// A takeover says so, with what the key kept, every time it is asked
@@ -240,7 +240,7 @@ func (o *Object) Commit(key intake.Key, c intake.Claim, r intake.Result) error {
 	// kept the key: a Fallback's record of the key, which this row's
 	// adoption kept the claim for, must not outlive it.
 	cur.leaseUntil, cur.due, cur.expires = time.Time{}, time.Time{}, latest(now.Add(r.TTL), c.KeepUntil)
-	o.put(cur, now)
+	o.put(key, cur, now)
 	return nil
 }
 
@@ -295,14 +295,17 @@ func (o *Object) Release(key intake.Key, c intake.Claim) error {
 	due := cur.claim()
 	due.NextAttempt = joined.NextAttempt
 	cur.due = intake.DueAt(due, true, time.Time{}, now)
-	o.put(cur, now)
+	o.put(key, cur, now)
 	o.scheduleAlarm(cur.due)
 	return nil
 }
 
-// put writes r at now, with the phase it leaves its key in.
-func (o *Object) put(r row, now time.Time) {
-	r.phase = intake.PhaseOf(r.record(now))
+// put writes r, key's row, at now, with the phase it leaves the key in
+// and the key's client, which names a due row (Alarm) and a listed one:
+// a row written before the client column reads none, and would be named
+// as another key, an open Worker's, until a write names it again.
+func (o *Object) put(key intake.Key, r row, now time.Time) {
+	r.client, r.phase = key.Client, intake.PhaseOf(r.record(now))
 	o.rows.put(r)
 }
 

@@ -79,3 +79,49 @@ func TestAReleaseThatNeverLearnedTheCheckLeavesItDue(t *testing.T) {
 		t.Errorf("the row is %v, due %v; want it awaiting the check, due", r.giveUp, r.due)
 	}
 }
+
+// TestAnOlderRowWithoutItsClientIsNamedByItsRetry: rows written before
+// the client column (and the order with it) read client ''. A retry of the
+// same order takes such an open row over and, unknown again, leaves it
+// due for the alarm. The row names its key's client from then on: the
+// alarm settles desk's key, not an open Worker's "desk:old", the settler's
+// call names the client to the OMS, and desk's listing shows the key.
+func TestAnOlderRowWithoutItsClientIsNamedByItsRetry(t *testing.T) {
+	ctx := context.Background()
+	now := time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
+	m := NewMemoryStore()
+	m.Now = func() time.Time { return now }
+	key := intake.Key{Client: "desk", ID: "old"}
+	o := order.Order{Symbol: "AAPL", Side: order.Buy, Quantity: 10}
+	m.obj.rows.put(row{key: key.String(), fingerprint: o.Fingerprint(), orderID: "old-order",
+		acceptedAt: now.Add(-time.Hour), sent: true, expires: now.Add(48 * time.Hour)})
+	g := &unanswered{}
+	svc := intake.New(m, intake.Options{ResultTTL: 24 * time.Hour, PendingTTL: time.Minute, SettleMaxAge: 24 * time.Hour,
+		Gateway: g, Now: m.Now})
+	var open *intake.Unsettled
+	if _, err := svc.Submit(ctx, key, o.JSON(), ""); !errors.As(err, &open) || len(g.calls) != 1 {
+		t.Fatalf("Submit = %v, with calls %+v; want an unknown outcome of one call", err, g.calls)
+	}
+
+	page, err := m.List(ctx, intake.ListQuery{Clients: []string{"desk"}, States: intake.AnyAttention, Limit: 10})
+	if err != nil || len(page.Keys) != 1 || page.Keys[0].Key != key {
+		t.Errorf("desk's listing = %+v, %v; want the open key %v", page.Keys, err, key)
+	}
+	now = now.Add(time.Hour)
+	var settled []intake.Key
+	if err := m.RunAlarm(func(keys []intake.Key) error {
+		for _, k := range keys {
+			settled = append(settled, k)
+			_, _ = svc.Settle(ctx, k)
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if len(settled) != 1 || settled[0] != key {
+		t.Errorf("the alarm settled %#v; want %#v", settled, key)
+	}
+	if len(g.calls) != 2 || g.calls[1].Client != key.Client || g.calls[1].OrderID != "old-order" {
+		t.Errorf("the gateway's calls = %+v; want the settler's call under old-order for %s", g.calls, key.Client)
+	}
+}
