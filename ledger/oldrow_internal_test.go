@@ -81,7 +81,7 @@ func TestAReleaseThatNeverLearnedTheCheckLeavesItDue(t *testing.T) {
 }
 
 // TestAnOlderRowWithoutItsClientIsNamedByItsRetry: rows written before
-// the client column (and the order with it) read client ”. A retry of the
+// the client column (and the order with it) read an empty one. A retry of the
 // same order takes such an open row over and, unknown again, leaves it
 // due for the alarm. The row names its key's client from then on: the
 // alarm settles desk's key, not an open Worker's "desk:old", the settler's
