@@ -515,3 +515,46 @@ func TestARewriteWithoutAMessageDoesNotTakeOverTheChain(t *testing.T) {
 		t.Errorf("the settler's chain for %v ended unexcused, and the checker excused it: %v (counts %v)", due, w.violations, w.counts)
 	}
 }
+
+// TestAnAdoptionIsExcusedByItsOwnReadBeforeItsClaim: KV mode placed a
+// second order (order-2) beside an old version's receipt (legacy-0), and
+// an adoption (the sweep's, or a resolve's) took order-2 into the ledger
+// after that call, its own read of KV missing the receipt: the ledger may
+// then end with order-2's outcome, excused by the adopter's read before
+// its claim. Another request's read, or one older than KV's staleness
+// when the adopter claimed, excuses nothing.
+func TestAnAdoptionIsExcusedByItsOwnReadBeforeItsClaim(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		ownRead bool          // the adopter read KV, not another request
+		readAgo time.Duration // how long before the adopter's claim the read was
+		excused bool
+	}{
+		{"its own read just before its claim", true, 0, true},
+		{"another request's read", false, 0, false},
+		{"its own read, older than KV's staleness", true, staleMost + time.Second, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w, in, _ := checkedWorld(t, LedgerMode)
+			legacy := order.Receipt{OrderID: "legacy-0", Status: order.StatusAccepted, AcceptedAt: w.now(),
+				Order: order.Order{Symbol: "AAPL", Side: order.Buy, Quantity: 10}}.JSON()
+			call := &gatewayCall{key: checkedKey, orderID: "order-2", acceptedAt: w.now(), start: w.now(), by: in[0]}
+			adopter := &actor{name: "adoption", inst: in[1].inst, kind: requestActor, key: checkedKey}
+			reader := adopter
+			if !tc.ownRead {
+				reader = &actor{name: "other", inst: in[1].inst, kind: requestActor, key: checkedKey}
+			}
+			readKV(w, reader) // location 0 caches "not found" for a minute
+			storeKV(w, legacy, 0)
+			w.sched.now = w.sched.now.Add(time.Second)
+			if got := readKV(w, reader); got != nil {
+				t.Fatalf("the read = %v, want the location's cached not found", got)
+			}
+			w.sched.now = w.sched.now.Add(tc.readAgo + 10*time.Second)
+			w.ledgerMints = map[string]ledgerMint{ledgerMintID(call.key, call.orderID, call.acceptedAt): {by: adopter, at: w.now()}}
+			if got := w.fallbackMissed(call, "legacy-0") != nil; got != tc.excused {
+				t.Errorf("excused = %v, want %v", got, tc.excused)
+			}
+		})
+	}
+}

@@ -683,13 +683,20 @@ func (w *world) ranKV() bool { return w.mode == KVMode || w.mig != nil }
 
 // fallbackMissed is the stale read that let c, a gateway call of the
 // ledger-mode Worker during a migration, place another order under its
-// key than first, KV's: its own request's read of KV's fallback, before
-// the call and within staleMost, that missed a write of KV's claim or
-// receipt naming first. Nil if there is none: no other read excuses it.
+// key than first, KV's, or let the ledger take c's order id for the key's
+// beside first: the read of KV's fallback, within staleMost, that missed
+// a write of KV's claim or receipt naming first, by the request whose
+// ledger claim first held c's order id and time (ledgerMints; c's own
+// where none did), before the call or that claim, whichever came later.
+// An adoption of a key KV mode left open after c's call (the sweep's, or
+// a resolve's) reads KV before its claim. Nil if there is none: no other
+// read excuses it.
 func (w *world) fallbackMissed(c *gatewayCall, first string) *event {
-	reader := c.by.origin()
-	if m := w.ledgerMints[ledgerMintID(c.key, c.orderID, c.acceptedAt)]; m != nil {
-		reader = m // the request whose claim minted it, if another calls
+	reader, until := c.by.origin(), c.start
+	if m, ok := w.ledgerMints[ledgerMintID(c.key, c.orderID, c.acceptedAt)]; ok {
+		// The request whose claim minted it, if another calls; or whose
+		// adoption took it into the ledger after the call.
+		reader, until = m.by, later(c.start, m.at)
 	}
 	names := func(e *kv.Entry) bool {
 		return e != nil && (strings.Contains(string(e.Metadata), first) || strings.Contains(e.Value, first))
@@ -697,7 +704,7 @@ func (w *world) fallbackMissed(c *gatewayCall, first string) *event {
 	for _, kvKey := range []string{"pending:" + c.key, "result:" + c.key} {
 		for _, m := range w.misses[kvKey] {
 			// A read that returned a version naming first did not hide it.
-			if m.reader.origin() != reader || m.at.After(c.start) || c.start.Sub(m.at) > staleMost || names(m.entry) {
+			if m.reader.origin() != reader || m.at.After(until) || until.Sub(m.at) > staleMost || names(m.entry) {
 				continue
 			}
 			for _, v := range m.missed {
@@ -737,8 +744,15 @@ func (w *world) observeLedgerMint(key keyName, method string, before, after inta
 	}
 	id := ledgerMintID(key, after.OrderID, after.AcceptedAt)
 	if _, ok := w.ledgerMints[id]; !ok || before.State == intake.Absent {
-		w.ledgerMints[id] = a.origin()
+		w.ledgerMints[id] = ledgerMint{by: a.origin(), at: w.now()}
 	}
+}
+
+// ledgerMint is the request whose ledger claim first held a key with an
+// order id and time, and when it wrote it.
+type ledgerMint struct {
+	by *actor
+	at time.Time
 }
 
 func ledgerMintID(key keyName, orderID string, at time.Time) string {

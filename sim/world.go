@@ -62,8 +62,8 @@ type keyName = string
 // submissions and what every part saw, driven by one stream of choices.
 type world struct {
 	// ledgerMints is, per key, order id and time, the request whose ledger
-	// claim first held the key with them (observeLedgerMint).
-	ledgerMints map[string]*actor
+	// claim first held the key with them, and when (observeLedgerMint).
+	ledgerMints map[string]ledgerMint
 	mode        Mode
 	sched       *scheduler
 	choices     func(n int, label string) int
@@ -240,7 +240,7 @@ func run(mode Mode, choose func(n int, label string) int) *world {
 	w.faultsOn = w.densities != [parts]density{}
 	if mode == LedgerMode {
 		w.ledger = ledger.NewMemoryStore()
-		w.ledgerMints = make(map[string]*actor)
+		w.ledgerMints = make(map[string]ledgerMint)
 		w.ledger.Now = w.now
 		w.ledger.RoundTrip = w.ledgerCall
 		w.ledger.Watch = func(key intake.Key, method string, before, after intake.Record) {
