@@ -726,3 +726,48 @@ func TestKeyString(t *testing.T) {
 		})
 	}
 }
+
+// TestAnInvalidBodyLeavesAnOpenKeyAlone: over KV's stand-in, a commit
+// that failed leaves the key open with the order id and time of its
+// answer, for a retry to store. A body that is not an order under the key
+// is told so, and writes nothing: taken over, the key was written as the
+// reference's marker, without them, and its release deleted it, so that a
+// retry minted another acceptedAt. Whether the instance reads the key
+// open, or remembers it open while its read shows it free.
+func TestAnInvalidBodyLeavesAnOpenKeyAlone(t *testing.T) {
+	for _, remembers := range []bool{false, true} {
+		name := map[bool]string{false: "another instance reads it open", true: "its instance remembers it open"}[remembers]
+		t.Run(name, func(t *testing.T) {
+			h := newHarness(t, intake.Options{})
+			h.faulty.Set(kvtest.Fault{Op: kvtest.OpPut, Prefix: "result:", Nth: 1})
+			if _, err := h.submit("k", validBody); !errors.Is(err, intake.ErrStorageUnavailable) {
+				t.Fatalf("first Submit = %v, want storage unavailable", err)
+			}
+			h.faulty.Set()
+			open, ok := h.stored(t, "pending:k")
+			if !ok {
+				t.Fatal("pending:k is not stored; want the key open")
+			}
+			svc := h.svc
+			if remembers {
+				// A stale read shows the key free.
+				if err := h.mem.Delete(context.Background(), "pending:k"); err != nil {
+					t.Fatal(err)
+				}
+			} else {
+				svc = intake.New(h.store, intake.Options{ResultTTL: config.DefaultResultTTL, PendingTTL: config.DefaultPendingTTL,
+					Now: func() time.Time { return acceptedAt }})
+			}
+			writes := h.rec.Count(kvtest.OpPut, "pending:") + h.rec.Count(kvtest.OpDelete, "pending:")
+			if _, err := svc.Submit(context.Background(), key("k"), []byte(`{"symbol":"AAPL"}`), ""); !errors.Is(err, order.ErrInvalid) {
+				t.Fatalf("invalid Submit = %v, want order.ErrInvalid", err)
+			}
+			if got := h.rec.Count(kvtest.OpPut, "pending:") + h.rec.Count(kvtest.OpDelete, "pending:"); got != writes {
+				t.Errorf("the invalid body made %d writes of pending:k, want none", got-writes)
+			}
+			if after, ok := h.stored(t, "pending:k"); !remembers && (!ok || after.Value != open.Value || !bytes.Equal(after.Metadata, open.Metadata)) {
+				t.Errorf("pending:k = %q %s (%v), want it as it was: %q %s", after.Value, after.Metadata, ok, open.Value, open.Metadata)
+			}
+		})
+	}
+}

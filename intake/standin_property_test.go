@@ -163,7 +163,7 @@ func standInHistory(rt *rapid.T, newWorld func(func() time.Time, *writeFaults) s
 	instances := []*intake.Service{instance(), instance()}
 	answered := map[string][]byte{} // key → the 2xx body its clients got
 	for i, steps := 0, rapid.IntRange(1, 12).Draw(rt, "steps"); i < steps; i++ {
-		switch rapid.IntRange(0, 5).Draw(rt, "step") {
+		switch rapid.IntRange(0, 6).Draw(rt, "step") {
 		case 0, 1: // a client submits, or retries
 			id := rapid.SampledFrom([]string{"a", "b"}).Draw(rt, "key")
 			svc := instances[rapid.IntRange(0, 1).Draw(rt, "instance")]
@@ -188,6 +188,22 @@ func standInHistory(rt *rapid.T, newWorld func(func() time.Time, *writeFaults) s
 			now = now.Add(rapid.SampledFrom([]time.Duration{time.Second, 30 * time.Second, config.DefaultPendingTTL + time.Second}).Draw(rt, "time"))
 		case 5: // the store's alarm fires, if it is due
 			world.alarm(settler())
+		case 6: // a client sends a body that is not an order
+			id := rapid.SampledFrom([]string{"a", "b"}).Draw(rt, "key")
+			svc := instances[rapid.IntRange(0, 1).Draw(rt, "instance")]
+			before, berr := world.store().Lookup(context.Background(), key(id))
+			if _, err := svc.Submit(context.Background(), key(id), []byte(`{"symbol":"AAPL"}`), ""); errors.Is(err, intake.ErrStorageUnavailable) || berr != nil {
+				continue
+			}
+			// Bad input changes nothing: a key held, open or stored stays
+			// as it was (a free one may keep the reference's marker for
+			// its lease, should the release of its claim fail).
+			after, err := world.store().Lookup(context.Background(), key(id))
+			if err == nil && before.State != intake.Absent && (after.State != before.State || after.OrderID != before.OrderID ||
+				!after.AcceptedAt.Equal(before.AcceptedAt) || !bytes.Equal(after.Body, before.Body)) {
+				rt.Fatalf("key %s: a body that is not an order changed it from %v %s %v to %v %s %v", id,
+					before.State, before.OrderID, before.AcceptedAt, after.State, after.OrderID, after.AcceptedAt)
+			}
 		}
 	}
 	// Storage is well again, the lease is over, and a client retries

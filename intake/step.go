@@ -39,8 +39,9 @@ var ErrNoRow = errors.New("intake: no row of the table allows the move")
 //   - a free key is claimed, except by the settler, which has no order of
 //     its own to place;
 //   - an open key is taken over with its order id, order and attempts,
-//     unless it is another order's, or the claim is the settler's and the
-//     key is not due (DueFor);
+//     unless it is another order's, the claim is for a body that is not
+//     an order, or the claim is the settler's and the key is not due
+//     (DueFor);
 //   - a stored outcome and another's live claim are left alone.
 //
 // It fails on a move the table has no row for: a bug, never a default.
@@ -55,6 +56,10 @@ func Step(rec Record, c Claim, now time.Time) (Move, error) {
 		switch {
 		case ForAnotherOrder(rec.Fingerprint, c.Fingerprint):
 			// Another order's key: reused by mistake, it keeps its own.
+		case c.role() == RoleClient && c.Fingerprint == "":
+			// A body that is not an order (over KV's stand-in, which
+			// claims before it parses): it has nothing to place, and its
+			// release would free the key and its order id.
 		case c.role() == RoleSettler && !DueFor(rec, now):
 		default:
 			ev, c = EventTakeOver, TakeOver(c, rec)

@@ -192,6 +192,9 @@ func (s *Service) attempt(ctx context.Context, sub *submission, now time.Time) (
 	case rec.State == Stored:
 		s.cacheRead(cacheKey, rec, now)
 		return s.replay(rec, sub)
+	case rec.State == Open && sub.parseErr != nil:
+		// Left alone (Step): a body that is not an order is told so.
+		return Outcome{}, sub.parseErr
 	case ForAnotherOrder(rec.Fingerprint, claim.Fingerprint):
 		// Held or open, for another order.
 		return Outcome{}, ErrKeyReused
@@ -269,9 +272,10 @@ const (
 // (OrderIDFor) and the time, stored with it, so every gateway call for
 // the key carries them. If this instance left the key open moments ago,
 // the claim keeps that claim's time and attempts too, whatever a stale
-// read of the Store says, and another order under the key is
-// ErrKeyReused. Over a Store whose reads are exact (the ledger) the
-// instance keeps no such memory (Service.opened).
+// read of the Store says, another order under the key is ErrKeyReused,
+// and a body that is not an order gets its parse error. Over a Store
+// whose reads are exact (the ledger) the instance keeps no such memory
+// (Service.opened).
 func (s *Service) newClaim(sub *submission, now time.Time) (Claim, error) {
 	claim := Claim{Token: s.opts.NewID(), AcceptedAt: now, Lease: s.opts.PendingTTL, KeepUntil: s.keepUntil(now)}
 	if sub.parsed {
@@ -280,7 +284,13 @@ func (s *Service) newClaim(sub *submission, now time.Time) (Claim, error) {
 		claim.OrderID = s.opts.NewID() // never sent: the body is not an order
 	}
 	if opened, ok := s.opened.get(sub.key.String(), now); ok {
-		if ForAnotherOrder(opened.Fingerprint, sub.fp) {
+		switch {
+		case sub.parseErr != nil:
+			// A body that is not an order leaves the key alone, which a
+			// stale read may show free: its claim would be written over
+			// the open key, and its release would delete it.
+			return Claim{}, sub.parseErr
+		case ForAnotherOrder(opened.Fingerprint, sub.fp):
 			return Claim{}, ErrKeyReused
 		}
 		claim = TakeOver(claim, Record{OrderID: opened.OrderID, AcceptedAt: opened.AcceptedAt, Fingerprint: opened.Fingerprint,
