@@ -9,6 +9,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"io"
+	"strconv"
 	"time"
 
 	"github.com/edge-orders/edge-orders/alert"
@@ -402,15 +403,22 @@ func (w *Worker) DeadLetterMessage(ctx context.Context, messageID string, body [
 
 // recordGiveUp records the dead letter of a give-up whose send to the
 // dead-letter queue failed, which nothing sends again: the key is final,
-// and the sweep passes it by. Its id is the order's, so that a second
-// record of it is the same letter. It says what became of the letter, for
-// the give-up's log line.
+// and the sweep passes it by. Its id is the order's and the give-up's
+// attempts, so that a second record of one give-up is the same letter,
+// and a later give-up of the order (a client's retry failed, and the
+// give-up's check gave up again) a new one, as its message through the
+// queue would be, even once an operator acknowledged the first. It says
+// what became of the letter, for the give-up's log line.
 func (w *Worker) recordGiveUp(ctx context.Context, key intake.Key, p intake.Placement, attempts int) string {
 	if w.deadLetters == nil {
 		return "no letter is recorded"
 	}
-	d := intake.DeadLetter{Key: key, ID: letterID("give-up-" + p.OrderID), OrderID: p.OrderID, Attempts: attempts, Unresolved: true, Received: w.now()}
-	if err := w.deadLetters.Record(ctx, d); err != nil && !errors.Is(err, intake.ErrLetterAcknowledged) {
+	id := letterID("give-up-" + p.OrderID + "-" + strconv.Itoa(attempts))
+	d := intake.DeadLetter{Key: key, ID: id, OrderID: p.OrderID, Attempts: attempts, Unresolved: true, Received: w.now()}
+	switch err := w.deadLetters.Record(ctx, d); {
+	case errors.Is(err, intake.ErrLetterAcknowledged):
+		return "its letter, " + id + ", was recorded and acknowledged already"
+	case err != nil:
 		return "recording its letter failed too, so this line is all that lists it: " + err.Error()
 	}
 	return "its letter is recorded for the admin API (" + httpapi.DeadLettersPath + ") instead"
