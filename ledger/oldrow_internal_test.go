@@ -18,6 +18,33 @@ func (g *unanswered) Place(_ context.Context, p intake.Placement) error {
 	return errors.New("gateway timeout")
 }
 
+// oldRowWorld is a MemoryStore holding an older version's open row of
+// desk's key "old", for an order of AAPL under order id old-order, and a
+// Service over it whose gateway never answers.
+type oldRowWorld struct {
+	now *time.Time
+	m   *MemoryStore
+	svc *intake.Service
+	g   *unanswered
+	key intake.Key
+	o   order.Order
+}
+
+// newOldRowWorld is an oldRowWorld whose row is the one amend makes of a
+// row that kept the order's fingerprint and order id, but not the order
+// or the client.
+func newOldRowWorld(amend func(row) row) oldRowWorld {
+	now := time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
+	w := oldRowWorld{now: &now, m: NewMemoryStore(), g: &unanswered{}, key: intake.Key{Client: "desk", ID: "old"},
+		o: order.Order{Symbol: "AAPL", Side: order.Buy, Quantity: 10}}
+	w.m.Now = func() time.Time { return now }
+	w.m.obj.rows.put(amend(row{key: w.key.String(), fingerprint: w.o.Fingerprint(), orderID: "old-order",
+		acceptedAt: now.Add(-time.Hour), sent: true, expires: now.Add(48 * time.Hour)}))
+	w.svc = intake.New(w.m, intake.Options{ResultTTL: 24 * time.Hour, PendingTTL: time.Minute, SettleMaxAge: 24 * time.Hour,
+		Gateway: w.g, Now: w.m.Now})
+	return w
+}
+
 // TestAnOlderRowWithoutItsOrderTakesItsRetrysOrder: an older version kept
 // open rows with the order's fingerprint and order id but not the order,
 // which the settler needs to call the OMS without the client. A retry of
@@ -28,16 +55,8 @@ func (g *unanswered) Place(_ context.Context, p intake.Placement) error {
 // for another retry of a client that may never come.
 func TestAnOlderRowWithoutItsOrderTakesItsRetrysOrder(t *testing.T) {
 	ctx := context.Background()
-	now := time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
-	m := NewMemoryStore()
-	m.Now = func() time.Time { return now }
-	key := intake.Key{Client: "desk", ID: "old"}
-	o := order.Order{Symbol: "AAPL", Side: order.Buy, Quantity: 10}
-	m.obj.rows.put(row{key: key.String(), client: key.Client, fingerprint: o.Fingerprint(), orderID: "old-order",
-		acceptedAt: now.Add(-time.Hour), sent: true, attempts: 1, expires: now.Add(48 * time.Hour)})
-	g := &unanswered{}
-	svc := intake.New(m, intake.Options{ResultTTL: 24 * time.Hour, PendingTTL: time.Minute, SettleMaxAge: 24 * time.Hour,
-		Gateway: g, Now: m.Now})
+	w := newOldRowWorld(func(r row) row { r.client, r.attempts = "desk", 1; return r })
+	m, key, o, g, svc := w.m, w.key, w.o, w.g, w.svc
 	var open *intake.Unsettled
 	if _, err := svc.Submit(ctx, key, o.JSON(), ""); !errors.As(err, &open) || len(g.calls) != 1 || g.calls[0].OrderID != "old-order" {
 		t.Fatalf("Submit = %v, with calls %+v; want an unknown outcome of one call under old-order", err, g.calls)
@@ -88,16 +107,8 @@ func TestAReleaseThatNeverLearnedTheCheckLeavesItDue(t *testing.T) {
 // call names the client to the OMS, and desk's listing shows the key.
 func TestAnOlderRowWithoutItsClientIsNamedByItsRetry(t *testing.T) {
 	ctx := context.Background()
-	now := time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
-	m := NewMemoryStore()
-	m.Now = func() time.Time { return now }
-	key := intake.Key{Client: "desk", ID: "old"}
-	o := order.Order{Symbol: "AAPL", Side: order.Buy, Quantity: 10}
-	m.obj.rows.put(row{key: key.String(), fingerprint: o.Fingerprint(), orderID: "old-order",
-		acceptedAt: now.Add(-time.Hour), sent: true, expires: now.Add(48 * time.Hour)})
-	g := &unanswered{}
-	svc := intake.New(m, intake.Options{ResultTTL: 24 * time.Hour, PendingTTL: time.Minute, SettleMaxAge: 24 * time.Hour,
-		Gateway: g, Now: m.Now})
+	w := newOldRowWorld(func(r row) row { return r })
+	m, key, o, g, svc := w.m, w.key, w.o, w.g, w.svc
 	var open *intake.Unsettled
 	if _, err := svc.Submit(ctx, key, o.JSON(), ""); !errors.As(err, &open) || len(g.calls) != 1 {
 		t.Fatalf("Submit = %v, with calls %+v; want an unknown outcome of one call", err, g.calls)
@@ -107,7 +118,7 @@ func TestAnOlderRowWithoutItsClientIsNamedByItsRetry(t *testing.T) {
 	if err != nil || len(page.Keys) != 1 || page.Keys[0].Key != key {
 		t.Errorf("desk's listing = %+v, %v; want the open key %v", page.Keys, err, key)
 	}
-	now = now.Add(time.Hour)
+	*w.now = w.now.Add(time.Hour)
 	var settled []intake.Key
 	if err := m.RunAlarm(func(keys []intake.Key) error {
 		for _, k := range keys {
