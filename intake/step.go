@@ -256,13 +256,19 @@ func DueAfterHolder(rec Record, lease time.Duration, now time.Time) time.Time {
 //   - after the last call otherwise, or the check's, given up on, never due
 //     again and kept another resultTTL: giveUp says the caller reports it;
 //   - after a retry of a key given up on, as it was, its check due as
-//     before;
+//     before, unless that time has passed: then due after the backoff, as
+//     after a settler's call on it that was not its last (SETTLE_MAX_AGE
+//     raised since, or KV's copy out of reach), which would otherwise
+//     leave it due at once, and call the OMS again and again;
 //   - otherwise due after the backoff where a settler runs (settles), and
 //     due when the Store says where none does.
 //
-// Where nothing settles, the key keeps the order id and time the stand-in
-// answered with as long as the receipt would have been kept, for a retry
-// to store them.
+// A key due again is kept a resultTTL past its due time at least: however
+// short RESULT_TTL and SETTLE_MAX_AGE, and however long the reads' lag,
+// it never expires before the call or the check it awaits, which would
+// drop an order whose outcome is unknown without a report. Where nothing
+// settles, the key keeps the order id and time the stand-in answered with
+// as long as the receipt would have been kept, for a retry to store them.
 func Unanswered(c Claim, last, settles bool, readsLag, resultTTL time.Duration, now time.Time) (next Claim, giveUp bool) {
 	c.Attempts++
 	if c.GiveUp == NotGivenUp {
@@ -280,9 +286,14 @@ func Unanswered(c Claim, last, settles bool, readsLag, resultTTL time.Duration, 
 		c.GiveUp, giveUp = GivenUp, true
 		c.KeepUntil = later(c.KeepUntil, now.Add(resultTTL))
 		c.NextAttempt = time.Time{}
+	case c.GiveUp == AwaitingCheck && settles && !c.NextAttempt.After(now):
+		c.NextAttempt = now.Add(SettleBackoff(c.Attempts))
 	case c.GiveUp.Unresolved():
 	case settles:
 		c.NextAttempt = now.Add(SettleBackoff(c.Attempts))
+	}
+	if !c.NextAttempt.IsZero() {
+		c.KeepUntil = later(c.KeepUntil, c.NextAttempt.Add(resultTTL))
 	}
 	return c, giveUp
 }

@@ -163,6 +163,7 @@ func (w *world) observeKVWrite(key string, e *kv.Entry, expires time.Time) {
 	if name, ok := strings.CutPrefix(key, "pending:"); ok {
 		w.observeClaim(name, e)
 		w.noteDue(name)
+		w.checkKeptPastDue(name, e, expires)
 	}
 	name, ok := strings.CutPrefix(key, "result:")
 	if ok {
@@ -175,6 +176,20 @@ func (w *world) observeKVWrite(key string, e *kv.Entry, expires time.Time) {
 		w.ck.resultWriters[name] = append(w.ck.resultWriters[name], resultWrite{by: a, seq: w.ck.writes - 1})
 	}
 	w.stored(name, []byte(e.Value), expires)
+}
+
+// checkKeptPastDue: a claim KV keeps until expires, and that says it is
+// due for the settler, is kept past its due time: a key that expired
+// before the call or the give-up's check it awaits would drop an order
+// whose outcome is unknown without a report.
+func (w *world) checkKeptPastDue(key keyName, e *kv.Entry, expires time.Time) {
+	if e == nil || expires.IsZero() || w.direct {
+		return
+	}
+	if due := w.decodeClaim(key, e, w.now()).NextAttempt; !due.IsZero() && !expires.After(due) {
+		w.violate("%s's claim is due for the settler at %s, but KV keeps it only until %s", key,
+			due.Format("15:04:05.000"), expires.Format("15:04:05.000"))
+	}
 }
 
 // observeLedgerCommit watches the ledger's commits as observeKVWrite

@@ -74,6 +74,28 @@ func TestSimulatedHistoriesKeepTheInvariants(t *testing.T) {
 	}
 }
 
+// TestSimulatedHistoriesAtTheShortestSettings runs histories of each mode
+// with RESULT_TTL and SETTLE_MAX_AGE at the least the Worker takes, a
+// minute each: keys expire while their settler backs off or their
+// give-up's check waits, which no drawn setting reaches. It plays about
+// one case in four of rapid's (the drawn gate), to keep go test's time.
+func TestSimulatedHistoriesAtTheShortestSettings(t *testing.T) {
+	for _, mode := range []Mode{KVMode, LedgerMode} {
+		t.Run(mode.String(), func(t *testing.T) {
+			t.Parallel()
+			rapid.Check(t, func(rt *rapid.T) {
+				if rapid.IntRange(0, 7).Draw(rt, "gate") > 1 {
+					return
+				}
+				if w := play(mode, chooser(rt), true); len(w.violations) > 0 {
+					rt.Logf("history (%s, shortest settings):\n%s", mode, w)
+					rt.Fatalf("invariant broken: %s", strings.Join(w.violations, "; "))
+				}
+			})
+		})
+	}
+}
+
 // chooser draws each choice from rapid, which can then shrink a failing
 // history's choices toward 0, the least eventful.
 //

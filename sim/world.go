@@ -213,7 +213,13 @@ type answer struct {
 
 // run plays one history in mode, every choice made by choose (0 is always
 // the least eventful choice), and returns it with its violations.
-func run(mode Mode, choose func(n int, label string) int) *world {
+func run(mode Mode, choose func(n int, label string) int) *world { return play(mode, choose, false) }
+
+// play is run, with RESULT_TTL and SETTLE_MAX_AGE at the least the Worker
+// takes (config.MinTTL, KV's shortest expiration) when shortest: keys then
+// expire within a history, beside the settler's backoff and the give-up's
+// check, which the drawn settings leave far behind them.
+func play(mode Mode, choose func(n int, label string) int, shortest bool) *world {
 	w := &world{mode: mode, choices: choose, counts: make(map[string]int), chances: make(map[string]int), misses: make(map[string][]miss), ck: newCausality(),
 		commits: make(map[keyName]commit), storedRuns: make(map[keyName]storedRun), ledgerSaw: make(map[*actor]bool), receipts: make(map[keyName]map[string]keptReceipt), unresolved: make(map[keyName]time.Time),
 		absentSeen: make(map[*gatewayCall]bool), paged: make(map[keyName]time.Time), reported: make(map[string]time.Time), omsAnswered: make(map[string]time.Time), lastWriter: make(map[string]*actor),
@@ -231,6 +237,9 @@ func run(mode Mode, choose func(n int, label string) int) *world {
 
 	w.resultTTL = []time.Duration{24 * time.Hour, time.Hour}[choose(2, "RESULT_TTL")]
 	w.settleMaxAge = []time.Duration{24 * time.Hour, 30 * time.Minute}[choose(2, "SETTLE_MAX_AGE")]
+	if shortest {
+		w.resultTTL, w.settleMaxAge = config.MinTTL, config.MinTTL
+	}
 	for p := range w.densities {
 		w.densities[p] = density(w.uniform(3, partNames[p]+" fault density"))
 		w.count(fmt.Sprintf("history with %s faults %s", partNames[p], w.densities[p]))
