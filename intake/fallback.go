@@ -246,7 +246,10 @@ func (s *Service) adoptOpen(ctx context.Context, key Key, due time.Time) (bool, 
 	// Kept a RESULT_TTL from now at least: KV mode keeps a key it gave up
 	// on that long past its give-up, beyond its acceptance's KeepUntil,
 	// which may have passed; a row kept only until then would expire at
-	// once and strand the key in KV.
+	// once and strand the key in KV. And a RESULT_TTL past KV's due time
+	// (the call or the give-up's check it awaits), as KV keeps it
+	// (Unanswered): a row that expired first would leave KV's claim for
+	// the next sweep to adopt, and settle or report, once more.
 	//
 	// Tentative until it is released open: a claim left behind (its
 	// release failed, or its invocation died) frees the key at its
@@ -256,7 +259,7 @@ func (s *Service) adoptOpen(ctx context.Context, key Key, due time.Time) (bool, 
 	claimedAt := s.opts.Now()
 	claim := Claim{Token: s.opts.NewID(), Fingerprint: old.Fingerprint, Order: old.Order, OrderID: old.OrderID,
 		AcceptedAt: old.AcceptedAt, Lease: s.opts.PendingTTL, Stage: s.tentative(), By: RoleAdopter,
-		KeepUntil: later(s.keepUntil(old.AcceptedAt), claimedAt.Add(s.opts.ResultTTL))}
+		KeepUntil: later(later(s.keepUntil(old.AcceptedAt), claimedAt.Add(s.opts.ResultTTL)), old.NextAttempt.Add(s.opts.ResultTTL))}
 	// A key the Store has open already (adopted before, or by a client's
 	// retry) is its settler's, as it was (claimFree gives it back).
 	if _, claimed, err := s.claimFree(ctx, key, claim); err != nil {

@@ -2,12 +2,14 @@ package intake_test
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
 	"github.com/edge-orders/edge-orders/config"
 	"github.com/edge-orders/edge-orders/intake"
 	"github.com/edge-orders/edge-orders/kv"
+	"github.com/edge-orders/edge-orders/ledger"
 )
 
 // kvSettleEnv is a settleEnv over KV, whose reads lag readsLag, with opts
@@ -97,5 +99,52 @@ func TestAKeyOutlivesTheCheckItAwaits(t *testing.T) {
 				t.Errorf("the settling ended %+v with %d reports, want the key reported unresolved once", st, n)
 			}
 		})
+	}
+}
+
+// TestAKeyTheLedgerGaveUpOnIsNotAdoptedAgain: KV mode's settler made its
+// last call, and the key awaits the give-up's check, which KV keeps it
+// past; ledger mode adopted the key at once after the switch, settled it
+// and gave up, reporting it. The ledger's row outlives KV's claim: one
+// that expired first would leave the claim for the next adoption sweep,
+// and the same order would be reported unresolved a second time (found by
+// a review).
+func TestAKeyTheLedgerGaveUpOnIsNotAdoptedAgain(t *testing.T) {
+	ctx := context.Background()
+	const maxAge = time.Minute // SETTLE_MAX_AGE at its least
+	clock, oldMem, g, opts := settling(maxAge)
+	before := intake.New(kv.NewStore(oldMem, clock.Now), opts)
+	g.answer(errLost)
+	if _, err := before.Submit(ctx, deskKey, []byte(validBody), ""); !errors.Is(err, intake.ErrOutcomeUnknown) {
+		t.Fatalf("KV mode's Submit = %v, want ErrOutcomeUnknown", err)
+	}
+	clock.Advance(maxAge)
+	g.answer(errLost)
+	if st, err := before.Settle(ctx, deskKey); err != nil || st.Final || !st.Unresolved {
+		t.Fatalf("KV mode's last call = %+v, %v; want the key awaiting the give-up's check", st, err)
+	}
+
+	clock.Advance(10 * time.Second)
+	reports := 0
+	store := ledger.NewMemoryStore()
+	store.Now = clock.Now
+	migrating := opts
+	migrating.ReportUnresolved = func(context.Context, intake.Key, intake.Placement, int) error { reports++; return nil }
+	migrating.Fallback, migrating.FallbackUntil = kv.NewStore(oldMem, clock.Now), clock.Now().Add(48*time.Hour)
+	after := intake.New(store, migrating)
+	if ok, err := after.Adopt(ctx, deskKey); err != nil || !ok {
+		t.Fatalf("Adopt = %v, %v; want the key adopted", ok, err)
+	}
+	g.answer(errLost)
+	if st, err := after.Settle(ctx, deskKey); err != nil || !st.Final || !st.Unresolved || reports != 1 {
+		t.Fatalf("the ledger's settler = %+v, %v, with %d reports; want it to give up and report once", st, err, reports)
+	}
+	// Past the ledger's RESULT_TTL after its give-up, and KV's check.
+	clock.Advance(maxAge + config.DefaultResultTTL + 20*time.Second)
+	if ok, err := after.Adopt(ctx, deskKey); err != nil || ok {
+		g.answer(errLost)
+		clock.Advance(time.Second)
+		st, serr := after.Settle(ctx, deskKey)
+		t.Errorf("Adopt = %v, %v: the key was adopted again from KV's claim, which outlived the ledger's row; the settler then gave %+v, %v, with %d reports", ok, err, st, serr, reports)
 	}
 }

@@ -25,7 +25,7 @@ const (
 // ErrKeyReused when the key's receipt or claim is for a different order;
 // ErrInProgress while another request holds the key past the Wait; an error
 // wrapping order.ErrInvalid for a body that is not a valid order (the key
-// stays free); ErrRateLimited when Options.Limit refuses a new order; a
+// stays as it was); ErrRateLimited when Options.Limit refuses a new order; a
 // *Rejection when the OMS refused the order, now or before; an *Unsettled
 // when the gateway's answer is unknown (the settler then calls again by
 // itself); and an error wrapping ErrStorageUnavailable when storage fails.
@@ -436,7 +436,8 @@ func (s *Service) leaveOpen(ctx context.Context, key Key, claim Claim, cause err
 	// message that comes before its key is due was sent for an earlier due
 	// time, and ends there (Settle), so one chain settles a key. So does a
 	// retry of a key awaiting the give-up's check, which leaves the due
-	// time it read: that read may be stale, and the time's chain ended
+	// time it read (or, once that has passed, the backoff's): that read
+	// may be stale, and the time's chain ended
 	// (the check gave up since). When it was not, two messages come for
 	// the time: the one that finds the other's claim is sent again for
 	// its lease's end, and ends then, the key final or due at another
