@@ -662,7 +662,7 @@ func (w *world) finalRetryCause(a, fin *answer) *event {
 		// old version's (legacyIDMissed).
 		for _, d := range w.oms.calls {
 			if d.key == fin.key && d.orderID == fin.orderID {
-				return w.fallbackMissed(d, a.orderID) // the first call minted it
+				return w.fallbackMissed(d, a.orderID, true) // the first call minted it
 			}
 		}
 	case fin.kind == reused:
@@ -676,7 +676,7 @@ func (w *world) finalRetryCause(a, fin *answer) *event {
 				}
 			}
 			if w.mig != nil {
-				if e := w.fallbackMissed(d, a.orderID); e != nil {
+				if e := w.fallbackMissed(d, a.orderID, true); e != nil {
 					return e
 				}
 			}
@@ -740,7 +740,7 @@ func (w *world) checkOrderIDs() {
 			if e == nil && w.mig != nil {
 				// During a migration the ledger claims first and reads
 				// KV's fallback after: no KV claim minted the second.
-				e = w.fallbackMissed(c, fc.orderID)
+				e = w.fallbackMissed(c, fc.orderID, false)
 			}
 			if e != nil {
 				// Another order under the key, claimed after its writer's

@@ -552,9 +552,74 @@ func TestAnAdoptionIsExcusedByItsOwnReadBeforeItsClaim(t *testing.T) {
 			}
 			w.sched.now = w.sched.now.Add(tc.readAgo + 10*time.Second)
 			w.ledgerMints = map[string]ledgerMint{ledgerMintID(call.key, call.orderID, call.acceptedAt): {by: adopter, at: w.now()}}
-			if got := w.fallbackMissed(call, "legacy-0") != nil; got != tc.excused {
+			if got := w.fallbackMissed(call, "legacy-0", true) != nil; got != tc.excused {
 				t.Errorf("excused = %v, want %v", got, tc.excused)
 			}
 		})
+	}
+}
+
+// TestAnAdoptersReadAfterACallExcusesNoSecondOrderIDAtTheOMS: KV mode
+// placed a second order id beside an old version's receipt with no stale
+// read of its own (a bug), and an adoption took that order into the
+// ledger after the call, its own read missing the receipt. The adopter's
+// read, after the call, cannot have caused it: the second order id is a
+// violation, adopted or not.
+func TestAnAdoptersReadAfterACallExcusesNoSecondOrderIDAtTheOMS(t *testing.T) {
+	for _, adopted := range []bool{false, true} {
+		t.Run(map[bool]string{false: "not adopted", true: "adopted after the call"}[adopted], func(t *testing.T) {
+			w, in, _ := checkedWorld(t, LedgerMode)
+			w.resultTTL = time.Hour
+			o := order.Order{Symbol: "AAPL", Side: order.Buy, Quantity: 10}
+			adopter := &actor{name: "adoption", inst: in[1].inst, kind: requestActor, key: checkedKey}
+			readKV(w, adopter) // location 1 caches "not found"
+			legacyAt := w.now().Add(time.Second)
+			legacy := order.Receipt{OrderID: "legacy-0", Status: order.StatusAccepted, AcceptedAt: legacyAt, Order: o}.JSON()
+			storeKV(w, legacy, time.Second)
+			first := &gatewayCall{key: checkedKey, orderID: "legacy-0", fp: o.Fingerprint(), acceptedAt: legacyAt, start: legacyAt, inst: -2}
+			w.sched.now = w.sched.now.Add(500 * time.Millisecond)
+			second := &gatewayCall{key: checkedKey, orderID: "order-2", fp: o.Fingerprint(), acceptedAt: w.now(), start: w.now(), by: in[0]}
+			w.sched.now = w.sched.now.Add(500 * time.Millisecond)
+			if got := readKV(w, adopter); got != nil {
+				t.Fatalf("the adopter's read = %v, want the location's cached not found", got)
+			}
+			w.sched.now = w.sched.now.Add(time.Second)
+			w.ledgerMints = map[string]ledgerMint{}
+			if adopted {
+				w.ledgerMints[ledgerMintID(second.key, second.orderID, second.acceptedAt)] = ledgerMint{by: adopter, at: w.now()}
+			}
+			w.oms.calls = append(w.oms.calls, first, second)
+			w.checkOrderIDs()
+			if !violated(w, "second order id") {
+				t.Errorf("the second order id was excused: violations %q, counts %v", w.violations, w.counts)
+			}
+		})
+	}
+}
+
+// TestAnAdoptionThatSawTheReceiptIsNotExcusedByAnEarlierMiss: an adopter
+// missed the old version's receipt once, then read it, and adopted KV
+// mode's second order all the same (a bug): its last read before its
+// claim hid nothing, and the earlier miss excuses nothing.
+func TestAnAdoptionThatSawTheReceiptIsNotExcusedByAnEarlierMiss(t *testing.T) {
+	w, in, _ := checkedWorld(t, LedgerMode)
+	o := order.Order{Symbol: "AAPL", Side: order.Buy, Quantity: 10}
+	adopter := &actor{name: "adoption", inst: in[1].inst, kind: requestActor, key: checkedKey}
+	call := &gatewayCall{key: checkedKey, orderID: "order-2", acceptedAt: w.now(), start: w.now(), by: in[0]}
+	readKV(w, adopter) // location 1 caches "not found"
+	legacy := order.Receipt{OrderID: "legacy-0", Status: order.StatusAccepted, AcceptedAt: w.now(), Order: o}.JSON()
+	storeKV(w, legacy, time.Second)
+	w.sched.now = w.sched.now.Add(time.Second)
+	if got := readKV(w, adopter); got != nil {
+		t.Fatalf("the read = %v, want the location's cached not found", got)
+	}
+	w.sched.now = w.sched.now.Add(3 * time.Minute) // the cached entry ended
+	if got := readKV(w, adopter); got == nil {
+		t.Fatal("the adopter's last read found nothing, want the receipt")
+	}
+	w.sched.now = w.sched.now.Add(time.Second)
+	w.ledgerMints = map[string]ledgerMint{ledgerMintID(call.key, call.orderID, call.acceptedAt): {by: adopter, at: w.now()}}
+	if e := w.fallbackMissed(call, "legacy-0", true); e != nil {
+		t.Errorf("excused by %v, though the adopter's last read before its claim returned the receipt", e)
 	}
 }

@@ -227,10 +227,39 @@ func (n *namespace) read(key string) *kv.Entry {
 		got = vs[i].live(now)
 	}
 	w.checkWrittenPhase(key, got, now)
+	read := kvRead{reader: a, at: now, got: got}
 	if i < len(vs)-1 {
 		n.missed(key, vs, i, loc, hit, got)
+		read.missed = slices.Clone(vs[i+1:])
+	}
+	if a != nil {
+		if w.readLog == nil {
+			w.readLog = make(map[string][]kvRead)
+		}
+		w.readLog[key] = append(w.readLog[key], read)
 	}
 	return got
+}
+
+// kvRead is one read of a KV key: who read it and when, what it got, and
+// the versions after it that it missed (none for a fresh read).
+type kvRead struct {
+	reader *actor
+	at     time.Time
+	got    *kv.Entry
+	missed []version
+}
+
+// lastRead is reader's (an origin's) last read of kvKey at or before
+// until; nil if it made none.
+func (w *world) lastRead(kvKey string, reader *actor, until time.Time) *kvRead {
+	reads := w.readLog[kvKey]
+	for i := len(reads) - 1; i >= 0; i-- {
+		if r := &reads[i]; r.reader.origin() == reader && !r.at.After(until) {
+			return r
+		}
+	}
+	return nil
 }
 
 // checkWrittenPhase checks a claim a Worker read from KV at now: the

@@ -569,7 +569,7 @@ func (w *world) legacyIDMissed(c *gatewayCall, first string) bool {
 	if w.mig == nil || !strings.HasPrefix(first, "legacy-") {
 		return false
 	}
-	event := w.fallbackMissed(c, first)
+	event := w.fallbackMissed(c, first, false)
 	if mint := w.mintOf(c.key, c.orderID, c.acceptedAt); event == nil && mint != nil {
 		event = mint.cause
 	}
@@ -683,35 +683,37 @@ func (w *world) ranKV() bool { return w.mode == KVMode || w.mig != nil }
 
 // fallbackMissed is the stale read that let c, a gateway call of the
 // ledger-mode Worker during a migration, place another order under its
-// key than first, KV's, or let the ledger take c's order id for the key's
-// beside first: the read of KV's fallback, within staleMost, that missed
-// a write of KV's claim or receipt naming first, by the request whose
-// ledger claim first held c's order id and time (ledgerMints; c's own
-// where none did), before the call or that claim, whichever came later.
-// An adoption of a key KV mode left open after c's call (the sweep's, or
-// a resolve's) reads KV before its claim. Nil if there is none: no other
+// key than first, KV's: the last read of KV's claim or receipt before the
+// call, within staleMost, by the request whose ledger claim first held
+// c's order id and time (ledgerMints; c's own where none did), that
+// missed a write naming first. A last read that returned a version
+// naming first hid nothing, whatever an earlier read missed. With adopted
+// it is what let the ledger end with c's order instead: the same, by
+// that request's last read before the call or its claim, whichever came
+// later, since an adoption (the sweep's, or a resolve's) of a key KV mode
+// left open after c's call reads KV before its claim, not before the
+// call, which its read cannot have caused. Nil if there is none: no other
 // read excuses it.
-func (w *world) fallbackMissed(c *gatewayCall, first string) *event {
+func (w *world) fallbackMissed(c *gatewayCall, first string, adopted bool) *event {
 	reader, until := c.by.origin(), c.start
 	if m, ok := w.ledgerMints[ledgerMintID(c.key, c.orderID, c.acceptedAt)]; ok {
-		// The request whose claim minted it, if another calls; or whose
-		// adoption took it into the ledger after the call.
-		reader, until = m.by, later(c.start, m.at)
+		reader = m.by // the request whose claim minted it, if another calls
+		if adopted {
+			until = later(c.start, m.at)
+		}
 	}
 	names := func(e *kv.Entry) bool {
 		return e != nil && (strings.Contains(string(e.Metadata), first) || strings.Contains(e.Value, first))
 	}
 	for _, kvKey := range []string{"pending:" + c.key, "result:" + c.key} {
-		for _, m := range w.misses[kvKey] {
-			// A read that returned a version naming first did not hide it.
-			if m.reader.origin() != reader || m.at.After(until) || until.Sub(m.at) > staleMost || names(m.entry) {
-				continue
-			}
-			for _, v := range m.missed {
-				if names(v.entry) {
-					return w.ck.newEvent(staleRead, "%s read %s at %s, missing %s's write of %s at %s", actorName(m.reader), kvKey,
-						m.at.Format("15:04:05.000"), actorName(v.by), first, v.at.Format("15:04:05.000"))
-				}
+		r := w.lastRead(kvKey, reader, until)
+		if r == nil || until.Sub(r.at) > staleMost || names(r.got) {
+			continue
+		}
+		for _, v := range r.missed {
+			if names(v.entry) {
+				return w.ck.newEvent(staleRead, "%s read %s at %s, missing %s's write of %s at %s", actorName(r.reader), kvKey,
+					r.at.Format("15:04:05.000"), actorName(v.by), first, v.at.Format("15:04:05.000"))
 			}
 		}
 	}
@@ -724,7 +726,7 @@ func (w *world) fallbackMissed(c *gatewayCall, first string) *event {
 func (w *world) fallbackMissedBy(key keyName, id string, at time.Time, first string) *event {
 	for _, d := range w.oms.calls {
 		if d.key == key && d.orderID == id && d.acceptedAt.Equal(at) {
-			return w.fallbackMissed(d, first)
+			return w.fallbackMissed(d, first, true)
 		}
 	}
 	return nil

@@ -86,6 +86,10 @@ type world struct {
 	mig           *migration // a migration mid-run (migrate.go), or nil
 	// misses are the stale reads of each KV key.
 	misses map[string][]miss
+	// readLog is every read of each KV key by an actor, fresh or stale,
+	// in order: an allowance that names a reader's stale read judges its
+	// last read before it acted (lastRead).
+	readLog map[string][]kvRead
 	// ck is what the checker knows of KV's events and the claims they
 	// caused: only they excuse what KV mode does not promise (cause.go).
 	ck *causality
