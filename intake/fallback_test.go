@@ -381,14 +381,7 @@ func TestAKeyLeftOpenInKVIsAdoptedAndSettled(t *testing.T) {
 func TestAKeyKVGaveUpOnLongAgoIsAdoptedNotDropped(t *testing.T) {
 	ctx := context.Background()
 	const maxAge = time.Hour
-	clock, oldMem, g, opts := settling(maxAge)
-
-	before := intake.New(kv.NewStore(oldMem, clock.Now), opts)
-	g.answer(errLost)
-	if _, err := before.Submit(ctx, deskKey, []byte(validBody), ""); !errors.Is(err, intake.ErrOutcomeUnknown) {
-		t.Fatalf("KV mode's Submit = %v, want ErrOutcomeUnknown", err)
-	}
-	clock.Advance(maxAge)
+	clock, oldMem, g, opts, before := unknownInKVMode(t, maxAge)
 	gaveUp := false
 	for range 10 {
 		g.answer(errLost)
@@ -486,6 +479,21 @@ func TestTheSettlerGivesUpOnNoOrderKVKnowsWasAccepted(t *testing.T) {
 	if err != nil || rec.State != intake.Stored || string(rec.Body) != string(stored.Body) {
 		t.Errorf("the ledger's record = %+v, %v; want KV's receipt %s", rec, err, stored.Body)
 	}
+}
+
+// unknownInKVMode is settling's, with KV mode's Service over the namespace,
+// which left deskKey's order unknown maxAge ago: its settler's next call
+// is its last.
+func unknownInKVMode(t *testing.T, maxAge time.Duration) (*fakeClock, *kv.MemoryNamespace, *scriptedGateway, intake.Options, *intake.Service) {
+	t.Helper()
+	clock, oldMem, g, opts := settling(maxAge)
+	before := intake.New(kv.NewStore(oldMem, clock.Now), opts)
+	g.answer(errLost)
+	if _, err := before.Submit(context.Background(), deskKey, []byte(validBody), ""); !errors.Is(err, intake.ErrOutcomeUnknown) {
+		t.Fatalf("KV mode's Submit = %v, want ErrOutcomeUnknown", err)
+	}
+	clock.Advance(maxAge)
+	return clock, oldMem, g, opts, before
 }
 
 // settling is a KV namespace on a test clock and the options of a Service

@@ -2,7 +2,6 @@ package intake_test
 
 import (
 	"context"
-	"errors"
 	"testing"
 	"time"
 
@@ -112,13 +111,7 @@ func TestAKeyOutlivesTheCheckItAwaits(t *testing.T) {
 func TestAKeyTheLedgerGaveUpOnIsNotAdoptedAgain(t *testing.T) {
 	ctx := context.Background()
 	const maxAge = time.Minute // SETTLE_MAX_AGE at its least
-	clock, oldMem, g, opts := settling(maxAge)
-	before := intake.New(kv.NewStore(oldMem, clock.Now), opts)
-	g.answer(errLost)
-	if _, err := before.Submit(ctx, deskKey, []byte(validBody), ""); !errors.Is(err, intake.ErrOutcomeUnknown) {
-		t.Fatalf("KV mode's Submit = %v, want ErrOutcomeUnknown", err)
-	}
-	clock.Advance(maxAge)
+	clock, oldMem, g, opts, before := unknownInKVMode(t, maxAge)
 	g.answer(errLost)
 	if st, err := before.Settle(ctx, deskKey); err != nil || st.Final || !st.Unresolved {
 		t.Fatalf("KV mode's last call = %+v, %v; want the key awaiting the give-up's check", st, err)
