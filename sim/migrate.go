@@ -270,7 +270,9 @@ func (w *world) operatorResolve(inst *instance, k *clientKey) {
 }
 
 // resolveFinal resolves key, whose detail showed its outcome stored at
-// shownAt, as an operator acting on a page gone stale may. Invariant: an
+// shownAt, as an operator acting on a page gone stale may, with what the
+// OMS did with the order id shown (or, for one it never saw, what the
+// outcome shown says), as operatorResolve does. Invariant: an
 // operator is told what the key holds: that its outcome is final, or, if
 // a claim has taken the key since the detail (a request copying KV's
 // receipt, say), that a request holds it; or storage failed. Any answer
@@ -278,7 +280,11 @@ func (w *world) operatorResolve(inst *instance, k *clientKey) {
 // store), or that outcome's expiry, came since the detail.
 func (w *world) resolveFinal(ctx context.Context, admin *intake.Admin, a *actor, key intake.Key, shown intake.Record, shownAt time.Time) {
 	w.count("operator resolve of a final key")
-	_, err := admin.Resolve(ctx, key, intake.Resolution{Status: order.StatusAccepted, OrderID: intake.OrderIDOf(shown)})
+	res := intake.Resolution{Status: order.StatusAccepted, OrderID: intake.OrderIDOf(shown)}
+	if got, ok := w.oms.orders[res.OrderID]; ok && !got.accepted || !ok && shown.Rejected {
+		res.Status, res.Reason = order.StatusRejected, "rejected by the simulated OMS"
+	}
+	_, err := admin.Resolve(ctx, key, res)
 	w.logf("%s: a final key: %v", a.name, err)
 	w.checkNoRow(a.name, err)
 	name := key.String()
