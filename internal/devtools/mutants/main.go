@@ -96,7 +96,7 @@ var mutants = []mutant{
 		"\tm.phase = intake.PhaseOf(claimRecordAt(m, e.Value, now))\n",
 		"\tm.phase = intake.PhaseOf(claimRecordAt(m, e.Value, now))\n\tif m.unresolved && !open {\n\t\tm.phase = intake.PhaseOpen\n\t}\n"},
 	{"a ledger row keeps the phase it had before the write", "ledger/object.go",
-		"\tr.phase = intake.PhaseOf(r.record(now))\n", ""},
+		"\tr.client, r.phase = key.Client, intake.PhaseOf(r.record(now))\n", "\tr.client = key.Client\n"},
 	// The lifecycle's table (intake/phase.go), which the model check
 	// (intake/phase_model_test.go) walks.
 	{"the table: a claim whose lease ends leaves its key absent", "intake/phase.go",
@@ -215,8 +215,8 @@ var mutants = []mutant{
 	{"a sweep past its budget settles on", "settlequeue/settlequeue.go",
 		"\t\tif c.now().Sub(start) >= SweepBudget {\n", "\t\tif c.now().Sub(start) < 0 {\n"},
 	{"a give-up whose dead letter cannot be sent is not recorded", "app/app.go",
-		"\tif err := w.deadLetters.Record(ctx, d); err != nil && !errors.Is(err, intake.ErrLetterAcknowledged) {\n",
-		"\tif err := error(nil); d.ID == \"\" && err != nil {\n"},
+		"Unresolved: true, Received: w.now()}\n\tswitch err := w.deadLetters.Record(ctx, d); {\n",
+		"Unresolved: true, Received: w.now()}\n\t_ = d\n\tswitch err := error(nil); {\n"},
 	{"a takeover whose write failed is remembered as a fresh claim", "intake/submit.go",
 		"\tif rec.Took == EventTakeOver {\n", "\tif err == nil && rec.Took == EventTakeOver {\n"},
 	{"a takeover given back after its write failed sends no settle message", "intake/submit.go",
