@@ -280,7 +280,6 @@ func Unanswered(c Claim, last, settles bool, readsLag, resultTTL time.Duration, 
 	switch {
 	case last && c.GiveUp == NotGivenUp && readsLag > 0:
 		c.GiveUp = AwaitingCheck
-		c.KeepUntil = later(c.KeepUntil, now.Add(resultTTL))
 		c.NextAttempt = CheckDue(c.Attempts, readsLag, now)
 	case last:
 		c.GiveUp, giveUp = GivenUp, true
