@@ -192,15 +192,9 @@ func (s *Service) attempt(ctx context.Context, sub *submission, now time.Time) (
 	case rec.State == Stored:
 		s.cacheRead(cacheKey, rec, now)
 		return s.replay(rec, sub)
-	case rec.State == Open && sub.parseErr != nil:
-		// Left alone (Step): a body that is not an order is told so.
-		return Outcome{}, sub.parseErr
-	case ForAnotherOrder(rec.Fingerprint, claim.Fingerprint):
-		// Held or open, for another order.
-		return Outcome{}, ErrKeyReused
 	default:
-		// Held by another request: Step leaves a client no other key.
-		return Outcome{}, ErrInProgress
+		// Held by another request, or open and left alone (Step).
+		return Outcome{}, refused(rec, sub)
 	}
 
 	panichook.At(panichook.Claimed, cacheKey)
@@ -208,12 +202,8 @@ func (s *Service) attempt(ctx context.Context, sub *submission, now time.Time) (
 		s.release(ctx, sub.key, claim)
 		return Outcome{}, err
 	}
-	if claim.Stage == StageSent && ForAnotherOrder(claim.Fingerprint, sub.fp) {
-		s.release(ctx, sub.key, claim)
-		return Outcome{}, ErrKeyReused
-	}
-	// The order's own, unless the claim came before the body was parsed,
-	// or took over an Open key an older version stored without its order.
+	// The order's own: a claim that took over an Open key an older
+	// version stored without its order carries none from it.
 	claim.Fingerprint = sub.fp
 	claim.Order = sub.order
 	switch {
@@ -284,20 +274,38 @@ func (s *Service) newClaim(sub *submission, now time.Time) (Claim, error) {
 		claim.OrderID = s.opts.NewID() // never sent: the body is not an order
 	}
 	if opened, ok := s.opened.get(sub.key.String(), now); ok {
-		switch {
-		case sub.parseErr != nil:
-			// A body that is not an order leaves the key alone, which a
-			// stale read may show free: its claim would be written over
-			// the open key, and its release would delete it.
-			return Claim{}, sub.parseErr
-		case ForAnotherOrder(opened.Fingerprint, sub.fp):
-			return Claim{}, ErrKeyReused
-		}
-		claim = TakeOver(claim, Record{OrderID: opened.OrderID, AcceptedAt: opened.AcceptedAt, Fingerprint: opened.Fingerprint,
+		// The key as this instance left it, which a stale read may show
+		// free: Step decides as it would over the Store's record. A body
+		// that is not an order, or another order, leaves it alone (its
+		// claim would be written over the open key, and its release
+		// would delete it); the same order takes it over.
+		rec := Record{State: Open, OrderID: opened.OrderID, AcceptedAt: opened.AcceptedAt, Fingerprint: opened.Fingerprint,
 			Order: opened.Order, HasOrder: opened.Fingerprint != "", Attempts: opened.Attempts, GiveUp: opened.GiveUp,
-			NextAttempt: opened.NextAttempt})
+			NextAttempt: opened.NextAttempt}
+		move, err := Step(rec, claim, now)
+		if err != nil {
+			return Claim{}, err
+		}
+		if move.Event != EventTakeOver {
+			return Claim{}, refused(rec, sub)
+		}
+		claim = move.Claim
 	}
 	return claim, nil
+}
+
+// refused is what a client's submission is told of a key Step left it
+// without, as rec shows it (held, or open): a body that is not an order
+// its parse error, another order ErrKeyReused, and the same order
+// ErrInProgress, since another request holds the key.
+func refused(rec Record, sub *submission) error {
+	switch {
+	case rec.State == Open && sub.parseErr != nil:
+		return sub.parseErr
+	case ForAnotherOrder(rec.Fingerprint, sub.fp):
+		return ErrKeyReused
+	}
+	return ErrInProgress
 }
 
 // place passes the claimed order to the gateway and stores its outcome. An

@@ -88,8 +88,8 @@ var mutants = []mutant{
 		"\t\t\ts.opened.put(cacheKey, claim, now)\n\t\t}\n\t\tif errors.Is(err, ErrGivenBack) {",
 		"\t\t}\n\t\tif errors.Is(err, ErrGivenBack) {"},
 	{"a retry from memory forgets the give-up's check", "intake/submit.go",
-		"GiveUp: opened.GiveUp,\n\t\t\tNextAttempt: opened.NextAttempt})",
-		"GiveUp: opened.GiveUp})"},
+		"GiveUp: opened.GiveUp,\n\t\t\tNextAttempt: opened.NextAttempt}",
+		"GiveUp: opened.GiveUp}"},
 	// The phase the stores write beside the flags, which every read in
 	// the tests and the simulator compares with them.
 	{"a claim on a key given up on is written open", "kv/store.go",
@@ -125,7 +125,7 @@ var mutants = []mutant{
 	{"Step: a body that is not an order takes over an open key", "intake/step.go",
 		"\t\tcase c.role() == RoleClient && c.Fingerprint == \"\":\n", "\t\tcase false:\n"},
 	{"a body that is not an order claims a key its instance remembers open", "intake/submit.go",
-		"\t\tcase sub.parseErr != nil:\n\t\t\t// A body that is not an order leaves the key alone", "\t\tcase false:\n\t\t\t// A body that is not an order leaves the key alone"},
+		"\t\tif move.Event != EventTakeOver {\n\t\t\treturn Claim{}, refused(rec, sub)", "\t\tif move.Event != EventTakeOver && sub.parseErr == nil {\n\t\t\treturn Claim{}, refused(rec, sub)"},
 	{"only a new ledger row names its client", "ledger/object.go",
 		"\tr.client, r.phase = key.Client, intake.PhaseOf(r.record(now))",
 		"\tif r.client == \"\" && !r.sent {\n\t\tr.client = key.Client\n\t}\n\tr.phase = intake.PhaseOf(r.record(now))"},
