@@ -260,11 +260,10 @@ func decodeList(b []byte) (client, after string, states intake.Attention, limit 
 	return o.Get(mClient).Str, o.Get(mAfter).Str, intake.Attention(num(mStates)), limit, nil
 }
 
-// encodeListed is a list call's answer: next, and the keys found, one a
-// line, each its key's document and its record's, a tab between (both
-// are JSON, whose strings escape every control character).
-// encodeListed is a list call's answer: its keys, the key to go on from,
-// and the rows it read, for those who measure it.
+// encodeListed is a list call's answer: the key to go on from, the rows
+// it read, for those who measure it, and its keys, one a line, each its
+// key's document and its record's, a tab between (both are JSON, whose
+// strings escape every control character).
 func encodeListed(keys []intake.Listed, next string, read int) []byte {
 	var rows []byte
 	for i, l := range keys {
