@@ -27,7 +27,9 @@ WORK="$(mktemp -d)"
 trap 'rm -rf "$WORK"' EXIT
 
 # The token goes to curl in a file of $WORK (mode 700), never on its
-# command line, which every user of the machine can read (ps).
+# command line, which every user of the machine can read (ps). The array
+# is spelt ${AUTH[@]+...} where used: bash before 4.4 (macOS's) calls an
+# empty one unbound under set -u.
 AUTH=()
 if [ -n "${API_TOKEN:-}" ]; then
   printf 'Authorization: Bearer %s\n' "$API_TOKEN" >"$WORK/auth.header"
@@ -37,7 +39,7 @@ fi
 # submit NAME: POSTs the order, keeping headers and body in $WORK/NAME.*
 submit() {
   curl -sS -D "$WORK/$1.headers" -o "$WORK/$1.body" \
-    -X POST "$ENDPOINT" "${AUTH[@]}" \
+    -X POST "$ENDPOINT" ${AUTH[@]+"${AUTH[@]}"} \
     -H "Idempotency-Key: $QUOTED" \
     -H "content-type: application/json" \
     -d "$ORDER"
@@ -48,7 +50,7 @@ submit() {
 # lookup NAME: GETs the key's receipt, keeping headers and body in $WORK/NAME.*
 lookup() {
   curl -sS -D "$WORK/$1.headers" -o "$WORK/$1.body" \
-    "$ENDPOINT" "${AUTH[@]}" \
+    "$ENDPOINT" ${AUTH[@]+"${AUTH[@]}"} \
     -H "Idempotency-Key: $QUOTED"
   cat "$WORK/$1.headers" "$WORK/$1.body"
   echo
@@ -71,7 +73,13 @@ submit retry
 grep -qi '^Idempotent-Replay: true' "$WORK/retry.headers" || fail "retry lacks 'Idempotent-Replay: true'"
 cmp -s "$WORK/first.body" "$WORK/retry.body" || fail "retry body differs from the first"
 echo "# Lookup with the same key"
-lookup lookup
+# A replay may come from the isolate's memory before the receipt's commit
+# has landed (docs/http.md): until then a lookup says in progress (409).
+for _ in 1 2 3 4 5; do
+  lookup lookup
+  [ "$(status lookup)" = 409 ] || break
+  sleep 0.2
+done
 [ "$(status lookup)" = 200 ] || fail "lookup returned $(status lookup), want 200"
 grep -qi '^Idempotent-Replay: true' "$WORK/lookup.headers" || fail "lookup lacks 'Idempotent-Replay: true'"
 cmp -s "$WORK/first.body" "$WORK/lookup.body" || fail "lookup body differs from the first"

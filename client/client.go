@@ -513,8 +513,13 @@ func parseReceipt(raw []byte) (Receipt, error) {
 // Either is capped at MaxRetryWait.
 func (c *Client) retryAfter(header string, body int) time.Duration {
 	header = strings.TrimSpace(header)
-	if s, err := strconv.ParseInt(header, 10, 64); err == nil && s >= 0 {
+	switch s, err := strconv.ParseInt(header, 10, 64); {
+	case err == nil && s >= 0:
 		return seconds(s)
+	case errors.Is(err, strconv.ErrRange) && header[0] != '-':
+		// Digits past an int64 (RFC 9110's delay-seconds has no bound):
+		// longer than the cap.
+		return MaxRetryWait
 	}
 	if t, err := http.ParseTime(header); err == nil {
 		// Compared before subtracting: a Duration holds 292 years.

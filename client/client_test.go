@@ -1002,3 +1002,30 @@ func TestKeysAreSentAsTheStringThatNamesThem(t *testing.T) {
 		})
 	}
 }
+
+// TestARetryAfterTooLargeForAnInt64IsStillCapped: RFC 9110's
+// delay-seconds is any run of digits, and the client caps every
+// Retry-After at MaxRetryWait; but one past an int64 (20 digits) fails
+// strconv.ParseInt, is no HTTP date either, and so counts as no
+// Retry-After at all, and the client retried after its backoff alone, at
+// once, where the JavaScript client waits MAX_RETRY_WAIT_MS.
+func TestARetryAfterTooLargeForAnInt64IsStillCapped(t *testing.T) {
+	const problem = `{"type":"tag:edge-orders,2026:storage_unavailable","title":"t","status":503,"detail":"d","error":"storage_unavailable"}`
+	unavailable := raw(503, "application/problem+json", problem, "Retry-After", "99999999999999999999")
+	w := newWorker(t, "", unavailable)
+	c, _ := newClient(w, &client.Options{MaxAttempts: 1})
+	_, err := c.SubmitWithKey(t.Context(), "k-huge-retry-after", msft)
+	if got, want := asError(t, err).RetryAfter, client.MaxRetryWait; got != want {
+		t.Errorf("RetryAfter = %v, want %v (the cap)", got, want)
+	}
+
+	// The first attempt meets the 503, the retry places the order.
+	w = newWorker(t, "", unavailable)
+	c, s := newClient(w, &client.Options{BaseDelay: time.Millisecond, MaxDelay: time.Millisecond, CallTimeout: 24 * time.Hour})
+	if _, err := c.SubmitWithKey(t.Context(), "k-huge-retry-after", msft); err != nil {
+		t.Fatalf("SubmitWithKey: %v", err)
+	}
+	if waits := s.recorded(); len(waits) != 1 || waits[0] != client.MaxRetryWait {
+		t.Errorf("waits = %v, want one of %v: the server asked for more than the cap", waits, client.MaxRetryWait)
+	}
+}

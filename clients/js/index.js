@@ -407,7 +407,9 @@ export class Client {
     let problem = parseJSON(text);
     if (problem === null || typeof problem !== "object" || Array.isArray(problem)) problem = null;
     const code = typeof problem?.error === "string" ? problem.error : "";
-    const Class = errorClasses[code] ?? EdgeOrdersError;
+    // Own properties only: a code such as "constructor" names one of
+    // Object.prototype's, which is no error class.
+    const Class = Object.hasOwn(errorClasses, code) ? errorClasses[code] : EdgeOrdersError;
     const title = typeof problem?.title === "string" ? problem.title : "";
     const message = code ? `${what}: status ${status} ${code}: ${title}` : `${what}: status ${status}`;
     return new Class(message, { ...fields, problem, retryAfterMs: this.#retryAfter(headers.get("Retry-After"), problem?.retryAfter) });

@@ -437,3 +437,35 @@ test("a lookup says when its receipt or rejection expires, where the Worker tell
   const untold = await fastClient(scripted(answer(422, problem("order_rejected", 422, { orderId }))).fetch).lookup("k").catch((e) => e);
   assert.equal(untold.expiresAt, null);
 });
+
+// A problem body's "error" member is looked up in a plain object, so a
+// code that names a property of Object.prototype ("constructor",
+// "toString", ...) picks that property as the error class: a 503 with
+// error "constructor" makes submit RESOLVE, as if the order were placed,
+// with no receipt at all; the other names throw a bare TypeError rather
+// than an EdgeOrdersError. The Go client (a map lookup) reports a
+// retryable 503 for the same answer.
+test("a problem whose code names an Object.prototype property is still an EdgeOrdersError, never a success", async (t) => {
+  for (const code of ["constructor", "toString", "__proto__", "hasOwnProperty"]) {
+    await t.test(code, async () => {
+      let sent = 0;
+      const fetch = async () => {
+        sent++;
+        return new Response(JSON.stringify({ type: "x", title: "t", status: 503, detail: "d", error: code }), {
+          status: 503,
+          headers: { "Content-Type": "application/problem+json" },
+        });
+      };
+      const client = new Client("http://worker.test/", { fetch, maxAttempts: 2, baseDelayMs: 1, maxDelayMs: 1, random: () => 0 });
+      const outcome = await client.submit(order, { key: "k" }).then(
+        (result) => ({ resolved: result }),
+        (error) => ({ error }),
+      );
+      assert.ok(!("resolved" in outcome), `submit resolved with ${JSON.stringify(outcome.resolved)?.slice(0, 80)} for a 503`);
+      assert.ok(outcome.error instanceof EdgeOrdersError, `submit threw ${outcome.error?.constructor?.name}: ${outcome.error?.message}, want an EdgeOrdersError`);
+      assert.equal(outcome.error.status, 503);
+      assert.equal(outcome.error.retryable, true);
+      assert.equal(sent, 2, "a 503 is retried");
+    });
+  }
+});
