@@ -260,11 +260,15 @@ func (a *Admin) Resolve(ctx context.Context, key Key, res Resolution) (Record, e
 			// key in the Store while the adoption looked, and has let it
 			// go since (a retry of another order, told 422), or the
 			// adoption's read or release outlasted its claim; the
-			// operator tries again. A read of KV that fails says nothing
-			// of the key: storage is unavailable.
+			// operator tries again. A key KV holds open that res cannot
+			// resolve is refused as the read before the claim refuses
+			// it (unresolvable). A read of KV that fails says nothing of
+			// the key: storage is unavailable.
 			var old Record
-			if old, err = s.opts.Fallback.Lookup(ctx, key); old.State == Open && !isAdoptable(old) {
-				return Record{}, ErrNoOrder
+			if old, err = s.opts.Fallback.Lookup(ctx, key); err == nil && old.State == Open {
+				if err := unresolvable(old, res); err != nil {
+					return Record{}, err
+				}
 			}
 			rec = Record{State: old.State}
 		}
@@ -373,11 +377,15 @@ func (a *Admin) Purge(ctx context.Context, key Key, orderID string) (Record, err
 		// The Fallback first: a retry that reads it from now on finds
 		// nothing to copy back into the Store.
 		if oldRec, err = purgeFallback(ctx, old, key, orderID, cur.State == Stored); err != nil {
+			s.receipts.forget(cacheKey) // the delete may have landed
 			return Record{}, storageUnavailable(err)
 		}
 		claimLeft = cur.State == Absent && (oldRec.State != Stored || mismatched(oldRec, orderID))
 	}
 	rec, err := a.store.Purge(ctx, key, orderID)
+	// Whatever it answered: a delete that failed may have landed, and its
+	// retry then finds nothing to purge.
+	s.receipts.forget(cacheKey)
 	switch {
 	case err != nil:
 	case claimLeft && rec.State == Stored && !mismatched(rec, orderID):
@@ -401,7 +409,6 @@ func (a *Admin) Purge(ctx context.Context, key Key, orderID string) (Record, err
 	case mismatched(rec, orderID):
 		return rec, ErrPrecondition
 	}
-	s.receipts.forget(cacheKey)
 	s.opened.forget(cacheKey)
 	return rec, nil
 }
@@ -447,6 +454,7 @@ func (c *receiptCache) forget(key string) {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.forgets++
 	if e, ok := c.entries[key]; ok {
 		e.expires = 0
 		c.entries[key] = e

@@ -39,6 +39,10 @@ type receiptCache struct {
 	// eviction keeps it within maxCachedBytes, so that the cache costs
 	// what its bytes cost whatever the receipts' size.
 	bytes int
+	// forgets counts forget's calls (a purge in this instance): a read
+	// of the Store that began before one may have found what it erased,
+	// and is not cached (putRead).
+	forgets uint64
 }
 
 // maxCachedBytes bounds the bytes the receipt cache holds: under TinyGo,
@@ -93,20 +97,41 @@ func (c *receiptCache) get(key string, now time.Time, unstored bool) (Record, bo
 	return rec, true
 }
 
-// put caches rec, read or stored at now, under key for cacheTTL or until
-// rec expires, whichever is sooner, evicting the oldest entry when full.
-func (c *receiptCache) put(key string, rec Record, now time.Time) { c.add(key, rec, now, false) }
+// put caches rec, stored at now, under key for cacheTTL or until rec
+// expires, whichever is sooner, evicting the oldest entry when full.
+func (c *receiptCache) put(key string, rec Record, now time.Time) { c.add(key, rec, now, false, nil) }
 
 // putUnstored caches rec as put does, as an outcome answered at now whose
 // commit has not landed: only retries see it, until put replaces it.
-func (c *receiptCache) putUnstored(key string, rec Record, now time.Time) { c.add(key, rec, now, true) }
+func (c *receiptCache) putUnstored(key string, rec Record, now time.Time) {
+	c.add(key, rec, now, true, nil)
+}
 
-func (c *receiptCache) add(key string, rec Record, now time.Time, unstored bool) {
+// putRead caches rec, read from the Store at now by a read that began
+// once mark was taken, as put does, unless forget was called since.
+func (c *receiptCache) putRead(key string, rec Record, now time.Time, mark uint64) {
+	c.add(key, rec, now, false, &mark)
+}
+
+// mark is what putRead is given of a read of the Store that begins now.
+func (c *receiptCache) mark() uint64 {
+	if c.max == 0 {
+		return 0
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.forgets
+}
+
+func (c *receiptCache) add(key string, rec Record, now time.Time, unstored bool, mark *uint64) {
 	if c.max == 0 {
 		return
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if mark != nil && *mark != c.forgets {
+		return
+	}
 	// KV may serve a read stale for cacheTTL after the write this entry
 	// stands for: rounded up, the entry outlasts that, so a retry never
 	// reads the key stale once its entry is gone and mints a claim with
@@ -148,7 +173,9 @@ func (c *receiptCache) evictOldest() {
 	}
 }
 
-// cacheRead caches rec, a stored outcome read from the Store at now. A
+// cacheRead caches rec, a stored outcome read from the Store at now, by a
+// read that began once mark (receiptCache.mark) was taken: a purge in
+// this instance since may have erased it, and then it is not cached. A
 // Store that cannot tell when the outcome expires (KV) leaves Expires
 // zero, and the cache would keep the entry a read's whole stale window,
 // past the outcome's end: an instance would then replay a receipt that KV
@@ -156,7 +183,7 @@ func (c *receiptCache) evictOldest() {
 // replaced. So the entry ends at the earliest the outcome can: RESULT_TTL
 // after its acceptance, since it was stored no earlier, for at least that
 // long. An outcome whose acceptance cannot be read is not cached.
-func (s *Service) cacheRead(key string, rec Record, now time.Time) {
+func (s *Service) cacheRead(key string, rec Record, now time.Time, mark uint64) {
 	if rec.Expires.IsZero() {
 		at := order.ReceiptAcceptedAt(rec.Body)
 		if at.IsZero() {
@@ -164,5 +191,5 @@ func (s *Service) cacheRead(key string, rec Record, now time.Time) {
 		}
 		rec.Expires = at.Add(s.opts.ResultTTL)
 	}
-	s.receipts.put(key, rec, now)
+	s.receipts.putRead(key, rec, now, mark)
 }

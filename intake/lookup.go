@@ -22,6 +22,7 @@ func (s *Service) Lookup(ctx context.Context, key Key) (Outcome, error) {
 	if rec, ok := s.receipts.get(key.String(), now, false); ok {
 		return s.lookedUp(rec)
 	}
+	mark := s.receipts.mark()
 	rec, err := s.store.Lookup(ctx, key)
 	if err == nil && rec.State == Absent && s.fallback() {
 		if rec, err = s.opts.Fallback.Lookup(ctx, key); err == nil && rec.State == Stored {
@@ -42,7 +43,7 @@ func (s *Service) Lookup(ctx context.Context, key Key) (Outcome, error) {
 	case rec.State != Stored:
 		return Outcome{}, ErrNotFound
 	}
-	s.cacheRead(key.String(), rec, now)
+	s.cacheRead(key.String(), rec, now, mark)
 	return s.lookedUp(rec)
 }
 

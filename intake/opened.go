@@ -1,6 +1,7 @@
 package intake
 
 import (
+	"slices"
 	"sync"
 	"time"
 )
@@ -56,13 +57,14 @@ func (o *openedOrders) put(key string, c Claim, now time.Time) {
 	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	if _, ok := o.entries[key]; !ok {
-		if len(o.order) >= maxOpened {
-			delete(o.entries, o.order[0])
-			o.order = o.order[1:]
-		}
-		o.order = append(o.order, key)
+	if _, ok := o.entries[key]; ok {
+		// Left open again: the newest, last to be evicted.
+		o.order = slices.DeleteFunc(o.order, func(k string) bool { return k == key })
+	} else if len(o.order) >= maxOpened {
+		delete(o.entries, o.order[0])
+		o.order = o.order[1:]
 	}
+	o.order = append(o.order, key)
 	c.Token, c.Admit = "", nil
 	// Rounded up, as the receipt cache's entries are: KV may serve a read
 	// stale for openedTTL after the write this entry stands for, and an

@@ -82,11 +82,12 @@ func (s *Service) inProgress(ctx context.Context, sub *submission, err error) (O
 	if !errors.Is(err, errInFlight) {
 		return Outcome{}, err
 	}
+	mark := s.receipts.mark()
 	rec, lerr := s.store.Lookup(ctx, sub.key)
 	if lerr != nil || rec.State != Stored {
 		return Outcome{}, ErrInProgress
 	}
-	s.cacheRead(sub.key.String(), rec, s.opts.Now())
+	s.cacheRead(sub.key.String(), rec, s.opts.Now(), mark)
 	return s.replay(rec, sub)
 }
 
@@ -153,6 +154,7 @@ func (s *Service) attempt(ctx context.Context, sub *submission, now time.Time) (
 		// KV's stand-in it claims and releases the key, and is told 422).
 		claim.Admit = func(ctx context.Context) error { return s.admit(ctx, sub) }
 	}
+	mark := s.receipts.mark()
 	claim, rec, err := s.begin(ctx, sub.key, claim)
 	claim.Admit = nil
 	switch {
@@ -190,7 +192,7 @@ func (s *Service) attempt(ctx context.Context, sub *submission, now time.Time) (
 		// The claim is ours: from here on every way out commits or
 		// releases it.
 	case rec.State == Stored:
-		s.cacheRead(cacheKey, rec, now)
+		s.cacheRead(cacheKey, rec, now, mark)
 		return s.replay(rec, sub)
 	default:
 		// Held by another request, or open and left alone (Step).
@@ -348,7 +350,17 @@ func (s *Service) place(ctx context.Context, key Key, claim Claim, by placer) (O
 	if by == byClient && s.settledWithoutClient && claim.GiveUp != GivenUp {
 		now := s.opts.Now()
 		s.receipts.putUnstored(key.String(), storedAs(result, claim, now), now)
-		s.opts.Defer(ctx, func(ctx context.Context) { s.keep(context.WithoutCancel(ctx), key, claim, result, by, true) })
+		s.opts.Defer(ctx, func(ctx context.Context) {
+			defer func() {
+				if p := recover(); p != nil {
+					// Failed as a commit that returned an error fails
+					// (keep): a retry here replays it no more.
+					s.receipts.forget(key.String())
+					panic(p)
+				}
+			}()
+			s.keep(context.WithoutCancel(ctx), key, claim, result, by, true)
+		})
 	} else {
 		if by == byClient {
 			// The stand-in's answer is decided: a client gone meanwhile
@@ -474,7 +486,9 @@ func (s *Service) schedule(ctx context.Context, key Key, at time.Time) {
 // commit stores result under claim and caches it as stored no later than
 // at (its expiry in the cache then comes no later than in storage), kept
 // as every Store keeps it: result.TTL from then, and at least until the
-// claim's KeepUntil. A claim the Store's Lifecycle releases after the
+// claim's KeepUntil. The cache's entry lasts from when the write returned:
+// KV may serve a read stale for cacheTTL after the write lands, and a
+// write may take seconds (it waits out KV's write limit). A claim the Store's Lifecycle releases after the
 // commit is released after the response: at once when the response has
 // gone (afterResponse), otherwise through Options.Defer.
 // ErrInProgress means another request took the key over after claim's
@@ -489,7 +503,7 @@ func (s *Service) commit(ctx context.Context, key Key, claim Claim, result Resul
 		}
 		return storageUnavailable(err)
 	}
-	s.receipts.put(key.String(), storedAs(result, claim, at), at)
+	s.receipts.put(key.String(), storedAs(result, claim, at), s.opts.Now())
 	if s.life.ReleaseAfterCommit {
 		claim.Stage = StageStored // the claim goes, beside its outcome
 		if afterResponse {

@@ -225,6 +225,20 @@ var mutants = []mutant{
 		"\t\ts.release(ctx, key, GiveBack(taken, rec))\n", "\t\ts.release(ctx, key, taken)\n"},
 	{"the ledger keeps no order from a retry of an older row without its order", "ledger/object.go",
 		"r.fingerprint, r.order, r.hasOrder = c.Fingerprint, c.Order, c.HasOrder()\n", "r.fingerprint, r.order, r.hasOrder = c.Fingerprint, c.Order, c.HasOrder() && (rec.HasOrder || rec.Fingerprint == \"\")\n"},
+	// The isolate's memories (a review of them).
+	{"a read of the Store that began before a purge in the instance caches what it erased", "intake/cache.go",
+		"	if mark != nil && *mark != c.forgets {\n", "	if false {\n"},
+	{"a purge that failed once its delete landed leaves the receipt in memory", "intake/admin.go",
+		"	// retry then finds nothing to purge.\n	s.receipts.forget(cacheKey)\n", "	// retry then finds nothing to purge.\n"},
+	{"a committed receipt is cached from before its write", "intake/submit.go",
+		"storedAs(result, claim, at), s.opts.Now())", "storedAs(result, claim, at), at)"},
+	{"a key left open again keeps its first place in the opened set's eviction order", "intake/opened.go",
+		"\t\to.order = slices.DeleteFunc(o.order, func(k string) bool { return k == key })\n\t} else if len(o.order) >= maxOpened {\n\t\tdelete(o.entries, o.order[0])\n\t\to.order = o.order[1:]\n\t}\n\to.order = append(o.order, key)\n",
+		"\t\t_ = slices.Index(o.order, key)\n\t} else {\n\t\tif len(o.order) >= maxOpened {\n\t\t\tdelete(o.entries, o.order[0])\n\t\t\to.order = o.order[1:]\n\t\t}\n\t\to.order = append(o.order, key)\n\t}\n"},
+	{"a commit that panicked after the response leaves its answer in memory", "intake/submit.go",
+		"					s.receipts.forget(key.String())\n					panic(p)", "					panic(p)"},
+	{"a resolve of a key only KV holds open, naming another order id, is told the key holds no order", "intake/admin.go",
+		"if err := unresolvable(old, res); err != nil {", "if err := unresolvable(old, Resolution{}); err != nil {"},
 }
 
 // simOnly are the defences KV's limits make necessary, each removed; the

@@ -1,0 +1,345 @@
+package intake_test
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/edge-orders/edge-orders/config"
+	"github.com/edge-orders/edge-orders/intake"
+	"github.com/edge-orders/edge-orders/kv"
+	"github.com/edge-orders/edge-orders/kv/kvtest"
+	"github.com/edge-orders/edge-orders/ledger"
+)
+
+// TestALookupAnsweredAfterAPurgeDoesNotCacheThePurgedReceipt: over the
+// ledger, whose reads are exact, a lookup whose read of the stored
+// receipt comes back after a purge in the same instance has forgotten it
+// must not put it back in the receipt cache: a retry in this instance
+// would then replay from memory a receipt the purge erased, instead of
+// placing the order anew (Purge: "The instance forgets the receipt at
+// once").
+func TestALookupAnsweredAfterAPurgeDoesNotCacheThePurgedReceipt(t *testing.T) {
+	ctx := context.Background()
+	clock := &fakeClock{now: acceptedAt}
+	store := ledger.NewMemoryStore()
+	store.Now = clock.Now
+	g := &idRecorder{answer: func(int, intake.Placement) error { return nil }}
+	opts := intake.Options{ResultTTL: config.DefaultResultTTL, PendingTTL: config.DefaultPendingTTL, Gateway: g, Now: clock.Now}
+
+	// Another instance placed the order; this one has nothing in memory.
+	first, err := intake.New(store, opts).Submit(ctx, deskKey, []byte(validBody), "")
+	if err != nil {
+		t.Fatalf("the first submission: %v", err)
+	}
+	svc := intake.New(store, opts)
+	admin := intake.NewAdmin(svc, store)
+
+	// The lookup's read of the receipt is made, and its answer arrives
+	// once the purge in this instance is done.
+	read, resume := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	store.RoundTrip = func(_ context.Context, method string, apply func()) error {
+		apply()
+		if method == "lookup" {
+			once.Do(func() { close(read); <-resume })
+		}
+		return nil
+	}
+	looked := make(chan error, 1)
+	go func() {
+		_, err := svc.Lookup(ctx, deskKey)
+		looked <- err
+	}()
+	<-read
+	if _, err := admin.Purge(ctx, deskKey, ""); err != nil {
+		t.Fatalf("Purge: %v", err)
+	}
+	close(resume)
+	if err := <-looked; err != nil {
+		t.Fatalf("the lookup read before the purge: %v", err)
+	}
+
+	clock.Advance(time.Second)
+	again, err := svc.Submit(ctx, deskKey, []byte(validBody), "")
+	if err != nil {
+		t.Fatalf("the retry after the purge: %v", err)
+	}
+	if again.Replayed || string(again.Receipt) == string(first.Receipt) {
+		t.Errorf("the retry after the purge in this instance = replayed %v %s; want a new order, not the purged receipt from memory", again.Replayed, again.Receipt)
+	}
+	if n := len(g.orderIDs()); n != 2 {
+		t.Errorf("gateway calls = %d, want 2: the purged key's retry is a new order", n)
+	}
+}
+
+// TestAPurgeThatFailedAfterItsDeleteLandedForgetsTheReceipt: over KV, a
+// purge whose delete of the receipt landed although KV reported it
+// failed, retried by the operator (who is told ErrNotFound: nothing is
+// stored), leaves the receipt in this instance's memory, and a retry here
+// replays the purged receipt from memory instead of placing a new order.
+func TestAPurgeThatFailedAfterItsDeleteLandedForgetsTheReceipt(t *testing.T) {
+	ctx := context.Background()
+	clock := &fakeClock{now: acceptedAt}
+	h := newHarness(t, intake.Options{Now: clock.Now})
+	first, err := h.submit("k", validBody)
+	if err != nil {
+		t.Fatalf("the first submission: %v", err)
+	}
+	admin := intake.NewAdmin(h.svc, h.store)
+	h.now = h.now.Add(2 * time.Second)
+	h.faulty.Set(kvtest.Fault{Op: kvtest.OpDelete, Prefix: "result:", Nth: 1, Applied: true})
+	if _, err := admin.Purge(ctx, key("k"), ""); err == nil {
+		t.Fatal("Purge whose delete failed = nil, want an error")
+	}
+	h.faulty.Set()
+	if _, ok := h.stored(t, "result:k"); ok {
+		t.Fatal("result:k still stored; the fault should have let the delete land")
+	}
+	h.now = h.now.Add(2 * time.Second)
+	if _, err := admin.Purge(ctx, key("k"), ""); !errors.Is(err, intake.ErrNotFound) {
+		t.Fatalf("the operator's retry of the purge = %v, want ErrNotFound (the receipt is gone)", err)
+	}
+	clock.Advance(5 * time.Second)
+	again, err := h.submit("k", validBody)
+	if err != nil {
+		t.Fatalf("the retry after the purge: %v", err)
+	}
+	if again.Replayed || string(again.Receipt) == string(first.Receipt) {
+		t.Errorf("the retry after the purge in this instance = replayed %v %s; want a new order, not the purged receipt from memory", again.Replayed, again.Receipt)
+	}
+}
+
+// TestTheReceiptCacheOutlastsKVsStaleWindowAfterASlowCommit: the receipt
+// cache's entry for an outcome this instance committed must outlast
+// KV's stale window (cacheTTL) after the write it stands for (cache.go:
+// "rounded up, the entry outlasts that, so a retry never reads the key
+// stale once its entry is gone and mints a claim with another
+// acceptedAt"). commit caches it from a clock read before the write,
+// so a write that takes longer than the rounding leaves the entry
+// ending inside that window: a retry here that reads result:<key>
+// stale (the location's cached not-found of the claim's own read),
+// with the claim released beside the receipt, mints a second
+// acceptedAt in the instance that stored the first.
+func TestTheReceiptCacheOutlastsKVsStaleWindowAfterASlowCommit(t *testing.T) {
+	clock := &fakeClock{now: acceptedAt}
+	g := &idRecorder{answer: func(int, intake.Placement) error { return nil }}
+	h := newHarness(t, intake.Options{Now: clock.Now, Gateway: g}, intake.Lifecycle{ReleaseAfterCommit: true})
+	h.now = acceptedAt
+	advance := func(d time.Duration) { clock.Advance(d); h.now = h.now.Add(d) }
+	var written time.Time
+	stale := false
+	h.hooks.Before = func(op kvtest.Op, k string) error {
+		if op == kvtest.OpPut && k == "result:k" && written.IsZero() {
+			advance(1500 * time.Millisecond) // a slow write: it lands 1.5 s after the commit began
+			written = clock.Now()
+		}
+		return nil
+	}
+	h.hooks.After = func(op kvtest.Op, k string, err error) error {
+		if stale && op == kvtest.OpGet && k == "result:k" {
+			return kv.ErrNotFound // the location's cached not-found, within KV's 60 s
+		}
+		return err
+	}
+	first, err := h.submit("k", validBody)
+	if err != nil {
+		t.Fatalf("the first submission: %v", err)
+	}
+	if written.IsZero() {
+		t.Fatal("the receipt was never written")
+	}
+	// 59.5 s after the receipt's write landed: KV may still miss it.
+	advance(written.Add(59500 * time.Millisecond).Sub(clock.Now()))
+	stale = true
+	again, err := h.submit("k", validBody)
+	if err != nil {
+		t.Fatalf("the retry: %v", err)
+	}
+	if string(again.Receipt) != string(first.Receipt) {
+		t.Errorf("the retry %.1f s after the receipt's write got %s, want the original %s (a second acceptedAt minted by the instance that stored the first)",
+			clock.Now().Sub(written).Seconds(), again.Receipt, first.Receipt)
+	}
+	if n := len(g.orderIDs()); n != 1 {
+		t.Errorf("gateway calls = %d, want 1", n)
+	}
+}
+
+// commitPanicking is a Store whose first Commit panics, as a bug in a
+// Store's client would.
+type commitPanicking struct {
+	intake.Store
+	panicked bool
+}
+
+func (s *commitPanicking) Commit(ctx context.Context, key intake.Key, c intake.Claim, r intake.Result) error {
+	if !s.panicked {
+		s.panicked = true
+		panic("commit panicked")
+	}
+	return s.Store.Commit(ctx, key, c, r)
+}
+
+// TestACommitThatPanickedAfterTheResponseIsNotReplayedFromMemory: the
+// answer precedes its commit (Options.Defer, which the Worker runs under
+// waitUntil, recovering a task's panic: workers.runTask). A commit that
+// panics has failed as surely as one that returned an error, and the
+// memory of the unstored answer must go (keep's forget), or a retry here
+// replays for a minute a receipt that is not stored, while the key is
+// held and no commit is coming.
+func TestACommitThatPanickedAfterTheResponseIsNotReplayedFromMemory(t *testing.T) {
+	ctx := context.Background()
+	clock := &fakeClock{now: acceptedAt}
+	mem := ledger.NewMemoryStore()
+	mem.Now = clock.Now
+	store := &commitPanicking{Store: mem}
+	g := &idRecorder{answer: func(int, intake.Placement) error { return nil }}
+	recovering := func(ctx context.Context, task func(context.Context)) {
+		defer func() { _ = recover() }() // as workers.runTask does after the response
+		task(ctx)
+	}
+	svc := intake.New(store, intake.Options{ResultTTL: config.DefaultResultTTL, PendingTTL: config.DefaultPendingTTL,
+		Gateway: g, Now: clock.Now, Defer: recovering})
+	if _, err := svc.Submit(ctx, deskKey, []byte(validBody), ""); err != nil {
+		t.Fatalf("the first submission: %v", err)
+	}
+	clock.Advance(5 * time.Second)
+	out, err := svc.Submit(ctx, deskKey, []byte(validBody), "")
+	rec, lerr := mem.Lookup(ctx, deskKey)
+	if lerr != nil {
+		t.Fatalf("Lookup: %v", lerr)
+	}
+	if err == nil && out.Replayed && rec.State != intake.Stored {
+		t.Errorf("the retry replayed %s from memory, but the Store holds the key %v: a receipt served that was never stored, after its commit failed", out.Receipt, rec.State)
+	}
+}
+
+// TestAKeyLeftOpenAgainIsRememberedFor1024OtherKeys: an instance
+// remembers a key it left open until it has left more than 1,024 other
+// keys open since (http.md, "KV mode's limit": "Within one isolate
+// neither happens while it remembers its claim: during its call and for
+// a minute after, unless it left more than 1,024 other keys open
+// since"). A key left open a second time keeps the place in the
+// eviction order that its first put gave it, so during an OMS outage,
+// when every key is left open, it is forgotten after a single other key:
+// its next retry here, whose read of KV misses the key's claim, mints a
+// second acceptedAt.
+func TestAKeyLeftOpenAgainIsRememberedFor1024OtherKeys(t *testing.T) {
+	clock := &fakeClock{now: acceptedAt}
+	var mu sync.Mutex
+	var kAcceptedAt []time.Time
+	outage := true
+	g := &idRecorder{answer: func(_ int, p intake.Placement) error {
+		mu.Lock()
+		defer mu.Unlock()
+		if p.OrderID == intake.OrderIDFor(key("K"), fingerprint(t, validBody)) {
+			kAcceptedAt = append(kAcceptedAt, p.AcceptedAt)
+		}
+		if outage {
+			return errors.New("oms: timeout")
+		}
+		return nil
+	}}
+	h := newHarness(t, intake.Options{Now: clock.Now, Gateway: g})
+	stale := false
+	h.hooks.After = func(op kvtest.Op, k string, err error) error {
+		if stale && op == kvtest.OpGet && (k == "pending:K" || k == "result:K") {
+			return kv.ErrNotFound // a read that misses the key's writes, as KV's may for 60 s or more
+		}
+		return err
+	}
+	unknown := func(id string) {
+		t.Helper()
+		if _, err := h.submit(id, validBody); !errors.Is(err, intake.ErrOutcomeUnknown) {
+			t.Fatalf("submit %s during the outage = %v, want an unknown outcome", id, err)
+		}
+	}
+	unknown("K")
+	for i := range 1023 {
+		unknown("other-" + strconv.Itoa(i))
+	}
+	clock.Advance(time.Second)
+	unknown("K") // K's retry, left open again: its memory is renewed
+	unknown("one-more")
+	clock.Advance(time.Second)
+	mu.Lock()
+	outage = false
+	mu.Unlock()
+	stale = true
+	if _, err := h.submit("K", validBody); err != nil {
+		t.Fatalf("K's retry after the outage: %v", err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for _, at := range kAcceptedAt {
+		if !at.Equal(kAcceptedAt[0]) {
+			t.Fatalf("K's gateway calls carried acceptedAt %v: a second acceptedAt minted by the instance that left K open 1 s before, with one other key left open since", kAcceptedAt)
+		}
+	}
+}
+
+// TestARetryWaitingOnAPurgeDoesNotCacheThePurgedReceipt: the same as
+// TestALookupAnsweredAfterAPurgeDoesNotCacheThePurgedReceipt, through a
+// submission's inProgress: a retry that finds the purge in this
+// instance's in-flight set reads the Store once, and caches what it read
+// once the purge has forgotten it.
+func TestARetryWaitingOnAPurgeDoesNotCacheThePurgedReceipt(t *testing.T) {
+	ctx := context.Background()
+	clock := &fakeClock{now: acceptedAt}
+	store := ledger.NewMemoryStore()
+	store.Now = clock.Now
+	g := &idRecorder{answer: func(int, intake.Placement) error { return nil }}
+	opts := intake.Options{ResultTTL: config.DefaultResultTTL, PendingTTL: config.DefaultPendingTTL, Gateway: g, Now: clock.Now}
+	first, err := intake.New(store, opts).Submit(ctx, deskKey, []byte(validBody), "")
+	if err != nil {
+		t.Fatalf("the first submission: %v", err)
+	}
+	svc := intake.New(store, opts) // Wait 0: a duplicate of a request in flight asks the Store at once
+	admin := intake.NewAdmin(svc, store)
+
+	purging, read, purged := make(chan struct{}), make(chan struct{}), make(chan struct{})
+	var purgeOnce, lookupOnce sync.Once
+	store.RoundTrip = func(_ context.Context, method string, apply func()) error {
+		switch method {
+		case "purge":
+			purgeOnce.Do(func() { close(purging); <-read })
+			apply()
+		case "lookup":
+			apply()
+			lookupOnce.Do(func() { close(read); <-purged })
+		default:
+			apply()
+		}
+		return nil
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := admin.Purge(ctx, deskKey, "")
+		done <- err
+	}()
+	<-purging // the purge holds the key in this instance's in-flight set
+	retried := make(chan error, 1)
+	go func() {
+		_, err := svc.Submit(ctx, deskKey, []byte(validBody), "")
+		retried <- err
+	}()
+	if err := <-done; err != nil {
+		t.Fatalf("Purge: %v", err)
+	}
+	close(purged)
+	if err := <-retried; err != nil {
+		t.Fatalf("the retry during the purge: %v", err)
+	}
+
+	clock.Advance(time.Second)
+	again, err := svc.Submit(ctx, deskKey, []byte(validBody), "")
+	if err != nil {
+		t.Fatalf("the retry after the purge: %v", err)
+	}
+	if again.Replayed || string(again.Receipt) == string(first.Receipt) {
+		t.Errorf("the retry after the purge in this instance = replayed %v %s; want a new order, not the purged receipt from memory", again.Replayed, again.Receipt)
+	}
+}
