@@ -251,14 +251,26 @@ func (w *world) observeClaim(key keyName, e *kv.Entry) {
 	// another's claim that landed after that read. A request's work after
 	// its response (a release once its commit failed) is the request: its
 	// reads are the request's.
+	// A writer that read the key's outcome read it final, whatever its
+	// claim said or another wrote since: nothing KV did let it claim the
+	// key, and its claim carries no event.
+	sawOutcome := false
 	for _, reader := range []*actor{a, a.origin()} {
+		if r, ok := w.ck.reads[reader]["result:"+key]; ok && r.entry != nil && w.now().Sub(r.at) <= staleMost {
+			sawOutcome = true
+		}
+	}
+	for _, reader := range []*actor{a, a.origin()} {
+		if sawOutcome {
+			break
+		}
 		for _, kvKey := range []string{"pending:" + key, "result:" + key} {
 			if r, ok := w.ck.reads[reader][kvKey]; ok && r.stale != nil && w.now().Sub(r.at) <= staleMost && cw.cause == nil {
 				cw.cause = r.stale
 			}
 		}
 	}
-	if read, ok := a.reads["pending:"+key]; ok && cw.cause == nil {
+	if read, ok := a.reads["pending:"+key]; ok && cw.cause == nil && !sawOutcome {
 		for _, other := range w.ck.claimsOf(key) {
 			if other.seq >= read && other.by != a {
 				cw.cause = w.ck.newEvent(claimsAtOnce, "%s claimed %s at %s over %s's claim, written at %s after its read",
@@ -267,10 +279,12 @@ func (w *world) observeClaim(key keyName, e *kv.Entry) {
 			}
 		}
 	}
-	if r, ok := w.ck.reads[a]["pending:"+key]; ok && cw.cause == nil && r.writer != nil && r.writer != a {
+	if r, ok := w.ck.reads[a]["pending:"+key]; ok && cw.cause == nil && !sawOutcome && r.writer != nil && r.writer != a &&
+		w.decodeClaim(key, r.entry, r.at).State != intake.Held {
 		// It took over what a blind claim's holder released, or a release
-		// that itself landed blind (one after a failed claim write): that
-		// event caused it too.
+		// that itself landed blind (one after a failed claim write), or a
+		// claim whose lease ended: that event caused it too. A claim it
+		// read held and live gave it no leave to claim.
 		if read := w.ck.claimWrites[entryID("pending:"+key, r.entry)]; read != nil && read.cause != nil {
 			cw.cause = read.cause
 		} else if prev := w.ck.lastClaim[r.writer][key]; prev != nil {
@@ -321,16 +335,6 @@ func causeBetween(x, y *claimWrite) *event {
 		x, y = y, x
 	}
 	return y.cause
-}
-
-// eitherCause is the event that let x or y be written blind.
-func eitherCause(x, y *claimWrite) *event {
-	for _, c := range []*claimWrite{y, x} {
-		if c != nil && c.cause != nil {
-			return c.cause
-		}
-	}
-	return nil
 }
 
 // decodeClaim is what the Worker reads of a claim entry e at now.

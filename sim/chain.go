@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"strings"
 	"time"
 
 	"github.com/edge-orders/edge-orders/intake"
@@ -17,7 +18,8 @@ import (
 //   - after the due time was written: a send for the key that failed, a
 //     message of it the queue lost or retried to its end, a sweep whose
 //     settling of it failed (which sends nothing), a message that ended
-//     on its consumer's own stale read of it (cause.go's staleRead), or one
+//     on its consumer's own stale read of it (cause.go's staleRead) that
+//     hid what it decides on (staleReadHid), or one
 //     that found the key final, with a claim left beside its receipt that
 //     outlives it;
 //   - after the due time was written, the isolate death of the request
@@ -195,11 +197,24 @@ func (w *world) handledSettle(m *settleMessage, key keyName, err error) {
 		return
 	}
 	for _, k := range []string{"pending:" + key, "result:" + key} {
-		if r, ok := w.ck.reads[m.consumer][k]; ok && r.stale != nil {
+		if r, ok := w.ck.reads[m.consumer][k]; ok && r.stale != nil && w.staleReadHid(key, k, r) {
 			w.breakChainOf(key, breakAfter, "its message ended on %s", r.stale)
 			return
 		}
 	}
+}
+
+// staleReadHid reports whether r, a stale read of kvKey, hid something the
+// settler decides on: an outcome, or a claim that says another phase, due
+// time, attempt count or order than the one read. A stale read that
+// returned what the key says ends no chain.
+func (w *world) staleReadHid(key keyName, kvKey string, r readSeen) bool {
+	if !strings.HasPrefix(kvKey, "pending:") || r.entry == nil || r.latest == nil {
+		return true
+	}
+	got, want := w.decodeClaim(key, r.entry, r.at), w.decodeClaim(key, r.latest, r.at)
+	return got.State != want.State || !got.NextAttempt.Equal(want.NextAttempt) || got.GiveUp != want.GiveUp ||
+		got.Attempts != want.Attempts || got.OrderID != want.OrderID
 }
 
 // settleComing reports whether a message for key is on its way, or an

@@ -30,17 +30,19 @@ func (w *world) kvEvent(key keyName, what string) {
 // checkOneCallAtOnce: no two gateway calls for one key at once, anywhere
 // over the ledger, and within an isolate over KV. KV has no
 // compare-and-swap, so two isolates may each claim a key and call at
-// once, but only after a named event: one of the two callers' claims was
-// written after its writer's own stale read of the key, or at once with
+// once, but only after a named event: the later of the two callers' claims
+// was written after its writer's own stale read of the key, or at once with
 // another's (a release by the other's rival may since have opened the key
-// for a third, the settler).
+// for a third, the settler, whose claim carries that event). The earlier
+// claim's own event excuses nothing: its writer could not have seen the
+// later.
 func (w *world) checkOneCallAtOnce(call *gatewayCall) {
 	for _, c := range w.oms.open[call.key] {
 		if w.mode == LedgerMode || (c.inst == call.inst && c.gen == call.gen) {
 			w.violate("two gateway calls for %s at once: %s (isolate %d) and %s (isolate %d)", call.key, c.orderID, c.inst, call.orderID, call.inst)
 			return
 		}
-		if e := eitherCause(w.claimOf(c), w.claimOf(call)); e != nil {
+		if e := causeBetween(w.claimOf(c), w.claimOf(call)); e != nil {
 			w.allowBy("gateway calls at once across isolates", e)
 			continue
 		}
@@ -506,7 +508,7 @@ func (w *world) checkKept() {
 			// then drops the claim left beside the outcome, KV mode's
 			// settler or the ledger's adoption.
 			if w.ranKV() {
-				if e := w.rivalCause(c, func(d *gatewayCall) bool { return d.fp != c.fp }); e != nil {
+				if e := w.rivalCause(c, func(d *gatewayCall) bool { return d.fp != c.fp && w.endedWithOutcomeOf(key, d.orderID) }); e != nil {
 					// The order was placed beside another under the same
 					// key: the key ends with the other's outcome, and a
 					// retry of this order carries its same order id.
@@ -531,6 +533,18 @@ func (w *world) checkKept() {
 				key, now.Sub(c.acceptedAt), c.orderID, until.Sub(c.acceptedAt))
 		}
 	}
+}
+
+// endedWithOutcomeOf reports whether key's last outcome stored was
+// orderID's, and has reached its TTL: the key ended with it, and went with
+// it.
+func (w *world) endedWithOutcomeOf(key keyName, orderID string) bool {
+	last, ok := w.commits[key]
+	if !ok || w.now().Before(last.at.Add(w.resultTTL)) {
+		return false
+	}
+	id, _, _ := order.ReceiptFields(last.body)
+	return id == orderID
 }
 
 // keptForAnotherOrderID is the event that let c's claim be minted blind

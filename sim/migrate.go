@@ -711,9 +711,17 @@ func (w *world) fallbackMissed(c *gatewayCall, first string, adopted bool) *even
 	names := func(e *kv.Entry) bool {
 		return e != nil && (strings.Contains(string(e.Metadata), first) || strings.Contains(e.Value, first))
 	}
+	// A read of either entry that returned first told the reader the key
+	// was first's (its receipt wins over any claim): a miss of the other
+	// hid nothing.
+	for _, kvKey := range []string{"pending:" + c.key, "result:" + c.key} {
+		if r := w.lastRead(kvKey, reader, until); r != nil && until.Sub(r.at) <= staleMost && names(r.got) {
+			return nil
+		}
+	}
 	for _, kvKey := range []string{"pending:" + c.key, "result:" + c.key} {
 		r := w.lastRead(kvKey, reader, until)
-		if r == nil || until.Sub(r.at) > staleMost || names(r.got) {
+		if r == nil || until.Sub(r.at) > staleMost {
 			continue
 		}
 		for _, v := range r.missed {
