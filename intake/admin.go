@@ -377,15 +377,12 @@ func (a *Admin) Purge(ctx context.Context, key Key, orderID string) (Record, err
 		// The Fallback first: a retry that reads it from now on finds
 		// nothing to copy back into the Store.
 		if oldRec, err = purgeFallback(ctx, old, key, orderID, cur.State == Stored); err != nil {
-			s.receipts.forget(cacheKey) // the delete may have landed
+			s.receipts.purged(cacheKey) // the delete may have landed
 			return Record{}, storageUnavailable(err)
 		}
 		claimLeft = cur.State == Absent && (oldRec.State != Stored || mismatched(oldRec, orderID))
 	}
 	rec, err := a.store.Purge(ctx, key, orderID)
-	// Whatever it answered: a delete that failed may have landed, and its
-	// retry then finds nothing to purge.
-	s.receipts.forget(cacheKey)
 	switch {
 	case err != nil:
 	case claimLeft && rec.State == Stored && !mismatched(rec, orderID):
@@ -399,6 +396,11 @@ func (a *Admin) Purge(ctx context.Context, key Key, orderID string) (Record, err
 	}
 	switch {
 	case err != nil:
+		// A delete that failed may have landed, and its retry then finds
+		// nothing to purge. A purge that erased nothing leaves the
+		// receipt in memory, which keeps a retry here from reading KV
+		// stale and minting another acceptedAt.
+		s.receipts.purged(cacheKey)
 		return Record{}, storageUnavailable(err)
 	case rec.State == Held:
 		return rec, ErrInProgress
@@ -409,6 +411,7 @@ func (a *Admin) Purge(ctx context.Context, key Key, orderID string) (Record, err
 	case mismatched(rec, orderID):
 		return rec, ErrPrecondition
 	}
+	s.receipts.purged(cacheKey)
 	s.opened.forget(cacheKey)
 	return rec, nil
 }
@@ -454,7 +457,6 @@ func (c *receiptCache) forget(key string) {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.forgets++
 	if e, ok := c.entries[key]; ok {
 		e.expires = 0
 		c.entries[key] = e

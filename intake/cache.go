@@ -39,10 +39,13 @@ type receiptCache struct {
 	// eviction keeps it within maxCachedBytes, so that the cache costs
 	// what its bytes cost whatever the receipts' size.
 	bytes int
-	// forgets counts forget's calls (a purge in this instance): a read
-	// of the Store that began before one may have found what it erased,
-	// and is not cached (putRead).
-	forgets uint64
+	// purges counts the purges in this instance (purged), and purgedKeys
+	// holds the last of their keys, the n-th at (n-1) % len: a read or a
+	// commit of the Store that began before a purge of its key may have
+	// found what the purge erased, and is not cached (putSince). Beyond
+	// the last len purges nobody can tell, and nothing is cached.
+	purges     uint64
+	purgedKeys [16]string
 }
 
 // maxCachedBytes bounds the bytes the receipt cache holds: under TinyGo,
@@ -107,20 +110,49 @@ func (c *receiptCache) putUnstored(key string, rec Record, now time.Time) {
 	c.add(key, rec, now, true, nil)
 }
 
-// putRead caches rec, read from the Store at now by a read that began
-// once mark was taken, as put does, unless forget was called since.
-func (c *receiptCache) putRead(key string, rec Record, now time.Time, mark uint64) {
+// putSince caches rec, read or stored at now by a call to the Store that
+// began once mark was taken, as put does, unless a purge of key came
+// since: it may have erased rec.
+func (c *receiptCache) putSince(key string, rec Record, now time.Time, mark uint64) {
 	c.add(key, rec, now, false, &mark)
 }
 
-// mark is what putRead is given of a read of the Store that begins now.
+// mark is what putSince is given of a call to the Store that begins now.
 func (c *receiptCache) mark() uint64 {
 	if c.max == 0 {
 		return 0
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.forgets
+	return c.purges
+}
+
+// purged forgets key's receipt, as a purge in this instance erased it: a
+// call to the Store under way may bring it back, and putSince will not
+// cache it.
+func (c *receiptCache) purged(key string) {
+	if c.max == 0 {
+		return
+	}
+	c.mu.Lock()
+	c.purgedKeys[c.purges%uint64(len(c.purgedKeys))] = key
+	c.purges++
+	c.mu.Unlock()
+	c.forget(key)
+}
+
+// purgedSince reports whether key may have been purged since mark: it was,
+// or more purges came since than purgedKeys holds. c.mu is held.
+func (c *receiptCache) purgedSince(key string, mark uint64) bool {
+	if c.purges-mark > uint64(len(c.purgedKeys)) {
+		return true
+	}
+	for n := mark; n < c.purges; n++ {
+		if c.purgedKeys[n%uint64(len(c.purgedKeys))] == key {
+			return true
+		}
+	}
+	return false
 }
 
 func (c *receiptCache) add(key string, rec Record, now time.Time, unstored bool, mark *uint64) {
@@ -129,7 +161,7 @@ func (c *receiptCache) add(key string, rec Record, now time.Time, unstored bool,
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if mark != nil && *mark != c.forgets {
+	if mark != nil && c.purgedSince(key, *mark) {
 		return
 	}
 	// KV may serve a read stale for cacheTTL after the write this entry
@@ -174,8 +206,8 @@ func (c *receiptCache) evictOldest() {
 }
 
 // cacheRead caches rec, a stored outcome read from the Store at now, by a
-// read that began once mark (receiptCache.mark) was taken: a purge in
-// this instance since may have erased it, and then it is not cached. A
+// read that began once mark (receiptCache.mark) was taken: a purge of key
+// in this instance since may have erased it, and then it is not cached. A
 // Store that cannot tell when the outcome expires (KV) leaves Expires
 // zero, and the cache would keep the entry a read's whole stale window,
 // past the outcome's end: an instance would then replay a receipt that KV
@@ -191,5 +223,5 @@ func (s *Service) cacheRead(key string, rec Record, now time.Time, mark uint64) 
 		}
 		rec.Expires = at.Add(s.opts.ResultTTL)
 	}
-	s.receipts.putRead(key, rec, now, mark)
+	s.receipts.putSince(key, rec, now, mark)
 }

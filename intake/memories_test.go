@@ -343,3 +343,180 @@ func TestARetryWaitingOnAPurgeDoesNotCacheThePurgedReceipt(t *testing.T) {
 		t.Errorf("the retry after the purge in this instance = replayed %v %s; want a new order, not the purged receipt from memory", again.Replayed, again.Receipt)
 	}
 }
+
+// TestAPurgeThatErasedNothingKeepsTheReceiptInMemory: over KV, a purge
+// that deleted nothing (its read of KV missed the receipt, as the
+// location's cached not-found of the claim's own read may for 60 s, and
+// it answered ErrNotFound; or it named another order id, ErrPrecondition)
+// leaves the receipt stored. The instance that stored it a few seconds
+// before must still replay it: its receipt cache is what keeps a retry
+// here from reading the key stale within KV's window (cache.go: "so a
+// retry never reads the key stale once its entry is gone and mints a
+// claim with another acceptedAt"). Purge forgetting the entry "whatever
+// the Store answered" drops it, and the retry calls the gateway again and
+// stores a second receipt, with another acceptedAt, for the same order.
+func TestAPurgeThatErasedNothingKeepsTheReceiptInMemory(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		staleFirst bool   // the purge's own read misses the receipt
+		orderID    string // the order id the operator names
+		want       error
+	}{
+		{name: "a purge whose read of KV missed the receipt", staleFirst: true, want: intake.ErrNotFound},
+		{name: "a purge naming another order id", orderID: "not-the-keys-order-id", want: intake.ErrPrecondition},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			clock := &fakeClock{now: acceptedAt}
+			g := &idRecorder{answer: func(int, intake.Placement) error { return nil }}
+			h := newHarness(t, intake.Options{Now: clock.Now, Gateway: g}, intake.Lifecycle{ReleaseAfterCommit: true})
+			h.now = acceptedAt
+			advance := func(d time.Duration) { clock.Advance(d); h.now = h.now.Add(d) }
+			stale := false
+			h.hooks.After = func(op kvtest.Op, k string, err error) error {
+				if stale && op == kvtest.OpGet && k == "result:k" {
+					return kv.ErrNotFound // the location's cached not-found, within KV's 60 s
+				}
+				return err
+			}
+			first, err := h.submit("k", validBody)
+			if err != nil {
+				t.Fatalf("the first submission: %v", err)
+			}
+			admin := intake.NewAdmin(h.svc, h.store)
+			advance(2 * time.Second)
+			stale = tc.staleFirst
+			if _, err := admin.Purge(ctx, key("k"), tc.orderID); !errors.Is(err, tc.want) {
+				t.Fatalf("Purge = %v, want %v", err, tc.want)
+			}
+			h.wantReceiptStored(t, "k", first.Receipt) // the purge erased nothing
+			stale = true
+			advance(2 * time.Second)
+			again, err := h.submit("k", validBody)
+			if err != nil {
+				t.Fatalf("the retry: %v", err)
+			}
+			if string(again.Receipt) != string(first.Receipt) {
+				t.Errorf("the retry 4 s after the commit, in the instance that stored it, got %s, want the stored %s: a purge that erased nothing dropped it from memory, and a stale read minted a second acceptedAt", again.Receipt, first.Receipt)
+			}
+			if n := len(g.orderIDs()); n != 1 {
+				t.Errorf("gateway calls = %d, want 1", n)
+			}
+		})
+	}
+}
+
+// TestACommitAnsweredAfterAPurgeDoesNotCacheThePurgedReceipt: as a
+// lookup's read, a commit's: over the ledger, an answer's commit follows
+// the response (Options.Defer, waitUntil), outside the in-flight set, so
+// a purge in this instance may run while it is under way. Its answer,
+// coming back once the purge has erased the receipt and forgotten it,
+// must not be cached: a retry here would replay for a minute a receipt
+// the purge erased instead of placing the order anew (Purge: "The
+// instance forgets the receipt at once").
+func TestACommitAnsweredAfterAPurgeDoesNotCacheThePurgedReceipt(t *testing.T) {
+	ctx := context.Background()
+	clock := &fakeClock{now: acceptedAt}
+	store := ledger.NewMemoryStore()
+	store.Now = clock.Now
+	g := &idRecorder{answer: func(int, intake.Placement) error { return nil }}
+	var tasks []func()
+	after := func(ctx context.Context, task func(context.Context)) { // waitUntil: after the response
+		tasks = append(tasks, func() { task(ctx) })
+	}
+	svc := intake.New(store, intake.Options{ResultTTL: config.DefaultResultTTL, PendingTTL: config.DefaultPendingTTL,
+		Gateway: g, Now: clock.Now, Defer: after})
+	admin := intake.NewAdmin(svc, store)
+	first, err := svc.Submit(ctx, deskKey, []byte(validBody), "")
+	if err != nil {
+		t.Fatalf("the first submission: %v", err)
+	}
+	if len(tasks) == 0 {
+		t.Fatal("no task after the response; want the commit")
+	}
+
+	// The commit lands in the object; its answer arrives once the purge
+	// in this instance is done.
+	committed, resume := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	store.RoundTrip = func(_ context.Context, method string, apply func()) error {
+		apply()
+		if method == "commit" {
+			once.Do(func() { close(committed); <-resume })
+		}
+		return nil
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for _, task := range tasks {
+			task()
+		}
+	}()
+	<-committed
+	if _, err := admin.Purge(ctx, deskKey, ""); err != nil {
+		t.Fatalf("Purge of the committed receipt: %v", err)
+	}
+	close(resume)
+	<-done
+
+	clock.Advance(time.Second)
+	again, err := svc.Submit(ctx, deskKey, []byte(validBody), "")
+	if err != nil {
+		t.Fatalf("the retry after the purge: %v", err)
+	}
+	if again.Replayed || string(again.Receipt) == string(first.Receipt) {
+		t.Errorf("the retry after the purge in this instance = replayed %v %s; want a new order, not the purged receipt from memory", again.Replayed, again.Receipt)
+	}
+	if n := len(g.orderIDs()); n != 2 {
+		t.Errorf("gateway calls = %d, want 2: the purged key's retry is a new order", n)
+	}
+}
+
+// TestACommitDuringAPurgeOfAnotherKeyIsCached: a purge of another key in
+// the instance while a commit is under way keeps nothing from memory: the
+// commit's entry is what keeps a retry here from reading KV stale and
+// minting another acceptedAt (TestTheReceiptCacheOutlastsKVsStaleWindow...).
+func TestACommitDuringAPurgeOfAnotherKeyIsCached(t *testing.T) {
+	ctx := context.Background()
+	clock := &fakeClock{now: acceptedAt}
+	// The stand-in, which commits before it answers: no answer in memory
+	// stands in for the commit's entry.
+	h := newHarness(t, intake.Options{Now: clock.Now}, intake.Lifecycle{ReleaseAfterCommit: true})
+	h.now = acceptedAt
+	advance := func(d time.Duration) { clock.Advance(d); h.now = h.now.Add(d) }
+	if _, err := h.submit("other", validBody); err != nil {
+		t.Fatalf("the other key's submission: %v", err)
+	}
+	advance(2 * time.Second)
+	admin := intake.NewAdmin(h.svc, h.store)
+	purged, stale := false, false
+	h.hooks.Before = func(op kvtest.Op, k string) error {
+		if op == kvtest.OpPut && k == "result:k" && !purged {
+			purged = true
+			if _, err := admin.Purge(ctx, key("other"), ""); err != nil {
+				t.Errorf("Purge of the other key: %v", err)
+			}
+		}
+		return nil
+	}
+	h.hooks.After = func(op kvtest.Op, k string, err error) error {
+		if stale && op == kvtest.OpGet && k == "result:k" {
+			return kv.ErrNotFound // the location's cached not-found, within KV's 60 s
+		}
+		return err
+	}
+	first, err := h.submit("k", validBody)
+	if err != nil || !purged {
+		t.Fatalf("the submission = %v, purged during its commit %v; want it placed while the other key is purged", err, purged)
+	}
+	advance(30 * time.Second)
+	stale = true
+	again, err := h.submit("k", validBody)
+	if err != nil {
+		t.Fatalf("the retry: %v", err)
+	}
+	if string(again.Receipt) != string(first.Receipt) {
+		t.Errorf("the retry got %s, want the original %s: a purge of another key kept the commit from memory, and a stale read minted another acceptedAt", again.Receipt, first.Receipt)
+	}
+}

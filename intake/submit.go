@@ -488,7 +488,10 @@ func (s *Service) schedule(ctx context.Context, key Key, at time.Time) {
 // as every Store keeps it: result.TTL from then, and at least until the
 // claim's KeepUntil. The cache's entry lasts from when the write returned:
 // KV may serve a read stale for cacheTTL after the write lands, and a
-// write may take seconds (it waits out KV's write limit). A claim the Store's Lifecycle releases after the
+// write may take seconds (it waits out KV's write limit). A purge of the
+// key in this instance meanwhile (the commit after the response runs
+// outside the in-flight set) may have erased it: then it is not cached.
+// A claim the Store's Lifecycle releases after the
 // commit is released after the response: at once when the response has
 // gone (afterResponse), otherwise through Options.Defer.
 // ErrInProgress means another request took the key over after claim's
@@ -497,13 +500,14 @@ func (s *Service) schedule(ctx context.Context, key Key, at time.Time) {
 // stored outcome a retry places the order, under the same order id once
 // it may have reached the gateway.
 func (s *Service) commit(ctx context.Context, key Key, claim Claim, result Result, at time.Time, afterResponse bool) error {
+	mark := s.receipts.mark()
 	if err := s.store.Commit(ctx, key, claim, result); err != nil {
 		if errors.Is(err, ErrLostClaim) {
 			return ErrInProgress
 		}
 		return storageUnavailable(err)
 	}
-	s.receipts.put(key.String(), storedAs(result, claim, at), s.opts.Now())
+	s.receipts.putSince(key.String(), storedAs(result, claim, at), s.opts.Now(), mark)
 	if s.life.ReleaseAfterCommit {
 		claim.Stage = StageStored // the claim goes, beside its outcome
 		if afterResponse {
