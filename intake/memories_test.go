@@ -64,16 +64,7 @@ func TestALookupAnsweredAfterAPurgeDoesNotCacheThePurgedReceipt(t *testing.T) {
 	}
 
 	clock.Advance(time.Second)
-	again, err := svc.Submit(ctx, deskKey, []byte(validBody), "")
-	if err != nil {
-		t.Fatalf("the retry after the purge: %v", err)
-	}
-	if again.Replayed || string(again.Receipt) == string(first.Receipt) {
-		t.Errorf("the retry after the purge in this instance = replayed %v %s; want a new order, not the purged receipt from memory", again.Replayed, again.Receipt)
-	}
-	if n := len(g.orderIDs()); n != 2 {
-		t.Errorf("gateway calls = %d, want 2: the purged key's retry is a new order", n)
-	}
+	wantANewOrderAfterThePurge(t, svc, g, first)
 }
 
 // TestAPurgeThatFailedAfterItsDeleteLandedForgetsTheReceipt: over KV, a
@@ -335,13 +326,7 @@ func TestARetryWaitingOnAPurgeDoesNotCacheThePurgedReceipt(t *testing.T) {
 	}
 
 	clock.Advance(time.Second)
-	again, err := svc.Submit(ctx, deskKey, []byte(validBody), "")
-	if err != nil {
-		t.Fatalf("the retry after the purge: %v", err)
-	}
-	if again.Replayed || string(again.Receipt) == string(first.Receipt) {
-		t.Errorf("the retry after the purge in this instance = replayed %v %s; want a new order, not the purged receipt from memory", again.Replayed, again.Receipt)
-	}
+	wantANewOrderAfterThePurge(t, svc, g, first)
 }
 
 // TestAPurgeThatErasedNothingKeepsTheReceiptInMemory: over KV, a purge
@@ -461,16 +446,7 @@ func TestACommitAnsweredAfterAPurgeDoesNotCacheThePurgedReceipt(t *testing.T) {
 	<-done
 
 	clock.Advance(time.Second)
-	again, err := svc.Submit(ctx, deskKey, []byte(validBody), "")
-	if err != nil {
-		t.Fatalf("the retry after the purge: %v", err)
-	}
-	if again.Replayed || string(again.Receipt) == string(first.Receipt) {
-		t.Errorf("the retry after the purge in this instance = replayed %v %s; want a new order, not the purged receipt from memory", again.Replayed, again.Receipt)
-	}
-	if n := len(g.orderIDs()); n != 2 {
-		t.Errorf("gateway calls = %d, want 2: the purged key's retry is a new order", n)
-	}
+	wantANewOrderAfterThePurge(t, svc, g, first)
 }
 
 // TestACommitDuringAPurgeOfAnotherKeyIsCached: a purge of another key in
@@ -518,5 +494,22 @@ func TestACommitDuringAPurgeOfAnotherKeyIsCached(t *testing.T) {
 	}
 	if string(again.Receipt) != string(first.Receipt) {
 		t.Errorf("the retry got %s, want the original %s: a purge of another key kept the commit from memory, and a stale read minted another acceptedAt", again.Receipt, first.Receipt)
+	}
+}
+
+// wantANewOrderAfterThePurge: a retry of deskKey in svc, whose first
+// order came back as first, after a purge of it in svc, is a new order:
+// not the purged receipt from memory, and a second call of g.
+func wantANewOrderAfterThePurge(t *testing.T, svc *intake.Service, g *idRecorder, first intake.Outcome) {
+	t.Helper()
+	again, err := svc.Submit(context.Background(), deskKey, []byte(validBody), "")
+	if err != nil {
+		t.Fatalf("the retry after the purge: %v", err)
+	}
+	if again.Replayed || string(again.Receipt) == string(first.Receipt) {
+		t.Errorf("the retry after the purge in this instance = replayed %v %s; want a new order, not the purged receipt from memory", again.Replayed, again.Receipt)
+	}
+	if n := len(g.orderIDs()); n != 2 {
+		t.Errorf("gateway calls = %d, want 2: the purged key's retry is a new order", n)
 	}
 }
