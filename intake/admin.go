@@ -381,6 +381,10 @@ func (a *Admin) Purge(ctx context.Context, key Key, orderID string) (Record, err
 			return Record{}, storageUnavailable(err)
 		}
 		claimLeft = cur.State == Absent && (oldRec.State != Stored || mismatched(oldRec, orderID))
+		if oldRec.State == Stored && !mismatched(oldRec, orderID) {
+			// KV's copy is erased, whatever the Store answers next.
+			s.receipts.purged(cacheKey)
+		}
 	}
 	rec, err := a.store.Purge(ctx, key, orderID)
 	switch {

@@ -43,9 +43,11 @@ type receiptCache struct {
 	// holds the last of their keys, the n-th at (n-1) % len: a read or a
 	// commit of the Store that began before a purge of its key may have
 	// found what the purge erased, and is not cached (putSince). Beyond
-	// the last len purges nobody can tell, and nothing is cached.
+	// the last len purges nobody can tell, and nothing is cached: a call
+	// to the Store lasts a second or two, and no operator purges hundreds
+	// of keys a second through one instance.
 	purges     uint64
-	purgedKeys [16]string
+	purgedKeys [256]string
 }
 
 // maxCachedBytes bounds the bytes the receipt cache holds: under TinyGo,

@@ -13,6 +13,7 @@ import (
 	"github.com/edge-orders/edge-orders/kv"
 	"github.com/edge-orders/edge-orders/kv/kvtest"
 	"github.com/edge-orders/edge-orders/ledger"
+	"github.com/edge-orders/edge-orders/order"
 )
 
 // TestALookupAnsweredAfterAPurgeDoesNotCacheThePurgedReceipt: over the
@@ -511,5 +512,143 @@ func wantANewOrderAfterThePurge(t *testing.T, svc *intake.Service, g *idRecorder
 	}
 	if n := len(g.orderIDs()); n != 2 {
 		t.Errorf("gateway calls = %d, want 2: the purged key's retry is a new order", n)
+	}
+}
+
+// TestAMigratingPurgeThatErasedKVsCopyForgetsItEvenWhenTheLedgerAnswersHeld:
+// during a migration the receipt is held only in KV, and this instance
+// has it in memory (its lookup read KV while another isolate's request
+// held the ledger's key, and could not copy it). The operator's purge
+// here erases KV's copy first (purgeFallback), and then finds the
+// ledger's key held by another isolate's retry, which has just claimed
+// it: it answers in progress. It erased the receipt, KV's only copy, and
+// the instance must forget it (invariants: a receipt is never served that
+// was not stored; a receipt is never replayed from memory after a purge in
+// the same instance).
+func TestAMigratingPurgeThatErasedKVsCopyForgetsItEvenWhenTheLedgerAnswersHeld(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		ledge func(t *testing.T, ctx context.Context, mem *ledger.MemoryStore) // what another isolate does to the ledger's key as the purge reaches KV
+	}{
+		{name: "the ledger's key held by another isolate's retry", ledge: func(t *testing.T, ctx context.Context, mem *ledger.MemoryStore) {
+			if rec, err := mem.Begin(ctx, key("kept"), intake.Claim{Token: "retry elsewhere", Lease: time.Minute}); err != nil || rec.Took != intake.EventClaim {
+				t.Fatalf("the other isolate's claim = %v, %v", rec.State, err)
+			}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			clock := &fakeClock{now: acceptedAt}
+			old := kv.NewMemoryNamespace()
+			old.Now = clock.Now
+			o, err := order.Parse([]byte(validBody))
+			if err != nil {
+				t.Fatal(err)
+			}
+			receipt := order.Receipt{OrderID: "order-x", Status: order.StatusAccepted, Order: o, AcceptedAt: acceptedAt}.JSON()
+			if err := old.Put(ctx, "result:kept", kv.Entry{Value: string(receipt)}, kv.PutOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			mem := ledger.NewMemoryStore()
+			mem.Now = clock.Now
+			hooked := &hookedFallback{Store: kv.NewStore(old, clock.Now)}
+			svc := intake.New(mem, intake.Options{ResultTTL: config.DefaultResultTTL, PendingTTL: config.DefaultPendingTTL,
+				Now: clock.Now, Fallback: hooked, FallbackUntil: acceptedAt.Add(48 * time.Hour)})
+
+			// The lookup reads KV's receipt; another isolate's request
+			// claims the ledger's key before the copy's claim, so the
+			// lookup answers (and caches) the receipt as found.
+			copying := intake.Claim{Token: "copying elsewhere", Lease: time.Minute}
+			hooked.afterLookup = func() {
+				if rec, err := mem.Begin(ctx, key("kept"), copying); err != nil || rec.Took != intake.EventClaim {
+					t.Fatalf("the other isolate's claim = %v, %v", rec.State, err)
+				}
+			}
+			if out, err := svc.Lookup(ctx, key("kept")); err != nil || string(out.Receipt) != string(receipt) {
+				t.Fatalf("Lookup = %s, %v; want KV's receipt", out.Receipt, err)
+			}
+			if err := mem.Release(ctx, key("kept"), copying); err != nil {
+				t.Fatal(err)
+			}
+			clock.Advance(2 * time.Second)
+
+			// The purge: the ledger has nothing; KV's copy goes, and by then
+			// another isolate's retry holds the ledger's key.
+			hooked.beforePurge = func() { tc.ledge(t, ctx, mem) }
+			if _, err := intake.NewAdmin(svc, mem).Purge(ctx, key("kept"), ""); !errors.Is(err, intake.ErrInProgress) {
+				t.Fatalf("Purge = %v, want ErrInProgress (the ledger's key held)", err)
+			}
+			if _, err := old.Get(ctx, "result:kept"); !errors.Is(err, kv.ErrNotFound) {
+				t.Fatalf("KV's receipt after the purge: %v; want it erased (the scenario needs it)", err)
+			}
+			// The other isolate's retry read KV after the purge, found
+			// nothing, and let the key go (or placed a new order).
+			if err := mem.Release(ctx, key("kept"), intake.Claim{Token: "retry elsewhere", Lease: time.Minute}); err != nil {
+				t.Fatal(err)
+			}
+			clock.Advance(time.Second)
+			if rec, err := mem.Lookup(ctx, key("kept")); err != nil || rec.State == intake.Stored {
+				t.Fatalf("the ledger holds %v, %v; want no receipt", rec.State, err)
+			}
+			if out, err := svc.Lookup(ctx, key("kept")); !errors.Is(err, intake.ErrNotFound) {
+				t.Errorf("Lookup in the purging instance after the purge erased KV's only copy = %s, %v; want ErrNotFound: the receipt is stored nowhere, and was served from memory", out.Receipt, err)
+			}
+		})
+	}
+}
+
+// TestACommitDuringSeventeenPurgesOfOtherKeysIsCached: as
+// TestACommitDuringAPurgeOfAnotherKeyIsCached, with more purges of other
+// keys in the instance while the commit is under way than purgedKeys
+// held once (16): an operator's bulk purge landing on this isolate while
+// a commit waits out KV's write limit. None of them is of the commit's
+// key, and the commit's entry must stay, or the retry 30 s later, inside
+// KV's stale window, reads the key free and mints a second acceptedAt for
+// an order this instance stored.
+func TestACommitDuringSeventeenPurgesOfOtherKeysIsCached(t *testing.T) {
+	ctx := context.Background()
+	clock := &fakeClock{now: acceptedAt}
+	h := newHarness(t, intake.Options{Now: clock.Now}, intake.Lifecycle{ReleaseAfterCommit: true})
+	h.now = acceptedAt
+	advance := func(d time.Duration) { clock.Advance(d); h.now = h.now.Add(d) }
+	others := make([]string, 17)
+	for i := range others {
+		others[i] = "other-" + string(rune('a'+i))
+		if _, err := h.submit(others[i], validBody); err != nil {
+			t.Fatalf("the other key %s: %v", others[i], err)
+		}
+	}
+	advance(2 * time.Second)
+	admin := intake.NewAdmin(h.svc, h.store)
+	purged, stale := false, false
+	h.hooks.Before = func(op kvtest.Op, k string) error {
+		if op == kvtest.OpPut && k == "result:k" && !purged {
+			purged = true
+			for _, o := range others {
+				if _, err := admin.Purge(ctx, key(o), ""); err != nil {
+					t.Errorf("Purge of %s: %v", o, err)
+				}
+			}
+		}
+		return nil
+	}
+	h.hooks.After = func(op kvtest.Op, k string, err error) error {
+		if stale && op == kvtest.OpGet && k == "result:k" {
+			return kv.ErrNotFound // the location's cached not-found, within KV's 60 s
+		}
+		return err
+	}
+	first, err := h.submit("k", validBody)
+	if err != nil || !purged {
+		t.Fatalf("the submission = %v, purged during its commit %v", err, purged)
+	}
+	advance(30 * time.Second)
+	stale = true
+	again, err := h.submit("k", validBody)
+	if err != nil {
+		t.Fatalf("the retry: %v", err)
+	}
+	if string(again.Receipt) != string(first.Receipt) {
+		t.Errorf("the retry got %s, want the original %s: 17 purges of other keys kept the commit from memory, and a stale read minted another acceptedAt", again.Receipt, first.Receipt)
 	}
 }

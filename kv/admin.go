@@ -118,7 +118,12 @@ func nameKey(name, client string, scoped bool) (intake.Key, bool) {
 // claim holds the key. In that order, a purge that fails midway leaves an
 // outcome stored, never an open claim without it, which the settler would
 // take for an unknown outcome. Deletes take up to 60 s to be seen in
-// every location, as every KV write does.
+// every location, as every KV write does. A claim beside the outcome whose
+// lease has not ended is a request in flight whose read missed the
+// outcome: deleting it would free the key for another while it calls the
+// OMS, so the purge leaves everything and returns the claim, Held. (A
+// claim without a lease, the reference's or the stand-in's, is one whose
+// delete failed: it goes.)
 func (k *Store) Purge(ctx context.Context, key intake.Key, orderID string) (intake.Record, error) {
 	key.Quoted = true
 	stored, pending, others, err := k.readBoth(ctx, key)
@@ -128,6 +133,11 @@ func (k *Store) Purge(ctx context.Context, key intake.Key, orderID string) (inta
 	rec := k.record(stored, pending)
 	if rec.State != intake.Stored || (orderID != "" && intake.OrderIDOf(rec) != orderID) {
 		return rec, nil
+	}
+	if pending != nil {
+		if m := decodeMetadata(pending.Metadata); !m.open && m.leaseUntil.After(k.now()) {
+			return k.claimRecord(*pending), nil
+		}
 	}
 	if err := k.ns.Delete(ctx, pendingPrefix+key.String()); err != nil {
 		return intake.Record{}, errs.Prefix("kv: purge: deleting the claim", err)

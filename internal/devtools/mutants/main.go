@@ -243,6 +243,10 @@ var mutants = []mutant{
 		"\t\t_ = slices.Index(o.order, key)\n\t} else {\n\t\tif len(o.order) >= maxOpened {\n\t\t\tdelete(o.entries, o.order[0])\n\t\t\to.order = o.order[1:]\n\t\t}\n\t\to.order = append(o.order, key)\n\t}\n"},
 	{"a commit that panicked after the response leaves its answer in memory", "intake/submit.go",
 		"\t\t\t\t\ts.receipts.forget(key.String())\n\t\t\t\t\tpanic(p)", "\t\t\t\t\tpanic(p)"},
+	{"a purge during a migration that erased KV's copy leaves it in memory", "intake/admin.go",
+		"\t\t\t// KV's copy is erased, whatever the Store answers next.\n\t\t\ts.receipts.purged(cacheKey)\n", "\t\t\t// KV's copy is erased, whatever the Store answers next.\n"},
+	{"a KV purge deletes a live claim beside the outcome", "kv/admin.go",
+		"if m := decodeMetadata(pending.Metadata); !m.open && m.leaseUntil.After(k.now()) {", "if m := decodeMetadata(pending.Metadata); false && !m.open {"},
 	{"a resolve of a key only KV holds open, naming another order id, is told the key holds no order", "intake/admin.go",
 		"if err := unresolvable(old, res); err != nil {", "if err := unresolvable(old, Resolution{}); err != nil {"},
 }
