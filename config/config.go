@@ -358,14 +358,16 @@ func absoluteURL(v string) (url, authority string, err error) {
 	return v, authority, nil
 }
 
-// parseToken reads OMS_TOKEN: one header value, so no control character
-// and no space, which would split or end the Authorization header. Its
-// errors never quote it.
+// parseToken reads OMS_TOKEN: one header value, so visible ASCII only. A
+// space or a control character would split or end the Authorization
+// header, and a character beyond ASCII is no header byte: fetch refuses
+// it, or workerd warns on every call, quoting the value into the logs.
+// Its errors never quote it.
 func parseToken(v string) (string, error) {
 	v = strings.TrimSpace(v)
 	for _, r := range v {
-		if r < 0x21 || r == 0x7f {
-			return "", errors.New("the token holds a space or a control character, which an Authorization header cannot carry")
+		if r < 0x21 || r > 0x7e {
+			return "", errors.New("the token holds a character other than visible ASCII (a space, a control character or a character beyond ASCII), which an Authorization header cannot carry")
 		}
 	}
 	return v, nil

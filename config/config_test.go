@@ -449,3 +449,24 @@ func TestTheDeadLetterQueueIsNamedByItsVariable(t *testing.T) {
 		}
 	}
 }
+
+// TestAnOMSTokenNoHeaderCanCarryIsRefusedAtStart: OMS_TOKEN goes out on
+// every gateway call as "Authorization: Bearer <token>" through fetch
+// (oms.go; the bridge decodes Go's bytes as UTF-8). A token with a C1
+// control (U+0085), or any character beyond ASCII (a pasted "…"), is no
+// header value: workerd warns on every call, quoting the value into the
+// Worker's logs, and a spec-following fetch throws (every order an
+// unknown outcome). It is refused at start, as a space is.
+func TestAnOMSTokenNoHeaderCanCarryIsRefusedAtStart(t *testing.T) {
+	for _, token := range []string{"s3cret\u2026token", "s3cret\u20actoken", "s3cret\u0085token"} {
+		_, err := config.Load(func(name string) (string, bool) {
+			if name == config.OMSTokenVar {
+				return token, true
+			}
+			return "", false
+		})
+		if err == nil {
+			t.Errorf("OMS_TOKEN %q accepted; want it refused at start, as a space or a control character is", token)
+		}
+	}
+}
