@@ -149,6 +149,9 @@ type Worker struct {
 	now             func() time.Time
 	// pager pages an operator; nil when ALERT_WEBHOOK_URL is unset.
 	pager *alert.Pager
+	// deadLetter sends a give-up to the dead-letter queue; nil when
+	// SETTLE_DLQ is not bound.
+	deadLetter settlequeue.Sender
 }
 
 // New builds the Worker from env. A setting that cannot work is logged
@@ -195,19 +198,16 @@ func New(env Env) *Worker {
 			log.Log(eventlog.Line{Outcome: "claim_not_released", Client: key.Client, Key: key.ID, Error: err.Error()})
 		},
 		OnUnresolved: func(ctx context.Context, key intake.Key, p intake.Placement, attempts int) {
-			line := eventlog.Line{Outcome: "order_unresolved", Client: key.Client, Key: key.ID, OrderID: p.OrderID, Attempts: attempts, Alert: true,
-				Error: "the settler gave up after " + config.SettleMaxAgeVar + ": the OMS never confirmed this order"}
-			if env.DeadLetter != nil {
-				if err := env.DeadLetter.Send(ctx, settlequeue.Message(key), 0); err != nil {
-					line.Error += " (and sending it to " + DeadLetterBinding + ": " + err.Error() + "; " + w.recordGiveUp(ctx, key, p, attempts) + ")"
-				}
-			}
-			log.Log(line)
+			log.Log(eventlog.Line{Outcome: "order_unresolved", Client: key.Client, Key: key.ID, OrderID: p.OrderID, Attempts: attempts, Alert: true,
+				Error: "the settler gave up after " + config.SettleMaxAgeVar + ": the OMS never confirmed this order"})
 		},
 	}
+	w.deadLetter = env.DeadLetter
 	if cfg.AlertURL != "" && env.Fetch != nil {
 		w.pager = alert.New(alert.Options{URL: cfg.AlertURL, RoutingKey: cfg.AlertRoutingKey, Source: AlertSource, Send: alert.Send(env.Fetch)})
-		w.opts.ReportUnresolved = w.reportUnresolved
+	}
+	if w.pager != nil || w.deadLetter != nil {
+		w.opts.ReportUnresolved = w.reportGiveUp
 	}
 	if env.RateLimit != nil {
 		w.opts.Limit = env.RateLimit
@@ -299,6 +299,37 @@ func (w *Worker) Settler(store intake.Store) *intake.Service {
 func (w *Worker) reportUnresolved(ctx context.Context, key intake.Key, p intake.Placement, attempts int) error {
 	return w.page(ctx, alert.Event{Kind: alert.KindUnresolved, Key: key, OrderID: p.OrderID, Attempts: attempts},
 		"the key stays due, and is paged again once the settler tries it (in "+intake.ReportRetryDelay.String()+" or later)")
+}
+
+// reportGiveUp is the Service's ReportUnresolved, before the give-up is
+// stored: the page, then the give-up's dead letter, sent to the
+// dead-letter queue or, should that fail, recorded for the admin API. An
+// error (the page failed, or the letter was neither sent nor recorded)
+// leaves the key due again soon, for both once more: the key records what
+// is owed, and a letter is never lost, as a page is not.
+func (w *Worker) reportGiveUp(ctx context.Context, key intake.Key, p intake.Placement, attempts int) error {
+	if w.pager != nil {
+		if err := w.reportUnresolved(ctx, key, p, attempts); err != nil {
+			return err
+		}
+	}
+	if w.deadLetter == nil {
+		return nil
+	}
+	err := w.deadLetter.Send(ctx, settlequeue.Message(key), 0)
+	if err == nil {
+		return nil
+	}
+	line := eventlog.Line{Outcome: "dead_letter_unsent", Client: key.Client, Key: key.ID, OrderID: p.OrderID, Attempts: attempts,
+		Error: "sending the give-up to " + DeadLetterBinding + ": " + err.Error() + "; "}
+	note, err := w.recordGiveUp(ctx, key, p, attempts)
+	line.Error += note
+	if err != nil {
+		line.Alert = true
+		line.Error += "; the key stays due, and its letter is owed once the settler tries it (in " + intake.ReportRetryDelay.String() + " or later)"
+	}
+	w.log.Log(line)
+	return err
 }
 
 // page sends e, and logs at error level a page that failed, with what
@@ -402,26 +433,27 @@ func (w *Worker) DeadLetterMessage(ctx context.Context, messageID string, body [
 }
 
 // recordGiveUp records the dead letter of a give-up whose send to the
-// dead-letter queue failed, which nothing sends again: the key is final,
-// and the sweep passes it by. Its id is the order's and the give-up's
-// attempts, so that a second record of one give-up is the same letter,
-// and a later give-up of the order (a client's retry failed, and the
-// give-up's check gave up again) a new one, as its message through the
-// queue would be, even once an operator acknowledged the first. It says
-// what became of the letter, for the give-up's log line.
-func (w *Worker) recordGiveUp(ctx context.Context, key intake.Key, p intake.Placement, attempts int) string {
+// dead-letter queue failed, which nothing sends again once the give-up is
+// stored: the key is final, and the sweep passes it by. Its id is the
+// order's and the give-up's attempts, so that a second record of one
+// give-up is the same letter, and a later give-up of the order (a
+// client's retry failed, and the give-up's check gave up again) a new
+// one, as its message through the queue would be, even once an operator
+// acknowledged the first. It says what became of the letter, for the log
+// line, and fails where the letter is recorded nowhere.
+func (w *Worker) recordGiveUp(ctx context.Context, key intake.Key, p intake.Placement, attempts int) (string, error) {
 	if w.deadLetters == nil {
-		return "no letter is recorded"
+		return "", errors.New("no letter can be recorded: the " + KVBinding + " KV namespace binding is missing")
 	}
 	id := letterID("give-up-" + p.OrderID + "-" + strconv.Itoa(attempts))
 	d := intake.DeadLetter{Key: key, ID: id, OrderID: p.OrderID, Attempts: attempts, Unresolved: true, Received: w.now()}
 	switch err := w.deadLetters.Record(ctx, d); {
 	case errors.Is(err, intake.ErrLetterAcknowledged):
-		return "its letter, " + id + ", was recorded and acknowledged already"
+		return "its letter, " + id + ", was recorded and acknowledged already", nil
 	case err != nil:
-		return "recording its letter failed too, so this line is all that lists it: " + err.Error()
+		return "recording its letter failed too: " + err.Error(), err
 	}
-	return "its letter is recorded for the admin API (" + httpapi.DeadLettersPath + ") instead"
+	return "its letter is recorded for the admin API (" + httpapi.DeadLettersPath + ") instead", nil
 }
 
 // letterID is the id of the letter a queue message brings: the message's

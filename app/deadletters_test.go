@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -293,8 +294,11 @@ func TestAGiveUpWhoseLetterCannotBeSentIsRecorded(t *testing.T) {
 			t.Fatalf("SettleMessage %d = %v", n, err)
 		}
 	}
-	if got := l.lines("order_unresolved"); len(got) != 1 || !strings.Contains(fmt.Sprint(got[0]["error"]), "recorded for the admin API") {
-		t.Fatalf("order_unresolved lines %+v, want one saying its letter was recorded", got)
+	if got := l.lines("order_unresolved"); len(got) != 1 {
+		t.Fatalf("order_unresolved lines %+v, want one", got)
+	}
+	if got := l.lines("dead_letter_unsent"); len(got) != 1 || !strings.Contains(fmt.Sprint(got[0]["error"]), "recorded for the admin API") {
+		t.Fatalf("dead_letter_unsent lines %+v, want one saying its letter was recorded", got)
 	}
 	if got := l.letters("/admin/deadletters"); len(got) != 1 || got[0].Key != "k" || got[0].State != "unresolved" {
 		t.Errorf("GET /admin/deadletters = %+v, want the give-up's letter for k, unresolved", got)
@@ -302,5 +306,67 @@ func TestAGiveUpWhoseLetterCannotBeSentIsRecorded(t *testing.T) {
 	l.advance(3 * time.Hour) // the key expires; the letter stays
 	if got := l.letters("/admin/deadletters"); len(got) != 1 {
 		t.Errorf("after the key expired: %+v, want the letter still listed", got)
+	}
+}
+
+// letterPutFailing is a namespace whose writes of dead letters fail while
+// failing is set: a KV blip as the give-up's letter is recorded.
+type letterPutFailing struct {
+	app.Namespace
+	failing *atomic.Bool
+}
+
+func (n letterPutFailing) Put(ctx context.Context, key string, e kv.Entry, opts kv.PutOptions) error {
+	if n.failing.Load() && strings.HasPrefix(key, "deadletter:") {
+		return errors.New("KV write failed")
+	}
+	return n.Namespace.Put(ctx, key, e, opts)
+}
+
+// TestAGiveUpsLetterIsNotLostToOneFailedWrite: the settler gives up on a
+// key, its send to the dead-letter queue fails, and so does the one write
+// that records its letter instead. The key, not stored unresolved yet,
+// stays due and owes the letter: once KV and the queue are back, the
+// letter is sent or recorded. (It was lost: the key was stored
+// unresolved, final, and the sweep passed it by.)
+func TestAGiveUpsLetterIsNotLostToOneFailedWrite(t *testing.T) {
+	w := newWorld(t, map[string]string{"ADMIN_TOKENS": "ops:" + opsToken, "SETTLE_MAX_AGE_SECONDS": "60", "RESULT_TTL_SECONDS": "3600"})
+	var failing atomic.Bool
+	w.env.KV = letterPutFailing{w.env.KV, &failing}
+	l := letterWorld{world: w, worker: app.New(w.env)}
+	l.lose = true
+	if resp := l.post(l.worker.Handler, "k"); resp.Status != 503 {
+		t.Fatalf("answer = %d %s", resp.Status, resp.Body)
+	}
+	l.dead.err = errors.New("queue send failed")
+	failing.Store(true)
+	n := 0
+	settleNext := func() {
+		t.Helper()
+		l.advance(max(l.settle.delays[n], time.Minute))
+		if err := l.worker.SettleMessage(context.Background(), l.settle.sent()[n]); err != nil {
+			t.Fatalf("SettleMessage %d = %v", n, err)
+		}
+		n++
+	}
+	for ; n < len(l.settle.sent()) && n < 50 && len(l.lines("dead_letter_unsent")) == 0; settleNext() {
+	}
+	if got := l.lines("dead_letter_unsent"); len(got) != 1 || got[0]["level"] != "error" {
+		t.Fatalf("dead_letter_unsent lines %+v, want one alert: the letter neither sent nor recorded", got)
+	}
+	if got := l.lines("order_unresolved"); len(got) != 0 {
+		t.Fatalf("order_unresolved lines %+v, want none: the give-up is not stored while its letter is owed", got)
+	}
+	// KV and the queue are back: the key, still due, gives up again and
+	// sends its letter.
+	failing.Store(false)
+	l.dead.err = nil
+	for ; n < len(l.settle.sent()) && n < 50 && len(l.lines("order_unresolved")) == 0; settleNext() {
+	}
+	if got := l.lines("order_unresolved"); len(got) != 1 {
+		t.Fatalf("order_unresolved lines %+v, want one once the letter was sent", got)
+	}
+	if got, sent := l.letters("/admin/deadletters"), len(l.dead.sent()); len(got)+sent != 1 {
+		t.Errorf("letters listed %+v and sent to SETTLE_DLQ %d, want one letter in all", got, sent)
 	}
 }

@@ -37,13 +37,19 @@ func TestALaterGiveUpOfAnOrderIsANewLetter(t *testing.T) {
 	vars := map[string]string{"OMS_URL": "https://oms.example/orders", "OPEN_ACCESS": "true"}
 	w := New(Env{Var: func(n string) (string, bool) { v, ok := vars[n]; return v, ok }, Console: &console, KV: mem,
 		SettleQueue: downQueue{}, DeadLetter: downQueue{}, Now: func() time.Time { return now }})
-	if w.deadLetters == nil || w.opts.OnUnresolved == nil {
-		t.Fatalf("the Worker has no dead letters or give-up hook: %s", console.String())
+	if w.deadLetters == nil || w.opts.ReportUnresolved == nil {
+		t.Fatalf("the Worker has no dead letters or give-up report: %s", console.String())
 	}
 	key := intake.Key{ID: "k1"}
 	p := intake.Placement{OrderID: "11111111-2222-4333-8444-555555555555", Order: order.Order{Symbol: "AAPL", Side: order.Buy, Quantity: 1}, AcceptedAt: now}
-	w.opts.OnUnresolved(ctx, key, p, 5)
-	w.opts.OnUnresolved(ctx, key, p, 5) // the same give-up, again
+	report := func(attempts int) {
+		t.Helper()
+		if err := w.opts.ReportUnresolved(ctx, key, p, attempts); err != nil {
+			t.Fatalf("the give-up's report: %v", err)
+		}
+	}
+	report(5)
+	report(5) // the same give-up, again
 	letters, err := w.deadLetters.Letters(ctx, key)
 	if err != nil || len(letters) != 1 {
 		t.Fatalf("letters after the first give-up = %+v, %v; want one", letters, err)
@@ -53,7 +59,7 @@ func TestALaterGiveUpOfAnOrderIsANewLetter(t *testing.T) {
 	}
 	now = now.Add(2 * time.Hour)
 	console.Reset()
-	w.opts.OnUnresolved(ctx, key, p, 7)
+	report(7)
 	letters, err = w.deadLetters.Letters(ctx, key)
 	if err != nil || len(letters) != 1 || letters[0].Attempts != 7 {
 		t.Errorf("letters after the second give-up = %+v, %v; want its own, of 7 attempts, listed", letters, err)

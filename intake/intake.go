@@ -87,12 +87,13 @@ type Options struct {
 	// message. A Store that settles by itself (the ledger's alarm) needs
 	// none.
 	Schedule func(ctx context.Context, key Key, at time.Time) error
-	// OnUnresolved is told when the settler gives up on a key: the Worker
-	// logs it at error level and sends it to the dead-letter path.
+	// OnUnresolved is told when the settler has given up on a key, once
+	// the give-up is stored: the Worker logs it at error level.
 	OnUnresolved func(ctx context.Context, key Key, p Placement, attempts int)
 	// ReportUnresolved, if set, is told when the settler gives up on a
-	// key, before the give-up is stored: the Worker pages an operator. An
-	// error (the pager did not take it) stores the key unresolved but due
+	// key, before the give-up is stored: the Worker pages an operator and
+	// sends the give-up's dead letter. An error (the pager did not take
+	// it, or the letter went nowhere) stores the key unresolved but due
 	// again after ReportRetryDelay, when the settler calls the gateway
 	// once more and, still without an answer, reports it again; OnUnresolved
 	// waits for the report that succeeds. So the key itself records that a

@@ -214,6 +214,8 @@ var mutants = []mutant{
 		"\treturn !s.outlasted(claimedAt), nil\n", "\treturn true, nil\n"},
 	{"a sweep past its budget settles on", "settlequeue/settlequeue.go",
 		"\t\tif c.now().Sub(start) >= SweepBudget {\n", "\t\tif c.now().Sub(start) < 0 {\n"},
+	{"a give-up whose letter was neither sent nor recorded is stored all the same", "app/app.go",
+		"\tw.log.Log(line)\n\treturn err\n", "\tw.log.Log(line)\n\treturn nil\n"},
 	{"a give-up whose dead letter cannot be sent is not recorded", "app/app.go",
 		"Unresolved: true, Received: w.now()}\n\tswitch err := w.deadLetters.Record(ctx, d); {\n",
 		"Unresolved: true, Received: w.now()}\n\t_ = d\n\tswitch err := error(nil); {\n"},
