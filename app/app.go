@@ -287,7 +287,7 @@ func (w *Worker) Settler(store intake.Store) *intake.Service {
 		// A Settler serves one alarm: its pages share one budget.
 		budget := alert.NewBudget(PagesPerRun)
 		opts.ReportUnresolved = func(ctx context.Context, key intake.Key, p intake.Placement, attempts int) error {
-			return w.reportUnresolved(alert.WithBudget(ctx, budget), key, p, attempts)
+			return w.reportGiveUp(alert.WithBudget(ctx, budget), key, p, attempts)
 		}
 	}
 	return intake.New(w.meter.store(store), opts)

@@ -380,6 +380,13 @@ func (a *Admin) Purge(ctx context.Context, key Key, orderID string) (Record, err
 			s.receipts.purged(cacheKey) // the delete may have landed
 			return Record{}, storageUnavailable(err)
 		}
+		if oldRec.State == Held {
+			// A request holds KV's key (a KV-mode Worker's, mid-migration,
+			// or one whose read missed KV's receipt): what it stores
+			// there, a retry would copy back. The purge waits, as for a
+			// key held here, and KV keeps what it holds.
+			return oldRec, ErrInProgress
+		}
 		claimLeft = cur.State == Absent && (oldRec.State != Stored || mismatched(oldRec, orderID))
 		if oldRec.State == Stored && !mismatched(oldRec, orderID) {
 			// KV's copy is erased, whatever the Store answers next.
@@ -423,11 +430,12 @@ func (a *Admin) Purge(ctx context.Context, key Key, orderID string) (Record, err
 // purgeFallback purges the Fallback's receipt for key, with its claim;
 // with final (the Store holds the key's final outcome) the claim goes even
 // where the Fallback purged nothing: it holds no outcome, or another
-// order's. Each KV key is written once: a second delete within the second
-// would be refused (429).
+// order's. A live claim (Held) stays, and so does all the Fallback holds:
+// Purge waits for its request. Each KV key is written once: a second
+// delete within the second would be refused (429).
 func purgeFallback(ctx context.Context, old FallbackAdmin, key Key, orderID string, final bool) (Record, error) {
 	rec, err := old.Purge(ctx, key, orderID)
-	if err == nil && final && (rec.State != Stored || mismatched(rec, orderID)) {
+	if err == nil && final && rec.State != Held && (rec.State != Stored || mismatched(rec, orderID)) {
 		err = old.DropClaim(ctx, key)
 	}
 	if err != nil {

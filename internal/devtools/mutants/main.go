@@ -73,7 +73,7 @@ var mutants = []mutant{
 		"return keys, k.saveWalkCursor(ctx, cursorKey, cursor, l.Name)",
 		"return keys, k.saveWalkCursor(ctx, cursorKey, cursor, \"\")"},
 	{"a purge during a migration leaves KV's claim", "intake/admin.go",
-		"if err == nil && final && (rec.State != Stored || mismatched(rec, orderID)) {",
+		"if err == nil && final && rec.State != Held && (rec.State != Stored || mismatched(rec, orderID)) {",
 		"if err == nil && false {"},
 	{"a purge that found the key only in KV leaves KV's claim once a retry stored it", "intake/admin.go",
 		"\t\terr = old.DropClaim(ctx, key)\n\tcase migrating && rec.State == Absent:",
@@ -214,6 +214,10 @@ var mutants = []mutant{
 		"\treturn !s.outlasted(claimedAt), nil\n", "\treturn true, nil\n"},
 	{"a sweep past its budget settles on", "settlequeue/settlequeue.go",
 		"\t\tif c.now().Sub(start) >= SweepBudget {\n", "\t\tif c.now().Sub(start) < 0 {\n"},
+	{"the ledger alarm's give-up pages but sends no letter", "app/app.go",
+		"return w.reportGiveUp(alert.WithBudget(ctx, budget), key, p, attempts)", "return w.reportUnresolved(alert.WithBudget(ctx, budget), key, p, attempts)"},
+	{"a purge during a migration drops KV's live claim and leaves its receipt", "intake/admin.go",
+		"\t\tif oldRec.State == Held {\n", "\t\tif false {\n"},
 	{"a give-up whose letter was neither sent nor recorded is stored all the same", "app/app.go",
 		"\tw.log.Log(line)\n\treturn err\n", "\tw.log.Log(line)\n\treturn nil\n"},
 	{"a give-up whose dead letter cannot be sent is not recorded", "app/app.go",
@@ -297,7 +301,7 @@ var simOnly = []struct {
 	{mutant{"a resolve of a key shown final claims it first, and says in progress beside a request of its instance (simulator alone)", "intake/admin.go",
 		"\tcase cur.State == Stored:\n\t\treturn Record{}, ErrOutcomeFinal\n", "\tcase false:\n\t\treturn Record{}, ErrOutcomeFinal\n"}, "ledger", 10000},
 	{mutant{"a purge during a migration leaves KV's claim (simulator alone)", "intake/admin.go",
-		"if err == nil && final && (rec.State != Stored || mismatched(rec, orderID)) {", "if err == nil && false {"}, "ledger", 2000},
+		"if err == nil && final && rec.State != Held && (rec.State != Stored || mismatched(rec, orderID)) {", "if err == nil && false {"}, "ledger", 2000},
 }
 
 // caughtAfter reads how many histories rapid ran to the first failure.
