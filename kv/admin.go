@@ -131,13 +131,16 @@ func (k *Store) Purge(ctx context.Context, key intake.Key, orderID string) (inta
 		return intake.Record{}, err
 	}
 	rec := k.record(stored, pending)
-	if rec.State != intake.Stored || (orderID != "" && intake.OrderIDOf(rec) != orderID) {
+	if rec.State != intake.Stored {
 		return rec, nil
 	}
 	if pending != nil {
 		if m := decodeMetadata(pending.Metadata); !m.open && m.leaseUntil.After(k.now()) {
 			return k.claimRecord(*pending), nil
 		}
+	}
+	if orderID != "" && intake.OrderIDOf(rec) != orderID {
+		return rec, nil
 	}
 	if err := k.ns.Delete(ctx, pendingPrefix+key.String()); err != nil {
 		return intake.Record{}, errs.Prefix("kv: purge: deleting the claim", err)

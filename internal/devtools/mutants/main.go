@@ -216,6 +216,8 @@ var mutants = []mutant{
 		"\t\tif c.now().Sub(start) >= SweepBudget {\n", "\t\tif c.now().Sub(start) < 0 {\n"},
 	{"the ledger alarm's give-up pages but sends no letter", "app/app.go",
 		"return w.reportGiveUp(alert.WithBudget(ctx, budget), key, p, attempts)", "return w.reportUnresolved(alert.WithBudget(ctx, budget), key, p, attempts)"},
+	{"a KV purge naming another order looks at no claim's lease", "kv/admin.go",
+		"\tif rec.State != intake.Stored {\n\t\treturn rec, nil\n\t}\n\tif pending != nil {", "\tif rec.State != intake.Stored || (orderID != \"\" && intake.OrderIDOf(rec) != orderID) {\n\t\treturn rec, nil\n\t}\n\tif pending != nil {"},
 	{"a purge during a migration drops KV's live claim and leaves its receipt", "intake/admin.go",
 		"\t\tif oldRec.State == Held {\n", "\t\tif false {\n"},
 	{"a give-up whose letter was neither sent nor recorded is stored all the same", "app/app.go",
