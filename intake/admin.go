@@ -461,20 +461,6 @@ type FallbackAdmin interface {
 	DropClaim(ctx context.Context, key Key) error
 }
 
-// forget drops key's receipt: its entry stays in the ring, expired, so
-// that the ring and the map keep agreeing.
-func (c *receiptCache) forget(key string) {
-	if c.max == 0 {
-		return
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if e, ok := c.entries[key]; ok {
-		e.expires = 0
-		c.entries[key] = e
-	}
-}
-
 // answerKey carries an operator's answer to the gateway call it replaces.
 type answerKey struct{}
 

@@ -102,21 +102,20 @@ func (c *receiptCache) get(key string, now time.Time, unstored bool) (Record, bo
 	return rec, true
 }
 
-// put caches rec, stored at now, under key for cacheTTL or until rec
-// expires, whichever is sooner, evicting the oldest entry when full.
-func (c *receiptCache) put(key string, rec Record, now time.Time) { c.add(key, rec, now, false, nil) }
-
-// putUnstored caches rec as put does, as an outcome answered at now whose
-// commit has not landed: only retries see it, until put replaces it.
-func (c *receiptCache) putUnstored(key string, rec Record, now time.Time) {
-	c.add(key, rec, now, true, nil)
-}
-
 // putSince caches rec, read or stored at now by a call to the Store that
-// began once mark was taken, as put does, unless a purge of key came
-// since: it may have erased rec.
+// began once mark was taken, under key for cacheTTL or until rec expires,
+// whichever is sooner, evicting the oldest entry when full; unless a
+// purge of key came since mark: it may have erased rec.
 func (c *receiptCache) putSince(key string, rec Record, now time.Time, mark uint64) {
 	c.add(key, rec, now, false, &mark)
+}
+
+// putUnstored caches rec as putSince does, as an outcome answered at now
+// whose commit has not landed: only retries see it, until putSince
+// replaces it. Its request holds the key in this instance, so no purge
+// here comes in between.
+func (c *receiptCache) putUnstored(key string, rec Record, now time.Time) {
+	c.add(key, rec, now, true, nil)
 }
 
 // mark is what putSince is given of a call to the Store that begins now.
@@ -137,10 +136,29 @@ func (c *receiptCache) purged(key string) {
 		return
 	}
 	c.mu.Lock()
+	defer c.mu.Unlock()
 	c.purgedKeys[c.purges%uint64(len(c.purgedKeys))] = key
 	c.purges++
-	c.mu.Unlock()
-	c.forget(key)
+	c.forgetLocked(key)
+}
+
+// forget drops key's receipt: its entry stays in the ring, expired, so
+// that the ring and the map keep agreeing.
+func (c *receiptCache) forget(key string) {
+	if c.max == 0 {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.forgetLocked(key)
+}
+
+// forgetLocked is forget with c.mu held.
+func (c *receiptCache) forgetLocked(key string) {
+	if e, ok := c.entries[key]; ok {
+		e.expires = 0
+		c.entries[key] = e
+	}
 }
 
 // purgedSince reports whether key may have been purged since mark: it was,

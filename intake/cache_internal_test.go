@@ -15,7 +15,7 @@ func TestReceiptCacheIsBoundedByBytes(t *testing.T) {
 	body := make([]byte, 64<<10)
 	const n = 40 // 40 × 64 KiB is over the 1 MiB bound
 	for i := range n {
-		c.put(strconv.Itoa(i), Record{State: Stored, Body: body}, now)
+		c.putSince(strconv.Itoa(i), Record{State: Stored, Body: body}, now, c.mark())
 	}
 	if c.bytes > maxCachedBytes {
 		t.Fatalf("cache holds %d bytes, want at most %d", c.bytes, maxCachedBytes)
@@ -35,7 +35,7 @@ func TestReceiptCacheEvictsInPutOrder(t *testing.T) {
 	c := newReceiptCache(3)
 	now := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
 	for _, key := range []string{"a", "b", "c", "d", "e", "c", "f", "g"} {
-		c.put(key, Record{State: Stored, Body: []byte(key)}, now)
+		c.putSince(key, Record{State: Stored, Body: []byte(key)}, now, c.mark())
 	}
 	for key, want := range map[string]bool{"a": false, "b": false, "c": false, "d": false, "e": true, "f": true, "g": true} {
 		if _, got := c.get(key, now, false); got != want {
