@@ -25,19 +25,7 @@ import (
 // once").
 func TestALookupAnsweredAfterAPurgeDoesNotCacheThePurgedReceipt(t *testing.T) {
 	ctx := context.Background()
-	clock := &fakeClock{now: acceptedAt}
-	store := ledger.NewMemoryStore()
-	store.Now = clock.Now
-	g := &idRecorder{answer: func(int, intake.Placement) error { return nil }}
-	opts := intake.Options{ResultTTL: config.DefaultResultTTL, PendingTTL: config.DefaultPendingTTL, Gateway: g, Now: clock.Now}
-
-	// Another instance placed the order; this one has nothing in memory.
-	first, err := intake.New(store, opts).Submit(ctx, deskKey, []byte(validBody), "")
-	if err != nil {
-		t.Fatalf("the first submission: %v", err)
-	}
-	svc := intake.New(store, opts)
-	admin := intake.NewAdmin(svc, store)
+	clock, store, g, first, svc, admin := placedElsewhere(t)
 
 	// The lookup's read of the receipt is made, and its answer arrives
 	// once the purge in this instance is done.
@@ -280,17 +268,8 @@ func TestAKeyLeftOpenAgainIsRememberedFor1024OtherKeys(t *testing.T) {
 // once the purge has forgotten it.
 func TestARetryWaitingOnAPurgeDoesNotCacheThePurgedReceipt(t *testing.T) {
 	ctx := context.Background()
-	clock := &fakeClock{now: acceptedAt}
-	store := ledger.NewMemoryStore()
-	store.Now = clock.Now
-	g := &idRecorder{answer: func(int, intake.Placement) error { return nil }}
-	opts := intake.Options{ResultTTL: config.DefaultResultTTL, PendingTTL: config.DefaultPendingTTL, Gateway: g, Now: clock.Now}
-	first, err := intake.New(store, opts).Submit(ctx, deskKey, []byte(validBody), "")
-	if err != nil {
-		t.Fatalf("the first submission: %v", err)
-	}
-	svc := intake.New(store, opts) // Wait 0: a duplicate of a request in flight asks the Store at once
-	admin := intake.NewAdmin(svc, store)
+	// Wait 0: a duplicate of a request in flight asks the Store at once.
+	clock, store, g, first, svc, admin := placedElsewhere(t)
 
 	purging, read, purged := make(chan struct{}), make(chan struct{}), make(chan struct{})
 	var purgeOnce, lookupOnce sync.Once
@@ -609,4 +588,22 @@ func TestAMigratingPurgeThatErasedKVsCopyForgetsItEvenWhenTheLedgerAnswersHeld(t
 			}
 		})
 	}
+}
+
+// placedElsewhere is a Service over the ledger, with nothing in memory,
+// and its Admin, for deskKey, whose order (first) another instance placed
+// through g.
+func placedElsewhere(t *testing.T) (*fakeClock, *ledger.MemoryStore, *idRecorder, intake.Outcome, *intake.Service, *intake.Admin) {
+	t.Helper()
+	clock := &fakeClock{now: acceptedAt}
+	store := ledger.NewMemoryStore()
+	store.Now = clock.Now
+	g := &idRecorder{answer: func(int, intake.Placement) error { return nil }}
+	opts := intake.Options{ResultTTL: config.DefaultResultTTL, PendingTTL: config.DefaultPendingTTL, Gateway: g, Now: clock.Now}
+	first, err := intake.New(store, opts).Submit(context.Background(), deskKey, []byte(validBody), "")
+	if err != nil {
+		t.Fatalf("the first submission: %v", err)
+	}
+	svc := intake.New(store, opts)
+	return clock, store, g, first, svc, intake.NewAdmin(svc, store)
 }
