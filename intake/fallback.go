@@ -1,6 +1,7 @@
 package intake
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"time"
@@ -106,9 +107,12 @@ func (s *Service) adopt(ctx context.Context, sub *submission, claim *Claim) (out
 		s.release(ctx, sub.key, *claim)
 		return Outcome{}, true, ErrInProgress
 	case rec.State == Open && claim.Stage != StageSent:
-		if ForAnotherOrder(rec.Fingerprint, claim.Fingerprint) {
+		// Step decides, as over the Store's own record: the same order
+		// takes KV's open key over, another order is refused.
+		move, err := Step(rec, *claim, s.opts.Now())
+		if err != nil || move.Event != EventTakeOver {
 			s.release(ctx, sub.key, *claim)
-			return Outcome{}, true, ErrKeyReused
+			return Outcome{}, true, cmp.Or(err, refused(rec, sub))
 		}
 		return s.adoptOrderID(ctx, sub, claim, rec)
 	case rec.State != Stored:
