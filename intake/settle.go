@@ -133,15 +133,11 @@ func (s *Service) settle(ctx context.Context, key Key) (Settlement, error) {
 	case rec.State == Held:
 		return Settlement{NextAttempt: DueAfterHolder(rec, s.opts.PendingTTL, now), Attempts: rec.Attempts, Result: SettleBusy}, nil
 	case rec.State == Open:
+		// Not due (Step), or kept without its order by an older version:
+		// another chain's, or its client's retry's.
 		return Settlement{Final: true, Unresolved: rec.GiveUp.Unresolved(), Attempts: rec.Attempts}, nil
 	default:
 		return Settlement{Final: true}, nil
-	}
-	if !rec.HasOrder || claim.Fingerprint == "" {
-		// An Open key stored without its order, by an older version: only
-		// a client's retry, which brings the order, can settle it.
-		s.release(ctx, key, GiveBack(claim, rec))
-		return Settlement{Final: true, Attempts: claim.Attempts}, nil
 	}
 	// Past SettleMaxAge the gateway is called one last time before the
 	// settler gives up: the OMS answers a repeated order id with its first

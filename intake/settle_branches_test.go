@@ -71,15 +71,15 @@ func wantOneOrderIDOf(t *testing.T, calls []intake.Placement, want int) string {
 	return wantOneOrderID(t, ids, want)
 }
 
-// TestTheSettlerGivesBackAnOpenKeyWithoutItsOrder: a key an older
-// version left open with its order id and fingerprint but not its order
-// is never due, but a settle message for it (a queue message, a sweep
-// that listed it) still reaches the settler, whose claim takes it over.
-// With nothing to place, the settler calls nothing, says there is nothing
-// to settle, and gives the key back as it was: open with its order id,
-// its attempts and no due time, for the client's retry, which brings the
-// order and places it under that order id.
-func TestTheSettlerGivesBackAnOpenKeyWithoutItsOrder(t *testing.T) {
+// TestTheSettlerLeavesAnOpenKeyWithoutItsOrder: a key an older version
+// left open with its order id and fingerprint but not its order is never
+// due, but a settle message for it (a queue message, a sweep that listed
+// it) still reaches the settler. Step leaves the key to it no more than
+// any other key that is not due (DueFor): the settler calls nothing, says
+// there is nothing to settle, and the key stays as it was: open with its
+// order id, its attempts and no due time, for the client's retry, which
+// brings the order and places it under that order id.
+func TestTheSettlerLeavesAnOpenKeyWithoutItsOrder(t *testing.T) {
 	ctx := context.Background()
 	forEachStore(t, intake.Options{}, func(t *testing.T, e *settleEnv) {
 		o := parsedValid(t)
@@ -110,7 +110,7 @@ func TestTheSettlerGivesBackAnOpenKeyWithoutItsOrder(t *testing.T) {
 			t.Errorf("after the settler the key is %+v, %v; want it as before: %+v", after, err, before)
 		}
 		if keys := e.due(t); len(keys) != 0 {
-			t.Errorf("keys due after the give-back: %v, want none", keys)
+			t.Errorf("keys due after the settler: %v, want none", keys)
 		}
 		out, err := e.service().Submit(ctx, deskKey, []byte(validBody), "")
 		if err != nil || out.OrderID != "old-order" {

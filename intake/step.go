@@ -135,11 +135,15 @@ func (c Claim) role() Role {
 }
 
 // DueFor reports whether the settler may take over the open key rec at
-// now: it is due, and, if the settler gave up on it, due for the
-// give-up's check. A settle message that comes before its key is due was
-// sent for an earlier due time, by a chain another attempt has moved on.
+// now: it keeps its order, which the settler calls the gateway with, it
+// is due, and, if the settler gave up on it, due for the give-up's check.
+// A settle message that comes before its key is due was sent for an
+// earlier due time, by a chain another attempt has moved on. A key an
+// older version kept without its order is never due (DueAt), whatever
+// message names it: only its client's retry, which brings the order, can
+// place it.
 func DueFor(rec Record, now time.Time) bool {
-	if PhaseOf(rec) == PhaseUnresolved {
+	if PhaseOf(rec) == PhaseUnresolved || !rec.HasOrder || rec.Fingerprint == "" {
 		return false
 	}
 	return !now.Add(DueSlack).Before(rec.NextAttempt)

@@ -263,8 +263,9 @@ type Store interface {
 	// the record), unless both it and c have fingerprints and they
 	// differ: then it stays Open and Begin returns it. The settler's
 	// claim (c.By) takes over only an Open key that is due (DueFor): not
-	// one given up on, but one whose give-up awaits its check once the
-	// check is due; an operator's, any Open key. Step decides. When c
+	// one given up on, nor one kept without its order, but one whose
+	// give-up awaits its check once the check is due; an operator's, any
+	// Open key. Step decides. When c
 	// now holds the key, Begin returns Held, and Took says how c took
 	// it. An error that wraps ErrStorageUnavailable says that Begin wrote
 	// nothing. With any other error the record is zero, but for a

@@ -182,6 +182,8 @@ var mutants = []mutant{
 		"\t\tkeep += time.Second\n", "\n"},
 	{"a stand-in's receipt kept a second past the reference's", "kv/store.go",
 		"\tif !c.KeepUntil.IsZero() {\n\t\tkeep += time.Second\n", "\tif true {\n\t\tkeep += time.Second\n"},
+	{"a settle message takes over an older version's open key without its order", "intake/step.go",
+		"if PhaseOf(rec) == PhaseUnresolved || !rec.HasOrder || rec.Fingerprint == \"\" {", "if PhaseOf(rec) == PhaseUnresolved {"},
 	{"an older version's open key without its order is made due", "intake/step.go",
 		"func (c Claim) HasOrder() bool { return c.Fingerprint != \"\" && c.Order.Symbol != \"\" }", "func (c Claim) HasOrder() bool { return c.Fingerprint != \"\" }"},
 	{"a refused resolve over the ledger leaves the key due at once", "ledger/object.go",
