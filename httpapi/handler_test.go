@@ -2,6 +2,7 @@ package httpapi_test
 
 import (
 	"context"
+	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -16,6 +17,7 @@ import (
 	"github.com/edge-orders/edge-orders/kv"
 	"github.com/edge-orders/edge-orders/kv/kvtest"
 	"github.com/edge-orders/edge-orders/ledger"
+	"github.com/edge-orders/edge-orders/order"
 	"github.com/edge-orders/edge-orders/workers"
 )
 
@@ -366,6 +368,16 @@ func TestLookupSaysWhenItExpires(t *testing.T) {
 			hr := httpapi.New(intake.New(store, rejecting), httpapi.Options{})
 			refused := serve(hr, request(http.MethodPost, ptr("r"), strings.NewReader(validBody)))
 			check(t, refused, response{422, refused.Body.String(), map[string]string{"Idempotency-Expires": ""}})
+			// The bodies above are the answers as they came: what they must
+			// say is checked here, and every replay below must be them.
+			if id, status, _ := order.ReceiptFields(created.Body.Bytes()); id == "" || status != order.StatusAccepted {
+				t.Fatalf("the 201 = %s, want a receipt of an accepted order", created.Body)
+			}
+			var rejection struct{ Error, Detail, OrderID string }
+			if err := json.Unmarshal(refused.Body.Bytes(), &rejection); err != nil || rejection.Error != "order_rejected" ||
+				rejection.Detail != "symbol halted" || rejection.OrderID == "" {
+				t.Fatalf("the 422 = %s, want the rejection the gateway gave", refused.Body)
+			}
 
 			// The placing handler answers from memory; another asks the store.
 			other := httpapi.New(intake.New(store, opts), httpapi.Options{})
