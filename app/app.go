@@ -306,15 +306,10 @@ func (w *Worker) reportUnresolved(ctx context.Context, key intake.Key, p intake.
 // dead-letter queue or, should that fail, recorded for the admin API. An
 // error (the page failed, or the letter was neither sent nor recorded)
 // leaves the key due again soon, for both once more: the key records what
-// is owed, and a letter is never lost, as a page is not. The letter does
-// not wait for a pager that fails, which may fail for hours: it is
-// recorded for the admin API at once (recordUnpaged).
+// is owed, and a letter is never lost, as a page is not.
 func (w *Worker) reportGiveUp(ctx context.Context, key intake.Key, p intake.Placement, attempts int) error {
 	if w.pager != nil {
 		if err := w.reportUnresolved(ctx, key, p, attempts); err != nil {
-			if !errors.Is(err, alert.ErrBudgetSpent) {
-				w.recordUnpaged(ctx, key, p, attempts)
-			}
 			return err
 		}
 	}
@@ -459,25 +454,6 @@ func (w *Worker) recordGiveUp(ctx context.Context, key intake.Key, p intake.Plac
 		return "recording its letter failed too: " + err.Error(), err
 	}
 	return "its letter is recorded for the admin API (" + httpapi.DeadLettersPath + ") instead", nil
-}
-
-// recordUnpaged records the dead letter of a give-up whose page failed,
-// and which waits, due again, to page once more: under one id for the
-// order, so that each try while the pager fails records the same letter
-// again, which an operator acknowledges once. Once the page goes
-// through, the give-up's letter goes to the queue too, a second letter
-// for the same give-up. A record that fails is logged; the next try
-// records it again.
-func (w *Worker) recordUnpaged(ctx context.Context, key intake.Key, p intake.Placement, attempts int) {
-	if w.deadLetters == nil {
-		return
-	}
-	d := intake.DeadLetter{Key: key, ID: letterID("unpaged-" + p.OrderID), OrderID: p.OrderID, Attempts: attempts, Received: w.now()}
-	if err := w.deadLetters.Record(ctx, d); err != nil && !errors.Is(err, intake.ErrLetterAcknowledged) {
-		w.log.Log(eventlog.Line{Outcome: "dead_letter_unsent", Client: key.Client, Key: key.ID, OrderID: p.OrderID, Attempts: attempts, Alert: true,
-			Error: "recording the letter of a give-up whose page failed: " + err.Error() + "; recorded again once the settler tries the key (in " +
-				intake.ReportRetryDelay.String() + " or later)"})
-	}
 }
 
 // letterID is the id of the letter a queue message brings: the message's
