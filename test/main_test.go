@@ -525,8 +525,10 @@ func TestStartLineLetsTheFirstGoFirst(t *testing.T) {
 	}{{"low", 0}, {"high", 2}, {"low too", 0}} {
 		queued := len(l.waitingNow())
 		go func() { l.acquire(w.first); went <- w.name }()
-		for len(l.waitingNow()) == queued { // gate on the waiter's arrival
-			time.Sleep(time.Millisecond)
+		for until := time.Now().Add(10 * time.Second); len(l.waitingNow()) == queued; time.Sleep(time.Millisecond) { // gate on the waiter's arrival
+			if time.Now().After(until) {
+				t.Fatalf("the %s start never queued", w.name)
+			}
 		}
 	}
 	var order []string

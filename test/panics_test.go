@@ -88,8 +88,10 @@ func TestPanicsAreContained(t *testing.T) {
 				beside := make(chan response, 1)
 				go func() { beside <- w.postFrom(t, besideKey, body) }()
 				go sending.Write([]byte(validOrder[:10]))
-				for w.wrappedStats(t).IntoGo == entered {
-					time.Sleep(20 * time.Millisecond)
+				for until := time.Now().Add(30 * time.Second); w.wrappedStats(t).IntoGo == entered; time.Sleep(20 * time.Millisecond) {
+					if time.Now().After(until) {
+						t.Fatalf("the request beside the panic never entered the Go program")
+					}
 				}
 				got := w.send(t, http.MethodPost, validOrder, "Idempotency-Key", key, "Content-Type", "application/json", "Origin", panicOrigin)
 				// A page may read it: a trap's answer carries the CORS
