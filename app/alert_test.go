@@ -12,7 +12,6 @@ import (
 
 	"github.com/edge-orders/edge-orders/app"
 	"github.com/edge-orders/edge-orders/intake"
-	"github.com/edge-orders/edge-orders/kv"
 	"github.com/edge-orders/edge-orders/ledger"
 	"github.com/edge-orders/edge-orders/workers"
 )
@@ -110,13 +109,12 @@ func settleUntil(t *testing.T, w *world, worker *app.Worker, from int) int {
 	return n
 }
 
-// TestAnUnresolvedOrderPagesOnceAfterThePagerFailed, KV mode without a
-// dead-letter queue: the pager refuses the first page, the give-up is not
-// stored, the key's next settle message pages again, and once the pager
-// takes it the key is unresolved.
+// TestAnUnresolvedOrderPagesOnceAfterThePagerFailed, KV mode: the pager
+// refuses the first page, the give-up is not stored, the key's next
+// settle message pages again, and once the pager takes it the key is
+// unresolved and dead-lettered; its letter pages no more.
 func TestAnUnresolvedOrderPagesOnceAfterThePagerFailed(t *testing.T) {
 	w, p := pagedWorld(t, nil)
-	w.env.DeadLetter = nil
 	worker := app.New(w.env)
 	p.fail(503)
 	w.lose = true
@@ -137,63 +135,18 @@ func TestAnUnresolvedOrderPagesOnceAfterThePagerFailed(t *testing.T) {
 	if delays := w.settle.delays; delays[len(delays)-1] != intake.ReportRetryDelay {
 		t.Errorf("settle message delays %v, want the last, after the refused page, %v", delays, intake.ReportRetryDelay)
 	}
+	dead := w.dead.sent()
+	if len(dead) != 1 {
+		t.Fatalf("dead letters %q, want one", dead)
+	}
+	if err := worker.DeadLetterMessage(context.Background(), "m1", dead[0]); err != nil {
+		t.Fatalf("DeadLetterMessage = %v", err)
+	}
+	if taken, _ := p.seen(); len(taken) != 1 {
+		t.Errorf("pages taken after the unresolved key's letter %q, want still one: its key was paged", taken)
+	}
 	if log := w.console.String(); strings.Contains(log, "s3cr3t") || strings.Contains(log, routingKey) {
 		t.Errorf("the log shows a secret of the pager:\n%s", log)
-	}
-}
-
-// TestAPageThePagerRefusedIsOwedByTheGiveUpsLetter, KV mode: the pager
-// refuses the give-up's page, and keeps refusing it (a revoked routing
-// key). The give-up is stored all the same, its letter sent marked as
-// owing the page; the letter is listed for the admin API at its first
-// delivery, pages from there, and is delivered again while the pager
-// refuses; once the pager takes the page, the letter pages no more.
-// Before, the give-up waited for the page, and for as long as the pager
-// refused nothing showed it but alert_failed lines every 15 s.
-func TestAPageThePagerRefusedIsOwedByTheGiveUpsLetter(t *testing.T) {
-	const refusals = 4
-	w, p := pagedWorld(t, nil)
-	worker := app.New(w.env)
-	refused := make([]int, refusals)
-	for i := range refused {
-		refused[i] = 400
-	}
-	p.fail(refused...)
-	w.lose = true
-	if resp := w.post(worker.Handler, "k"); resp.Status != 503 {
-		t.Fatalf("answer = %d %s; want 503", resp.Status, resp.Body)
-	}
-	if ran := settleUntil(t, w, worker, 0); ran != len(w.settle.sent()) {
-		t.Errorf("settle messages: %d sent, %d run; want none after the give-up, which is stored", len(w.settle.sent()), ran)
-	}
-	if taken, failed := p.seen(); len(failed) != 1 || len(taken) != 0 {
-		t.Fatalf("pages taken %q, refused %q; want the give-up's refused", taken, failed)
-	}
-	dead := w.dead.sent()
-	if len(dead) != 1 || !strings.Contains(string(dead[0]), `"page":"owed"`) {
-		t.Fatalf("dead letters %q, want one, owing its page", dead)
-	}
-	if got := w.lines("order_unresolved"); len(got) != 1 {
-		t.Errorf("order_unresolved lines %v, want one: the give-up is stored", got)
-	}
-	if got := w.lines("alert_failed"); len(got) != 1 || !strings.Contains(fmt.Sprint(got[0]["error"]), "owes the page") {
-		t.Errorf("alert_failed lines %v, want one saying the letter owes the page", got)
-	}
-	ctx := context.Background()
-	letters := kv.NewDeadLetterStore(w.env.KV.(*kv.MemoryNamespace))
-	for i := 1; i < refusals; i++ {
-		if err := worker.DeadLetterMessage(ctx, "m1", dead[0]); err == nil {
-			t.Fatalf("delivery %d with the pager refusing = nil, want an error: the queue must deliver the letter again", i)
-		}
-		if got, err := letters.Letters(ctx, intake.Key{ID: "k"}); err != nil || len(got) != 1 || got[0].OrderID == "" || !got[0].Unresolved {
-			t.Fatalf("letters after delivery %d = %+v, %v; want the give-up's, listed unresolved", i, got, err)
-		}
-	}
-	if err := worker.DeadLetterMessage(ctx, "m1", dead[0]); err != nil {
-		t.Fatalf("delivery once the pager takes pages = %v, want nil", err)
-	}
-	if taken, failed := p.seen(); len(failed) != refusals || len(taken) != 1 || taken[0] != "order_unresolved k" {
-		t.Errorf("pages taken %q, refused %q; want %d refused, then order_unresolved k taken", taken, failed, refusals)
 	}
 }
 

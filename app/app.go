@@ -293,36 +293,24 @@ func (w *Worker) Settler(store intake.Store) *intake.Service {
 	return intake.New(w.meter.store(store), opts)
 }
 
+// reportUnresolved pages an operator for an order the settler is giving
+// up on, before the give-up is stored (intake.Options.ReportUnresolved):
+// an error leaves the key owing the page, due again.
+func (w *Worker) reportUnresolved(ctx context.Context, key intake.Key, p intake.Placement, attempts int) error {
+	return w.page(ctx, alert.Event{Kind: alert.KindUnresolved, Key: key, OrderID: p.OrderID, Attempts: attempts},
+		"the key stays due, and is paged again once the settler tries it (in "+intake.ReportRetryDelay.String()+" or later)")
+}
+
 // reportGiveUp is the Service's ReportUnresolved, before the give-up is
 // stored: the page, then the give-up's dead letter, sent to the
 // dead-letter queue or, should that fail, recorded for the admin API. An
 // error (the page failed, or the letter was neither sent nor recorded)
 // leaves the key due again soon, for both once more: the key records what
 // is owed, and a letter is never lost, as a page is not.
-//
-// A page the pager did not take is owed by the letter, where the
-// dead-letter queue is bound: sent marked so (LetterOwingPage), it is
-// recorded for the admin API at once and pages from there, delivered
-// again with the letters' backoff until the pager takes it. So the letter
-// never waits for a pager that fails for hours. A page the run's budget
-// put off is owed by the key, as every page is without the queue.
 func (w *Worker) reportGiveUp(ctx context.Context, key intake.Key, p intake.Placement, attempts int) error {
 	if w.pager != nil {
-		e := alert.Event{Kind: alert.KindUnresolved, Key: key, OrderID: p.OrderID, Attempts: attempts}
-		err := w.pager.Page(ctx, e)
-		dueAgain := "the key stays due, and is paged again once the settler tries it (in " + intake.ReportRetryDelay.String() + " or later)"
-		switch {
-		case err == nil:
-		case errors.Is(err, alert.ErrBudgetSpent) || w.deadLetter == nil:
-			w.pageFailed(e, err, dueAgain)
+		if err := w.reportUnresolved(ctx, key, p, attempts); err != nil {
 			return err
-		default:
-			if serr := w.deadLetter.Send(ctx, settlequeue.LetterOwingPage(key), 0); serr != nil {
-				w.pageFailed(e, err, "and sending its letter to "+DeadLetterBinding+" failed too ("+serr.Error()+"): "+dueAgain)
-				return err
-			}
-			w.pageFailed(e, err, "its letter, sent to "+DeadLetterBinding+", owes the page: the dead-letter queue delivers it again until the pager takes it")
-			return nil
 		}
 	}
 	if w.deadLetter == nil {
@@ -349,16 +337,10 @@ func (w *Worker) reportGiveUp(ctx context.Context, key intake.Key, p intake.Plac
 func (w *Worker) page(ctx context.Context, e alert.Event, then string) error {
 	err := w.pager.Page(ctx, e)
 	if err != nil {
-		w.pageFailed(e, err, then)
+		w.log.Log(eventlog.Line{Outcome: "alert_failed", Client: e.Key.Client, Key: e.Key.ID, OrderID: e.OrderID, Attempts: e.Attempts, Alert: true,
+			Error: "paging " + e.Kind + ": " + err.Error() + "; " + then})
 	}
 	return err
-}
-
-// pageFailed logs at error level e's page that failed with err, and what
-// becomes of it (then).
-func (w *Worker) pageFailed(e alert.Event, err error, then string) {
-	w.log.Log(eventlog.Line{Outcome: "alert_failed", Client: e.Key.Client, Key: e.Key.ID, OrderID: e.OrderID, Attempts: e.Attempts, Alert: true,
-		Error: "paging " + e.Kind + ": " + err.Error() + "; " + then})
 }
 
 // QueueMessage handles a message of either queue the Worker consumes,
@@ -412,7 +394,7 @@ func (w *Worker) SettleMessage(ctx context.Context, body []byte) error {
 // again. An error has the queue deliver the message again; a body that is
 // no settle message is logged and acknowledged.
 func (w *Worker) DeadLetterMessage(ctx context.Context, messageID string, body []byte) error {
-	key, owesPage, err := settlequeue.ParseLetter(body)
+	key, err := settlequeue.ParseMessage(body)
 	if err != nil {
 		w.log.Log(eventlog.Line{Outcome: "dead_letter_dropped", Error: err.Error()})
 		return nil
@@ -436,21 +418,15 @@ func (w *Worker) DeadLetterMessage(ctx context.Context, messageID string, body [
 	case err != nil:
 		return err
 	}
-	// An unresolved key's letter was paged as the settler gave up on it,
-	// unless the pager did not take that page, which the letter owes
-	// (owesPage); a key whose outcome is stored since is owed nothing.
-	owed := d.OrderID != "" && (owesPage || !d.Unresolved)
+	// An unresolved key's letter was paged as the settler gave up on it.
+	owed := !d.Unresolved && d.OrderID != ""
 	w.log.Log(eventlog.Line{Outcome: "dead_letter", Client: key.Client, Key: key.ID, OrderID: d.OrderID, Attempts: d.Attempts, LetterID: d.ID,
 		Alert: owed,
 		Error: "recorded for the admin API (" + httpapi.DeadLettersPath + ") until an operator acknowledges it"})
 	if owed && w.pager != nil {
 		// The letter is the page owed: an error has the queue deliver it
 		// again, and the page is sent again.
-		kind := alert.KindDeadLetter
-		if owesPage {
-			kind = alert.KindUnresolved // the give-up's own page
-		}
-		return w.page(ctx, alert.Event{Kind: kind, Key: key, OrderID: d.OrderID, Attempts: d.Attempts},
+		return w.page(ctx, alert.Event{Kind: alert.KindDeadLetter, Key: key, OrderID: d.OrderID, Attempts: d.Attempts},
 			"the dead-letter queue delivers the letter again (after "+DeadLetterRetryFirst.String()+", doubling up to "+DeadLetterRetryMax.String()+"), and it is paged again")
 	}
 	return nil

@@ -63,24 +63,6 @@ func ParseMessage(body []byte) (intake.Key, error) {
 	return key, err
 }
 
-// LetterOwingPage is the body of the dead letter of a give-up whose page
-// the pager did not take: Message, with "page":"owed", for the letter's
-// consumer to page. A settle consumer reads it as Message.
-func LetterOwingPage(key intake.Key) []byte {
-	b := message(key, time.Time{})
-	return append(b[:len(b)-1], `,"page":"owed"}`...)
-}
-
-// ParseLetter reads a dead letter: Message, or LetterOwingPage, which
-// owesPage tells apart; ErrNotMessage for anything else.
-func ParseLetter(body []byte) (key intake.Key, owesPage bool, err error) {
-	if key, err = ParseMessage(body); err != nil {
-		return intake.Key{}, false, err
-	}
-	doc, _ := jsjson.Parse(body, "page")
-	return key, doc.Get("page").Str == "owed", nil
-}
-
 // parse reads what message wrote: the key, and its due time if the
 // message carries one (zero otherwise). A due time MaxDue past now is
 // refused (ErrNotMessage).

@@ -91,28 +91,6 @@ func TestMessageRoundTrips(t *testing.T) {
 	}
 }
 
-// TestALetterOwingItsPageRoundTrips: a give-up's letter that owes its
-// page says so to ParseLetter, and is the same key's settle message to
-// ParseMessage; a plain message owes nothing.
-func TestALetterOwingItsPageRoundTrips(t *testing.T) {
-	key := intake.Key{Client: "desk-a", ID: `a:b "quoted"`}
-	for _, c := range []struct {
-		body []byte
-		owes bool
-	}{{settlequeue.LetterOwingPage(key), true}, {settlequeue.Message(key), false}} {
-		got, owes, err := settlequeue.ParseLetter(c.body)
-		if err != nil || got != key || owes != c.owes {
-			t.Errorf("ParseLetter(%s) = %+v, %v, %v; want %+v, %v", c.body, got, owes, err, key, c.owes)
-		}
-		if got, err := settlequeue.ParseMessage(c.body); err != nil || got != key {
-			t.Errorf("ParseMessage(%s) = %+v, %v; want %+v", c.body, got, err, key)
-		}
-	}
-	if _, _, err := settlequeue.ParseLetter([]byte(`{"page":"owed"}`)); err == nil {
-		t.Error(`ParseLetter({"page":"owed"}) = nil error, want ErrNotMessage`)
-	}
-}
-
 func TestParseMessageRefusesWhatMessageDoesNotWrite(t *testing.T) {
 	for _, body := range []string{
 		``,

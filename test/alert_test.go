@@ -165,15 +165,13 @@ func waitLogged(t *testing.T, w *target, within time.Duration, parts ...string) 
 // each mode with ALERT_WEBHOOK_URL and ALERT_ROUTING_KEY set (as secrets)
 // against a stand-in for PagerDuty that refuses each order's first event.
 // An order whose every OMS answer is lost becomes unresolved once
-// SETTLE_MAX_AGE_SECONDS (60 s, the least) passed: the Worker pages, and
-// is refused. In KV mode the give-up's letter, sent to SETTLE_DLQ owing
-// the page, pages again from the dead-letter queue's consumer; in ledger
-// mode, which binds no SETTLE_DLQ here, the key stays due and the settler
-// pages again, and the key is unresolved only then. One page per order
-// arrives. In KV mode a settle message that keeps failing (the test
+// SETTLE_MAX_AGE_SECONDS (60 s, the least) passed: the Worker pages, is
+// refused, pages again, and the key is unresolved only then; one page per
+// order arrives. In KV mode a settle message that keeps failing (the test
 // entry fails it before the Worker sees it) reaches the dead-letter queue,
-// whose consumer pages for it, again after a refusal. The error lines go
-// out through console.error. No secret reaches the log.
+// whose consumer pages for it, again after a refusal; and the unresolved
+// order's own letter pages no more. The error lines go out through
+// console.error. No secret reaches the log.
 func TestTheWorkerPagesOncePerUnresolvedOrderAndDeadLetter(t *testing.T) {
 	requireWorker(t)
 	t.Parallel()
@@ -213,8 +211,7 @@ func TestTheWorkerPagesOncePerUnresolvedOrderAndDeadLetter(t *testing.T) {
 				wantUnknown(t, w.post(t, key, gatewayOrder(symbol)))
 				orderID := oms.orderIDs(symbol)[0]
 				pager.waitTaken(t, orderID, 150*time.Second)
-				// The give-up is stored: in KV mode its letter owes the
-				// page, in ledger mode the page was taken.
+				// The give-up is stored once the pager took the page.
 				deadline := time.Now().Add(20 * time.Second)
 				for got := w.lookup(t, key); !strings.Contains(got.body, `"outcome_unresolved"`); got = w.lookup(t, key) {
 					if time.Now().After(deadline) {
@@ -223,7 +220,8 @@ func TestTheWorkerPagesOncePerUnresolvedOrderAndDeadLetter(t *testing.T) {
 					time.Sleep(200 * time.Millisecond)
 				}
 				if mode == "kv" {
-					// Its letter was consumed, and paged as the give-up.
+					// Its letter is consumed, and pages no more: the key
+					// was paged as the settler gave up.
 					waitLogged(t, w, 30*time.Second, `"outcome":"dead_letter"`, `"key":"`+key+`"`)
 				}
 				wantPagedOnce(t, pager, orderID, "order_unresolved", key)
