@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/edge-orders/edge-orders/intake"
+	"github.com/edge-orders/edge-orders/order"
 )
 
 // MemoryStore is an intake.Store over one in-memory Object: the ledger's own
@@ -173,7 +174,18 @@ func (t *memTable) get(key string) (row, bool) {
 	return r, ok
 }
 
-func (t *memTable) put(r row) { t.rows[r.key] = r }
+// put keeps r as the SQL table would read it back (sqlTable.put, then
+// rowAt), no more: a give-up as its flag and due time (intake.GiveUpOf),
+// and an order only if it parses. A table kinder than the Durable
+// Object's would pass tests the object fails.
+func (t *memTable) put(r row) {
+	r.giveUp = intake.GiveUpOf(r.giveUp.Unresolved(), r.due)
+	if r.hasOrder {
+		o, err := order.Parse(r.order.JSON())
+		r.order, r.hasOrder = o, err == nil
+	}
+	t.rows[r.key] = r
+}
 
 func (t *memTable) delete(key string) { delete(t.rows, key) }
 
