@@ -121,7 +121,8 @@ func nameKey(name, client string, scoped bool) (intake.Key, bool) {
 // every location, as every KV write does. A claim beside the outcome whose
 // lease has not ended is a request in flight whose read missed the
 // outcome: deleting it would free the key for another while it calls the
-// OMS, so the purge leaves everything and returns the claim, Held. (A
+// OMS, so the purge leaves everything and returns the claim, Held, for
+// as long as ClaimState says it holds the key, as every read does. (A
 // claim without a lease, the reference's or the stand-in's, is one whose
 // delete failed: it goes.)
 func (k *Store) Purge(ctx context.Context, key intake.Key, orderID string) (intake.Record, error) {
@@ -135,7 +136,7 @@ func (k *Store) Purge(ctx context.Context, key intake.Key, orderID string) (inta
 		return rec, nil
 	}
 	if pending != nil {
-		if m := decodeMetadata(pending.Metadata); !m.open && m.leaseUntil.After(k.now()) {
+		if m := decodeMetadata(pending.Metadata); !m.leaseUntil.IsZero() && intake.ClaimState(m.open, m.leaseUntil, false, m.orderID, k.now()) == intake.Held {
 			return k.claimRecord(*pending), nil
 		}
 	}
