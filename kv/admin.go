@@ -122,7 +122,7 @@ func nameKey(name, client string, scoped bool) (intake.Key, bool) {
 // lease has not ended is a request in flight whose read missed the
 // outcome: deleting it would free the key for another while it calls the
 // OMS, so the purge leaves everything and returns the claim, Held, for
-// as long as ClaimState says it holds the key, as every read does. (A
+// as long as it holds the key as every read sees it (claimRecordAt). (A
 // claim without a lease, the reference's or the stand-in's, is one whose
 // delete failed: it goes.)
 func (k *Store) Purge(ctx context.Context, key intake.Key, orderID string) (intake.Record, error) {
@@ -136,8 +136,9 @@ func (k *Store) Purge(ctx context.Context, key intake.Key, orderID string) (inta
 		return rec, nil
 	}
 	if pending != nil {
-		if m := decodeMetadata(pending.Metadata); !m.leaseUntil.IsZero() && intake.ClaimState(m.open, m.leaseUntil, false, m.orderID, k.now()) == intake.Held {
-			return k.claimRecord(*pending), nil
+		m := decodeMetadata(pending.Metadata)
+		if claim := claimRecordAt(m, pending.Value, k.now()); claim.State == intake.Held && !m.leaseUntil.IsZero() {
+			return claim, nil
 		}
 	}
 	if orderID != "" && intake.OrderIDOf(rec) != orderID {

@@ -256,9 +256,9 @@ var mutants = []mutant{
 	{"a purge during a migration that erased KV's copy leaves it in memory", "intake/admin.go",
 		"\t\t\t// KV's copy is erased, whatever the Store answers next.\n\t\t\ts.receipts.purged(cacheKey)\n", "\t\t\t// KV's copy is erased, whatever the Store answers next.\n"},
 	{"a KV purge deletes a live claim beside the outcome", "kv/admin.go",
-		"if m := decodeMetadata(pending.Metadata); !m.leaseUntil.IsZero() && intake.ClaimState(", "if m := decodeMetadata(pending.Metadata); false && intake.ClaimState("},
+		"claim.State == intake.Held && !m.leaseUntil.IsZero() {", "false && claim.State == intake.Held {"},
 	{"a KV purge leaves the reference's claim, whose delete failed, beside the outcome", "kv/admin.go",
-		"if m := decodeMetadata(pending.Metadata); !m.leaseUntil.IsZero() && intake.ClaimState(", "if m := decodeMetadata(pending.Metadata); intake.ClaimState("},
+		"claim.State == intake.Held && !m.leaseUntil.IsZero() {", "claim.State == intake.Held {"},
 	{"a resolve of a key only KV holds open, naming another order id, is told the key holds no order", "intake/admin.go",
 		"if err := unresolvable(old, res); err != nil {", "if err := unresolvable(old, Resolution{}); err != nil {"},
 }
