@@ -170,32 +170,26 @@ func TestKVSettleLostMessageIsSwept(t *testing.T) {
 	g.oms.script(symbol, drop)
 	w.setting(t, `{"dropSettleSends": true}`)
 	before := w.wrappedStats(t)
-	posted := time.Now()
 	wantUnknown(t, w.post(t, key, gatewayOrder(symbol)))
+	answered := time.Now()
 	w.setting(t, `{"dropSettleSends": false}`)
 	if after := w.wrappedStats(t); after.SettleSends != before.SettleSends+1 {
 		t.Fatalf("settle sends %d → %d, want the one that was lost", before.SettleSends, after.SettleSends)
 	}
-	// The key is due a second after the unknown outcome, and the sweep's
-	// grace is a second here (SETTLE_SWEEP_GRACE_SECONDS). Until it is
-	// overdue past the grace nothing settles it, as its message was lost:
-	// what passes here is the time the test is about.
-	for overdue := posted.Add(2500 * time.Millisecond); time.Now().Before(overdue); time.Sleep(250 * time.Millisecond) {
+	// The key is due a second after the unknown outcome, which came before
+	// the answer, and the sweep's grace is a second here
+	// (SETTLE_SWEEP_GRACE_SECONDS): 2.5 s after the answer it is overdue
+	// past the grace. Until then nothing settles it, as its message was
+	// lost: what passes here is the time the test is about.
+	for overdue := answered.Add(2500 * time.Millisecond); time.Now().Before(overdue); time.Sleep(250 * time.Millisecond) {
 		if got := w.lookup(t, key); got.status != 503 {
 			t.Fatalf("before the sweep: lookup = %d %s, want still unknown (the message was lost)", got.status, got.body)
 		}
 	}
-	// Then the Cron's sweep settles it, within a deadline.
-	deadline := time.Now().Add(settleWithin)
 	w.runCron(t)
-	stored := w.lookup(t, key)
-	for stored.status != 200 {
-		if time.Now().After(deadline) {
-			t.Fatalf("lookup after %v of sweeps = %d %s, want the 200 receipt", settleWithin, stored.status, stored.body)
-		}
-		time.Sleep(time.Second)
-		w.runCron(t)
-		stored = w.lookup(t, key)
+	stored := waitSettled(t, w, key, settleWithin)
+	if stored.status != 200 {
+		t.Fatalf("settled lookup = %d %s, want the 200 receipt", stored.status, stored.body)
 	}
 	wantOneOrderID(t, g.oms, symbol, decodeReceipt(t, stored.body))
 }
